@@ -1,0 +1,52 @@
+//! elevator-core: the block layer's core, in user space.
+//!
+//! Bios become requests, requests merge, schedulers order them, and every bio
+//! completes exactly once. The core is pure and deterministic: no threads, no
+//! system calls, no clock (time is a [`Nanos`] the caller passes in), no global
+//! state, so the same scheduler code runs on a simulation's virtual clock and
+//! on a real device's.
+//!
+//! ```
+//! use elevator_core::{Bio, Dispatch, Outcome, Queue, QueueConfig};
+//!
+//! let mut q = Queue::with_scheduler(QueueConfig::default(), "mq-deadline")?;
+//! q.submit(&Bio::read(0, 4096, 1), 0)?;
+//! q.submit(&Bio::read(8, 4096, 2), 0)?; // back-merges into the first request
+//! let Dispatch::Request(rq) = q.dispatch(10) else { panic!("nothing to dispatch") };
+//! assert_eq!(q.request(rq).bytes(), 8192);
+//! let mut done = vec![];
+//! q.complete(rq, Outcome::Done, 20, &mut |c| done.push(c.token));
+//! assert_eq!(done, vec![1, 2]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Modules: [`bio`] (what a submitter asks), [`limits`] (what the device
+//! takes), [`request`] (what the device gets), [`queue`] (merging, plugging,
+//! tags, dispatch, completion), [`sched`] (the schedulers), [`stats`],
+//! [`tunable`] (named settings), [`index`] (the allocation-free lists, trees
+//! and slabs underneath).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bio;
+pub mod error;
+pub mod index;
+pub mod limits;
+pub mod queue;
+pub mod request;
+pub mod sched;
+pub mod stats;
+pub mod tunable;
+
+pub use bio::{
+    Bio, BioCompletion, BioFlags, Dir, IoContext, IoPrio, Nanos, Op, PrioClass, SECTOR_SIZE,
+    Sector, Status,
+};
+pub use error::{BioError, ConfigError, SubmitError, TunableError, UnknownScheduler};
+pub use limits::Limits;
+pub use queue::{Dispatch, Outcome, Queue, QueueConfig, Submitted};
+pub use request::{BioView, Request, RequestId, Requests, RqState};
+pub use sched::{AnyScheduler, MergeKind, SCHEDULER_NAMES, SchedDispatch, Scheduler};
+pub use stats::{Histogram, QueueStats};
+pub use tunable::{TunableSpec, Unit};

@@ -1,0 +1,758 @@
+//! The request queue: turns bios into requests, merges, plugs, holds the tag
+//! pool, hands requests to the scheduler and the device, and completes every
+//! bio exactly once.
+//!
+//! The life of a bio (see `reference/linux-block-layer.md` §1, §6):
+//! 1. [`Queue::submit`] checks it against the [`Limits`] (a bad bio is refused
+//!    with a [`SubmitError`] and nothing changes) and splits it into pieces that
+//!    fit; split pieces never merge.
+//! 2. Unless `nomerges=2` or the bio is unmergeable, it is tried against the
+//!    most recent plugged request, then through the scheduler's lookup (see
+//!    `merge.rs`). A bio that merges joins an existing request.
+//! 3. Otherwise it gets a request (a tag). Flushes and FUA / PREFLUSH requests
+//!    go to the queue's own dispatch list, bypassing the scheduler and the plug.
+//!    Others go on the plug while plugged, else to the scheduler, after an
+//!    insert-time merge attempt.
+//! 4. [`Queue::dispatch`] gives the device the next request, while fewer than
+//!    `queue_depth` are in flight.
+//! 5. [`Queue::complete`] ends a request: every bio in it completes once with
+//!    its status and byte count; pieces of a split bio are reassembled so that
+//!    the submitted bio completes once.
+//!
+//! Tunables (read and set by name with [`Queue::get`] / [`Queue::set`], as
+//! `/sys/block/X/queue/` and `.../iosched/`): `nomerges` (0), `nr_requests`,
+//! `max_sectors_kb`; read-only `logical_block_size`, `max_hw_sectors_kb`,
+//! `max_segments`, `max_segment_size`, `chunk_sectors`, `queue_depth`; then
+//! the scheduler's own.
+
+mod check;
+mod hash;
+mod merge;
+
+use std::collections::VecDeque;
+
+use crate::bio::{Bio, BioCompletion, BioFlags, Nanos, Op, SECTOR_SHIFT, Status};
+use crate::error::{ConfigError, SubmitError, TunableError};
+use crate::index::{NIL, Slab};
+use crate::limits::Limits;
+use crate::request::{
+    BioSlot, Bios, Request, RequestId, Requests, RqState, SplitRecord,
+};
+use crate::sched::{AnyScheduler, MergeKind, MergeLookup, SchedDispatch, Scheduler};
+use crate::stats::{QueueStats, elapsed};
+use crate::tunable::{TunableSpec, Unit, find_spec, parse_value};
+
+use hash::MergeHash;
+
+/// A plug holds at most this many requests before it flushes (Linux
+/// `BLK_MAX_REQUEST_COUNT`).
+pub const PLUG_MAX_REQUESTS: usize = 32;
+/// A plug flushes when its last request is at least this big, unless
+/// `nomerges=2` (Linux `BLK_PLUG_FLUSH_SIZE`).
+pub const PLUG_FLUSH_BYTES: u64 = 128 * 1024;
+
+/// How to build a [`Queue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// The device's limits.
+    pub limits: Limits,
+    /// Size of the tag pool: requests that may exist at once (queued, plugged
+    /// or in flight). Linux with a scheduler: `2 × min(queue_depth, 128)`.
+    pub nr_requests: u32,
+    /// Requests the device takes at once (driver tags).
+    pub queue_depth: u32,
+    /// 0: all merging; 1: only the one-hit `last_merge` cache; 2: no merging.
+    pub nomerges: u8,
+    /// Most bios the queue holds at once; `None` for `64 × nr_requests`
+    /// (at least 4096).
+    pub max_bios: Option<u32>,
+}
+
+impl Default for QueueConfig {
+    fn default() -> QueueConfig {
+        QueueConfig::for_depth(Limits::default(), 32)
+    }
+}
+
+impl QueueConfig {
+    /// A configuration for a device that takes `queue_depth` requests at once,
+    /// with Linux's `nr_requests` rule for a queue with a scheduler.
+    pub fn for_depth(limits: Limits, queue_depth: u32) -> QueueConfig {
+        QueueConfig {
+            limits,
+            nr_requests: 2 * queue_depth.clamp(2, 128),
+            queue_depth,
+            nomerges: 0,
+            max_bios: None,
+        }
+    }
+
+    fn bio_limit(&self) -> u32 {
+        self.max_bios
+            .unwrap_or_else(|| self.nr_requests.saturating_mul(64).max(4096))
+    }
+}
+
+/// What became of a submitted bio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// It merged into an existing request.
+    Merged(MergeKind),
+    /// It got a request of its own (now plugged, queued or on the bypass list).
+    NewRequest(RequestId),
+    /// It was split into this many pieces, each with a request of its own.
+    Split(u32),
+}
+
+/// What [`Queue::dispatch`] answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Send this request to the device; complete it with [`Queue::complete`].
+    Request(RequestId),
+    /// The scheduler is idling on purpose: call again at this time, or
+    /// earlier if a bio arrives or a request completes.
+    WaitUntil(Nanos),
+    /// Requests are queued but none can go now (the device has `queue_depth`
+    /// in flight, or the scheduler holds back): call again after a completion.
+    Blocked,
+    /// Nothing is queued (plugged requests wait for [`Queue::unplug`]).
+    Empty,
+}
+
+/// How a dispatched request ended, as the device reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every byte completed.
+    Done,
+    /// The request failed with `status` after its first `good_bytes` bytes
+    /// completed (0 if nothing is known to have completed).
+    Failed {
+        /// The error.
+        status: Status,
+        /// Bytes from the start of the request known to be good.
+        good_bytes: u64,
+    },
+}
+
+/// The queue's own tunables (the scheduler adds its own).
+pub const QUEUE_TUNABLES: [TunableSpec; 9] = [
+    TunableSpec::new(
+        "nomerges",
+        0,
+        0,
+        2,
+        Unit::Count,
+        "0: merge; 1: only the one-hit cache; 2: never merge",
+    ),
+    TunableSpec::new(
+        "nr_requests",
+        64,
+        4,
+        65536,
+        Unit::Count,
+        "size of the tag pool (only while the queue is empty)",
+    ),
+    TunableSpec::new(
+        "max_sectors_kb",
+        4096,
+        1,
+        4096,
+        Unit::KiB,
+        "largest read/write request, up to max_hw_sectors_kb",
+    ),
+    TunableSpec::read_only("max_hw_sectors_kb", Unit::KiB, "device's largest request"),
+    TunableSpec::read_only("logical_block_size", Unit::Bytes, "smallest addressable unit"),
+    TunableSpec::read_only("max_segments", Unit::Count, "data segments per request"),
+    TunableSpec::read_only("max_segment_size", Unit::Bytes, "largest data segment"),
+    TunableSpec::read_only("chunk_sectors", Unit::Sectors, "boundary requests never cross"),
+    TunableSpec::read_only("queue_depth", Unit::Count, "requests the device takes at once"),
+];
+
+/// The request queue over scheduler `S`.
+#[derive(Clone, Debug)]
+pub struct Queue<S: Scheduler = AnyScheduler> {
+    limits: Limits,
+    max_hw_sectors: u32,
+    nomerges: u8,
+    queue_depth: u32,
+    max_bios: Option<u32>,
+    rqs: Requests,
+    bios: Slab<BioSlot>,
+    splits: Slab<SplitRecord>,
+    hash: MergeHash,
+    last_merge: Option<RequestId>,
+    plugged: bool,
+    plug: Vec<RequestId>,
+    bypass: VecDeque<RequestId>,
+    sched: S,
+    in_flight: u32,
+    stats: QueueStats,
+}
+
+impl Queue<AnyScheduler> {
+    /// A queue with the scheduler named `scheduler` (`none`, `mq-deadline`,
+    /// `deadline-list`).
+    pub fn with_scheduler(config: QueueConfig, scheduler: &str) -> Result<Self, ConfigError> {
+        let sched = AnyScheduler::by_name(scheduler).map_err(|e| {
+            ConfigError::Tunable(TunableError::BadValue {
+                name: "scheduler".into(),
+                value: e.name,
+                why: "known schedulers: none, mq-deadline, deadline-list",
+            })
+        })?;
+        Queue::new(config, sched)
+    }
+}
+
+impl<S: Scheduler> Queue<S> {
+    /// A queue over `sched`.
+    pub fn new(config: QueueConfig, mut sched: S) -> Result<Self, ConfigError> {
+        config.limits.validate()?;
+        let spec = |name| find_spec(&QUEUE_TUNABLES, "queue", name);
+        spec("nomerges")?.check(u64::from(config.nomerges))?;
+        spec("nr_requests")?.check(u64::from(config.nr_requests))?;
+        if config.queue_depth == 0 || config.queue_depth > 65536 {
+            return Err(ConfigError::Limit {
+                name: "queue_depth",
+                value: u64::from(config.queue_depth),
+                why: "must be 1..=65536",
+            });
+        }
+        let nr = config.nr_requests;
+        let max_bios = config.bio_limit();
+        sched.resize(nr);
+        Ok(Queue {
+            limits: config.limits,
+            max_hw_sectors: config.limits.max_sectors,
+            nomerges: config.nomerges,
+            queue_depth: config.queue_depth,
+            max_bios: config.max_bios,
+            rqs: Requests::new(nr),
+            bios: Slab::new(nr.saturating_mul(4), max_bios),
+            splits: Slab::new(64, max_bios),
+            hash: MergeHash::new(nr),
+            last_merge: None,
+            plugged: false,
+            plug: Vec::with_capacity(PLUG_MAX_REQUESTS + 1),
+            bypass: VecDeque::with_capacity(nr as usize),
+            sched,
+            in_flight: 0,
+            stats: QueueStats::default(),
+        })
+    }
+
+    /// Submit a bio at time `now`.
+    ///
+    /// On error nothing was taken: the bio is bad, or the queue is full for
+    /// now (complete requests and resubmit).
+    pub fn submit(&mut self, bio: &Bio, now: Nanos) -> Result<Submitted, SubmitError> {
+        self.limits.check_bio(bio)?;
+        let fits = bio.op == Op::Flush
+            || (bio.len <= self.limits.max_piece_bytes(bio.op)
+                && !self.limits.crosses_chunk(bio.sector, u64::from(bio.sectors())));
+        if !fits {
+            return self.submit_split(bio, now);
+        }
+        if self.bios.available() == 0 {
+            return Err(self.full_bios(1));
+        }
+        let mut insert_merge_done = false;
+        if self.nomerges != 2 && bio.mergeable() {
+            match self.bio_merge(bio) {
+                merge::BioMerge::Merged(kind) => {
+                    self.stats.bios += 1;
+                    return Ok(Submitted::Merged(kind));
+                }
+                merge::BioMerge::NotMerged { insert_merge_futile } => {
+                    insert_merge_done = insert_merge_futile;
+                }
+            }
+        }
+        let id = self.new_request(bio, NIL, 0, now)?;
+        self.stats.bios += 1;
+        self.add_request(id, now, insert_merge_done);
+        Ok(Submitted::NewRequest(id))
+    }
+
+    /// Split `bio` into pieces that keep the limits, each its own unmergeable
+    /// request; all tags and bio entries are checked before anything changes.
+    fn submit_split(&mut self, bio: &Bio, now: Nanos) -> Result<Submitted, SubmitError> {
+        let pieces = self.limits.pieces(bio);
+        let free_tags = self.rqs.capacity() - self.rqs.in_use();
+        if free_tags < pieces {
+            self.stats.refused_full += 1;
+            return Err(SubmitError::NoTag {
+                needed: pieces,
+                free: free_tags,
+                nr_requests: self.rqs.capacity(),
+            });
+        }
+        if self.bios.available() < pieces || self.splits.available() == 0 {
+            return Err(self.full_bios(pieces + 1));
+        }
+        let Some(parent) = self.splits.alloc(SplitRecord {
+            token: bio.token,
+            pending: pieces,
+            fail_at: bio.len,
+            status: Status::Ok,
+        }) else {
+            return Err(self.full_bios(pieces + 1));
+        };
+        let max = self.limits.max_piece_bytes(bio.op);
+        let mut offset = 0u32;
+        let mut sector = bio.sector;
+        while offset < bio.len {
+            let len = self.limits.piece_len(bio.op, sector, bio.len - offset, max);
+            let mut flags = bio.flags | BioFlags::NOMERGE;
+            if offset != 0 {
+                // The cache flush happens once, before the first piece.
+                flags = flags.without(BioFlags::PREFLUSH);
+            }
+            let piece = Bio {
+                sector,
+                len,
+                flags,
+                ..*bio
+            };
+            // Tags and entries were counted above, so this cannot fail.
+            let id = self.new_request(&piece, parent, offset, now)?;
+            self.add_request(id, now, true);
+            offset += len;
+            sector += u64::from(len >> SECTOR_SHIFT);
+        }
+        self.stats.bios += 1;
+        self.stats.bios_split += 1;
+        Ok(Submitted::Split(pieces))
+    }
+
+    fn full_bios(&mut self, needed: u32) -> SubmitError {
+        self.stats.refused_full += 1;
+        SubmitError::NoBioSlot {
+            needed,
+            free: self.bios.available(),
+            max_bios: self.bios.limit(),
+        }
+    }
+
+    /// Allocate a request holding `bio` alone.
+    fn new_request(
+        &mut self,
+        bio: &Bio,
+        parent: u32,
+        offset: u32,
+        now: Nanos,
+    ) -> Result<RequestId, SubmitError> {
+        let segments = self.limits.segments_for(bio.op, bio.len) as u16;
+        let Some(id) = self.rqs.alloc(Request {
+            sector: bio.sector,
+            alloc_time: now,
+            sectors: bio.sectors(),
+            nr_bios: 1,
+            ctx: bio.ctx,
+            segments,
+            op: bio.op,
+            flags: bio.flags,
+            prio: bio.prio,
+            state: RqState::Queued,
+            ..Request::FREE
+        }) else {
+            self.stats.refused_full += 1;
+            return Err(SubmitError::NoTag {
+                needed: 1,
+                free: 0,
+                nr_requests: self.rqs.capacity(),
+            });
+        };
+        let Some(b) = self.bios.alloc(BioSlot {
+            token: bio.token,
+            sector: bio.sector,
+            len: bio.len,
+            offset,
+            next: NIL,
+            parent,
+        }) else {
+            self.rqs.free(id);
+            return Err(self.full_bios(1));
+        };
+        let rq = self.rqs.get_mut(id);
+        rq.bio_head = b;
+        rq.bio_tail = b;
+        self.stats.requests += 1;
+        Ok(id)
+    }
+
+    /// Route a new request: bypass list, plug, or scheduler.
+    fn add_request(&mut self, id: RequestId, now: Nanos, insert_merge_done: bool) {
+        let rq = &self.rqs[id];
+        if rq.op == Op::Flush || rq.flags.intersects(BioFlags::FUA | BioFlags::PREFLUSH) {
+            self.rqs.get_mut(id).state = RqState::Bypass;
+            self.bypass.push_back(id);
+            return;
+        }
+        if self.plugged {
+            let flush_size = self.nomerges != 2
+                && self
+                    .plug
+                    .last()
+                    .is_some_and(|&l| self.rqs[l].bytes() >= PLUG_FLUSH_BYTES);
+            if self.plug.len() >= PLUG_MAX_REQUESTS || flush_size {
+                self.flush_plug(now);
+            }
+            self.rqs.get_mut(id).state = RqState::Plugged;
+            self.plug.push(id);
+            return;
+        }
+        self.insert(id, now, insert_merge_done);
+    }
+
+    /// Give a request to the scheduler, after an insert-time merge attempt.
+    fn insert(&mut self, id: RequestId, now: Nanos, insert_merge_done: bool) {
+        self.rqs.get_mut(id).state = RqState::Queued;
+        let elevator = self.sched.merge_lookup() == MergeLookup::Elevator;
+        let mergeable = self.nomerges != 2 && self.rqs[id].mergeable();
+        if elevator && mergeable && !insert_merge_done && self.insert_merge(id) {
+            return;
+        }
+        self.rqs.get_mut(id).via_sched = true;
+        self.sched.insert(&self.rqs, id, now);
+        if elevator && mergeable {
+            if self.nomerges == 0 {
+                self.hash.insert(&mut self.rqs, id);
+            }
+            if self.last_merge.is_none() {
+                self.last_merge = Some(id);
+            }
+        }
+    }
+
+    /// Start collecting new requests on the plug instead of queueing them.
+    pub fn plug(&mut self) {
+        self.plugged = true;
+    }
+
+    /// Send plugged requests to the scheduler and stop plugging.
+    pub fn unplug(&mut self, now: Nanos) {
+        self.flush_plug(now);
+        self.plugged = false;
+    }
+
+    /// Whether the queue is plugged.
+    pub fn is_plugged(&self) -> bool {
+        self.plugged
+    }
+
+    fn flush_plug(&mut self, now: Nanos) {
+        let mut plug = std::mem::take(&mut self.plug);
+        for &id in &plug {
+            self.insert(id, now, false);
+        }
+        plug.clear();
+        self.plug = plug;
+    }
+
+    /// The next request for the device, if one may go now.
+    pub fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        let work = !self.bypass.is_empty() || self.sched.has_work();
+        if !work {
+            return Dispatch::Empty;
+        }
+        if self.in_flight >= self.queue_depth {
+            return Dispatch::Blocked;
+        }
+        if let Some(id) = self.bypass.pop_front() {
+            return Dispatch::Request(self.start(id, now));
+        }
+        match self.sched.dispatch(&self.rqs, now) {
+            SchedDispatch::Request(id) => Dispatch::Request(self.start(id, now)),
+            SchedDispatch::WaitUntil(t) => Dispatch::WaitUntil(t),
+            SchedDispatch::Nothing => Dispatch::Blocked,
+        }
+    }
+
+    #[inline]
+    fn start(&mut self, id: RequestId, now: Nanos) -> RequestId {
+        debug_assert!(
+            matches!(self.rqs[id].state, RqState::Queued | RqState::Bypass),
+            "dispatching request {} in state {:?}",
+            id.raw(),
+            self.rqs[id].state
+        );
+        if self.last_merge == Some(id) {
+            self.last_merge = None;
+        }
+        self.hash.remove(&mut self.rqs, id);
+        let rq = self.rqs.get_mut(id);
+        rq.state = RqState::InFlight;
+        let waited = elapsed(rq.alloc_time, now);
+        self.in_flight += 1;
+        self.stats.dispatches += 1;
+        self.stats.queue_time.record(waited);
+        id
+    }
+
+    /// Put a dispatched request back (the device could not take it now). It
+    /// goes to the head of the queue's own dispatch list.
+    pub fn requeue(&mut self, id: RequestId) {
+        debug_assert_eq!(self.rqs[id].state, RqState::InFlight, "requeue of a request not in flight");
+        self.rqs.get_mut(id).state = RqState::Bypass;
+        self.in_flight -= 1;
+        self.stats.requeues += 1;
+        self.bypass.push_front(id);
+    }
+
+    /// End dispatched request `id`. Each bio of it completes through `sink`,
+    /// exactly once; a split bio completes when its last piece does.
+    ///
+    /// With [`Outcome::Failed`], bios wholly within the first `good_bytes`
+    /// succeed; the rest fail with the status, each reporting the bytes of it
+    /// that lay within `good_bytes`.
+    pub fn complete(
+        &mut self,
+        id: RequestId,
+        outcome: Outcome,
+        now: Nanos,
+        sink: &mut impl FnMut(BioCompletion),
+    ) {
+        debug_assert_eq!(
+            self.rqs[id].state,
+            RqState::InFlight,
+            "completing request {} that is not in flight",
+            id.raw()
+        );
+        let (status, good) = match outcome {
+            Outcome::Done => (Status::Ok, u64::MAX),
+            Outcome::Failed { status, good_bytes } if status != Status::Ok => (status, good_bytes),
+            Outcome::Failed { .. } => (Status::Ok, u64::MAX),
+        };
+        let mut offset = 0u64;
+        let mut cur = self.rqs[id].bio_head;
+        let mut count = 0;
+        while cur != NIL {
+            let b = self.bios[cur];
+            let end = offset + u64::from(b.len);
+            let (st, bytes) = if end <= good {
+                (Status::Ok, b.len)
+            } else {
+                // Within u32: less than b.len.
+                (status, good.saturating_sub(offset) as u32)
+            };
+            self.bio_done(b, st, bytes, sink);
+            self.bios.free(cur);
+            offset = end;
+            cur = b.next;
+            count += 1;
+        }
+        debug_assert_eq!(count, self.rqs[id].nr_bios, "request bio count mismatch");
+        if self.rqs[id].via_sched {
+            self.sched.completed(&self.rqs, id, now);
+        }
+        self.in_flight -= 1;
+        self.rqs.free(id);
+        self.stats.completions += 1;
+    }
+
+    /// One piece completed: report it, or fold it into its split record.
+    #[inline]
+    fn bio_done(
+        &mut self,
+        b: BioSlot,
+        status: Status,
+        bytes: u32,
+        sink: &mut impl FnMut(BioCompletion),
+    ) {
+        if b.parent == NIL {
+            self.report(b.token, status, bytes, sink);
+            return;
+        }
+        let rec = &mut self.splits[b.parent];
+        debug_assert!(rec.pending > 0, "split piece completed twice");
+        if status != Status::Ok && b.offset + bytes < rec.fail_at {
+            rec.fail_at = b.offset + bytes;
+            rec.status = status;
+        }
+        rec.pending -= 1;
+        if rec.pending == 0 {
+            let rec = *rec;
+            self.splits.free(b.parent);
+            self.report(rec.token, rec.status, rec.fail_at, sink);
+        }
+    }
+
+    #[inline]
+    fn report(&mut self, token: u64, status: Status, bytes: u32, sink: &mut impl FnMut(BioCompletion)) {
+        self.stats.bios_completed += 1;
+        if status != Status::Ok {
+            self.stats.bio_errors += 1;
+        }
+        sink(BioCompletion {
+            token,
+            status,
+            bytes,
+        });
+    }
+
+    /// The request behind `id`.
+    #[inline]
+    pub fn request(&self, id: RequestId) -> &Request {
+        &self.rqs[id]
+    }
+
+    /// The bios of request `id` in sector order.
+    pub fn bios(&self, id: RequestId) -> Bios<'_> {
+        Bios {
+            slab: &self.bios,
+            cur: self.rqs[id].bio_head,
+        }
+    }
+
+    /// All requests (read access).
+    pub fn requests(&self) -> &Requests {
+        &self.rqs
+    }
+
+    /// The scheduler.
+    pub fn scheduler(&self) -> &S {
+        &self.sched
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Statistics since creation or the last reset.
+    pub fn stats(&self) -> &QueueStats {
+        &self.stats
+    }
+
+    /// Zero the statistics.
+    pub fn reset_stats(&mut self) {
+        self.stats = QueueStats::default();
+    }
+
+    /// Requests in flight at the device.
+    #[inline]
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// Requests waiting for dispatch (held by the scheduler or on the bypass
+    /// list; not counting plugged ones).
+    #[inline]
+    pub fn queued(&self) -> u32 {
+        self.sched.queued() + self.bypass.len() as u32
+    }
+
+    /// Requests on the plug.
+    #[inline]
+    pub fn plugged_requests(&self) -> u32 {
+        self.plug.len() as u32
+    }
+
+    /// Whether no request exists (none plugged, queued or in flight).
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        self.rqs.in_use() == 0
+    }
+
+    /// The queue's and the scheduler's tunables.
+    pub fn tunables(&self) -> impl Iterator<Item = &'static TunableSpec> {
+        QUEUE_TUNABLES.iter().chain(self.sched.tunables())
+    }
+
+    /// Read a tunable of the queue or its scheduler by name.
+    pub fn get(&self, name: &str) -> Result<u64, TunableError> {
+        let l = &self.limits;
+        Ok(match name {
+            "nomerges" => u64::from(self.nomerges),
+            "nr_requests" => u64::from(self.rqs.capacity()),
+            "max_sectors_kb" => u64::from(l.max_sectors / 2),
+            "max_hw_sectors_kb" => u64::from(self.max_hw_sectors / 2),
+            "logical_block_size" => u64::from(l.logical_block_size),
+            "max_segments" => u64::from(l.max_segments),
+            "max_segment_size" => u64::from(l.max_segment_size),
+            "chunk_sectors" => u64::from(l.chunk_sectors),
+            "queue_depth" => u64::from(self.queue_depth),
+            _ => return self.sched.get_tunable(name).map_err(|e| self.unknown(e)),
+        })
+    }
+
+    /// Set a tunable of the queue or its scheduler by name.
+    pub fn set(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        let Ok(spec) = find_spec(&QUEUE_TUNABLES, "queue", name) else {
+            return self
+                .sched
+                .set_tunable(name, value)
+                .map_err(|e| self.unknown(e));
+        };
+        let v = spec.check(value)?;
+        match name {
+            "nomerges" => self.nomerges = v as u8,
+            "nr_requests" => self.set_nr_requests(v as u32)?,
+            _ => {
+                // max_sectors_kb
+                let sectors = v.saturating_mul(2);
+                let min = u64::from(self.limits.block_sectors());
+                if sectors > u64::from(self.max_hw_sectors) || sectors < min {
+                    return Err(TunableError::OutOfRange {
+                        name: spec.name,
+                        value: v,
+                        min: min.div_ceil(2),
+                        max: u64::from(self.max_hw_sectors / 2),
+                        unit: "KiB",
+                    });
+                }
+                self.limits.max_sectors = sectors as u32;
+            }
+        }
+        Ok(())
+    }
+
+    /// Set a tunable from text (`"250"`, `"2s"`, `"on"`).
+    pub fn set_str(&mut self, name: &str, text: &str) -> Result<(), TunableError> {
+        let spec = self
+            .tunables()
+            .find(|s| s.name == name)
+            .ok_or_else(|| self.unknown_name(name))?;
+        let v = parse_value(spec, text)?;
+        self.set(name, v)
+    }
+
+    fn unknown(&self, e: TunableError) -> TunableError {
+        match e {
+            TunableError::Unknown { name, .. } => self.unknown_name(&name),
+            other => other,
+        }
+    }
+
+    fn unknown_name(&self, name: &str) -> TunableError {
+        TunableError::Unknown {
+            name: name.to_string(),
+            owner: format!("the queue or scheduler {}", self.sched.name()),
+            known: self.tunables().map(|s| s.name).collect::<Vec<_>>().join(", "),
+        }
+    }
+
+    fn set_nr_requests(&mut self, nr: u32) -> Result<(), TunableError> {
+        if !self.is_idle() {
+            return Err(TunableError::Busy {
+                name: "nr_requests",
+                why: "requests exist; change it while the queue is idle",
+            });
+        }
+        self.rqs = Requests::new(nr);
+        self.hash = MergeHash::new(nr);
+        self.bypass = VecDeque::with_capacity(nr as usize);
+        self.last_merge = None;
+        let limit = QueueConfig {
+            nr_requests: nr,
+            max_bios: self.max_bios,
+            ..QueueConfig::default()
+        }
+        .bio_limit();
+        self.bios = Slab::new(nr.saturating_mul(4), limit);
+        self.splits = Slab::new(64, limit);
+        self.sched.resize(nr);
+        Ok(())
+    }
+}

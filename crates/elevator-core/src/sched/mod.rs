@@ -1,0 +1,280 @@
+//! I/O schedulers: the [`Scheduler`] trait, modelled on the kernel's elevator
+//! operations, and the schedulers elevator ships, one file each.
+//!
+//! The queue owns requests, merging (the `last_merge` cache, the back-merge
+//! hash, plugging), tags and limits. A scheduler owns the order: it holds the
+//! requests the queue inserts, nominates front-merge candidates from its sorted
+//! structure, names a request's neighbours for request-into-request merges, and
+//! picks what to dispatch next. Its per-request state lives in arrays indexed by
+//! [`RequestId::index`], sized by [`Scheduler::resize`], so nothing allocates
+//! per I/O.
+//!
+//! | name | file | what it does |
+//! |---|---|---|
+//! | `none` | `none.rs` | FIFO, no sorting (Linux `none`) |
+//! | `mq-deadline` | `deadline.rs` | per-direction sector sweep with FIFO deadlines and priority levels |
+//! | `deadline-list` | `deadline_list.rs` | mq-deadline over an O(N) sorted list: the pre-2002 deadline, for seed 002 |
+
+pub mod deadline;
+pub mod deadline_list;
+pub mod none;
+
+use crate::bio::{Bio, Nanos};
+use crate::error::{TunableError, UnknownScheduler};
+use crate::request::{RequestId, Requests};
+use crate::tunable::TunableSpec;
+
+pub use deadline::{Deadline, MqDeadline};
+pub use deadline_list::{DeadlineList, SortedList};
+pub use none::Noop;
+
+/// How the queue looks for a request a bio can merge into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeLookup {
+    /// The elevator path: the `last_merge` cache, the back-merge hash, then the
+    /// scheduler's front-merge lookup; neighbour merges after a bio merge, and
+    /// merges when a request is inserted. Linux does this for any elevator.
+    Elevator,
+    /// Scan the most recently queued requests, newest first, at most this many
+    /// (Linux without an elevator scans its software queue, at most 8).
+    ScanRecent(u8),
+}
+
+/// Which end of a request a bio merged onto.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeKind {
+    /// The bio starts where the request ended.
+    Back,
+    /// The bio ends where the request started: the request's start moved.
+    Front,
+}
+
+/// What a scheduler's dispatch answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedDispatch {
+    /// Send this request to the device. The scheduler has let go of it.
+    Request(RequestId),
+    /// Nothing now; ask again at this time (the scheduler is idling on purpose)
+    /// or earlier if a request arrives or completes.
+    WaitUntil(Nanos),
+    /// Nothing to dispatch now. With work queued, it waits for a completion.
+    Nothing,
+}
+
+/// An I/O scheduler, modelled on the kernel's elevator operations.
+///
+/// The queue calls these in a fixed protocol: a request is `insert`ed once,
+/// then either handed back by `dispatch` or merged away (`requests_merged`
+/// with it as `gone`); a dispatched request is `completed` once. Between
+/// insert and dispatch the scheduler may be asked about merges.
+pub trait Scheduler {
+    /// The scheduler's Linux name.
+    fn name(&self) -> &'static str;
+
+    /// Size per-request state for tags `0..nr_requests`. Called before the
+    /// first insert and whenever the tag pool grows (only while empty).
+    fn resize(&mut self, nr_requests: u32);
+
+    /// How the queue looks for merge candidates.
+    fn merge_lookup(&self) -> MergeLookup {
+        MergeLookup::Elevator
+    }
+
+    /// Whether `bio` may merge into `rq`, beyond the queue's own rules
+    /// (Linux `allow_merge`; CFQ uses it to keep processes apart).
+    fn allow_bio_merge(&self, _rqs: &Requests, _rq: RequestId, _bio: &Bio) -> bool {
+        true
+    }
+
+    /// Whether `next` may merge into `rq`, beyond the queue's own rules.
+    fn allow_request_merge(&self, _rqs: &Requests, _rq: RequestId, _next: RequestId) -> bool {
+        true
+    }
+
+    /// A queued request that starts exactly where `bio` ends, for a front
+    /// merge (Linux `request_merge`), looked up in the scheduler's sorted
+    /// structure. `None` if there is none or front merges are off.
+    fn front_merge_candidate(&self, _rqs: &Requests, _bio: &Bio) -> Option<RequestId> {
+        None
+    }
+
+    /// For [`MergeLookup::ScanRecent`]: the most recently queued request.
+    fn newest(&self) -> Option<RequestId> {
+        None
+    }
+
+    /// For [`MergeLookup::ScanRecent`]: the request queued just before `rq`.
+    fn older(&self, _rq: RequestId) -> Option<RequestId> {
+        None
+    }
+
+    /// The next request after `rq` in sort order (Linux `next_request`), a
+    /// candidate to merge into `rq` after a back merge.
+    fn next_request(&self, _rqs: &Requests, _rq: RequestId) -> Option<RequestId> {
+        None
+    }
+
+    /// The request before `rq` in sort order (Linux `former_request`), a
+    /// candidate for `rq` to merge into after a front merge.
+    fn prev_request(&self, _rqs: &Requests, _rq: RequestId) -> Option<RequestId> {
+        None
+    }
+
+    /// Take `rq`.
+    fn insert(&mut self, rqs: &Requests, rq: RequestId, now: Nanos);
+
+    /// A bio merged into queued `rq` at `kind`'s end (Linux `request_merged`).
+    /// After a front merge `rq`'s start changed: re-sort it.
+    fn bio_merged(&mut self, rqs: &Requests, rq: RequestId, kind: MergeKind);
+
+    /// `gone` was merged into `into` and is being freed. If `gone_queued`,
+    /// the scheduler holds `gone` and must let go of it; otherwise `gone` was
+    /// never inserted (an insert-time merge). `into` is queued.
+    fn requests_merged(
+        &mut self,
+        rqs: &Requests,
+        into: RequestId,
+        gone: RequestId,
+        gone_queued: bool,
+    );
+
+    /// Pick the next request for the device.
+    fn dispatch(&mut self, rqs: &Requests, now: Nanos) -> SchedDispatch;
+
+    /// A request this scheduler dispatched completed.
+    fn completed(&mut self, _rqs: &Requests, _rq: RequestId, _now: Nanos) {}
+
+    /// Whether it holds requests.
+    fn has_work(&self) -> bool;
+
+    /// Number of requests it holds (inserted, not yet dispatched).
+    fn queued(&self) -> u32;
+
+    /// Its tunables, with Linux names and defaults.
+    fn tunables(&self) -> &'static [TunableSpec];
+
+    /// Read a tunable by name.
+    fn get_tunable(&self, name: &str) -> Result<u64, TunableError>;
+
+    /// Set a tunable by name (value in the tunable's unit).
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError>;
+}
+
+/// Any of elevator's schedulers, chosen by name at run time and dispatched
+/// without dynamic calls.
+#[derive(Clone, Debug)]
+pub enum AnyScheduler {
+    /// `none`.
+    None(Noop),
+    /// `mq-deadline`.
+    MqDeadline(MqDeadline),
+    /// `deadline-list`.
+    DeadlineList(DeadlineList),
+}
+
+/// The names [`AnyScheduler::by_name`] takes (besides aliases).
+pub const SCHEDULER_NAMES: [&str; 3] = ["none", "mq-deadline", "deadline-list"];
+
+impl AnyScheduler {
+    /// A scheduler by its Linux name (`none`, `mq-deadline` or its alias
+    /// `deadline`, `deadline-list`), with default tunables.
+    pub fn by_name(name: &str) -> Result<AnyScheduler, UnknownScheduler> {
+        match name {
+            "none" | "noop" => Ok(AnyScheduler::None(Noop::new())),
+            "mq-deadline" | "deadline" => Ok(AnyScheduler::MqDeadline(MqDeadline::new())),
+            "deadline-list" => Ok(AnyScheduler::DeadlineList(DeadlineList::new())),
+            _ => Err(UnknownScheduler {
+                name: name.to_string(),
+                known: SCHEDULER_NAMES.join(", "),
+            }),
+        }
+    }
+}
+
+macro_rules! each {
+    ($self:expr, $s:ident => $body:expr) => {
+        match $self {
+            AnyScheduler::None($s) => $body,
+            AnyScheduler::MqDeadline($s) => $body,
+            AnyScheduler::DeadlineList($s) => $body,
+        }
+    };
+}
+
+impl Scheduler for AnyScheduler {
+    fn name(&self) -> &'static str {
+        each!(self, s => s.name())
+    }
+    fn resize(&mut self, nr_requests: u32) {
+        each!(self, s => s.resize(nr_requests))
+    }
+    #[inline]
+    fn merge_lookup(&self) -> MergeLookup {
+        each!(self, s => s.merge_lookup())
+    }
+    #[inline]
+    fn allow_bio_merge(&self, rqs: &Requests, rq: RequestId, bio: &Bio) -> bool {
+        each!(self, s => s.allow_bio_merge(rqs, rq, bio))
+    }
+    #[inline]
+    fn allow_request_merge(&self, rqs: &Requests, rq: RequestId, next: RequestId) -> bool {
+        each!(self, s => s.allow_request_merge(rqs, rq, next))
+    }
+    #[inline]
+    fn front_merge_candidate(&self, rqs: &Requests, bio: &Bio) -> Option<RequestId> {
+        each!(self, s => s.front_merge_candidate(rqs, bio))
+    }
+    #[inline]
+    fn newest(&self) -> Option<RequestId> {
+        each!(self, s => s.newest())
+    }
+    #[inline]
+    fn older(&self, rq: RequestId) -> Option<RequestId> {
+        each!(self, s => s.older(rq))
+    }
+    #[inline]
+    fn next_request(&self, rqs: &Requests, rq: RequestId) -> Option<RequestId> {
+        each!(self, s => s.next_request(rqs, rq))
+    }
+    #[inline]
+    fn prev_request(&self, rqs: &Requests, rq: RequestId) -> Option<RequestId> {
+        each!(self, s => s.prev_request(rqs, rq))
+    }
+    #[inline]
+    fn insert(&mut self, rqs: &Requests, rq: RequestId, now: Nanos) {
+        each!(self, s => s.insert(rqs, rq, now))
+    }
+    #[inline]
+    fn bio_merged(&mut self, rqs: &Requests, rq: RequestId, kind: MergeKind) {
+        each!(self, s => s.bio_merged(rqs, rq, kind))
+    }
+    #[inline]
+    fn requests_merged(&mut self, rqs: &Requests, into: RequestId, gone: RequestId, q: bool) {
+        each!(self, s => s.requests_merged(rqs, into, gone, q))
+    }
+    #[inline]
+    fn dispatch(&mut self, rqs: &Requests, now: Nanos) -> SchedDispatch {
+        each!(self, s => s.dispatch(rqs, now))
+    }
+    #[inline]
+    fn completed(&mut self, rqs: &Requests, rq: RequestId, now: Nanos) {
+        each!(self, s => s.completed(rqs, rq, now))
+    }
+    #[inline]
+    fn has_work(&self) -> bool {
+        each!(self, s => s.has_work())
+    }
+    #[inline]
+    fn queued(&self) -> u32 {
+        each!(self, s => s.queued())
+    }
+    fn tunables(&self) -> &'static [TunableSpec] {
+        each!(self, s => s.tunables())
+    }
+    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
+        each!(self, s => s.get_tunable(name))
+    }
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        each!(self, s => s.set_tunable(name, value))
+    }
+}

@@ -1,0 +1,117 @@
+//! `none`: first in, first out.
+//!
+//! Linux's `none` is the absence of an elevator: requests go to the hardware
+//! queue in the order they were made. This scheduler keeps one FIFO of queued
+//! requests and dispatches from its head.
+//!
+//! Merging follows Linux without an elevator: no `last_merge` cache, no
+//! back-merge hash, no front-merge lookup, no request-into-request merges.
+//! Instead a bio is tried against the most recently queued requests, newest
+//! first, at most 8 of them (Linux `blk_bio_list_merge` over the software
+//! queue); the first one that the bio fits at either end takes it, and a
+//! candidate that fails a merge limit ends the scan. Plug merges still happen
+//! in the queue. `nomerges=2` turns the scan off.
+//!
+//! Tunables: none.
+
+use super::{MergeKind, MergeLookup, SchedDispatch, Scheduler};
+use crate::bio::Nanos;
+use crate::error::TunableError;
+use crate::index::{ListHead, ListLinks};
+use crate::request::{RequestId, Requests};
+use crate::tunable::{TunableSpec, find_spec};
+
+/// How many recent requests a bio is tried against (Linux: 8).
+pub const SCAN_DEPTH: u8 = 8;
+
+/// The `none` scheduler: a FIFO.
+#[derive(Clone, Debug)]
+pub struct Noop {
+    links: ListLinks,
+    fifo: ListHead,
+}
+
+impl Noop {
+    /// An empty FIFO.
+    pub fn new() -> Noop {
+        Noop {
+            links: ListLinks::new(0),
+            fifo: ListHead::EMPTY,
+        }
+    }
+}
+
+impl Default for Noop {
+    fn default() -> Noop {
+        Noop::new()
+    }
+}
+
+impl Scheduler for Noop {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn resize(&mut self, nr_requests: u32) {
+        self.links.grow(nr_requests as usize);
+    }
+
+    #[inline]
+    fn merge_lookup(&self) -> MergeLookup {
+        MergeLookup::ScanRecent(SCAN_DEPTH)
+    }
+
+    #[inline]
+    fn newest(&self) -> Option<RequestId> {
+        self.fifo.back().map(RequestId::from_raw)
+    }
+
+    #[inline]
+    fn older(&self, rq: RequestId) -> Option<RequestId> {
+        self.links.prev(rq.raw()).map(RequestId::from_raw)
+    }
+
+    #[inline]
+    fn insert(&mut self, _rqs: &Requests, rq: RequestId, _now: Nanos) {
+        self.links.push_back(&mut self.fifo, rq.raw());
+    }
+
+    #[inline]
+    fn bio_merged(&mut self, _rqs: &Requests, _rq: RequestId, _kind: MergeKind) {}
+
+    fn requests_merged(&mut self, _: &Requests, _: RequestId, gone: RequestId, queued: bool) {
+        if queued {
+            self.links.remove(&mut self.fifo, gone.raw());
+        }
+    }
+
+    #[inline]
+    fn dispatch(&mut self, _rqs: &Requests, _now: Nanos) -> SchedDispatch {
+        match self.links.pop_front(&mut self.fifo) {
+            Some(id) => SchedDispatch::Request(RequestId::from_raw(id)),
+            None => SchedDispatch::Nothing,
+        }
+    }
+
+    #[inline]
+    fn has_work(&self) -> bool {
+        !self.fifo.is_empty()
+    }
+
+    #[inline]
+    fn queued(&self) -> u32 {
+        self.fifo.len() as u32
+    }
+
+    fn tunables(&self) -> &'static [TunableSpec] {
+        &[]
+    }
+
+    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
+        find_spec(&[], "none", name).map(|s| s.default)
+    }
+
+    fn set_tunable(&mut self, name: &str, _value: u64) -> Result<(), TunableError> {
+        find_spec(&[], "none", name).map(|_| ())
+    }
+}

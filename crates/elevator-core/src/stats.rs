@@ -1,0 +1,237 @@
+//! Queue statistics: counters of what the queue did, and a latency histogram.
+//!
+//! [`Histogram`] is log-linear: exact below 64, then 64 buckets per power of
+//! two (relative error under 1/64, about fio's precision). It is a fixed array,
+//! so recording never allocates.
+
+use crate::bio::Nanos;
+
+const SUB_BITS: u32 = 6;
+const SUB: usize = 1 << SUB_BITS;
+const BUCKETS: usize = SUB + (64 - SUB_BITS as usize) * SUB;
+
+/// A log-linear histogram of `u64` values (nanoseconds, usually).
+#[derive(Clone)]
+pub struct Histogram {
+    counts: Box<[u64; BUCKETS]>,
+    count: u64,
+    sum: u128,
+    sum_sq: f64,
+    min: u64,
+    max: u64,
+}
+
+impl std::fmt::Debug for Histogram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Histogram")
+            .field("count", &self.count)
+            .field("min", &self.min())
+            .field("mean", &self.mean())
+            .field("max", &self.max)
+            .finish()
+    }
+}
+
+impl Default for Histogram {
+    fn default() -> Histogram {
+        Histogram::new()
+    }
+}
+
+impl Histogram {
+    /// An empty histogram.
+    pub fn new() -> Histogram {
+        Histogram {
+            counts: Box::new([0; BUCKETS]),
+            count: 0,
+            sum: 0,
+            sum_sq: 0.0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    #[inline]
+    fn bucket(v: u64) -> usize {
+        if v < SUB as u64 {
+            return v as usize;
+        }
+        let msb = 63 - v.leading_zeros();
+        let shift = msb - SUB_BITS;
+        let sub = ((v >> shift) as usize) - SUB;
+        SUB + (shift as usize) * SUB + sub
+    }
+
+    /// The smallest and largest value bucket `i` holds.
+    fn bucket_range(i: usize) -> (u64, u64) {
+        if i < SUB {
+            return (i as u64, i as u64);
+        }
+        let shift = ((i - SUB) / SUB) as u32;
+        let sub = ((i - SUB) % SUB) as u64;
+        let low = (SUB as u64 + sub) << shift;
+        (low, low + ((1u64 << shift) - 1))
+    }
+
+    /// Add one value.
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.counts[Self::bucket(v)] += 1;
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.sum_sq += (v as f64) * (v as f64);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    /// Add every value of `other`.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// Number of values.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Smallest value (0 if empty).
+    pub fn min(&self) -> u64 {
+        if self.count == 0 { 0 } else { self.min }
+    }
+
+    /// Largest value (0 if empty).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Mean (0 if empty).
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// Population standard deviation (0 if empty).
+    pub fn stddev(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let mean = self.mean();
+        (self.sum_sq / self.count as f64 - mean * mean).max(0.0).sqrt()
+    }
+
+    /// The value at percentile `p` (0..=100): the midpoint of the bucket that
+    /// holds the `ceil(p% × count)`-th smallest value, clamped to [min, max].
+    pub fn percentile(&self, p: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((p.clamp(0.0, 100.0) / 100.0) * self.count as f64).ceil() as u64;
+        let rank = rank.max(1);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let (lo, hi) = Self::bucket_range(i);
+                return (lo + (hi - lo) / 2).clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+}
+
+/// What a queue has done since it was made (or its stats were reset).
+#[derive(Clone, Debug, Default)]
+pub struct QueueStats {
+    /// Bios accepted.
+    pub bios: u64,
+    /// Bios that were split to fit the limits.
+    pub bios_split: u64,
+    /// Requests made (tags allocated).
+    pub requests: u64,
+    /// Bios merged onto the end of a request.
+    pub back_merges: u64,
+    /// Bios merged onto the start of a request.
+    pub front_merges: u64,
+    /// Of the bio merges, those made with a plugged request.
+    pub plug_merges: u64,
+    /// Requests merged into a neighbour (after a bio merge, or at insertion).
+    pub request_merges: u64,
+    /// Requests marked unmergeable because a merge would break a limit.
+    pub merge_limit_hits: u64,
+    /// Requests dispatched to the device.
+    pub dispatches: u64,
+    /// Requests put back after dispatch.
+    pub requeues: u64,
+    /// Requests completed.
+    pub completions: u64,
+    /// Bios completed (submitted bios, after reassembling split ones).
+    pub bios_completed: u64,
+    /// Of those, bios completed with an error.
+    pub bio_errors: u64,
+    /// Bios refused because no tag or bio entry was free.
+    pub refused_full: u64,
+    /// Time from a request's allocation to its dispatch.
+    pub queue_time: Histogram,
+}
+
+impl QueueStats {
+    /// Bio merges of any kind.
+    pub fn bio_merges(&self) -> u64 {
+        self.back_merges + self.front_merges
+    }
+}
+
+/// Nanoseconds between two times (0 if time went backwards).
+#[inline]
+pub(crate) fn elapsed(from: Nanos, to: Nanos) -> Nanos {
+    to.saturating_sub(from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_and_order() {
+        let mut last = 0;
+        for v in [0u64, 1, 63, 64, 65, 127, 128, 1000, 1 << 40, u64::MAX] {
+            let b = Histogram::bucket(v);
+            assert!(b >= last);
+            last = b;
+            let (lo, hi) = Histogram::bucket_range(b);
+            assert!(lo <= v && v <= hi, "{v} not in [{lo},{hi}]");
+        }
+        assert!(Histogram::bucket(u64::MAX) < BUCKETS);
+    }
+
+    #[test]
+    fn percentiles_within_precision() {
+        let mut h = Histogram::new();
+        for v in 1..=10_000u64 {
+            h.record(v * 1000);
+        }
+        assert_eq!(h.count(), 10_000);
+        assert_eq!(h.min(), 1000);
+        assert_eq!(h.max(), 10_000_000);
+        let p50 = h.percentile(50.0) as f64;
+        assert!((p50 / 5_000_000.0 - 1.0).abs() < 1.0 / 32.0, "p50 {p50}");
+        let p99 = h.percentile(99.0) as f64;
+        assert!((p99 / 9_900_000.0 - 1.0).abs() < 1.0 / 32.0, "p99 {p99}");
+        assert_eq!(h.percentile(100.0), 10_000_000);
+        assert!((h.mean() - 5_000_500.0).abs() < 1.0);
+        let mut g = Histogram::new();
+        g.merge(&h);
+        assert_eq!(g.percentile(50.0), h.percentile(50.0));
+        assert_eq!(Histogram::new().percentile(50.0), 0);
+    }
+}

@@ -1,0 +1,231 @@
+//! Named tunables: the sysfs-style settings of the queue and of schedulers.
+//!
+//! Each tunable has a [`TunableSpec`]: its Linux name, default, range and unit.
+//! Values are integers in the unit Linux uses in sysfs (milliseconds for times,
+//! 0/1 for switches). Text values are parsed with [`parse_value`].
+
+use crate::error::TunableError;
+
+/// The unit of a tunable's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// A plain count.
+    Count,
+    /// Milliseconds.
+    Millis,
+    /// Microseconds.
+    Micros,
+    /// Nanoseconds.
+    Nanos,
+    /// 0 (off) or 1 (on).
+    Bool,
+    /// Kibibytes.
+    KiB,
+    /// Bytes.
+    Bytes,
+    /// 512-byte sectors.
+    Sectors,
+}
+
+impl Unit {
+    /// How the unit is written after a value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Count => "",
+            Unit::Millis => "ms",
+            Unit::Micros => "us",
+            Unit::Nanos => "ns",
+            Unit::Bool => "(0/1)",
+            Unit::KiB => "KiB",
+            Unit::Bytes => "bytes",
+            Unit::Sectors => "sectors",
+        }
+    }
+}
+
+/// A tunable's description.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TunableSpec {
+    /// Linux's name for it.
+    pub name: &'static str,
+    /// Linux's default.
+    pub default: u64,
+    /// Smallest accepted value.
+    pub min: u64,
+    /// Largest accepted value.
+    pub max: u64,
+    /// Unit of the value.
+    pub unit: Unit,
+    /// Whether it can only be read.
+    pub read_only: bool,
+    /// One line on what it does.
+    pub help: &'static str,
+}
+
+impl TunableSpec {
+    /// A settable tunable.
+    pub const fn new(
+        name: &'static str,
+        default: u64,
+        min: u64,
+        max: u64,
+        unit: Unit,
+        help: &'static str,
+    ) -> TunableSpec {
+        TunableSpec {
+            name,
+            default,
+            min,
+            max,
+            unit,
+            read_only: false,
+            help,
+        }
+    }
+
+    /// A read-only attribute.
+    pub const fn read_only(name: &'static str, unit: Unit, help: &'static str) -> TunableSpec {
+        TunableSpec {
+            name,
+            default: 0,
+            min: 0,
+            max: u64::MAX,
+            unit,
+            read_only: true,
+            help,
+        }
+    }
+
+    /// `value` if this tunable accepts it, else the reason.
+    pub fn check(&self, value: u64) -> Result<u64, TunableError> {
+        if self.read_only {
+            return Err(TunableError::ReadOnly { name: self.name });
+        }
+        if value < self.min || value > self.max {
+            return Err(TunableError::OutOfRange {
+                name: self.name,
+                value,
+                min: self.min,
+                max: self.max,
+                unit: self.unit.name(),
+            });
+        }
+        Ok(value)
+    }
+}
+
+/// Find `name` in `specs`, or say which names exist.
+pub fn find_spec(
+    specs: &'static [TunableSpec],
+    owner: &str,
+    name: &str,
+) -> Result<&'static TunableSpec, TunableError> {
+    specs
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| TunableError::Unknown {
+            name: name.to_string(),
+            owner: owner.to_string(),
+            known: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// Parse a tunable value written as text: a decimal integer (`500`), with an
+/// optional unit suffix the tunable's unit accepts (`500ms`, `2s` for times;
+/// `4k`, `1m` for sizes), or `true`/`false`/`on`/`off` for switches.
+pub fn parse_value(spec: &TunableSpec, text: &str) -> Result<u64, TunableError> {
+    let bad = |why: &'static str| TunableError::BadValue {
+        name: spec.name.to_string(),
+        value: text.to_string(),
+        why,
+    };
+    let t = text.trim();
+    if spec.unit == Unit::Bool {
+        return match t {
+            "0" | "false" | "off" | "no" => Ok(0),
+            "1" | "true" | "on" | "yes" => Ok(1),
+            _ => Err(bad("expected 0 or 1")),
+        };
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    if digits.is_empty() {
+        return Err(bad("expected a non-negative integer"));
+    }
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| bad("expected a non-negative integer that fits in 64 bits"))?;
+    let suffix = suffix.trim().to_ascii_lowercase();
+    if suffix.is_empty() {
+        return Ok(n);
+    }
+    // Scale relative to the tunable's own unit.
+    let time_ns: Option<u64> = match suffix.as_str() {
+        "ns" => Some(1),
+        "us" | "usec" => Some(1_000),
+        "ms" | "msec" => Some(1_000_000),
+        "s" | "sec" => Some(1_000_000_000),
+        _ => None,
+    };
+    let size_bytes: Option<u64> = match suffix.as_str() {
+        "b" => Some(1),
+        "k" | "kb" | "kib" => Some(1 << 10),
+        "m" | "mb" | "mib" => Some(1 << 20),
+        "g" | "gb" | "gib" => Some(1 << 30),
+        _ => None,
+    };
+    let (scale, unit) = match (spec.unit, time_ns, size_bytes) {
+        (Unit::Millis, Some(s), _) => (s, 1_000_000),
+        (Unit::Micros, Some(s), _) => (s, 1_000),
+        (Unit::Nanos, Some(s), _) => (s, 1),
+        (Unit::KiB, _, Some(s)) => (s, 1 << 10),
+        (Unit::Bytes, _, Some(s)) => (s, 1),
+        (Unit::Sectors, _, Some(s)) => (s, 512),
+        _ => return Err(bad("unit suffix not accepted for this tunable")),
+    };
+    let total = n
+        .checked_mul(scale)
+        .ok_or_else(|| bad("value too large"))?;
+    if total % unit != 0 {
+        return Err(bad("not a whole number of the tunable's unit"));
+    }
+    Ok(total / unit)
+}
+
+/// Milliseconds to nanoseconds, saturating.
+#[inline]
+pub(crate) fn ms_to_ns(ms: u64) -> u64 {
+    ms.saturating_mul(1_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: TunableSpec = TunableSpec::new("read_expire", 500, 0, 3_600_000, Unit::Millis, "");
+    const SW: TunableSpec = TunableSpec::new("front_merges", 1, 0, 1, Unit::Bool, "");
+    const KB: TunableSpec = TunableSpec::new("max_sectors_kb", 4096, 4, 4096, Unit::KiB, "");
+
+    #[test]
+    fn parses_plain_and_suffixed_values() {
+        assert_eq!(parse_value(&MS, "250").unwrap(), 250);
+        assert_eq!(parse_value(&MS, "2s").unwrap(), 2000);
+        assert_eq!(parse_value(&MS, "1000us").unwrap(), 1);
+        assert!(parse_value(&MS, "1500us").is_err());
+        assert_eq!(parse_value(&SW, "on").unwrap(), 1);
+        assert_eq!(parse_value(&KB, "1m").unwrap(), 1024);
+        assert!(parse_value(&KB, "5ms").is_err());
+        assert!(parse_value(&MS, "-1").is_err());
+        assert!(parse_value(&MS, "").is_err());
+        assert!(parse_value(&MS, "99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn range_and_read_only() {
+        assert!(MS.check(3_600_001).is_err());
+        let ro = TunableSpec::read_only("logical_block_size", Unit::Bytes, "");
+        assert!(matches!(ro.check(1), Err(TunableError::ReadOnly { .. })));
+        let e = find_spec(&[MS, SW], "mq-deadline", "read_expir").unwrap_err();
+        assert!(e.to_string().contains("read_expire, front_merges"), "{e}");
+    }
+}

@@ -9,7 +9,9 @@ fn print_specs(specs: &[TunableSpec]) {
         let default = if s.read_only {
             "(read-only)".to_string()
         } else {
-            format!("{} {}", s.default, s.unit.name()).trim_end().to_string()
+            format!("{} {}", s.default, s.unit.name())
+                .trim_end()
+                .to_string()
         };
         println!("    {:<20} {:<16} {}", s.name, default, s.help);
     }

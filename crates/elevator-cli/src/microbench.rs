@@ -15,8 +15,8 @@ use std::io::Write;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use elevator_core::{
-    AnyScheduler, Bio, BioCompletion, Dispatch, Limits, Outcome, Queue, QueueConfig,
-    RequestId, SCHEDULER_NAMES, Scheduler, Status, SubmitError,
+    AnyScheduler, Bio, BioCompletion, Dispatch, Limits, Outcome, Queue, QueueConfig, RequestId,
+    SCHEDULER_NAMES, Scheduler, Status, SubmitError,
 };
 use serde::Serialize;
 
@@ -213,12 +213,13 @@ impl Bench {
             return;
         };
         let (mut done, mut failed) = (0, 0);
-        self.queue.complete(id, Outcome::Done, self.now, &mut |c: BioCompletion| {
-            done += 1;
-            if c.status != Status::Ok {
-                failed += 1;
-            }
-        });
+        self.queue
+            .complete(id, Outcome::Done, self.now, &mut |c: BioCompletion| {
+                done += 1;
+                if c.status != Status::Ok {
+                    failed += 1;
+                }
+            });
         self.completed += done;
         self.failed += failed;
     }
@@ -380,7 +381,10 @@ fn validate(args: &Args) -> Result<Vec<(String, String)>> {
         bail!("--bs {}: must be a positive multiple of 512 bytes", args.bs);
     }
     if u64::from(args.bs) > u64::from(Limits::default().max_sectors) * 512 {
-        bail!("--bs {}: at most 4 MiB (one request; larger bios would be split)", args.bs);
+        bail!(
+            "--bs {}: at most 4 MiB (one request; larger bios would be split)",
+            args.bs
+        );
     }
     if args.ios == 0 {
         bail!("--ios must be at least 1");

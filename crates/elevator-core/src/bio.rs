@@ -36,13 +36,7 @@ pub enum Op {
 
 impl Op {
     /// All operations, in declaration order.
-    pub const ALL: [Op; 5] = [
-        Op::Read,
-        Op::Write,
-        Op::Flush,
-        Op::Discard,
-        Op::WriteZeroes,
-    ];
+    pub const ALL: [Op; 5] = [Op::Read, Op::Write, Op::Flush, Op::Discard, Op::WriteZeroes];
 
     /// The direction schedulers sort this operation under. Discard and
     /// write-zeroes count as writes, as in Linux (`op_is_write`); a flush never

@@ -126,10 +126,12 @@ impl Limits {
     /// cut at `max_segment_size`; other operations carry no segments.
     #[inline]
     pub fn segments_for(&self, op: Op, len: u32) -> u32 {
-        if op.has_data() {
-            len.div_ceil(self.max_segment_size)
-        } else {
+        if !op.has_data() {
             0
+        } else if len <= self.max_segment_size {
+            1
+        } else {
+            len.div_ceil(self.max_segment_size)
         }
     }
 
@@ -138,8 +140,7 @@ impl Limits {
     pub fn max_piece_bytes(&self, op: Op) -> u32 {
         let by_sectors = u64::from(self.max_sectors_for(op)) << SECTOR_SHIFT;
         let bytes = if op.has_data() {
-            let by_segments =
-                u64::from(self.max_segments) * u64::from(self.max_segment_size);
+            let by_segments = u64::from(self.max_segments) * u64::from(self.max_segment_size);
             by_sectors.min(by_segments)
         } else {
             by_sectors
@@ -174,14 +175,15 @@ impl Limits {
                 sector: bio.sector,
             });
         }
-        if bio.sector % u64::from(self.block_sectors()) != 0 {
+        // The logical block size is a power of two (validated): mask, not divide.
+        if bio.sector & u64::from(self.block_sectors() - 1) != 0 {
             return Err(BioError::MisalignedSector {
                 op: bio.op,
                 sector: bio.sector,
                 logical_block_size: lbs,
             });
         }
-        if bio.len % lbs != 0 {
+        if bio.len & (lbs - 1) != 0 {
             return Err(BioError::MisalignedLength {
                 op: bio.op,
                 len: bio.len,
@@ -255,7 +257,12 @@ mod tests {
             chunk_sectors: 3,
             ..Limits::default()
         };
-        assert!(l.validate().unwrap_err().to_string().contains("chunk_sectors"));
+        assert!(
+            l.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("chunk_sectors")
+        );
     }
 
     #[test]

@@ -126,7 +126,9 @@ impl Histogram {
             return 0.0;
         }
         let mean = self.mean();
-        (self.sum_sq / self.count as f64 - mean * mean).max(0.0).sqrt()
+        (self.sum_sq / self.count as f64 - mean * mean)
+            .max(0.0)
+            .sqrt()
     }
 
     /// The value at percentile `p` (0..=100): the midpoint of the bucket that

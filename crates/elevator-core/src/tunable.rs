@@ -183,9 +183,7 @@ pub fn parse_value(spec: &TunableSpec, text: &str) -> Result<u64, TunableError> 
         (Unit::Sectors, _, Some(s)) => (s, 512),
         _ => return Err(bad("unit suffix not accepted for this tunable")),
     };
-    let total = n
-        .checked_mul(scale)
-        .ok_or_else(|| bad("value too large"))?;
+    let total = n.checked_mul(scale).ok_or_else(|| bad("value too large"))?;
     if total % unit != 0 {
         return Err(bad("not a whole number of the tunable's unit"));
     }

@@ -7,10 +7,13 @@ use elevator_core::{Bio, Dispatch, IoPrio, Outcome, PrioClass, Queue, QueueConfi
 const MS: u64 = 1_000_000;
 
 fn queue(sched: &str, sets: &[(&str, u64)]) -> Queue {
-    let mut cfg = QueueConfig::default();
-    cfg.nomerges = 2; // order only: every bio is its own request
-    cfg.queue_depth = 1024;
-    cfg.nr_requests = 1024;
+    // Order only: every bio is its own request.
+    let cfg = QueueConfig {
+        nomerges: 2,
+        queue_depth: 1024,
+        nr_requests: 1024,
+        ..QueueConfig::default()
+    };
     let mut q = Queue::with_scheduler(cfg, sched).unwrap();
     for &(name, value) in sets {
         q.set(name, value).unwrap();
@@ -63,11 +66,16 @@ fn writes_starved_gives_writes_every_third_batch() {
         let mut q = queue(s, &[("fifo_batch", 1)]);
         for i in 0..6u64 {
             q.submit(&Bio::read(i * 100, 4096, i), 0).unwrap();
-            q.submit(&Bio::write(10_000 + i * 100, 4096, 100 + i), 0).unwrap();
+            q.submit(&Bio::write(10_000 + i * 100, 4096, 100 + i), 0)
+                .unwrap();
         }
         // The first dispatch continues the (empty) initial batch; after that
         // reads win twice, then writes once.
-        assert_eq!(take(&mut q, 9, 1), vec![0, 1, 2, 100, 3, 4, 101, 5, 102], "{s}");
+        assert_eq!(
+            take(&mut q, 9, 1),
+            vec![0, 1, 2, 100, 3, 4, 101, 5, 102],
+            "{s}"
+        );
         assert_eq!(take(&mut q, 3, 1), vec![103, 104, 105], "{s}");
     });
 }
@@ -77,14 +85,19 @@ fn fifo_batch_bounds_a_batch() {
     both(|s| {
         let mut q = queue(s, &[("fifo_batch", 3), ("writes_starved", 0)]);
         for i in 0..4u64 {
-            q.submit(&Bio::write(10_000 + i * 100, 4096, 100 + i), 0).unwrap();
+            q.submit(&Bio::write(10_000 + i * 100, 4096, 100 + i), 0)
+                .unwrap();
         }
         for i in 0..4u64 {
             q.submit(&Bio::read(i * 100, 4096, i), 0).unwrap();
         }
         // The initial batch sweeps reads; then writes_starved=0 gives every new
         // batch to the waiting writes, 3 requests a batch, until none are left.
-        assert_eq!(take(&mut q, 8, 1), vec![0, 1, 2, 100, 101, 102, 103, 3], "{s}");
+        assert_eq!(
+            take(&mut q, 8, 1),
+            vec![0, 1, 2, 100, 101, 102, 103, 3],
+            "{s}"
+        );
     });
 }
 
@@ -127,14 +140,19 @@ fn priority_levels_in_order() {
         let mut q = queue(s, &[]);
         let rt = IoPrio::new(PrioClass::Rt, 0).unwrap();
         let idle = IoPrio::new(PrioClass::Idle, 7).unwrap();
-        q.submit(&Bio::read(100, 4096, 1).with_prio(idle), 0).unwrap();
+        q.submit(&Bio::read(100, 4096, 1).with_prio(idle), 0)
+            .unwrap();
         q.submit(&Bio::read(200, 4096, 2), 0).unwrap();
         q.submit(&Bio::read(300, 4096, 3).with_prio(rt), 0).unwrap();
         // RT first. While the BE request is in flight, IDLE waits.
         assert_eq!(take(&mut q, 1, 1), vec![3], "{s}");
         let (be, token) = next(&mut q, 1).unwrap();
         assert_eq!(token, 2, "{s}");
-        assert_eq!(q.dispatch(1), Dispatch::Blocked, "{s}: IDLE must wait for BE to finish");
+        assert_eq!(
+            q.dispatch(1),
+            Dispatch::Blocked,
+            "{s}: IDLE must wait for BE to finish"
+        );
         q.complete(be, Outcome::Done, 2, &mut |_| {});
         assert_eq!(take(&mut q, 1, 2), vec![1], "{s}");
     });
@@ -146,14 +164,17 @@ fn aged_lower_priority_goes_ahead() {
         let mut q = queue(s, &[("prio_aging_expire", 100)]);
         let rt = IoPrio::new(PrioClass::Rt, 0).unwrap();
         q.submit(&Bio::read(100, 4096, 1), 0).unwrap(); // BE
-        q.submit(&Bio::read(200, 4096, 2).with_prio(rt), 150 * MS).unwrap();
-        q.submit(&Bio::read(300, 4096, 3).with_prio(rt), 150 * MS).unwrap();
+        q.submit(&Bio::read(200, 4096, 2).with_prio(rt), 150 * MS)
+            .unwrap();
+        q.submit(&Bio::read(300, 4096, 3).with_prio(rt), 150 * MS)
+            .unwrap();
         // The BE request has waited 150 ms > 100 ms: served before RT.
         assert_eq!(take(&mut q, 3, 150 * MS), vec![1, 2, 3], "{s}");
 
         let mut q = queue(s, &[("prio_aging_expire", 100)]);
         q.submit(&Bio::read(100, 4096, 1), 0).unwrap();
-        q.submit(&Bio::read(200, 4096, 2).with_prio(rt), 50 * MS).unwrap();
+        q.submit(&Bio::read(200, 4096, 2).with_prio(rt), 50 * MS)
+            .unwrap();
         assert_eq!(take(&mut q, 2, 50 * MS), vec![2, 1], "{s}: not aged yet");
     });
 }
@@ -161,8 +182,10 @@ fn aged_lower_priority_goes_ahead() {
 #[test]
 fn merged_request_keeps_the_earlier_deadline() {
     both(|s| {
-        let mut cfg = QueueConfig::default();
-        cfg.nr_requests = 64;
+        let cfg = QueueConfig {
+            nr_requests: 64,
+            ..QueueConfig::default()
+        };
         let mut q = Queue::with_scheduler(cfg, s).unwrap();
         q.set("read_expire", 10).unwrap();
         q.set("fifo_batch", 1).unwrap();
@@ -173,7 +196,11 @@ fn merged_request_keeps_the_earlier_deadline() {
         // [1000,1008) front-merges into [1008,..), which then merges into
         // [992,1000): the survivor takes the deadline of 10 ms.
         q.submit(&Bio::read(1000, 4096, 3), 5 * MS).unwrap();
-        assert_eq!((q.stats().front_merges, q.stats().request_merges), (1, 1), "{s}");
+        assert_eq!(
+            (q.stats().front_merges, q.stats().request_merges),
+            (1, 1),
+            "{s}"
+        );
         // At 10 ms: the initial batch takes sector 500; the next batch starts
         // at the expired FIFO head, the merged request, not at sector 600.
         assert_eq!(take(&mut q, 2, 10 * MS), vec![5, 2], "{s}");

@@ -52,8 +52,14 @@ fn back_and_front_merges() {
     for sched in ["mq-deadline", "deadline-list", "none"] {
         let mut q = queue(sched);
         q.submit(&read(8, 1), 0).unwrap();
-        assert_eq!(q.submit(&read(16, 2), 0).unwrap(), Submitted::Merged(MergeKind::Back));
-        assert_eq!(q.submit(&read(0, 3), 0).unwrap(), Submitted::Merged(MergeKind::Front));
+        assert_eq!(
+            q.submit(&read(16, 2), 0).unwrap(),
+            Submitted::Merged(MergeKind::Back)
+        );
+        assert_eq!(
+            q.submit(&read(0, 3), 0).unwrap(),
+            Submitted::Merged(MergeKind::Front)
+        );
         assert_eq!(q.stats().back_merges, 1, "{sched}");
         assert_eq!(q.stats().front_merges, 1, "{sched}");
         assert_eq!(drain(&mut q), vec![(0, 24, vec![3, 1, 2])], "{sched}");
@@ -104,8 +110,10 @@ fn discard_merges_write_zeroes_does_not() {
     let mut q = queue("mq-deadline");
     q.submit(&Bio::new(Op::Discard, 0, 4096, 1), 0).unwrap();
     q.submit(&Bio::new(Op::Discard, 8, 4096, 2), 0).unwrap();
-    q.submit(&Bio::new(Op::WriteZeroes, 100, 4096, 3), 0).unwrap();
-    q.submit(&Bio::new(Op::WriteZeroes, 108, 4096, 4), 0).unwrap();
+    q.submit(&Bio::new(Op::WriteZeroes, 100, 4096, 3), 0)
+        .unwrap();
+    q.submit(&Bio::new(Op::WriteZeroes, 108, 4096, 4), 0)
+        .unwrap();
     assert_eq!(q.stats().bio_merges(), 1);
     assert_eq!(drain(&mut q).len(), 3);
 }
@@ -240,12 +248,19 @@ fn plug_merges_and_insert_merges() {
     assert_eq!(q.stats().plug_merges, 1);
     q.submit(&read(100, 3), 0).unwrap();
     q.submit(&read(16, 4), 0).unwrap(); // last plugged is [100,..): new request
-    assert_eq!(q.queued(), 0, "plugged requests are not visible to the scheduler");
+    assert_eq!(
+        q.queued(),
+        0,
+        "plugged requests are not visible to the scheduler"
+    );
     assert_eq!(q.plugged_requests(), 3);
     q.unplug(0);
     // Inserting [16,24) finds [0,16) through last_merge: an insert-time merge.
     assert_eq!(q.stats().request_merges, 1);
-    assert_eq!(drain(&mut q), vec![(0, 24, vec![1, 2, 4]), (100, 8, vec![3])]);
+    assert_eq!(
+        drain(&mut q),
+        vec![(0, 24, vec![1, 2, 4]), (100, 8, vec![3])]
+    );
 }
 
 #[test]
@@ -267,14 +282,20 @@ fn insert_merge_uses_the_hash() {
 
 #[test]
 fn plug_flushes_at_32_requests_and_at_128k() {
-    let mut cfg = QueueConfig::default();
-    cfg.nr_requests = 128;
+    let cfg = QueueConfig {
+        nr_requests: 128,
+        ..QueueConfig::default()
+    };
     let mut q = Queue::with_scheduler(cfg, "none").unwrap();
     q.plug();
     for i in 0..33u64 {
         q.submit(&read(i * 1000, i), 0).unwrap();
     }
-    assert_eq!(q.plugged_requests(), 1, "the 33rd request flushed the first 32");
+    assert_eq!(
+        q.plugged_requests(),
+        1,
+        "the 33rd request flushed the first 32"
+    );
     assert_eq!(q.queued(), 32);
     q.unplug(0);
     drain(&mut q);
@@ -282,7 +303,11 @@ fn plug_flushes_at_32_requests_and_at_128k() {
     q.plug();
     q.submit(&Bio::read(0, 128 * 1024, 1), 0).unwrap();
     q.submit(&read(10_000, 2), 0).unwrap();
-    assert_eq!(q.plugged_requests(), 1, "a 128 KiB request flushes the plug");
+    assert_eq!(
+        q.plugged_requests(),
+        1,
+        "a 128 KiB request flushes the plug"
+    );
     q.unplug(0);
     drain(&mut q);
 }
@@ -304,18 +329,32 @@ fn none_scans_recent_requests_without_hash_or_neighbours() {
 
 #[test]
 fn tags_run_out_with_a_clear_result() {
-    let mut cfg = QueueConfig::default();
-    cfg.nr_requests = 4;
+    let cfg = QueueConfig {
+        nr_requests: 4,
+        ..QueueConfig::default()
+    };
     let mut q = Queue::with_scheduler(cfg, "mq-deadline").unwrap();
     for i in 0..4u64 {
         q.submit(&read(i * 100, i), 0).unwrap();
     }
     let err = q.submit(&read(1000, 9), 0).unwrap_err();
-    assert!(matches!(err, SubmitError::NoTag { needed: 1, free: 0, nr_requests: 4 }));
+    assert!(matches!(
+        err,
+        SubmitError::NoTag {
+            needed: 1,
+            free: 0,
+            nr_requests: 4
+        }
+    ));
     assert!(err.to_string().contains("nr_requests=4"), "{err}");
     // A bio that merges needs no tag.
-    assert!(matches!(q.submit(&read(8, 10), 0), Ok(Submitted::Merged(_))));
-    let Dispatch::Request(id) = q.dispatch(1) else { panic!() };
+    assert!(matches!(
+        q.submit(&read(8, 10), 0),
+        Ok(Submitted::Merged(_))
+    ));
+    let Dispatch::Request(id) = q.dispatch(1) else {
+        panic!()
+    };
     q.complete(id, Outcome::Done, 2, &mut |_| {});
     q.submit(&read(1000, 9), 0).unwrap();
     drain(&mut q);
@@ -323,8 +362,10 @@ fn tags_run_out_with_a_clear_result() {
 
 #[test]
 fn queue_depth_bounds_in_flight() {
-    let mut cfg = QueueConfig::default();
-    cfg.queue_depth = 2;
+    let cfg = QueueConfig {
+        queue_depth: 2,
+        ..QueueConfig::default()
+    };
     let mut q = Queue::with_scheduler(cfg, "none").unwrap();
     for i in 0..3u64 {
         q.submit(&read(i * 100, i), 0).unwrap();
@@ -347,7 +388,9 @@ fn partial_failure_reports_good_bytes_only() {
     for i in 0..3u64 {
         q.submit(&read(i * 8, i), 0).unwrap();
     }
-    let Dispatch::Request(id) = q.dispatch(1) else { panic!() };
+    let Dispatch::Request(id) = q.dispatch(1) else {
+        panic!()
+    };
     assert_eq!(q.request(id).nr_bios(), 3);
     let done = completions(
         &mut q,
@@ -360,9 +403,21 @@ fn partial_failure_reports_good_bytes_only() {
     assert_eq!(
         done,
         vec![
-            BioCompletion { token: 0, status: Status::Ok, bytes: 4096 },
-            BioCompletion { token: 1, status: Status::IoError, bytes: 904 },
-            BioCompletion { token: 2, status: Status::IoError, bytes: 0 },
+            BioCompletion {
+                token: 0,
+                status: Status::Ok,
+                bytes: 4096
+            },
+            BioCompletion {
+                token: 1,
+                status: Status::IoError,
+                bytes: 904
+            },
+            BioCompletion {
+                token: 2,
+                status: Status::IoError,
+                bytes: 0
+            },
         ]
     );
     assert_eq!(q.stats().bio_errors, 2);
@@ -381,7 +436,10 @@ fn split_bio_completes_once_with_the_bytes_before_the_first_failure() {
         ids.push(id);
     }
     assert_eq!(ids.len(), 4);
-    let offsets: Vec<u32> = ids.iter().flat_map(|&id| q.bios(id).map(|b| b.offset)).collect();
+    let offsets: Vec<u32> = ids
+        .iter()
+        .flat_map(|&id| q.bios(id).map(|b| b.offset))
+        .collect();
     assert_eq!(offsets, vec![0, 4 << 20, 8 << 20, 0]);
     let mut all = vec![];
     // Complete out of order; the middle piece fails after 1 MiB.
@@ -410,15 +468,31 @@ fn split_bio_completes_once_with_the_bytes_before_the_first_failure() {
 
 #[test]
 fn split_needs_all_its_tags_up_front() {
-    let mut cfg = QueueConfig::default();
-    cfg.nr_requests = 4;
+    let cfg = QueueConfig {
+        nr_requests: 4,
+        ..QueueConfig::default()
+    };
     let mut q = Queue::with_scheduler(cfg, "mq-deadline").unwrap();
     q.submit(&read(1000, 1), 0).unwrap();
     q.submit(&read(2000, 2), 0).unwrap();
     let err = q.submit(&Bio::write(0, 12 << 20, 3), 0).unwrap_err();
-    assert!(matches!(err, SubmitError::NoTag { needed: 3, free: 2, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            SubmitError::NoTag {
+                needed: 3,
+                free: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
     q.check_invariants();
-    assert_eq!(q.requests().in_use(), 2, "nothing of the refused bio was taken");
+    assert_eq!(
+        q.requests().in_use(),
+        2,
+        "nothing of the refused bio was taken"
+    );
 }
 
 #[test]
@@ -441,8 +515,14 @@ fn bad_bios_are_refused_and_change_nothing() {
         assert!(matches!(err, SubmitError::Bio(_)), "{bio:?}: {err}");
     }
     let msg = q.submit(&Bio::read(4, 4096, 1), 0).unwrap_err().to_string();
-    assert!(msg.contains("misaligned") && msg.contains("4096-byte"), "{msg}");
-    assert!(matches!(IoPrio::new(PrioClass::Be, 8), Err(BioError::PrioLevel { level: 8 })));
+    assert!(
+        msg.contains("misaligned") && msg.contains("4096-byte"),
+        "{msg}"
+    );
+    assert!(matches!(
+        IoPrio::new(PrioClass::Be, 8),
+        Err(BioError::PrioLevel { level: 8 })
+    ));
     q.check_invariants();
     assert!(q.is_idle());
     assert_eq!(q.stats().bios, 0);
@@ -458,18 +538,38 @@ fn tunables_by_name() {
     assert_eq!(q.get("read_expire").unwrap(), 2000);
     q.set("max_sectors_kb", 128).unwrap();
     assert_eq!(q.limits().max_sectors, 256);
-    assert!(matches!(q.set("max_sectors_kb", 8192), Err(TunableError::OutOfRange { .. })));
-    assert!(matches!(q.set("nomerges", 3), Err(TunableError::OutOfRange { .. })));
-    assert!(matches!(q.set("logical_block_size", 4096), Err(TunableError::ReadOnly { .. })));
+    assert!(matches!(
+        q.set("max_sectors_kb", 8192),
+        Err(TunableError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        q.set("nomerges", 3),
+        Err(TunableError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        q.set("logical_block_size", 4096),
+        Err(TunableError::ReadOnly { .. })
+    ));
     let e = q.get("slice_idle").unwrap_err().to_string();
-    assert!(e.contains("unknown tunable 'slice_idle'") && e.contains("fifo_batch"), "{e}");
-    assert!(matches!(q.set_str("fifo_batch", "many"), Err(TunableError::BadValue { .. })));
+    assert!(
+        e.contains("unknown tunable 'slice_idle'") && e.contains("fifo_batch"),
+        "{e}"
+    );
+    assert!(matches!(
+        q.set_str("fifo_batch", "many"),
+        Err(TunableError::BadValue { .. })
+    ));
     q.submit(&read(0, 1), 0).unwrap();
-    assert!(matches!(q.set("nr_requests", 256), Err(TunableError::Busy { .. })));
+    assert!(matches!(
+        q.set("nr_requests", 256),
+        Err(TunableError::Busy { .. })
+    ));
     drain(&mut q);
     q.set("nr_requests", 256).unwrap();
     assert_eq!(q.get("nr_requests").unwrap(), 256);
-    let e = Queue::with_scheduler(QueueConfig::default(), "cfqq").unwrap_err().to_string();
+    let e = Queue::with_scheduler(QueueConfig::default(), "cfqq")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cfqq") && e.contains("mq-deadline"), "{e}");
 }
 
@@ -478,10 +578,14 @@ fn requeued_request_goes_first() {
     let mut q = queue("mq-deadline");
     q.submit(&read(0, 1), 0).unwrap();
     q.submit(&read(100, 2), 0).unwrap();
-    let Dispatch::Request(first) = q.dispatch(1) else { panic!() };
+    let Dispatch::Request(first) = q.dispatch(1) else {
+        panic!()
+    };
     q.requeue(first);
     assert_eq!(q.stats().requeues, 1);
-    let Dispatch::Request(again) = q.dispatch(2) else { panic!() };
+    let Dispatch::Request(again) = q.dispatch(2) else {
+        panic!()
+    };
     assert_eq!(again, first);
     q.complete(again, Outcome::Done, 3, &mut |_| {});
     drain(&mut q);

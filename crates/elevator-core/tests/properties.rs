@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 
 use elevator_core::{
-    Bio, BioFlags, Dispatch, IoContext, IoPrio, Limits, Op, Outcome, PrioClass, Queue,
-    QueueConfig, RequestId, SCHEDULER_NAMES, Status, SubmitError, Submitted,
+    Bio, BioFlags, Dispatch, IoContext, IoPrio, Limits, Op, Outcome, PrioClass, Queue, QueueConfig,
+    RequestId, SCHEDULER_NAMES, Status, SubmitError, Submitted,
 };
 use proptest::prelude::*;
 
@@ -79,16 +79,20 @@ fn setup() -> impl Strategy<Value = Setup> {
         4u32..40,
         1u32..8,
     )
-        .prop_map(|(lbs, max_sectors, max_segments, chunk_sectors, nr_requests, queue_depth)| {
-            Setup {
+        .prop_map(
+            |(lbs, max_sectors, max_segments, chunk_sectors, nr_requests, queue_depth)| Setup {
                 lbs,
                 max_sectors: max_sectors.max(lbs / 512),
                 max_segments,
-                chunk_sectors: if chunk_sectors != 0 { chunk_sectors.max(lbs / 512) } else { 0 },
+                chunk_sectors: if chunk_sectors != 0 {
+                    chunk_sectors.max(lbs / 512)
+                } else {
+                    0
+                },
                 nr_requests,
                 queue_depth,
-            }
-        })
+            },
+        )
 }
 
 fn make_queue(s: &Setup, sched: &str, nomerges: u8) -> Queue {
@@ -112,7 +116,15 @@ fn make_queue(s: &Setup, sched: &str, nomerges: u8) -> Queue {
 }
 
 fn make_bio(s: &Setup, step: &Step, token: u64) -> Option<Bio> {
-    let Step::Submit { op, block, blocks, flags, prio, ctx } = *step else {
+    let Step::Submit {
+        op,
+        block,
+        blocks,
+        flags,
+        prio,
+        ctx,
+    } = *step
+    else {
         return None;
     };
     let bs = u64::from(s.lbs / 512);
@@ -197,15 +209,24 @@ impl Harness {
         let rq = self.q.request(id);
         let l = self.q.limits();
         if rq.op() != Op::Flush {
-            assert!(rq.sectors() <= l.max_sectors_for(rq.op()), "request over max_sectors");
+            assert!(
+                rq.sectors() <= l.max_sectors_for(rq.op()),
+                "request over max_sectors"
+            );
         }
         assert!(rq.segments() <= l.max_segments, "request over max_segments");
-        assert!(!l.crosses_chunk(rq.sector(), u64::from(rq.sectors())), "request crosses a chunk");
+        assert!(
+            !l.crosses_chunk(rq.sector(), u64::from(rq.sectors())),
+            "request crosses a chunk"
+        );
         let bios: Vec<_> = self.q.bios(id).collect();
         assert_eq!(bios.len() as u32, rq.nr_bios());
         let mut sector = rq.sector();
         for b in &bios {
-            let p = self.pending.get(&b.token).expect("bio of a request is pending");
+            let p = self
+                .pending
+                .get(&b.token)
+                .expect("bio of a request is pending");
             assert_eq!(p.op, rq.op(), "request mixes operations");
             assert_eq!(b.sector, sector, "bios not contiguous");
             sector += u64::from(b.len / 512);
@@ -223,10 +244,21 @@ impl Harness {
         let (outcome, status, good) = match fail {
             None => (Outcome::Done, Status::Ok, u64::MAX),
             Some((s, good)) => {
-                let status = [Status::IoError, Status::NoSpace, Status::NotSupported, Status::Cancelled]
-                    [usize::from(s) % 4];
+                let status = [
+                    Status::IoError,
+                    Status::NoSpace,
+                    Status::NotSupported,
+                    Status::Cancelled,
+                ][usize::from(s) % 4];
                 let good = u64::from(good % 48) * 256; // lands inside most requests
-                (Outcome::Failed { status, good_bytes: good }, status, good)
+                (
+                    Outcome::Failed {
+                        status,
+                        good_bytes: good,
+                    },
+                    status,
+                    good,
+                )
             }
         };
         // The model's own account of what each bio of the request gets.
@@ -234,7 +266,10 @@ impl Harness {
         let mut offset = 0u64;
         for b in self.q.bios(id).collect::<Vec<_>>() {
             let end = offset + u64::from(b.len);
-            let p = self.pending.get_mut(&b.token).expect("bio of a request is pending");
+            let p = self
+                .pending
+                .get_mut(&b.token)
+                .expect("bio of a request is pending");
             if end > good {
                 let at = b.offset + (good.saturating_sub(offset) as u32);
                 if p.first_failure.is_none_or(|(f, _)| at < f) {
@@ -253,15 +288,26 @@ impl Harness {
         }
         let mut done = HashMap::new();
         self.q.complete(id, outcome, self.now, &mut |c| {
-            assert!(done.insert(c.token, (c.status, c.bytes)).is_none(), "token {} completed twice", c.token);
+            assert!(
+                done.insert(c.token, (c.status, c.bytes)).is_none(),
+                "token {} completed twice",
+                c.token
+            );
         });
         assert_eq!(done, expected, "completions differ from the model's");
         for (token, (st, bytes)) in done {
-            let p = self.pending.remove(&token).expect("completed bio was pending");
+            let p = self
+                .pending
+                .remove(&token)
+                .expect("completed bio was pending");
             if st == Status::Ok {
                 assert_eq!(bytes, p.len, "successful bio must report all its bytes");
             } else {
-                assert!(bytes < p.len, "failed bio reports {bytes} of {} bytes", p.len);
+                assert!(
+                    bytes < p.len,
+                    "failed bio reports {bytes} of {} bytes",
+                    p.len
+                );
             }
         }
     }
@@ -296,13 +342,19 @@ impl Harness {
             }
             Step::Misaligned => {
                 let before = self.q.stats().bios;
-                let mut bad = vec![Bio::read(0, 100, u64::MAX), Bio::read(1 << 20, 4096, u64::MAX)];
+                let mut bad = vec![
+                    Bio::read(0, 100, u64::MAX),
+                    Bio::read(1 << 20, 4096, u64::MAX),
+                ];
                 if self.setup.lbs > 512 {
                     bad.push(Bio::read(1, self.setup.lbs, u64::MAX));
                 }
                 for bio in bad {
                     let r = self.q.submit(&bio, self.now);
-                    assert!(matches!(r, Err(SubmitError::Bio(_))), "bad bio accepted: {bio:?}");
+                    assert!(
+                        matches!(r, Err(SubmitError::Bio(_))),
+                        "bad bio accepted: {bio:?}"
+                    );
                 }
                 assert_eq!(self.q.stats().bios, before);
             }
@@ -351,16 +403,26 @@ impl Harness {
                 }
                 Dispatch::WaitUntil(t) => self.now = t,
                 Dispatch::Blocked | Dispatch::Empty => {
-                    assert!(!self.in_flight.is_empty(), "work queued, nothing in flight, nothing dispatched");
+                    assert!(
+                        !self.in_flight.is_empty(),
+                        "work queued, nothing in flight, nothing dispatched"
+                    );
                     self.complete(0, None);
                 }
             }
             self.q.check_invariants();
         }
         assert!(self.in_flight.is_empty());
-        assert!(self.pending.is_empty(), "bios never completed: {:?}", self.pending.keys());
+        assert!(
+            self.pending.is_empty(),
+            "bios never completed: {:?}",
+            self.pending.keys()
+        );
         let s = self.q.stats();
-        assert_eq!(s.bios, s.bios_completed, "every accepted bio completes once");
+        assert_eq!(
+            s.bios, s.bios_completed,
+            "every accepted bio completes once"
+        );
     }
 }
 

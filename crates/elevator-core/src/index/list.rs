@@ -216,7 +216,10 @@ impl ListLinks {
         let mut prev = NIL;
         let mut cur = list.head;
         while cur != NIL {
-            assert_eq!(self.links[cur as usize].prev, prev, "bad prev link at {cur}");
+            assert_eq!(
+                self.links[cur as usize].prev, prev,
+                "bad prev link at {cur}"
+            );
             prev = cur;
             cur = self.links[cur as usize].next;
             n += 1;

@@ -4,6 +4,7 @@
 //! Handles are dense indexes (request tags, bio slots). Link storage is owned
 //! by the structure and sized once, so no operation on the hot path allocates.
 
+pub mod btree;
 pub mod list;
 pub mod rbtree;
 pub mod slab;
@@ -11,6 +12,7 @@ pub mod slab;
 /// The "no handle" value shared by every structure here.
 pub const NIL: u32 = u32::MAX;
 
+pub use btree::{BTreeForest, BTreeRoot};
 pub use list::{ListHead, ListLinks};
 pub use rbtree::{RbForest, RbRoot};
 pub use slab::Slab;

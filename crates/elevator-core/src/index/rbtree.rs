@@ -342,7 +342,9 @@ impl RbForest {
     }
 
     /// Validate every invariant of `root`'s tree: keys non-decreasing in order, red-black
-    /// properties, parent links, `len`, and that every node is marked linked.
+    /// properties, parent links, `len`, and that every node is marked linked. `O(n log n)`.
+    ///
+    /// Only compiled in tests and debug builds (`cfg(any(test, debug_assertions))`).
     ///
     /// # Panics
     /// With a descriptive message on the first violation found.

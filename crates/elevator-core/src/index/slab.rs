@@ -47,7 +47,10 @@ impl<T: Clone> Slab<T> {
     /// free a handle twice (checked in debug builds by the owners' invariants).
     #[inline]
     pub fn free(&mut self, id: u32) {
-        debug_assert!((id as usize) < self.items.len(), "freeing unknown handle {id}");
+        debug_assert!(
+            (id as usize) < self.items.len(),
+            "freeing unknown handle {id}"
+        );
         debug_assert!(self.used > 0, "freeing handle {id} from an empty slab");
         self.free.push(id);
         self.used -= 1;

@@ -51,7 +51,11 @@ impl<S: Scheduler> Queue<S> {
             }
             assert_eq!(last, rq.bio_tail, "request {raw}: bio tail mismatch");
             assert_eq!(n, rq.nr_bios, "request {raw}: nr_bios mismatch");
-            assert_eq!(sector, rq.end(), "request {raw}: bios do not add up to its length");
+            assert_eq!(
+                sector,
+                rq.end(),
+                "request {raw}: bios do not add up to its length"
+            );
             bios_seen += n;
             if rq.op.has_data() || rq.op.mergeable() {
                 assert!(
@@ -70,7 +74,11 @@ impl<S: Scheduler> Queue<S> {
                 "request {raw} crosses a chunk boundary"
             );
             if rq.hashed {
-                assert_eq!(rq.state, RqState::Queued, "request {raw} hashed but not queued");
+                assert_eq!(
+                    rq.state,
+                    RqState::Queued,
+                    "request {raw} hashed but not queued"
+                );
                 assert!(rq.mergeable(), "request {raw} hashed but unmergeable");
                 assert!(
                     self.hash.contains(&self.rqs, id),
@@ -82,7 +90,12 @@ impl<S: Scheduler> Queue<S> {
         assert_eq!(plugged as usize, self.plug.len(), "plug count mismatch");
         assert_eq!(bypass as usize, self.bypass.len(), "bypass count mismatch");
         assert_eq!(in_flight, self.in_flight, "in-flight count mismatch");
-        assert_eq!(queued, self.sched.queued(), "scheduler holds {} but {queued} are queued", self.sched.queued());
+        assert_eq!(
+            queued,
+            self.sched.queued(),
+            "scheduler holds {} but {queued} are queued",
+            self.sched.queued()
+        );
         assert_eq!(
             self.rqs.in_use(),
             plugged + queued + bypass + in_flight,
@@ -90,13 +103,25 @@ impl<S: Scheduler> Queue<S> {
         );
         assert_eq!(bios_seen, self.bios.used(), "bio entries leaked or shared");
         if let Some(lm) = self.last_merge {
-            assert_eq!(self.rqs[lm].state, RqState::Queued, "last_merge names a request not queued");
+            assert_eq!(
+                self.rqs[lm].state,
+                RqState::Queued,
+                "last_merge names a request not queued"
+            );
         }
         for &id in &self.plug {
-            assert_eq!(self.rqs[id].state, RqState::Plugged, "plug holds a request not plugged");
+            assert_eq!(
+                self.rqs[id].state,
+                RqState::Plugged,
+                "plug holds a request not plugged"
+            );
         }
         for &id in &self.bypass {
-            assert_eq!(self.rqs[id].state, RqState::Bypass, "bypass list holds a request not on it");
+            assert_eq!(
+                self.rqs[id].state,
+                RqState::Bypass,
+                "bypass list holds a request not on it"
+            );
         }
     }
 }

@@ -1,7 +1,10 @@
 //! The back-merge hash: mergeable queued requests keyed by their end sector, so
 //! that a bio starting where a request ends finds it in O(1).
 //!
-//! Chains are threaded through the requests' own `hash_prev`/`hash_next`. Linux
+//! Chains are singly linked through the requests' own `hash_next`, newest
+//! first: adding touches only the bucket and the request itself, and with at
+//! least twice as many buckets as requests a request being unhashed is almost
+//! always its chain's head. Linux
 //! uses 64 buckets whatever the queue depth (seed 002 saw chains grow long at
 //! 4096 requests); here the table has one bucket per request tag, rounded up
 //! to a power of two. A request is rehashed eagerly when its end moves and
@@ -21,7 +24,7 @@ pub(crate) struct MergeHash {
 impl MergeHash {
     /// A table sized for `nr_requests` requests.
     pub fn new(nr_requests: u32) -> MergeHash {
-        let buckets = nr_requests.max(2).next_power_of_two();
+        let buckets = (2 * nr_requests).next_power_of_two();
         MergeHash {
             heads: vec![NIL; buckets as usize],
             shift: 64 - buckets.trailing_zeros(),
@@ -38,15 +41,10 @@ impl MergeHash {
     #[inline]
     pub fn insert(&mut self, rqs: &mut Requests, id: RequestId) {
         let b = self.bucket(rqs[id].end());
-        let head = self.heads[b];
         let rq = rqs.get_mut(id);
         debug_assert!(!rq.hashed, "request {} hashed twice", id.raw());
         rq.hashed = true;
-        rq.hash_prev = NIL;
-        rq.hash_next = head;
-        if head != NIL {
-            rqs.get_mut(RequestId::from_raw(head)).hash_prev = id.raw();
-        }
+        rq.hash_next = self.heads[b];
         self.heads[b] = id.raw();
     }
 
@@ -59,19 +57,23 @@ impl MergeHash {
             return;
         }
         rq.hashed = false;
-        let (prev, next) = (rq.hash_prev, rq.hash_next);
-        rq.hash_prev = NIL;
+        let next = rq.hash_next;
         rq.hash_next = NIL;
-        if prev == NIL {
-            let b = self.bucket(end);
-            debug_assert_eq!(self.heads[b], id.raw(), "hash chain head mismatch");
+        let b = self.bucket(end);
+        if self.heads[b] == id.raw() {
             self.heads[b] = next;
-        } else {
-            rqs.get_mut(RequestId::from_raw(prev)).hash_next = next;
+            return;
         }
-        if next != NIL {
-            rqs.get_mut(RequestId::from_raw(next)).hash_prev = prev;
+        let mut cur = self.heads[b];
+        while cur != NIL {
+            let c = rqs.get_mut(RequestId::from_raw(cur));
+            if c.hash_next == id.raw() {
+                c.hash_next = next;
+                return;
+            }
+            cur = c.hash_next;
         }
+        debug_assert!(false, "hashed request {} not on its chain", id.raw());
     }
 
     /// Remove `id` if it is hashed, under its current end sector.

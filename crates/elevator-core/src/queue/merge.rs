@@ -65,9 +65,7 @@ impl<S: Scheduler> Queue<S> {
         let segments = u32::from(r.segments) + self.limits.segments_for(bio.op, bio.len);
         sectors <= u64::from(self.limits.max_sectors_for(r.op))
             && segments <= u32::from(self.limits.max_segments)
-            && !self
-                .limits
-                .crosses_chunk(r.sector.min(bio.sector), sectors)
+            && !self.limits.crosses_chunk(r.sector.min(bio.sector), sectors)
     }
 
     /// A merge into `rq` would break a limit: never try it again.

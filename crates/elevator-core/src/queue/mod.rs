@@ -35,9 +35,7 @@ use crate::bio::{Bio, BioCompletion, BioFlags, Nanos, Op, SECTOR_SHIFT, Status};
 use crate::error::{ConfigError, SubmitError, TunableError};
 use crate::index::{NIL, Slab};
 use crate::limits::Limits;
-use crate::request::{
-    BioSlot, Bios, Request, RequestId, Requests, RqState, SplitRecord,
-};
+use crate::request::{BioSlot, Bios, Request, RequestId, Requests, RqState, SplitRecord};
 use crate::sched::{AnyScheduler, MergeKind, MergeLookup, SchedDispatch, Scheduler};
 use crate::stats::{QueueStats, elapsed};
 use crate::tunable::{TunableSpec, Unit, find_spec, parse_value};
@@ -161,17 +159,35 @@ pub const QUEUE_TUNABLES: [TunableSpec; 9] = [
         "largest read/write request, up to max_hw_sectors_kb",
     ),
     TunableSpec::read_only("max_hw_sectors_kb", Unit::KiB, "device's largest request"),
-    TunableSpec::read_only("logical_block_size", Unit::Bytes, "smallest addressable unit"),
+    TunableSpec::read_only(
+        "logical_block_size",
+        Unit::Bytes,
+        "smallest addressable unit",
+    ),
     TunableSpec::read_only("max_segments", Unit::Count, "data segments per request"),
     TunableSpec::read_only("max_segment_size", Unit::Bytes, "largest data segment"),
-    TunableSpec::read_only("chunk_sectors", Unit::Sectors, "boundary requests never cross"),
-    TunableSpec::read_only("queue_depth", Unit::Count, "requests the device takes at once"),
+    TunableSpec::read_only(
+        "chunk_sectors",
+        Unit::Sectors,
+        "boundary requests never cross",
+    ),
+    TunableSpec::read_only(
+        "queue_depth",
+        Unit::Count,
+        "requests the device takes at once",
+    ),
 ];
+
+fn piece_max(limits: &Limits) -> [u32; 5] {
+    Op::ALL.map(|op| limits.max_piece_bytes(op))
+}
 
 /// The request queue over scheduler `S`.
 #[derive(Clone, Debug)]
 pub struct Queue<S: Scheduler = AnyScheduler> {
     limits: Limits,
+    /// `limits.max_piece_bytes(op)` for each op, kept with the limits.
+    piece_max: [u32; 5],
     max_hw_sectors: u32,
     nomerges: u8,
     queue_depth: u32,
@@ -190,14 +206,14 @@ pub struct Queue<S: Scheduler = AnyScheduler> {
 }
 
 impl Queue<AnyScheduler> {
-    /// A queue with the scheduler named `scheduler` (`none`, `mq-deadline`,
-    /// `deadline-list`).
+    /// A queue with the scheduler named `scheduler` (see
+    /// [`crate::SCHEDULER_NAMES`]).
     pub fn with_scheduler(config: QueueConfig, scheduler: &str) -> Result<Self, ConfigError> {
         let sched = AnyScheduler::by_name(scheduler).map_err(|e| {
             ConfigError::Tunable(TunableError::BadValue {
                 name: "scheduler".into(),
                 value: e.name,
-                why: "known schedulers: none, mq-deadline, deadline-list",
+                why: "known schedulers: none, mq-deadline, deadline-rbtree, deadline-list",
             })
         })?;
         Queue::new(config, sched)
@@ -223,6 +239,7 @@ impl<S: Scheduler> Queue<S> {
         sched.resize(nr);
         Ok(Queue {
             limits: config.limits,
+            piece_max: piece_max(&config.limits),
             max_hw_sectors: config.limits.max_sectors,
             nomerges: config.nomerges,
             queue_depth: config.queue_depth,
@@ -248,8 +265,10 @@ impl<S: Scheduler> Queue<S> {
     pub fn submit(&mut self, bio: &Bio, now: Nanos) -> Result<Submitted, SubmitError> {
         self.limits.check_bio(bio)?;
         let fits = bio.op == Op::Flush
-            || (bio.len <= self.limits.max_piece_bytes(bio.op)
-                && !self.limits.crosses_chunk(bio.sector, u64::from(bio.sectors())));
+            || (bio.len <= self.piece_max[bio.op as usize]
+                && !self
+                    .limits
+                    .crosses_chunk(bio.sector, u64::from(bio.sectors())));
         if !fits {
             return self.submit_split(bio, now);
         }
@@ -263,7 +282,9 @@ impl<S: Scheduler> Queue<S> {
                     self.stats.bios += 1;
                     return Ok(Submitted::Merged(kind));
                 }
-                merge::BioMerge::NotMerged { insert_merge_futile } => {
+                merge::BioMerge::NotMerged {
+                    insert_merge_futile,
+                } => {
                     insert_merge_done = insert_merge_futile;
                 }
             }
@@ -298,7 +319,7 @@ impl<S: Scheduler> Queue<S> {
         }) else {
             return Err(self.full_bios(pieces + 1));
         };
-        let max = self.limits.max_piece_bytes(bio.op);
+        let max = self.piece_max[bio.op as usize];
         let mut offset = 0u32;
         let mut sector = bio.sector;
         while offset < bio.len {
@@ -493,7 +514,11 @@ impl<S: Scheduler> Queue<S> {
     /// Put a dispatched request back (the device could not take it now). It
     /// goes to the head of the queue's own dispatch list.
     pub fn requeue(&mut self, id: RequestId) {
-        debug_assert_eq!(self.rqs[id].state, RqState::InFlight, "requeue of a request not in flight");
+        debug_assert_eq!(
+            self.rqs[id].state,
+            RqState::InFlight,
+            "requeue of a request not in flight"
+        );
         self.rqs.get_mut(id).state = RqState::Bypass;
         self.in_flight -= 1;
         self.stats.requeues += 1;
@@ -579,7 +604,13 @@ impl<S: Scheduler> Queue<S> {
     }
 
     #[inline]
-    fn report(&mut self, token: u64, status: Status, bytes: u32, sink: &mut impl FnMut(BioCompletion)) {
+    fn report(
+        &mut self,
+        token: u64,
+        status: Status,
+        bytes: u32,
+        sink: &mut impl FnMut(BioCompletion),
+    ) {
         self.stats.bios_completed += 1;
         if status != Status::Ok {
             self.stats.bio_errors += 1;
@@ -703,6 +734,7 @@ impl<S: Scheduler> Queue<S> {
                     });
                 }
                 self.limits.max_sectors = sectors as u32;
+                self.piece_max = piece_max(&self.limits);
             }
         }
         Ok(())
@@ -729,7 +761,11 @@ impl<S: Scheduler> Queue<S> {
         TunableError::Unknown {
             name: name.to_string(),
             owner: format!("the queue or scheduler {}", self.sched.name()),
-            known: self.tunables().map(|s| s.name).collect::<Vec<_>>().join(", "),
+            known: self
+                .tunables()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", "),
         }
     }
 

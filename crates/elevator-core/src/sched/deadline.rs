@@ -40,14 +40,24 @@
 //! enough leaves the batch state untouched (Linux may reset it); `async_depth`
 //! (a tag limit for async writes) and zoned-write handling are not modelled.
 //!
-//! The scheduler is generic over its sort structure ([`SortIndex`]): `mq-deadline`
-//! uses red-black trees, `deadline-list` (see `deadline_list.rs`) the sorted
-//! linked lists of the pre-2002 deadline, with everything else identical.
+//! The scheduler is generic over its sort structure ([`SortIndex`]), so that
+//! three schedulers share this file's algorithm and differ only there:
+//! - `mq-deadline`: B+trees ([`BTreeForest`]). A search touches three nodes at
+//!   4096 queued requests where a red-black tree touches about twelve, and the
+//!   front-merge lookup leaves the insert's leaf remembered, so a bio that does
+//!   not merge is looked up and inserted with one descent.
+//! - `deadline-rbtree`: red-black trees ([`RbForest`]), the structure Linux has
+//!   used since 2002, kept to compare against.
+//! - `deadline-list` (`deadline_list.rs`): the sorted linked lists of the
+//!   pre-2002 deadline (seed 002).
+//!
+//! Dispatch needs no search: each level and direction keeps its sweep cursor,
+//! `lower_bound(latest_pos)`, up to date on every insert and removal.
 
 use super::{MergeKind, SchedDispatch, Scheduler};
 use crate::bio::{Bio, Dir, Nanos, Sector};
 use crate::error::TunableError;
-use crate::index::{ListHead, ListLinks, RbForest, RbRoot};
+use crate::index::{BTreeForest, BTreeRoot, ListHead, ListLinks, NIL, RbForest, RbRoot};
 use crate::request::{RequestId, Requests};
 use crate::tunable::{TunableSpec, Unit, find_spec, ms_to_ns};
 
@@ -73,6 +83,14 @@ pub trait SortIndex: Clone + std::fmt::Debug {
     fn next(&self, id: u32) -> Option<u32>;
     /// The handle before `id` in its sequence.
     fn prev(&self, id: u32) -> Option<u32>;
+    /// The key `id` was inserted with.
+    fn key(&self, id: u32) -> u64;
+    /// Remove `id` and return the handle that followed it.
+    fn remove_then_next(&mut self, root: &mut Self::Root, id: u32) -> Option<u32> {
+        let next = self.next(id);
+        self.remove(root, id);
+        next
+    }
 }
 
 impl SortIndex for RbForest {
@@ -107,10 +125,59 @@ impl SortIndex for RbForest {
     fn prev(&self, id: u32) -> Option<u32> {
         RbForest::prev(self, id)
     }
+    #[inline]
+    fn key(&self, id: u32) -> u64 {
+        RbForest::key(self, id)
+    }
 }
 
-/// `mq-deadline`: deadline over red-black trees.
-pub type MqDeadline = Deadline<RbForest>;
+impl SortIndex for BTreeForest {
+    type Root = BTreeRoot;
+    fn with_capacity(capacity: usize) -> Self {
+        BTreeForest::new(capacity)
+    }
+    fn grow(&mut self, capacity: usize) {
+        BTreeForest::grow(self, capacity)
+    }
+    #[inline]
+    fn insert(&mut self, root: &mut BTreeRoot, id: u32, key: u64) {
+        BTreeForest::insert(self, root, id, key)
+    }
+    #[inline]
+    fn remove(&mut self, root: &mut BTreeRoot, id: u32) {
+        BTreeForest::remove(self, root, id)
+    }
+    #[inline]
+    fn find(&self, root: &BTreeRoot, key: u64) -> Option<u32> {
+        BTreeForest::find(self, root, key)
+    }
+    #[inline]
+    fn lower_bound(&self, root: &BTreeRoot, key: u64) -> Option<u32> {
+        BTreeForest::lower_bound(self, root, key)
+    }
+    #[inline]
+    fn next(&self, id: u32) -> Option<u32> {
+        BTreeForest::next(self, id)
+    }
+    #[inline]
+    fn prev(&self, id: u32) -> Option<u32> {
+        BTreeForest::prev(self, id)
+    }
+    #[inline]
+    fn key(&self, id: u32) -> u64 {
+        BTreeForest::key(self, id)
+    }
+    #[inline]
+    fn remove_then_next(&mut self, root: &mut BTreeRoot, id: u32) -> Option<u32> {
+        BTreeForest::remove_then_next(self, root, id)
+    }
+}
+
+/// `mq-deadline`: deadline over B+trees.
+pub type MqDeadline = Deadline<BTreeForest>;
+
+/// `mq-deadline` over red-black trees, as the kernel keeps it.
+pub type RbDeadline = Deadline<RbForest>;
 
 const LEVELS: usize = 3;
 const RT: usize = 0;
@@ -174,6 +241,12 @@ struct Level<R> {
     sort: [R; 2],
     fifo: [ListHead; 2],
     latest_pos: [Sector; 2],
+    /// The sweep's next request: always `lower_bound(sort, latest_pos)`,
+    /// kept current on every insert and removal so dispatch needs no search.
+    cursor: [u32; 2],
+    /// The cursor's key (`u64::MAX` without a cursor), so that an insert
+    /// decides whether it becomes the cursor without touching the cursor.
+    cursor_key: [u64; 2],
     /// Requests inserted at this level and not yet completed or merged away.
     outstanding: u32,
 }
@@ -206,10 +279,23 @@ pub struct Deadline<I: SortIndex> {
     queued: u32,
 }
 
-impl Deadline<RbForest> {
+impl Deadline<BTreeForest> {
     /// `mq-deadline` with Linux's default tunables.
     pub fn new() -> Self {
         Deadline::with_name("mq-deadline")
+    }
+}
+
+impl Default for Deadline<BTreeForest> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Deadline<RbForest> {
+    /// `deadline-rbtree` with Linux's default tunables.
+    pub fn new() -> Self {
+        Deadline::with_name("deadline-rbtree")
     }
 }
 
@@ -226,6 +312,8 @@ impl<I: SortIndex> Deadline<I> {
             sort: [I::Root::default(); 2],
             fifo: [ListHead::EMPTY; 2],
             latest_pos: [0; 2],
+            cursor: [NIL; 2],
+            cursor_key: [u64::MAX; 2],
             outstanding: 0,
         };
         Deadline {
@@ -255,8 +343,49 @@ impl<I: SortIndex> Deadline<I> {
     #[inline]
     fn next_in_sweep(&self, p: usize, dir: Dir) -> Option<u32> {
         let lvl = &self.levels[p];
-        self.index
-            .lower_bound(&lvl.sort[dir.index()], lvl.latest_pos[dir.index()])
+        let c = lvl.cursor[dir.index()];
+        debug_assert_eq!(
+            lvl.cursor_key[dir.index()],
+            if c == NIL {
+                u64::MAX
+            } else {
+                self.index.key(c)
+            },
+            "cached cursor key out of date"
+        );
+        debug_assert_eq!(
+            (c != NIL).then_some(c),
+            self.index
+                .lower_bound(&lvl.sort[dir.index()], lvl.latest_pos[dir.index()]),
+            "sweep cursor out of date"
+        );
+        (c != NIL).then_some(c)
+    }
+
+    /// Add `id` to the sort structure of level `p`, direction `dir`.
+    #[inline]
+    fn sort_insert(&mut self, p: usize, dir: Dir, id: u32, key: Sector) {
+        let d = dir.index();
+        let lvl = &mut self.levels[p];
+        self.index.insert(&mut lvl.sort[d], id, key);
+        // Equal keys go after the cursor, so only a smaller key displaces it.
+        if key >= lvl.latest_pos[d] && key < lvl.cursor_key[d] {
+            lvl.cursor[d] = id;
+            lvl.cursor_key[d] = key;
+        }
+    }
+
+    /// Remove `id` from the sort structure of level `p`, direction `dir`.
+    #[inline]
+    fn sort_remove(&mut self, p: usize, dir: Dir, id: u32) {
+        let d = dir.index();
+        let lvl = &mut self.levels[p];
+        let next = self.index.remove_then_next(&mut lvl.sort[d], id);
+        if lvl.cursor[d] == id {
+            // The cursor was the leftmost at or after the position: its
+            // successor is the next.
+            self.set_cursor(p, d, next);
+        }
     }
 
     /// Decide what level `p` would dispatch, without changing anything. With
@@ -299,8 +428,8 @@ impl<I: SortIndex> Deadline<I> {
         }
         let pick = pick?;
         if let Some(latest) = latest_start {
-            let inserted = self.fifo_time[pick.rq as usize]
-                .saturating_sub(self.expire_ns[pick.dir.index()]);
+            let inserted =
+                self.fifo_time[pick.rq as usize].saturating_sub(self.expire_ns[pick.dir.index()]);
             if inserted > latest {
                 return None;
             }
@@ -317,17 +446,50 @@ impl<I: SortIndex> Deadline<I> {
         self.starved = pick.starved;
         self.batching += 1;
         let id = RequestId::from_raw(pick.rq);
-        self.take(p, pick.dir, id);
-        self.levels[p].latest_pos[pick.dir.index()] = rqs[id].sector();
+        let key = rqs[id].sector();
+        debug_assert_eq!(key, self.index.key(pick.rq), "sort key out of date");
+        let d = pick.dir.index();
+        // The new position is `key`; the next request is the leftmost one at or
+        // after it once `id` is gone. If `id` was the cursor (the sweep went
+        // on), that is its successor. If it came from the FIFO, requests with
+        // the same key may sit left of it, and the first of them is next.
+        let lvl = &mut self.levels[p];
+        let cursor = if lvl.cursor[d] == pick.rq {
+            self.index.remove_then_next(&mut lvl.sort[d], pick.rq)
+        } else {
+            let mut leftmost = pick.rq;
+            while let Some(prev) = self.index.prev(leftmost)
+                && self.index.key(prev) == key
+            {
+                leftmost = prev;
+            }
+            let after = self.index.remove_then_next(&mut lvl.sort[d], pick.rq);
+            if leftmost != pick.rq {
+                Some(leftmost)
+            } else {
+                after
+            }
+        };
+        self.fifo_links.remove(&mut lvl.fifo[d], pick.rq);
+        self.queued -= 1;
+        lvl.latest_pos[d] = key;
+        self.set_cursor(p, d, cursor);
         id
+    }
+
+    #[inline]
+    fn set_cursor(&mut self, p: usize, d: usize, cursor: Option<u32>) {
+        let lvl = &mut self.levels[p];
+        lvl.cursor[d] = cursor.unwrap_or(NIL);
+        lvl.cursor_key[d] = cursor.map_or(u64::MAX, |c| self.index.key(c));
     }
 
     /// Remove `id` from its sort structure and FIFO.
     #[inline]
     fn take(&mut self, p: usize, dir: Dir, id: RequestId) {
-        let lvl = &mut self.levels[p];
-        self.index.remove(&mut lvl.sort[dir.index()], id.raw());
-        self.fifo_links.remove(&mut lvl.fifo[dir.index()], id.raw());
+        self.sort_remove(p, dir, id.raw());
+        self.fifo_links
+            .remove(&mut self.levels[p].fifo[dir.index()], id.raw());
         self.queued -= 1;
     }
 }
@@ -352,7 +514,9 @@ impl<I: SortIndex> Scheduler for Deadline<I> {
             return None;
         }
         let lvl = &self.levels[bio.prio.class().index()];
-        let id = self.index.find(&lvl.sort[bio.op.dir().index()], bio.end())?;
+        let id = self
+            .index
+            .find(&lvl.sort[bio.op.dir().index()], bio.end())?;
         debug_assert_eq!(rqs[RequestId::from_raw(id)].sector(), bio.end());
         Some(RequestId::from_raw(id))
     }
@@ -371,11 +535,12 @@ impl<I: SortIndex> Scheduler for Deadline<I> {
     fn insert(&mut self, rqs: &Requests, rq: RequestId, now: Nanos) {
         let r = &rqs[rq];
         let dir = r.op().dir();
-        let lvl = &mut self.levels[r.prio().class().index()];
-        self.index
-            .insert(&mut lvl.sort[dir.index()], rq.raw(), r.sector());
+        let p = r.prio().class().index();
+        self.sort_insert(p, dir, rq.raw(), r.sector());
         self.fifo_time[rq.index()] = now.saturating_add(self.expire_ns[dir.index()]);
-        self.fifo_links.push_back(&mut lvl.fifo[dir.index()], rq.raw());
+        let lvl = &mut self.levels[p];
+        self.fifo_links
+            .push_back(&mut lvl.fifo[dir.index()], rq.raw());
         lvl.outstanding += 1;
         self.queued += 1;
     }
@@ -384,9 +549,9 @@ impl<I: SortIndex> Scheduler for Deadline<I> {
     fn bio_merged(&mut self, rqs: &Requests, rq: RequestId, kind: MergeKind) {
         if kind == MergeKind::Front {
             let r = &rqs[rq];
-            let sort = &mut self.levels[r.prio().class().index()].sort[r.op().dir().index()];
-            self.index.remove(sort, rq.raw());
-            self.index.insert(sort, rq.raw(), r.sector());
+            let (p, dir) = (r.prio().class().index(), r.op().dir());
+            self.sort_remove(p, dir, rq.raw());
+            self.sort_insert(p, dir, rq.raw(), r.sector());
         }
     }
 
@@ -441,7 +606,10 @@ impl<I: SortIndex> Scheduler for Deadline<I> {
     #[inline]
     fn completed(&mut self, rqs: &Requests, rq: RequestId, _now: Nanos) {
         let lvl = &mut self.levels[Self::level_of(rqs, rq)];
-        debug_assert!(lvl.outstanding > 0, "completion at a level with nothing outstanding");
+        debug_assert!(
+            lvl.outstanding > 0,
+            "completion at a level with nothing outstanding"
+        );
         lvl.outstanding -= 1;
     }
 

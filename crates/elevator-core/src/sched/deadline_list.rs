@@ -13,9 +13,8 @@
 //! - insert: walk back from the tail past every request with a larger start
 //!   sector (O(N); a random stream walks half the list on average);
 //! - front-merge lookup: walk back from the tail to the bio's end sector (O(N));
-//! - the sweep's next request (first at or after the last dispatched
-//!   position): walk back from the tail (O(N));
-//! - removal, successor, predecessor: O(1).
+//! - removal, successor, predecessor: O(1); the sweep's next request is kept
+//!   by the scheduler (as the 2002 code kept `next_drq`), so dispatch is O(1).
 //!
 //! The back-merge hash is the queue's, as it was in 2002 (`deadline_find_hash`),
 //! so back merges stay O(1).
@@ -113,6 +112,11 @@ impl SortIndex for SortedList {
     #[inline]
     fn prev(&self, id: u32) -> Option<u32> {
         self.links.prev(id)
+    }
+
+    #[inline]
+    fn key(&self, id: u32) -> u64 {
+        self.keys[id as usize]
     }
 }
 

@@ -12,8 +12,9 @@
 //! | name | file | what it does |
 //! |---|---|---|
 //! | `none` | `none.rs` | FIFO, no sorting (Linux `none`) |
-//! | `mq-deadline` | `deadline.rs` | per-direction sector sweep with FIFO deadlines and priority levels |
-//! | `deadline-list` | `deadline_list.rs` | mq-deadline over an O(N) sorted list: the pre-2002 deadline, for seed 002 |
+//! | `mq-deadline` | `deadline.rs` | per-direction sector sweep with FIFO deadlines and priority levels, over B+trees |
+//! | `deadline-rbtree` | `deadline.rs` | the same over red-black trees, Linux's structure, for comparison |
+//! | `deadline-list` | `deadline_list.rs` | the same over O(N) sorted lists: the pre-2002 deadline, for seed 002 |
 
 pub mod deadline;
 pub mod deadline_list;
@@ -24,7 +25,7 @@ use crate::error::{TunableError, UnknownScheduler};
 use crate::request::{RequestId, Requests};
 use crate::tunable::TunableSpec;
 
-pub use deadline::{Deadline, MqDeadline};
+pub use deadline::{Deadline, MqDeadline, RbDeadline};
 pub use deadline_list::{DeadlineList, SortedList};
 pub use none::Noop;
 
@@ -170,19 +171,22 @@ pub enum AnyScheduler {
     MqDeadline(MqDeadline),
     /// `deadline-list`.
     DeadlineList(DeadlineList),
+    /// `deadline-rbtree`.
+    DeadlineRbtree(RbDeadline),
 }
 
 /// The names [`AnyScheduler::by_name`] takes (besides aliases).
-pub const SCHEDULER_NAMES: [&str; 3] = ["none", "mq-deadline", "deadline-list"];
+pub const SCHEDULER_NAMES: [&str; 4] = ["none", "mq-deadline", "deadline-rbtree", "deadline-list"];
 
 impl AnyScheduler {
-    /// A scheduler by its Linux name (`none`, `mq-deadline` or its alias
-    /// `deadline`, `deadline-list`), with default tunables.
+    /// A scheduler by its name (`none`, `mq-deadline` or its alias
+    /// `deadline`, `deadline-rbtree`, `deadline-list`), with default tunables.
     pub fn by_name(name: &str) -> Result<AnyScheduler, UnknownScheduler> {
         match name {
             "none" | "noop" => Ok(AnyScheduler::None(Noop::new())),
             "mq-deadline" | "deadline" => Ok(AnyScheduler::MqDeadline(MqDeadline::new())),
             "deadline-list" => Ok(AnyScheduler::DeadlineList(DeadlineList::new())),
+            "deadline-rbtree" => Ok(AnyScheduler::DeadlineRbtree(RbDeadline::new())),
             _ => Err(UnknownScheduler {
                 name: name.to_string(),
                 known: SCHEDULER_NAMES.join(", "),
@@ -197,6 +201,7 @@ macro_rules! each {
             AnyScheduler::None($s) => $body,
             AnyScheduler::MqDeadline($s) => $body,
             AnyScheduler::DeadlineList($s) => $body,
+            AnyScheduler::DeadlineRbtree($s) => $body,
         }
     };
 }

@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use elevator_core::{
     AnyScheduler, Bio, BioCompletion, Dispatch, Limits, Outcome, Queue, QueueConfig, RequestId,
-    SCHEDULER_NAMES, Scheduler, Status, SubmitError,
+    Scheduler, Status, SubmitError,
 };
 use serde::Serialize;
 
@@ -374,10 +374,9 @@ fn run_once(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Run> 
 
 fn validate(args: &Args) -> Result<Vec<(String, String)>> {
     for s in &args.scheduler {
-        AnyScheduler::by_name(s)
-            .with_context(|| format!("--scheduler: known: {}", SCHEDULER_NAMES.join(", ")))?;
+        AnyScheduler::by_name(s).context("--scheduler")?;
     }
-    if args.bs == 0 || args.bs % 512 != 0 {
+    if args.bs == 0 || !args.bs.is_multiple_of(512) {
         bail!("--bs {}: must be a positive multiple of 512 bytes", args.bs);
     }
     if u64::from(args.bs) > u64::from(Limits::default().max_sectors) * 512 {

@@ -186,4 +186,7 @@ pub enum ConfigError {
     /// A queue setting with an impossible value.
     #[error(transparent)]
     Tunable(#[from] TunableError),
+    /// No scheduler of that name.
+    #[error(transparent)]
+    UnknownScheduler(#[from] UnknownScheduler),
 }

@@ -79,7 +79,7 @@ impl Limits {
                 why: "must be at least 1",
             });
         }
-        if self.max_segment_size < 4096 || self.max_segment_size % lbs != 0 {
+        if self.max_segment_size < 4096 || !self.max_segment_size.is_multiple_of(lbs) {
             return Err(ConfigError::Limit {
                 name: "max_segment_size",
                 value: u64::from(self.max_segment_size),
@@ -95,7 +95,7 @@ impl Limits {
                 why: "must be 0 or a power of two of at least one logical block",
             });
         }
-        if self.capacity == 0 || self.capacity % u64::from(lbs_sectors) != 0 {
+        if self.capacity == 0 || !self.capacity.is_multiple_of(u64::from(lbs_sectors)) {
             return Err(ConfigError::Limit {
                 name: "capacity",
                 value: self.capacity,

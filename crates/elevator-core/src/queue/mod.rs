@@ -154,7 +154,7 @@ pub const QUEUE_TUNABLES: [TunableSpec; 9] = [
         "max_sectors_kb",
         4096,
         1,
-        4096,
+        (u32::MAX >> 10) as u64,
         Unit::KiB,
         "largest read/write request, up to max_hw_sectors_kb",
     ),
@@ -209,14 +209,7 @@ impl Queue<AnyScheduler> {
     /// A queue with the scheduler named `scheduler` (see
     /// [`crate::SCHEDULER_NAMES`]).
     pub fn with_scheduler(config: QueueConfig, scheduler: &str) -> Result<Self, ConfigError> {
-        let sched = AnyScheduler::by_name(scheduler).map_err(|e| {
-            ConfigError::Tunable(TunableError::BadValue {
-                name: "scheduler".into(),
-                value: e.name,
-                why: "known schedulers: none, mq-deadline, deadline-rbtree, deadline-list",
-            })
-        })?;
-        Queue::new(config, sched)
+        Queue::new(config, AnyScheduler::by_name(scheduler)?)
     }
 }
 

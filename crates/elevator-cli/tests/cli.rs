@@ -1,0 +1,159 @@
+//! The `elevator` binary end to end: microbench's JSON for every scheduler,
+//! its merge counts, `schedulers`, and clear errors for bad options.
+//! (Timing is never asserted here: figures come from the benchmark itself.)
+
+use std::process::{Command, Output};
+
+fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .output()
+        .expect("run elevator")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = elevator(args);
+    assert!(
+        out.status.success(),
+        "elevator {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("microbench prints JSON")
+}
+
+fn fails_with(args: &[&str], needle: &str) {
+    let out = elevator(args);
+    assert!(!out.status.success(), "elevator {args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(needle),
+        "elevator {args:?}: stderr lacks '{needle}': {err}"
+    );
+}
+
+#[test]
+fn microbench_json_has_every_field_for_every_scheduler() {
+    for sched in ["none", "mq-deadline", "deadline-rbtree", "deadline-list"] {
+        let v = json(&[
+            "microbench",
+            "--scheduler",
+            sched,
+            "--depth",
+            "16,64",
+            "--ios",
+            "3000",
+            "--repeat",
+            "2",
+            "--output-format",
+            "json",
+        ]);
+        let cases = v["cases"].as_array().expect("cases array");
+        assert_eq!(cases.len(), 2);
+        for (case, depth) in cases.iter().zip([16, 64]) {
+            assert_eq!(case["scheduler"], sched);
+            assert_eq!(case["depth"], depth);
+            assert_eq!(case["pattern"], "random");
+            assert_eq!(case["nomerges"], 0);
+            assert_eq!(case["ios"], 3000);
+            assert!(case["ns_per_io"].as_f64().is_some_and(|x| x > 0.0));
+            assert!(case["merges"].as_u64().is_some());
+            assert_eq!(case["ns_per_io_runs"].as_array().map(Vec::len), Some(2));
+        }
+    }
+}
+
+#[test]
+fn sequential_io_merges_and_nomerges_2_does_not() {
+    let v = json(&[
+        "microbench",
+        "--scheduler",
+        "mq-deadline,none",
+        "--pattern",
+        "sequential",
+        "--nomerges",
+        "0,1,2",
+        "--depth",
+        "32",
+        "--ios",
+        "20000",
+        "--repeat",
+        "1",
+        "--output-format",
+        "json",
+    ]);
+    for case in v["cases"].as_array().expect("cases") {
+        let pct = case["merged_pct"].as_f64().expect("merged_pct");
+        match case["nomerges"].as_u64() {
+            Some(0 | 1) => assert!(pct >= 90.0, "{case}"),
+            _ => assert_eq!(case["merges"], 0, "{case}"),
+        }
+    }
+}
+
+#[test]
+fn normal_output_is_a_table() {
+    let out = elevator(&[
+        "microbench",
+        "--depth",
+        "8",
+        "--ios",
+        "1000",
+        "--repeat",
+        "1",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ns/IO") && text.contains("mq-deadline") && text.contains("none"));
+}
+
+#[test]
+fn schedulers_lists_tunables_with_defaults() {
+    let out = elevator(&["schedulers"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "nomerges",
+        "nr_requests",
+        "mq-deadline:",
+        "read_expire",
+        "500 ms",
+        "deadline-list:",
+    ] {
+        assert!(text.contains(needle), "missing {needle}: {text}");
+    }
+}
+
+#[test]
+fn bad_options_say_what_is_wrong() {
+    fails_with(
+        &["microbench", "--scheduler", "cfqq"],
+        "unknown scheduler 'cfqq'",
+    );
+    fails_with(&["microbench", "--depth", "0"], "--depth 0");
+    fails_with(&["microbench", "--depth", "many"], "--depth");
+    fails_with(&["microbench", "--bs", "1000"], "--bs 1000");
+    fails_with(&["microbench", "--bs", "4q"], "not a byte count");
+    fails_with(&["microbench", "--nomerges", "3"], "--nomerges");
+    fails_with(&["microbench", "--ios", "0"], "--ios");
+    fails_with(&["microbench", "--pattern", "zigzag"], "zigzag");
+    fails_with(
+        &["microbench", "--set", "slice_idle=8", "--ios", "10"],
+        "unknown tunable 'slice_idle'",
+    );
+    fails_with(
+        &[
+            "microbench",
+            "--scheduler",
+            "mq-deadline",
+            "--set",
+            "fifo_batch=lots",
+            "--ios",
+            "10",
+        ],
+        "fifo_batch",
+    );
+    fails_with(
+        &["microbench", "--set", "fifo_batch"],
+        "expected TUNABLE=VALUE",
+    );
+}

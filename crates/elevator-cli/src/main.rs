@@ -1,10 +1,12 @@
-//! `elevator`: a block I/O layer in user space. This binary drives
-//! elevator-core: `microbench` measures what the core costs per I/O;
-//! `schedulers` lists the schedulers and their tunables.
+//! `elevator`: a block I/O layer in user space. `run` and `compare` put fio
+//! job files through the queue onto simulated devices; `microbench` measures
+//! what the core costs per I/O; `devices` and `schedulers` list what there is.
 
 mod cpu_time;
 mod list;
 mod microbench;
+mod report;
+mod run;
 
 use std::process::ExitCode;
 
@@ -23,6 +25,12 @@ enum Command {
     /// Measure the CPU cost per I/O of the core path (submit, merge attempt,
     /// insert, dispatch, complete) with no device.
     Microbench(microbench::Args),
+    /// Run a fio job file on a simulated device, with fio-like output.
+    Run(run::RunArgs),
+    /// Run a fio job file under several schedulers and compare them.
+    Compare(run::CompareArgs),
+    /// List the device presets with their parameters.
+    Devices,
     /// List the I/O schedulers with their tunables and Linux defaults.
     Schedulers,
 }
@@ -31,6 +39,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Microbench(args) => microbench::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Compare(args) => run::compare(&args),
+        Command::Devices => run::devices(),
         Command::Schedulers => list::schedulers(),
     };
     match result {

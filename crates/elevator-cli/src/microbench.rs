@@ -208,9 +208,9 @@ struct Bench {
 impl Bench {
     /// Complete the oldest request the pretend device holds.
     #[inline]
-    fn complete_oldest(&mut self) {
+    fn complete_oldest(&mut self) -> Result<()> {
         let Some(id) = self.inflight.pop_front() else {
-            return;
+            return Ok(());
         };
         let (mut done, mut failed) = (0, 0);
         self.queue
@@ -219,29 +219,31 @@ impl Bench {
                 if c.status != Status::Ok {
                     failed += 1;
                 }
-            });
+            })
+            .context("completing a dispatched request")?;
         self.completed += done;
         self.failed += failed;
+        Ok(())
     }
 
     /// Dispatch one request to the pretend device, completing the oldest
     /// first if it is full. Returns false if nothing could be dispatched.
     #[inline]
-    fn dispatch_one(&mut self) -> bool {
+    fn dispatch_one(&mut self) -> Result<bool> {
         if self.inflight.len() >= self.inflight_max {
-            self.complete_oldest();
+            self.complete_oldest()?;
         }
-        match self.queue.dispatch(self.now) {
+        Ok(match self.queue.dispatch(self.now) {
             Dispatch::Request(id) => {
                 self.inflight.push_back(id);
                 true
             }
             Dispatch::Blocked if !self.inflight.is_empty() => {
-                self.complete_oldest();
+                self.complete_oldest()?;
                 true
             }
             _ => false,
-        }
+        })
     }
 
     /// Submit one bio and keep the scheduler at `depth`.
@@ -253,7 +255,7 @@ impl Bench {
             match self.queue.submit(&bio, self.now) {
                 Ok(_) => break,
                 Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {
-                    if !self.dispatch_one() {
+                    if !self.dispatch_one()? {
                         bail!("queue full with nothing to dispatch (depth too large?)");
                     }
                 }
@@ -261,7 +263,7 @@ impl Bench {
             }
         }
         while self.queue.queued() > self.depth {
-            if !self.dispatch_one() {
+            if !self.dispatch_one()? {
                 break;
             }
         }
@@ -273,10 +275,10 @@ impl Bench {
     fn drain(&mut self) -> Result<()> {
         while !self.queue.is_idle() {
             if !self.inflight.is_empty() {
-                self.complete_oldest();
+                self.complete_oldest()?;
                 continue;
             }
-            if !self.dispatch_one() {
+            if !self.dispatch_one()? {
                 bail!("queue not idle but nothing to dispatch");
             }
         }

@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "  complete token {}: {} ({} bytes)",
                 c.token, c.status, c.bytes
             );
-        });
+        })?;
     }
 
     let s = queue.stats();

@@ -62,6 +62,24 @@ pub enum BioError {
         /// Length in bytes.
         len: u32,
     },
+    /// The bio splits into more requests (or bio entries) than the queue can
+    /// ever hold at once: it can never be taken. Submit it in smaller parts.
+    #[error(
+        "{op} bio of {len} bytes splits into {pieces} requests of at most {max_piece} bytes, \
+         more than the queue can ever hold ({limit}); submit it in smaller parts"
+    )]
+    TooLarge {
+        /// Operation.
+        op: Op,
+        /// Length in bytes.
+        len: u32,
+        /// Requests it would need.
+        pieces: u32,
+        /// The largest piece the limits allow.
+        max_piece: u32,
+        /// Which limit: e.g. "nr_requests=64".
+        limit: String,
+    },
     /// An I/O priority level outside 0..=7.
     #[error("I/O priority level {level} is out of range 0..=7")]
     PrioLevel {
@@ -104,6 +122,29 @@ pub enum SubmitError {
         free: u32,
         /// The table's size.
         max_bios: u32,
+    },
+}
+
+/// A request handle that cannot be completed or requeued.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum RequestError {
+    /// No request has this tag.
+    #[error("request {tag} does not exist (the tag pool has {nr_requests})")]
+    Unknown {
+        /// The tag given.
+        tag: u32,
+        /// The pool's size.
+        nr_requests: u32,
+    },
+    /// The request is not at the device: it cannot complete or be requeued.
+    #[error(
+        "request {tag} is not in flight (it is {state}); only a dispatched request can complete or be requeued"
+    )]
+    NotInFlight {
+        /// The tag given.
+        tag: u32,
+        /// Where it is instead.
+        state: &'static str,
     },
 }
 
@@ -189,4 +230,14 @@ pub enum ConfigError {
     /// No scheduler of that name.
     #[error(transparent)]
     UnknownScheduler(#[from] UnknownScheduler),
+    /// A queue size that cannot work.
+    #[error("{name}={value} is invalid: {why}")]
+    Size {
+        /// Setting name.
+        name: &'static str,
+        /// The value given.
+        value: u64,
+        /// The rule it breaks.
+        why: &'static str,
+    },
 }

@@ -15,7 +15,7 @@
 //! let Dispatch::Request(rq) = q.dispatch(10) else { panic!("nothing to dispatch") };
 //! assert_eq!(q.request(rq).bytes(), 8192);
 //! let mut done = vec![];
-//! q.complete(rq, Outcome::Done, 20, &mut |c| done.push(c.token));
+//! q.complete(rq, Outcome::Done, 20, &mut |c| done.push(c.token))?;
 //! assert_eq!(done, vec![1, 2]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod bio;
+pub mod device;
 pub mod error;
 pub mod index;
 pub mod limits;
@@ -43,7 +44,8 @@ pub use bio::{
     Bio, BioCompletion, BioFlags, Dir, IoContext, IoPrio, Nanos, Op, PrioClass, SECTOR_SIZE,
     Sector, Status,
 };
-pub use error::{BioError, ConfigError, SubmitError, TunableError, UnknownScheduler};
+pub use device::{Device, DeviceIo, DeviceStats};
+pub use error::{BioError, ConfigError, RequestError, SubmitError, TunableError, UnknownScheduler};
 pub use limits::Limits;
 pub use queue::{Dispatch, Outcome, Queue, QueueConfig, Submitted};
 pub use request::{BioView, Request, RequestId, Requests, RqState};

@@ -202,22 +202,26 @@ impl Limits {
         }
     }
 
-    /// How many pieces `bio` (already checked) splits into.
+    /// How many pieces `bio` (already checked) splits into, in closed form:
+    /// within each chunk, the chunk's part cut into pieces of at most
+    /// `max_piece_bytes`.
     pub fn pieces(&self, bio: &Bio) -> u32 {
         if bio.op == Op::Flush {
             return 1;
         }
-        let max = self.max_piece_bytes(bio.op);
-        let mut count = 0;
-        let mut sector = bio.sector;
-        let mut left = bio.len;
-        while left > 0 {
-            let piece = self.piece_len(bio.op, sector, left, max);
-            sector += u64::from(piece >> SECTOR_SHIFT);
-            left -= piece;
-            count += 1;
+        let max = u64::from(self.max_piece_bytes(bio.op));
+        let len = u64::from(bio.len);
+        if self.chunk_sectors == 0 {
+            return len.div_ceil(max) as u32;
         }
-        count
+        let chunk = u64::from(self.chunk_sectors) << SECTOR_SHIFT;
+        let into = (bio.sector << SECTOR_SHIFT) % chunk;
+        let first = len.min(chunk - into);
+        let rest = len - first;
+        let count = first.div_ceil(max)
+            + (rest / chunk) * chunk.div_ceil(max)
+            + (rest % chunk).div_ceil(max);
+        count as u32
     }
 
     /// Length of the piece starting at `sector` with `left` bytes to go: at

@@ -48,6 +48,19 @@ pub enum RqState {
     InFlight,
 }
 
+impl RqState {
+    /// The state's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            RqState::Free => "free",
+            RqState::Plugged => "plugged",
+            RqState::Queued => "queued",
+            RqState::Bypass => "on the dispatch list",
+            RqState::InFlight => "in flight",
+        }
+    }
+}
+
 /// A request: contiguous bios of one operation.
 #[derive(Clone, Copy, Debug)]
 pub struct Request {
@@ -215,6 +228,12 @@ impl Requests {
         self.slab.limit()
     }
 
+    /// The request behind `id` if `id` names a tag of this pool.
+    #[inline]
+    pub fn try_get(&self, id: RequestId) -> Option<&Request> {
+        ((id.0 as usize) < self.slab.high_water() as usize).then(|| &self.slab[id.0])
+    }
+
     #[inline]
     pub(crate) fn alloc(&mut self, rq: Request) -> Option<RequestId> {
         self.slab.alloc(rq).map(RequestId)
@@ -226,6 +245,9 @@ impl Requests {
         debug_assert!(rq.state != RqState::Free, "request {} freed twice", id.0);
         debug_assert!(!rq.hashed, "request {} freed while hashed", id.0);
         rq.state = RqState::Free;
+        rq.bio_head = NIL;
+        rq.bio_tail = NIL;
+        rq.nr_bios = 0;
         self.slab.free(id.0);
     }
 }

@@ -33,7 +33,7 @@ fn take(q: &mut Queue, n: usize, now: u64) -> Vec<u64> {
     (0..n)
         .map(|_| {
             let (id, token) = next(q, now).expect("a request to dispatch");
-            q.complete(id, Outcome::Done, now, &mut |_| {});
+            q.complete(id, Outcome::Done, now, &mut |_| {}).unwrap();
             token
         })
         .collect()
@@ -153,7 +153,7 @@ fn priority_levels_in_order() {
             Dispatch::Blocked,
             "{s}: IDLE must wait for BE to finish"
         );
-        q.complete(be, Outcome::Done, 2, &mut |_| {});
+        q.complete(be, Outcome::Done, 2, &mut |_| {}).unwrap();
         assert_eq!(take(&mut q, 1, 2), vec![1], "{s}");
     });
 }

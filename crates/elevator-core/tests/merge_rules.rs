@@ -28,7 +28,7 @@ fn drain(q: &mut Queue) -> Vec<(u64, u32, Vec<u64>)> {
                 let rq = q.request(id);
                 let tokens = q.bios(id).map(|b| b.token).collect();
                 out.push((rq.sector(), rq.sectors(), tokens));
-                q.complete(id, Outcome::Done, 2, &mut |_| {});
+                q.complete(id, Outcome::Done, 2, &mut |_| {}).unwrap();
             }
             Dispatch::Empty => break,
             other => panic!("unexpected {other:?}"),
@@ -355,7 +355,7 @@ fn tags_run_out_with_a_clear_result() {
     let Dispatch::Request(id) = q.dispatch(1) else {
         panic!()
     };
-    q.complete(id, Outcome::Done, 2, &mut |_| {});
+    q.complete(id, Outcome::Done, 2, &mut |_| {}).unwrap();
     q.submit(&read(1000, 9), 0).unwrap();
     drain(&mut q);
 }
@@ -378,12 +378,13 @@ fn queue_depth_bounds_in_flight() {
 
 fn completions(q: &mut Queue, id: RequestId, outcome: Outcome) -> Vec<BioCompletion> {
     let mut v = vec![];
-    q.complete(id, outcome, 5, &mut |c| v.push(c));
+    q.complete(id, outcome, 5, &mut |c| v.push(c)).unwrap();
     v
 }
 
 #[test]
 fn partial_failure_reports_good_bytes_only() {
+    // 5000 good bytes count as 4608: whole 512-byte blocks only.
     let mut q = queue("mq-deadline");
     for i in 0..3u64 {
         q.submit(&read(i * 8, i), 0).unwrap();
@@ -411,7 +412,7 @@ fn partial_failure_reports_good_bytes_only() {
             BioCompletion {
                 token: 1,
                 status: Status::IoError,
-                bytes: 904
+                bytes: 512
             },
             BioCompletion {
                 token: 2,
@@ -581,12 +582,167 @@ fn requeued_request_goes_first() {
     let Dispatch::Request(first) = q.dispatch(1) else {
         panic!()
     };
-    q.requeue(first);
+    q.requeue(first).unwrap();
     assert_eq!(q.stats().requeues, 1);
     let Dispatch::Request(again) = q.dispatch(2) else {
         panic!()
     };
     assert_eq!(again, first);
-    q.complete(again, Outcome::Done, 3, &mut |_| {});
+    q.complete(again, Outcome::Done, 3, &mut |_| {}).unwrap();
     drain(&mut q);
+}
+
+#[test]
+fn a_failed_flush_fails() {
+    let mut q = queue("mq-deadline");
+    q.submit(&Bio::flush(9), 0).unwrap();
+    let Dispatch::Request(id) = q.dispatch(0) else {
+        panic!()
+    };
+    let done = completions(
+        &mut q,
+        id,
+        Outcome::Failed {
+            status: Status::IoError,
+            good_bytes: 0,
+        },
+    );
+    assert_eq!(
+        done,
+        vec![BioCompletion {
+            token: 9,
+            status: Status::IoError,
+            bytes: 0
+        }]
+    );
+}
+
+#[test]
+fn a_bio_too_large_for_the_pool_is_refused_for_good() {
+    let mut q = queue("mq-deadline"); // 64 tags of at most 4 MiB
+    let err = q.submit(&Bio::write(0, 512 << 20, 1), 0).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SubmitError::Bio(BioError::TooLarge { pieces: 128, .. })
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("nr_requests=64"), "{err}");
+    assert!(q.is_idle());
+    // 256 MiB fits in 64 requests exactly.
+    assert_eq!(
+        q.submit(&Bio::write(0, 256 << 20, 2), 0).unwrap(),
+        Submitted::Split(64)
+    );
+}
+
+#[test]
+fn running_out_of_tags_flushes_the_plug() {
+    let cfg = QueueConfig {
+        nr_requests: 4,
+        ..QueueConfig::default()
+    };
+    let mut q = Queue::with_scheduler(cfg, "mq-deadline").unwrap();
+    q.plug();
+    for i in 0..4u64 {
+        q.submit(&read(i * 100, i), 0).unwrap();
+    }
+    assert_eq!(
+        q.dispatch(0),
+        Dispatch::Empty,
+        "plugged requests are not dispatchable"
+    );
+    assert!(matches!(
+        q.submit(&read(1000, 9), 0),
+        Err(SubmitError::NoTag { .. })
+    ));
+    // The refusal flushed the plug: the queue can make progress.
+    assert_eq!(q.plugged_requests(), 0);
+    assert!(matches!(q.dispatch(0), Dispatch::Request(_)));
+    q.check_invariants();
+}
+
+#[test]
+fn complete_and_requeue_refuse_requests_not_in_flight() {
+    let mut q = queue("mq-deadline");
+    let Submitted::NewRequest(queued) = q.submit(&read(0, 1), 0).unwrap() else {
+        panic!()
+    };
+    let e = q
+        .complete(queued, Outcome::Done, 1, &mut |_| panic!("no completion"))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("not in flight (it is queued)"),
+        "{e}"
+    );
+    assert!(q.requeue(queued).is_err());
+    let e = q
+        .complete(RequestId::from_raw(9999), Outcome::Done, 1, &mut |_| {})
+        .unwrap_err();
+    assert!(e.to_string().contains("does not exist"), "{e}");
+    let Dispatch::Request(id) = q.dispatch(1) else {
+        panic!()
+    };
+    q.complete(id, Outcome::Done, 2, &mut |_| {}).unwrap();
+    assert!(
+        q.complete(id, Outcome::Done, 3, &mut |_| panic!("twice"))
+            .is_err()
+    );
+    q.check_invariants();
+    assert!(q.is_idle());
+}
+
+#[test]
+fn a_request_merged_away_at_insert_is_not_returned() {
+    let limits = Limits {
+        max_sectors: 16,
+        ..Limits::default()
+    };
+    let mut q = queue_with("mq-deadline", limits, 0);
+    q.submit(&read(16, 1), 0).unwrap();
+    q.submit(&read(24, 2), 0).unwrap(); // [16,32): full
+    q.submit(&read(0, 3), 0).unwrap(); // [0,8)
+    // Hits last_merge [16,32) (full: marked), then as a request of its own
+    // merges onto [0,8) at insertion.
+    assert_eq!(
+        q.submit(&read(8, 4), 0).unwrap(),
+        Submitted::Merged(MergeKind::Back)
+    );
+    assert_eq!(
+        drain(&mut q),
+        vec![(0, 16, vec![3, 4]), (16, 16, vec![1, 2])]
+    );
+}
+
+#[test]
+fn nomerges_back_to_0_hashes_what_is_queued() {
+    let mut q = queue_with("mq-deadline", Limits::default(), 2);
+    q.submit(&read(100, 1), 0).unwrap();
+    q.set("nomerges", 0).unwrap();
+    q.submit(&read(0, 2), 0).unwrap(); // takes last_merge
+    q.submit(&read(108, 3), 0).unwrap(); // back merge found through the hash
+    assert_eq!(q.stats().back_merges, 1);
+    drain(&mut q);
+}
+
+#[test]
+fn lowering_max_sectors_kb_keeps_queued_requests_valid() {
+    let mut q = queue("mq-deadline");
+    q.submit(&Bio::read(0, 64 << 10, 1), 0).unwrap();
+    q.set("max_sectors_kb", 4).unwrap();
+    q.check_invariants();
+    q.submit(&Bio::read(1000, 16 << 10, 2), 0).unwrap();
+    let reqs = drain(&mut q);
+    assert_eq!(reqs.len(), 5, "the 16 KiB bio is split in four: {reqs:?}");
+}
+
+#[test]
+fn max_bios_below_nr_requests_is_refused() {
+    let cfg = QueueConfig {
+        max_bios: Some(8),
+        ..QueueConfig::default()
+    };
+    let e = Queue::with_scheduler(cfg, "none").unwrap_err().to_string();
+    assert!(e.contains("max_bios=8"), "{e}");
 }

@@ -21,13 +21,15 @@ fn drive(q: &mut Queue, ios: u64, depth: u32, sequential: bool, seed: &mut u64, 
             let Dispatch::Request(id) = q.dispatch(*now) else {
                 panic!("stuck")
             };
-            q.complete(id, Outcome::Done, *now, &mut |_| completed += 1);
+            q.complete(id, Outcome::Done, *now, &mut |_| completed += 1)
+                .unwrap();
         }
         while q.queued() > depth {
             let Dispatch::Request(id) = q.dispatch(*now) else {
                 break;
             };
-            q.complete(id, Outcome::Done, *now, &mut |_| completed += 1);
+            q.complete(id, Outcome::Done, *now, &mut |_| completed += 1)
+                .unwrap();
         }
         *now += 1000;
     }

@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 
 use elevator_core::{
-    Bio, BioFlags, Dispatch, IoContext, IoPrio, Limits, Op, Outcome, PrioClass, Queue, QueueConfig,
-    RequestId, SCHEDULER_NAMES, Status, SubmitError, Submitted,
+    Bio, BioError, BioFlags, Dispatch, IoContext, IoPrio, Limits, Op, Outcome, PrioClass, Queue,
+    QueueConfig, RequestId, SCHEDULER_NAMES, Status, SubmitError, Submitted,
 };
 use proptest::prelude::*;
 
@@ -251,13 +251,15 @@ impl Harness {
                     Status::Cancelled,
                 ][usize::from(s) % 4];
                 let good = u64::from(good % 48) * 256; // lands inside most requests
+                // The queue counts whole logical blocks only.
+                let counted = good - good % u64::from(self.setup.lbs);
                 (
                     Outcome::Failed {
                         status,
                         good_bytes: good,
                     },
                     status,
-                    good,
+                    counted,
                 )
             }
         };
@@ -270,8 +272,10 @@ impl Harness {
                 .pending
                 .get_mut(&b.token)
                 .expect("bio of a request is pending");
-            if end > good {
-                let at = b.offset + (good.saturating_sub(offset) as u32);
+            // A bio fails if it reaches past the good bytes, and a bio with
+            // no data (a flush) fails with its request.
+            if end > good || (b.len == 0 && status != Status::Ok) {
+                let at = b.offset + (good.saturating_sub(offset).min(u64::from(b.len)) as u32);
                 if p.first_failure.is_none_or(|(f, _)| at < f) {
                     p.first_failure = Some((at, status));
                 }
@@ -287,13 +291,15 @@ impl Harness {
             }
         }
         let mut done = HashMap::new();
-        self.q.complete(id, outcome, self.now, &mut |c| {
-            assert!(
-                done.insert(c.token, (c.status, c.bytes)).is_none(),
-                "token {} completed twice",
-                c.token
-            );
-        });
+        self.q
+            .complete(id, outcome, self.now, &mut |c| {
+                assert!(
+                    done.insert(c.token, (c.status, c.bytes)).is_none(),
+                    "token {} completed twice",
+                    c.token
+                );
+            })
+            .unwrap();
         assert_eq!(done, expected, "completions differ from the model's");
         for (token, (st, bytes)) in done {
             let p = self
@@ -304,7 +310,7 @@ impl Harness {
                 assert_eq!(bytes, p.len, "successful bio must report all its bytes");
             } else {
                 assert!(
-                    bytes < p.len,
+                    bytes < p.len || p.len == 0,
                     "failed bio reports {bytes} of {} bytes",
                     p.len
                 );
@@ -337,6 +343,14 @@ impl Harness {
                         );
                     }
                     Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {}
+                    Err(SubmitError::Bio(BioError::TooLarge { pieces: p, .. })) => {
+                        assert_eq!(p, pieces);
+                        assert!(
+                            pieces > self.setup.nr_requests || pieces >= 64,
+                            "{pieces} pieces refused as too large with {} tags",
+                            self.setup.nr_requests
+                        );
+                    }
                     Err(e) => panic!("valid bio refused: {e}"),
                 }
             }
@@ -382,7 +396,7 @@ impl Harness {
                 if !self.in_flight.is_empty() {
                     let idx = usize::from(*pick) % self.in_flight.len();
                     let id = self.in_flight.swap_remove(idx);
-                    self.q.requeue(id);
+                    self.q.requeue(id).unwrap();
                 }
             }
             Step::Advance(ms) => self.now += u64::from(*ms) * 1_000_000,

@@ -2,8 +2,9 @@
 //! debugging with a seed that reproduces a problem).
 
 use super::Queue;
-use crate::bio::SECTOR_SHIFT;
+use crate::bio::{Op, SECTOR_SHIFT};
 use crate::index::NIL;
+use crate::limits::Limits;
 use crate::request::{RequestId, RqState};
 use crate::sched::Scheduler;
 
@@ -57,9 +58,15 @@ impl<S: Scheduler> Queue<S> {
                 "request {raw}: bios do not add up to its length"
             );
             bios_seen += n;
-            if rq.op.has_data() || rq.op.mergeable() {
+            if rq.op != Op::Flush {
+                // Against the hardware limit: max_sectors_kb may have been
+                // lowered after the request was built.
+                let hw = Limits {
+                    max_sectors: self.max_hw_sectors,
+                    ..self.limits
+                };
                 assert!(
-                    rq.sectors <= self.limits.max_sectors_for(rq.op),
+                    rq.sectors <= hw.max_sectors_for(rq.op),
                     "request {raw}: {} sectors exceed the limit",
                     rq.sectors
                 );

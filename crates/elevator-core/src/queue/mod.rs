@@ -32,7 +32,7 @@ mod merge;
 use std::collections::VecDeque;
 
 use crate::bio::{Bio, BioCompletion, BioFlags, Nanos, Op, SECTOR_SHIFT, Status};
-use crate::error::{ConfigError, SubmitError, TunableError};
+use crate::error::{BioError, ConfigError, RequestError, SubmitError, TunableError};
 use crate::index::{NIL, Slab};
 use crate::limits::Limits;
 use crate::request::{BioSlot, Bios, Request, RequestId, Requests, RqState, SplitRecord};
@@ -229,6 +229,13 @@ impl<S: Scheduler> Queue<S> {
         }
         let nr = config.nr_requests;
         let max_bios = config.bio_limit();
+        if max_bios < nr {
+            return Err(ConfigError::Size {
+                name: "max_bios",
+                value: u64::from(max_bios),
+                why: "must be at least nr_requests: every request holds a bio",
+            });
+        }
         sched.resize(nr);
         Ok(Queue {
             limits: config.limits,
@@ -266,7 +273,7 @@ impl<S: Scheduler> Queue<S> {
             return self.submit_split(bio, now);
         }
         if self.bios.available() == 0 {
-            return Err(self.full_bios(1));
+            return Err(self.full_bios(1, now));
         }
         let mut insert_merge_done = false;
         if self.nomerges != 2 && bio.mergeable() {
@@ -284,7 +291,11 @@ impl<S: Scheduler> Queue<S> {
         }
         let id = self.new_request(bio, NIL, 0, now)?;
         self.stats.bios += 1;
-        self.add_request(id, now, insert_merge_done);
+        if self.add_request(id, now, insert_merge_done) {
+            // Made a request of its own, which then merged onto the end of a
+            // queued one when inserted.
+            return Ok(Submitted::Merged(MergeKind::Back));
+        }
         Ok(Submitted::NewRequest(id))
     }
 
@@ -292,9 +303,26 @@ impl<S: Scheduler> Queue<S> {
     /// request; all tags and bio entries are checked before anything changes.
     fn submit_split(&mut self, bio: &Bio, now: Nanos) -> Result<Submitted, SubmitError> {
         let pieces = self.limits.pieces(bio);
+        let limit = if pieces > self.rqs.capacity() {
+            Some(format!("nr_requests={}", self.rqs.capacity()))
+        } else if pieces >= self.bios.limit() {
+            Some(format!("max_bios={}", self.bios.limit()))
+        } else {
+            None
+        };
+        if let Some(limit) = limit {
+            return Err(SubmitError::Bio(BioError::TooLarge {
+                op: bio.op,
+                len: bio.len,
+                pieces,
+                max_piece: self.piece_max[bio.op as usize],
+                limit,
+            }));
+        }
         let free_tags = self.rqs.capacity() - self.rqs.in_use();
         if free_tags < pieces {
             self.stats.refused_full += 1;
+            self.flush_plug_when_full(now);
             return Err(SubmitError::NoTag {
                 needed: pieces,
                 free: free_tags,
@@ -302,7 +330,7 @@ impl<S: Scheduler> Queue<S> {
             });
         }
         if self.bios.available() < pieces || self.splits.available() == 0 {
-            return Err(self.full_bios(pieces + 1));
+            return Err(self.full_bios(pieces + 1, now));
         }
         let Some(parent) = self.splits.alloc(SplitRecord {
             token: bio.token,
@@ -310,22 +338,19 @@ impl<S: Scheduler> Queue<S> {
             fail_at: bio.len,
             status: Status::Ok,
         }) else {
-            return Err(self.full_bios(pieces + 1));
+            return Err(self.full_bios(pieces + 1, now));
         };
         let max = self.piece_max[bio.op as usize];
         let mut offset = 0u32;
         let mut sector = bio.sector;
         while offset < bio.len {
             let len = self.limits.piece_len(bio.op, sector, bio.len - offset, max);
-            let mut flags = bio.flags | BioFlags::NOMERGE;
-            if offset != 0 {
-                // The cache flush happens once, before the first piece.
-                flags = flags.without(BioFlags::PREFLUSH);
-            }
+            // Every piece keeps PREFLUSH and FUA: none may reach the media
+            // before the flush, and each must be durable.
             let piece = Bio {
                 sector,
                 len,
-                flags,
+                flags: bio.flags | BioFlags::NOMERGE,
                 ..*bio
             };
             // Tags and entries were counted above, so this cannot fail.
@@ -339,8 +364,9 @@ impl<S: Scheduler> Queue<S> {
         Ok(Submitted::Split(pieces))
     }
 
-    fn full_bios(&mut self, needed: u32) -> SubmitError {
+    fn full_bios(&mut self, needed: u32, now: Nanos) -> SubmitError {
         self.stats.refused_full += 1;
+        self.flush_plug_when_full(now);
         SubmitError::NoBioSlot {
             needed,
             free: self.bios.available(),
@@ -371,6 +397,7 @@ impl<S: Scheduler> Queue<S> {
             ..Request::FREE
         }) else {
             self.stats.refused_full += 1;
+            self.flush_plug_when_full(now);
             return Err(SubmitError::NoTag {
                 needed: 1,
                 free: 0,
@@ -386,7 +413,7 @@ impl<S: Scheduler> Queue<S> {
             parent,
         }) else {
             self.rqs.free(id);
-            return Err(self.full_bios(1));
+            return Err(self.full_bios(1, now));
         };
         let rq = self.rqs.get_mut(id);
         rq.bio_head = b;
@@ -395,13 +422,14 @@ impl<S: Scheduler> Queue<S> {
         Ok(id)
     }
 
-    /// Route a new request: bypass list, plug, or scheduler.
-    fn add_request(&mut self, id: RequestId, now: Nanos, insert_merge_done: bool) {
+    /// Route a new request: bypass list, plug, or scheduler. Returns whether
+    /// it merged away into a queued request.
+    fn add_request(&mut self, id: RequestId, now: Nanos, insert_merge_done: bool) -> bool {
         let rq = &self.rqs[id];
         if rq.op == Op::Flush || rq.flags.intersects(BioFlags::FUA | BioFlags::PREFLUSH) {
             self.rqs.get_mut(id).state = RqState::Bypass;
             self.bypass.push_back(id);
-            return;
+            return false;
         }
         if self.plugged {
             let flush_size = self.nomerges != 2
@@ -414,18 +442,28 @@ impl<S: Scheduler> Queue<S> {
             }
             self.rqs.get_mut(id).state = RqState::Plugged;
             self.plug.push(id);
-            return;
+            return false;
         }
-        self.insert(id, now, insert_merge_done);
+        self.insert(id, now, insert_merge_done)
+    }
+
+    /// The tag pool or bio table ran out while requests sit on the plug:
+    /// flush them, as Linux does when a task sleeps waiting for a tag, so that
+    /// they can be dispatched and free what they hold.
+    fn flush_plug_when_full(&mut self, now: Nanos) {
+        if !self.plug.is_empty() {
+            self.flush_plug(now);
+        }
     }
 
     /// Give a request to the scheduler, after an insert-time merge attempt.
-    fn insert(&mut self, id: RequestId, now: Nanos, insert_merge_done: bool) {
+    /// Returns whether it merged away instead.
+    fn insert(&mut self, id: RequestId, now: Nanos, insert_merge_done: bool) -> bool {
         self.rqs.get_mut(id).state = RqState::Queued;
         let elevator = self.sched.merge_lookup() == MergeLookup::Elevator;
         let mergeable = self.nomerges != 2 && self.rqs[id].mergeable();
         if elevator && mergeable && !insert_merge_done && self.insert_merge(id) {
-            return;
+            return true;
         }
         self.rqs.get_mut(id).via_sched = true;
         self.sched.insert(&self.rqs, id, now);
@@ -437,6 +475,7 @@ impl<S: Scheduler> Queue<S> {
                 self.last_merge = Some(id);
             }
         }
+        false
     }
 
     /// Start collecting new requests on the plug instead of queueing them.
@@ -504,43 +543,57 @@ impl<S: Scheduler> Queue<S> {
         id
     }
 
+    /// Check that `id` names a request in flight.
+    fn in_flight_check(&self, id: RequestId) -> Result<(), RequestError> {
+        let Some(rq) = self.rqs.try_get(id) else {
+            return Err(RequestError::Unknown {
+                tag: id.raw(),
+                nr_requests: self.rqs.capacity(),
+            });
+        };
+        if rq.state != RqState::InFlight {
+            return Err(RequestError::NotInFlight {
+                tag: id.raw(),
+                state: rq.state.name(),
+            });
+        }
+        Ok(())
+    }
+
     /// Put a dispatched request back (the device could not take it now). It
     /// goes to the head of the queue's own dispatch list.
-    pub fn requeue(&mut self, id: RequestId) {
-        debug_assert_eq!(
-            self.rqs[id].state,
-            RqState::InFlight,
-            "requeue of a request not in flight"
-        );
+    pub fn requeue(&mut self, id: RequestId) -> Result<(), RequestError> {
+        self.in_flight_check(id)?;
         self.rqs.get_mut(id).state = RqState::Bypass;
         self.in_flight -= 1;
         self.stats.requeues += 1;
         self.bypass.push_front(id);
+        Ok(())
     }
 
     /// End dispatched request `id`. Each bio of it completes through `sink`,
     /// exactly once; a split bio completes when its last piece does.
     ///
-    /// With [`Outcome::Failed`], bios wholly within the first `good_bytes`
-    /// succeed; the rest fail with the status, each reporting the bytes of it
-    /// that lay within `good_bytes`.
+    /// With [`Outcome::Failed`], `good_bytes` is rounded down to a whole
+    /// logical block; bios wholly within it succeed, and the rest fail with the
+    /// status, each reporting the bytes of it that lay within it. A bio with no
+    /// data (a flush) in a failed request fails.
+    ///
+    /// A handle that is not in flight is refused and nothing changes.
     pub fn complete(
         &mut self,
         id: RequestId,
         outcome: Outcome,
         now: Nanos,
         sink: &mut impl FnMut(BioCompletion),
-    ) {
-        debug_assert_eq!(
-            self.rqs[id].state,
-            RqState::InFlight,
-            "completing request {} that is not in flight",
-            id.raw()
-        );
+    ) -> Result<(), RequestError> {
+        self.in_flight_check(id)?;
         let (status, good) = match outcome {
-            Outcome::Done => (Status::Ok, u64::MAX),
-            Outcome::Failed { status, good_bytes } if status != Status::Ok => (status, good_bytes),
-            Outcome::Failed { .. } => (Status::Ok, u64::MAX),
+            Outcome::Failed { status, good_bytes } if status != Status::Ok => {
+                let lbs = u64::from(self.limits.logical_block_size);
+                (status, good_bytes - good_bytes % lbs)
+            }
+            _ => (Status::Ok, u64::MAX),
         };
         let mut offset = 0u64;
         let mut cur = self.rqs[id].bio_head;
@@ -548,11 +601,14 @@ impl<S: Scheduler> Queue<S> {
         while cur != NIL {
             let b = self.bios[cur];
             let end = offset + u64::from(b.len);
-            let (st, bytes) = if end <= good {
+            let (st, bytes) = if status == Status::Ok || (b.len > 0 && end <= good) {
                 (Status::Ok, b.len)
             } else {
                 // Within u32: less than b.len.
-                (status, good.saturating_sub(offset) as u32)
+                (
+                    status,
+                    good.saturating_sub(offset).min(u64::from(b.len)) as u32,
+                )
             };
             self.bio_done(b, st, bytes, sink);
             self.bios.free(cur);
@@ -567,6 +623,7 @@ impl<S: Scheduler> Queue<S> {
         self.in_flight -= 1;
         self.rqs.free(id);
         self.stats.completions += 1;
+        Ok(())
     }
 
     /// One piece completed: report it, or fold it into its split record.
@@ -711,7 +768,13 @@ impl<S: Scheduler> Queue<S> {
         };
         let v = spec.check(value)?;
         match name {
-            "nomerges" => self.nomerges = v as u8,
+            "nomerges" => {
+                let was = self.nomerges;
+                self.nomerges = v as u8;
+                if was != 0 && v == 0 {
+                    self.rehash_queued();
+                }
+            }
             "nr_requests" => self.set_nr_requests(v as u32)?,
             _ => {
                 // max_sectors_kb
@@ -762,6 +825,21 @@ impl<S: Scheduler> Queue<S> {
         }
     }
 
+    /// Hash every queued mergeable request (after `nomerges` went back to 0:
+    /// requests queued meanwhile were not hashed).
+    fn rehash_queued(&mut self) {
+        if self.sched.merge_lookup() != MergeLookup::Elevator {
+            return;
+        }
+        for raw in 0..self.rqs.slab.high_water() {
+            let id = RequestId::from_raw(raw);
+            let rq = &self.rqs[id];
+            if rq.state == RqState::Queued && rq.via_sched && rq.mergeable() && !rq.hashed {
+                self.hash.insert(&mut self.rqs, id);
+            }
+        }
+    }
+
     fn set_nr_requests(&mut self, nr: u32) -> Result<(), TunableError> {
         if !self.is_idle() {
             return Err(TunableError::Busy {
@@ -779,6 +857,12 @@ impl<S: Scheduler> Queue<S> {
             ..QueueConfig::default()
         }
         .bio_limit();
+        if limit < nr {
+            return Err(TunableError::Busy {
+                name: "nr_requests",
+                why: "it would exceed max_bios: every request holds a bio",
+            });
+        }
         self.bios = Slab::new(nr.saturating_mul(4), limit);
         self.splits = Slab::new(64, limit);
         self.sched.resize(nr);

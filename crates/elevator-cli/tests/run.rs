@@ -1,0 +1,281 @@
+//! `elevator run`, `compare` and `devices` end to end: fio-compatible JSON,
+//! deterministic output, comparisons, and clear errors.
+
+use std::process::{Command, Output};
+
+fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .args(args)
+        .output()
+        .expect("run elevator")
+}
+
+fn ok(args: &[&str]) -> Output {
+    let out = elevator(args);
+    assert!(
+        out.status.success(),
+        "elevator {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn fails_with(args: &[&str], needle: &str) {
+    let out = elevator(args);
+    assert!(!out.status.success(), "elevator {args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(needle),
+        "elevator {args:?}: stderr lacks '{needle}': {err}"
+    );
+}
+
+/// The keys that tools written for fio read (fio's --output-format=json).
+#[test]
+fn json_has_the_keys_fio_tools_read() {
+    let out = ok(&[
+        "run",
+        "examples/randread-timed.fio",
+        "--device",
+        "ssd-sata",
+        "--output-format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        v["fio version"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("fio-"))
+    );
+    assert!(v["timestamp"].is_u64());
+    assert_eq!(v["global options"]["ioengine"], "libaio");
+    let jobs = v["jobs"].as_array().expect("jobs");
+    assert_eq!(
+        jobs.len(),
+        2,
+        "group_reporting folds the four readers into one"
+    );
+    let r = &jobs[0];
+    assert_eq!(r["jobname"], "random-reads");
+    assert_eq!(r["groupid"], 0);
+    assert_eq!(r["error"], 0);
+    let read = &r["read"];
+    for key in [
+        "io_bytes",
+        "io_kbytes",
+        "bw_bytes",
+        "bw",
+        "runtime",
+        "total_ios",
+    ] {
+        assert!(
+            read[key].as_u64().is_some_and(|x| x > 0),
+            "read.{key}: {}",
+            read[key]
+        );
+    }
+    assert!(read["iops"].as_f64().is_some_and(|x| x > 1000.0));
+    assert_eq!(
+        read["bw"].as_u64().unwrap(),
+        read["bw_bytes"].as_u64().unwrap() / 1024
+    );
+    let clat = &read["clat_ns"];
+    for key in ["min", "max", "mean", "stddev", "N"] {
+        assert!(clat[key].is_number(), "clat_ns.{key}");
+    }
+    for p in ["1.000000", "50.000000", "99.000000", "99.990000"] {
+        assert!(
+            clat["percentile"][p].as_u64().is_some_and(|x| x > 0),
+            "clat percentile {p}"
+        );
+    }
+    assert!(read["lat_ns"]["mean"].as_f64().is_some_and(|x| x > 0.0));
+    assert!(read["slat_ns"]["N"].as_u64().is_some());
+    assert_eq!(
+        jobs[1]["write"]["total_ios"].as_u64().map(|x| x > 0),
+        Some(true)
+    );
+    assert_eq!(jobs[1]["groupid"], 1, "stonewall starts a new group");
+    assert!(v["disk_util"][0]["util"].as_f64().is_some_and(|u| u > 50.0));
+    assert!(
+        v["elevator"]["queue"]["dispatches"]
+            .as_u64()
+            .is_some_and(|d| d > 0)
+    );
+    assert_eq!(v["elevator"]["scheduler"], "mq-deadline");
+}
+
+#[test]
+fn same_seed_same_bytes() {
+    let args = [
+        "run",
+        "examples/default.fio",
+        "--device",
+        "hdd-7200",
+        "--seed",
+        "7",
+        "--output-format",
+        "json",
+    ];
+    let a = ok(&args);
+    let b = ok(&args);
+    assert_eq!(
+        a.stdout, b.stdout,
+        "JSON output differs between identical runs"
+    );
+    let text = ["run", "examples/default.fio", "--seed", "7"];
+    assert_eq!(ok(&text).stdout, ok(&text).stdout, "text output differs");
+    let c = ok(&[
+        "run",
+        "examples/default.fio",
+        "--device",
+        "hdd-7200",
+        "--seed",
+        "8",
+        "--output-format",
+        "json",
+    ]);
+    assert_ne!(a.stdout, c.stdout, "a different seed changes the run");
+}
+
+#[test]
+fn text_output_looks_like_fio() {
+    let out = ok(&[
+        "run",
+        "examples/roundrobin-writers.fio",
+        "--device",
+        "ssd-sata",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "writer: (groupid=0, jobs=1)",
+        "write: IOPS=",
+        "clat percentiles",
+        "99.00th=[",
+        "Run status group 0 (all jobs):",
+        "WRITE: bw=",
+        "Disk stats (read/write):",
+        "elevator: scheduler mq-deadline",
+    ] {
+        assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("M I/Os per CPU second"),
+        "speed line on stderr: {err}"
+    );
+}
+
+#[test]
+fn compare_prints_every_scheduler() {
+    let out = ok(&[
+        "compare",
+        "examples/default.fio",
+        "--device",
+        "ssd-sata",
+        "--schedulers",
+        "none,mq-deadline",
+        "--output-format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let results = v["results"].as_array().expect("results");
+    let names: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r["scheduler"].as_str())
+        .collect();
+    assert_eq!(names, ["none", "mq-deadline"]);
+    assert!(
+        results
+            .iter()
+            .all(|r| r["iops"].as_f64().is_some_and(|x| x > 0.0))
+    );
+    let table = ok(&[
+        "compare",
+        "--device",
+        "ssd-sata",
+        "--schedulers",
+        "none,deadline-list",
+    ]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("examples/default.fio on ssd"), "{text}");
+    assert!(
+        text.contains("deadline-list") && text.contains("p99 ms"),
+        "{text}"
+    );
+}
+
+#[test]
+fn devices_lists_presets_and_parameters() {
+    let out = ok(&["devices"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "null:",
+        "ssd-sata:",
+        "nvme:",
+        "hdd-7200:",
+        "hdd-sas-10k:",
+        "hdd-sas-15k:",
+        "raid0-8x-sas-10k:",
+        "channel_rate",
+        "member",
+    ] {
+        assert!(text.contains(needle), "missing '{needle}':\n{text}");
+    }
+}
+
+#[test]
+fn bad_input_says_what_and_where() {
+    fails_with(
+        &["run", "examples/default.fio", "--device", "hdd-9000"],
+        "unknown device 'hdd-9000'",
+    );
+    fails_with(
+        &[
+            "run",
+            "examples/default.fio",
+            "--device",
+            "ssd-sata,channels",
+        ],
+        "not name=value",
+    );
+    fails_with(
+        &["run", "examples/default.fio", "--device", "ssd-sata,warp=9"],
+        "ssd has no parameter 'warp'",
+    );
+    fails_with(
+        &[
+            "run",
+            "examples/default.fio",
+            "--device",
+            "ssd-sata,channels=0",
+        ],
+        "channels",
+    );
+    fails_with(
+        &["run", "no/such/file.fio"],
+        "reading job file no/such/file.fio",
+    );
+    fails_with(
+        &["run", "examples/default.fio", "--scheduler", "cfqq"],
+        "unknown scheduler 'cfqq'",
+    );
+    fails_with(
+        &["run", "examples/default.fio", "--set", "fifo_batch=many"],
+        "--set fifo_batch=many",
+    );
+    let dir = std::env::temp_dir().join(format!("elevator-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let bad = dir.join("bad.fio");
+    std::fs::write(&bad, "[job]\nrw=randread\nverify=md5\n").expect("write job");
+    let path = bad.to_string_lossy().to_string();
+    fails_with(&["run", &path], &format!("{path}:3: option 'verify'"));
+    let huge = dir.join("huge.fio");
+    std::fs::write(&huge, "[job]\nrw=read\nsize=64g\n").expect("write job");
+    let path = huge.to_string_lossy().to_string();
+    fails_with(
+        &["run", &path, "--device", "null,capacity=1g"],
+        "do not fit",
+    );
+}

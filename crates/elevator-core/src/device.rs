@@ -1,0 +1,87 @@
+//! The device trait: what sits under the queue, simulated or real.
+//!
+//! A device takes dispatched requests ([`DeviceIo`]) and reports each one's
+//! end exactly once. Time is passed in, as everywhere in the core: a simulated
+//! device computes when each I/O finishes on the virtual clock and says when
+//! its next completion is due ([`Device::next_completion`]); a real device
+//! (io_uring) reports what the kernel has finished by `now`.
+//!
+//! Protocol, which engines keep:
+//! - at most [`Device::queue_depth`] I/Os are outstanding at once;
+//! - calls come in non-decreasing time: before submitting at time `t`, the
+//!   engine collects completions up to `t` with [`Device::complete`];
+//! - every submitted I/O is reported once by `complete`, with its `tag`.
+
+use crate::bio::{BioFlags, Nanos, Op, Sector};
+use crate::limits::Limits;
+use crate::queue::Outcome;
+
+/// One I/O for the device: a dispatched request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceIo {
+    /// The caller's handle, returned with the completion.
+    pub tag: u32,
+    /// Operation.
+    pub op: Op,
+    /// First sector.
+    pub sector: Sector,
+    /// Length in sectors (0 for a flush).
+    pub sectors: u32,
+    /// Flags that change what the device does (FUA, PREFLUSH).
+    pub flags: BioFlags,
+}
+
+impl DeviceIo {
+    /// Length in bytes.
+    #[inline]
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.sectors) << crate::bio::SECTOR_SHIFT
+    }
+}
+
+/// Where a device's time went, for utilisation figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// I/Os completed.
+    pub ios: u64,
+    /// Nanoseconds with at least one I/O outstanding (Linux `io_ticks`).
+    pub busy_ns: Nanos,
+    /// Nanoseconds spent positioning (seek, rotation, head switch), if modelled.
+    pub positioning_ns: Nanos,
+    /// Nanoseconds spent moving data to or from the media, if modelled.
+    pub transfer_ns: Nanos,
+}
+
+/// A block device under the queue.
+pub trait Device {
+    /// What it is, in a few words (model, size).
+    fn describe(&self) -> String;
+
+    /// Its limits: capacity, logical block size, largest request, chunk
+    /// boundaries.
+    fn limits(&self) -> Limits;
+
+    /// How many I/Os it takes at once.
+    fn queue_depth(&self) -> u32;
+
+    /// Whether it has moving parts (Linux `rotational`): schedulers that idle
+    /// use it for their defaults.
+    fn rotational(&self) -> bool;
+
+    /// Accept `io` at time `now`.
+    fn submit(&mut self, io: DeviceIo, now: Nanos);
+
+    /// When the next submitted I/O will complete, if one is outstanding and
+    /// the device can tell (a simulated device always can; a real one
+    /// answers `None`).
+    fn next_completion(&self) -> Option<Nanos>;
+
+    /// Report, in completion order, every I/O that has completed by `now`.
+    fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome));
+
+    /// I/Os submitted and not yet reported.
+    fn outstanding(&self) -> u32;
+
+    /// Accumulated figures.
+    fn stats(&self) -> DeviceStats;
+}

@@ -1,0 +1,172 @@
+//! Device models on a virtual clock, behind elevator-core's [`Device`] trait,
+//! and the registry that builds one from a spec such as `hdd-7200` or
+//! `hdd-7200,rpm=5400,ncq=0`.
+//!
+//! | preset | model | what |
+//! |---|---|---|
+//! | `null` | `null.rs` | completes every I/O at once |
+//! | `ssd-sata`, `nvme` | `ssd.rs` | channels, per-op latency, bandwidth limit |
+//! | `hdd-7200`, `hdd-sas-10k`, `hdd-sas-15k` | `hdd.rs` | zoned disk: seek curve, rotation, NCQ, write cache |
+//! | `raid0-8x-sas-10k` | `raid0.rs` | stripes over member devices of any model |
+
+pub mod hdd;
+pub mod null;
+pub mod param;
+pub mod raid0;
+pub mod ssd;
+
+use elevator_core::Device;
+use thiserror::Error;
+
+pub use hdd::{Hdd, HddParams};
+pub use null::{NullDevice, NullParams};
+pub use param::{ParamError, ParamUnit, ParamValue, parse_param};
+pub use raid0::{Raid0, Raid0Params};
+pub use ssd::{Ssd, SsdParams};
+
+/// A device spec that cannot be built.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum SpecError {
+    /// No preset of that name.
+    #[error("unknown device '{name}'; presets: {known}")]
+    UnknownPreset {
+        /// The name given.
+        name: String,
+        /// The presets, comma-separated.
+        known: String,
+    },
+    /// An override that is not `name=value`.
+    #[error("device spec '{spec}': '{part}' is not name=value")]
+    Malformed {
+        /// The whole spec.
+        spec: String,
+        /// The bad part.
+        part: String,
+    },
+    /// A parameter that could not be set or a model that cannot be built.
+    #[error("device spec '{spec}': {source}")]
+    Param {
+        /// The whole spec.
+        spec: String,
+        /// What went wrong.
+        source: ParamError,
+    },
+}
+
+/// A model with its parameters, ready to build.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceSpec {
+    /// A null device.
+    Null(NullParams),
+    /// A flash SSD.
+    Ssd(SsdParams),
+    /// A hard disk.
+    Hdd(HddParams),
+    /// RAID-0 over identical members.
+    Raid0(Raid0Params),
+}
+
+/// Every preset: name and one line on what it is.
+pub fn presets() -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![NullParams::PRESET];
+    v.extend(SsdParams::PRESETS);
+    v.extend(HddParams::PRESETS);
+    v.extend(Raid0Params::PRESETS);
+    v
+}
+
+impl DeviceSpec {
+    /// The preset called `name`, with its default parameters.
+    pub fn preset(name: &str) -> Result<DeviceSpec, SpecError> {
+        if name == NullParams::PRESET.0 {
+            return Ok(DeviceSpec::Null(NullParams::default()));
+        }
+        if let Some(p) = SsdParams::preset(name) {
+            return Ok(DeviceSpec::Ssd(p));
+        }
+        if let Some(p) = HddParams::preset(name) {
+            return Ok(DeviceSpec::Hdd(p));
+        }
+        if let Some(p) = Raid0Params::preset(name) {
+            return Ok(DeviceSpec::Raid0(p));
+        }
+        Err(SpecError::UnknownPreset {
+            name: name.to_string(),
+            known: presets()
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+    }
+
+    /// Parse `PRESET[,name=value]...`, e.g. `hdd-7200,rpm=5400`.
+    pub fn parse(spec: &str) -> Result<DeviceSpec, SpecError> {
+        let mut parts = spec.split(',').map(str::trim);
+        let name = parts.next().unwrap_or_default();
+        let mut dev = DeviceSpec::preset(name)?;
+        for part in parts {
+            let Some((k, v)) = part.split_once('=') else {
+                return Err(SpecError::Malformed {
+                    spec: spec.to_string(),
+                    part: part.to_string(),
+                });
+            };
+            dev.set(k.trim(), v.trim())
+                .map_err(|source| SpecError::Param {
+                    spec: spec.to_string(),
+                    source,
+                })?;
+        }
+        dev.validate().map_err(|source| SpecError::Param {
+            spec: spec.to_string(),
+            source,
+        })?;
+        Ok(dev)
+    }
+
+    /// Set a parameter by name from text.
+    pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
+        match self {
+            DeviceSpec::Null(p) => p.set(name, text),
+            DeviceSpec::Ssd(p) => p.set(name, text),
+            DeviceSpec::Hdd(p) => p.set(name, text),
+            DeviceSpec::Raid0(p) => p.set(name, text),
+        }
+    }
+
+    /// Check that the parameters work together.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        self.build().map(|_| ())
+    }
+
+    /// The parameters and their values.
+    pub fn params(&self) -> Vec<ParamValue> {
+        match self {
+            DeviceSpec::Null(p) => p.list(),
+            DeviceSpec::Ssd(p) => p.list(),
+            DeviceSpec::Hdd(p) => p.list(),
+            DeviceSpec::Raid0(p) => p.list(),
+        }
+    }
+
+    /// The model's name (`null`, `ssd`, `hdd`, `raid0`).
+    pub fn model(&self) -> &'static str {
+        match self {
+            DeviceSpec::Null(_) => NullParams::MODEL,
+            DeviceSpec::Ssd(_) => SsdParams::MODEL,
+            DeviceSpec::Hdd(_) => HddParams::MODEL,
+            DeviceSpec::Raid0(_) => Raid0Params::MODEL,
+        }
+    }
+
+    /// Build the device.
+    pub fn build(&self) -> Result<Box<dyn Device>, ParamError> {
+        Ok(match self {
+            DeviceSpec::Null(p) => Box::new(NullDevice::new(p)?),
+            DeviceSpec::Ssd(p) => Box::new(Ssd::new(p)?),
+            DeviceSpec::Hdd(p) => Box::new(Hdd::new(p)?),
+            DeviceSpec::Raid0(p) => Box::new(Raid0::new(p)?),
+        })
+    }
+}

@@ -1,0 +1,558 @@
+//! The discrete-event engine: fio jobs through elevator-core's queue onto a
+//! device model, on a virtual clock.
+//!
+//! Events, in time order: a device completion (the device says when its next
+//! one is due), a worker waking from think time or starting its stonewall
+//! phase, a scheduler timer (a scheduler that idles answers "wait until T"),
+//! and a job's runtime running out. After every event the engine dispatches
+//! from the queue while the device has room. Equal times are broken by the
+//! order events were scheduled, so the same job file, device, scheduler and
+//! seed give the same result, event for event.
+//!
+//! Every job clone is its own I/O context (a process, in Linux's terms). A
+//! worker issues its I/Os under a plug, as `io_submit` does; a bio the queue
+//! cannot take (no free tag) waits, and that wait shows as submission
+//! latency. Nothing here reads a clock: host CPU time is for the caller to
+//! measure.
+
+mod layout;
+mod worker;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use elevator_core::{
+    AnyScheduler, BioCompletion, ConfigError, DeviceIo, Dispatch, Nanos, Op, Outcome, Queue,
+    QueueConfig, RequestId, Scheduler, Status, SubmitError, TunableError,
+};
+use thiserror::Error;
+
+pub use layout::{Extent, Layout};
+use worker::{State, Worker};
+
+use crate::device::{DeviceSpec, ParamError};
+use crate::job::{JobError, JobFile};
+use crate::result::{JobResult, READ, RunResult, TRIM, WRITE};
+
+/// How to run a job file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    /// The scheduler's name.
+    pub scheduler: String,
+    /// Queue and scheduler tunables to set, by name, from text.
+    pub tunables: Vec<(String, String)>,
+    /// Seed mixed into every job's random stream.
+    pub seed: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> SimConfig {
+        SimConfig {
+            scheduler: "mq-deadline".into(),
+            tunables: Vec::new(),
+            seed: 0,
+        }
+    }
+}
+
+/// Why a run could not happen.
+#[derive(Debug, Error)]
+pub enum SimError {
+    /// The job file asks for something impossible on this device.
+    #[error(transparent)]
+    Job(#[from] JobError),
+    /// The device cannot be built.
+    #[error("device: {0}")]
+    Device(#[from] ParamError),
+    /// The queue cannot be built for this device and scheduler.
+    #[error("queue: {0}")]
+    Queue(#[from] ConfigError),
+    /// A tunable given with `--set`.
+    #[error("--set {name}={value}: {source}")]
+    Tunable {
+        /// Tunable name.
+        name: String,
+        /// Its value as given.
+        value: String,
+        /// What was wrong.
+        source: TunableError,
+    },
+    /// A job issued a bio the queue refused: a bug in the job's layout.
+    #[error("job '{job}' issued a bad bio: {source}")]
+    Bio {
+        /// The job.
+        job: String,
+        /// The queue's complaint.
+        source: SubmitError,
+    },
+    /// The device reported a request the queue does not have in flight.
+    #[error("device reported a completion the queue does not expect: {0}")]
+    Completion(#[from] elevator_core::RequestError),
+    /// The simulation can make no progress (a bug, reported rather than hung).
+    #[error("simulation stalled at {now} ns: {why}")]
+    Stalled {
+        /// Virtual time.
+        now: Nanos,
+        /// What was stuck.
+        why: String,
+    },
+}
+
+/// How far a run has got, for progress bars.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Virtual time.
+    pub now: Nanos,
+    /// I/Os completed.
+    pub ios: u64,
+    /// Fraction done, 0..=1 (estimated from sizes and runtimes).
+    pub fraction: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// Worker wakes (start of phase, end of think time, end of runtime).
+    Wake(u32),
+    /// The scheduler asked to be called again.
+    Timer,
+}
+
+/// One I/O in flight: who issued it, what it was, and when.
+#[derive(Clone, Copy, Debug)]
+struct IoRecord {
+    worker: u32,
+    op: Op,
+    issued: Nanos,
+    submitted: Nanos,
+}
+
+const NO_IO: IoRecord = IoRecord {
+    worker: 0,
+    op: Op::Read,
+    issued: 0,
+    submitted: 0,
+};
+
+/// Run `jobs` on a device built from `device` under `cfg`. `progress` is
+/// called now and then.
+pub fn run(
+    jobs: &JobFile,
+    device: &DeviceSpec,
+    cfg: &SimConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunResult, SimError> {
+    let mut engine = Engine::new(jobs, device, cfg)?;
+    engine.run(progress)?;
+    Ok(engine.result())
+}
+
+struct Engine {
+    queue: Queue,
+    device: Box<dyn elevator_core::Device>,
+    workers: Vec<Worker>,
+    ios: Vec<IoRecord>,
+    free_ios: Vec<u32>,
+    events: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
+    seq: u64,
+    timer_at: Option<Nanos>,
+    blocked: VecDeque<u32>,
+    /// Workers to serve after the current event, in the order they were
+    /// touched (first come, first served, as Linux wakes tag waiters).
+    touched: Vec<u32>,
+    is_touched: Vec<bool>,
+    /// Workers whose I/O completed in the current event, and when each wants
+    /// to wake if its last completion sent it to sleep (think time).
+    completing: Vec<(u32, Option<Nanos>)>,
+    device_done: Vec<(u32, Outcome)>,
+    phase: u32,
+    phases: u32,
+    now: Nanos,
+    event_count: u64,
+    ios_done: u64,
+    scheduler: String,
+    device_name: String,
+}
+
+impl Engine {
+    fn new(jobs: &JobFile, spec: &DeviceSpec, cfg: &SimConfig) -> Result<Engine, SimError> {
+        let device = spec.build()?;
+        let limits = device.limits();
+        let mut qcfg = QueueConfig::for_depth(limits, device.queue_depth());
+        // Linux: nr_requests = 2 × min(queue_depth, 128), at least 4.
+        qcfg.nr_requests = qcfg.nr_requests.max(4);
+        let mut queue = Queue::new(
+            qcfg,
+            AnyScheduler::by_name(&cfg.scheduler).map_err(ConfigError::from)?,
+        )?;
+        for (name, value) in &cfg.tunables {
+            queue
+                .set_str(name, value)
+                .map_err(|source| SimError::Tunable {
+                    name: name.clone(),
+                    value: value.clone(),
+                    source,
+                })?;
+        }
+        let mut layout = Layout::new(limits.capacity * 512);
+        let mut workers = Vec::new();
+        let (mut group, mut phase) = (0u32, 0u32);
+        for (j, job) in jobs.jobs.iter().enumerate() {
+            if j > 0 && job.stonewall {
+                phase += 1;
+            }
+            if j > 0 && (job.stonewall || job.new_group) {
+                group += 1;
+            }
+            for clone in 0..job.numjobs {
+                let files = layout.files_for(job, &jobs.path)?;
+                let ctx = workers.len() as u32 + 1;
+                let seed = mix(&[
+                    cfg.seed,
+                    job.randseed.unwrap_or(0x5EED_F10F),
+                    j as u64,
+                    u64::from(clone),
+                ]);
+                workers.push(Worker::new(job, j, clone, group, phase, ctx, files, seed));
+            }
+        }
+        let depth: u32 = jobs
+            .jobs
+            .iter()
+            .map(|j| j.iodepth.saturating_mul(j.numjobs))
+            .fold(0, u32::saturating_add);
+        let nworkers = workers.len();
+        Ok(Engine {
+            scheduler: queue.scheduler().name().to_string(),
+            device_name: device.describe(),
+            queue,
+            device,
+            workers,
+            ios: vec![NO_IO; depth as usize],
+            free_ios: (0..depth).rev().collect(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            timer_at: None,
+            blocked: VecDeque::new(),
+            touched: Vec::new(),
+            is_touched: vec![false; nworkers],
+            completing: Vec::new(),
+            device_done: Vec::new(),
+            phase: 0,
+            phases: phase + 1,
+            now: 0,
+            event_count: 0,
+            ios_done: 0,
+        })
+    }
+
+    fn touch(&mut self, w: u32) {
+        if !std::mem::replace(&mut self.is_touched[w as usize], true) {
+            self.touched.push(w);
+        }
+    }
+
+    fn schedule(&mut self, at: Nanos, e: Event) {
+        self.seq += 1;
+        self.events.push(Reverse((at, self.seq, e)));
+    }
+
+    fn start_phase(&mut self, now: Nanos) {
+        for w in 0..self.workers.len() {
+            if self.workers[w].phase == self.phase {
+                self.workers[w].start(now);
+                if let Some(d) = self.workers[w].deadline() {
+                    self.schedule(d, Event::Wake(w as u32));
+                }
+                self.schedule(now, Event::Wake(w as u32));
+            }
+        }
+    }
+
+    fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<(), SimError> {
+        if self.workers.is_empty() {
+            return Ok(());
+        }
+        self.start_phase(0);
+        loop {
+            let next_event = self.events.peek().map(|Reverse((t, _, _))| *t);
+            let next_done = self.device.next_completion();
+            let now = match (next_event, next_done) {
+                (None, None) => break,
+                (Some(e), None) => e,
+                (None, Some(d)) => d,
+                (Some(e), Some(d)) => e.min(d),
+            };
+            debug_assert!(now >= self.now, "time went backwards");
+            self.now = now;
+            self.event_count += 1;
+            if next_done == Some(now) {
+                self.device_completions(now)?;
+            } else if let Some(Reverse((_, _, e))) = self.events.pop() {
+                match e {
+                    Event::Wake(w) => self.touch(w),
+                    Event::Timer => {
+                        if self.timer_at == Some(now) {
+                            self.timer_at = None;
+                        }
+                    }
+                }
+            }
+            self.serve_touched(now)?;
+            self.pump(now);
+            if self.event_count & 0x3FFF == 0 {
+                progress(self.progress(now));
+            }
+            if self.workers.iter().all(|w| w.state == State::Done)
+                && self.device.outstanding() == 0
+                && self.queue.is_idle()
+            {
+                break;
+            }
+        }
+        if let Some(w) = self.workers.iter().find(|w| w.state != State::Done) {
+            return Err(SimError::Stalled {
+                now: self.now,
+                why: format!(
+                    "job '{}' clone {} has {} I/Os in flight and the queue holds {} requests, \
+                     but nothing is due",
+                    w.name,
+                    w.clone,
+                    w.in_flight,
+                    self.queue.requests().in_use()
+                ),
+            });
+        }
+        progress(self.progress(self.now));
+        Ok(())
+    }
+
+    /// The device finished I/Os at `now`.
+    fn device_completions(&mut self, now: Nanos) -> Result<(), SimError> {
+        let mut done = std::mem::take(&mut self.device_done);
+        done.clear();
+        self.device.complete(now, &mut |tag, o| done.push((tag, o)));
+        let Engine {
+            queue,
+            workers,
+            ios,
+            free_ios,
+            completing,
+            ios_done,
+            ..
+        } = self;
+        for &(tag, outcome) in &done {
+            queue.complete(
+                RequestId::from_raw(tag),
+                outcome,
+                now,
+                &mut |c: BioCompletion| {
+                    let rec = ios[c.token as usize];
+                    free_ios.push(c.token as u32);
+                    let w = &mut workers[rec.worker as usize];
+                    record(w, &c, &rec, now);
+                    *ios_done += 1;
+                    completing.push((rec.worker, w.completed(now)));
+                },
+            )?;
+        }
+        self.device_done = done;
+        // Tags freed: the workers waiting for one go first, in the order
+        // they started waiting; then those whose I/O just completed.
+        while let Some(w) = self.blocked.pop_front() {
+            self.workers[w as usize].blocked = false;
+            self.touch(w);
+        }
+        let mut completing = std::mem::take(&mut self.completing);
+        for &(w, wake) in &completing {
+            match wake {
+                Some(t) => self.schedule(t, Event::Wake(w)),
+                None => self.touch(w),
+            }
+        }
+        completing.clear();
+        self.completing = completing;
+        Ok(())
+    }
+
+    /// Let every worker touched by the last event issue what it can.
+    fn serve_touched(&mut self, now: Nanos) -> Result<(), SimError> {
+        let mut touched = std::mem::take(&mut self.touched);
+        for &w in &touched {
+            if !std::mem::replace(&mut self.is_touched[w as usize], false) {
+                continue;
+            }
+            self.issue(w, now)?;
+            let worker = &mut self.workers[w as usize];
+            if worker.state == State::Running && worker.check_done(now) {
+                self.phase_check(now);
+            }
+        }
+        touched.clear();
+        self.touched = touched;
+        Ok(())
+    }
+
+    /// Start the next stonewall phase if this one is over.
+    fn phase_check(&mut self, now: Nanos) {
+        let phase = self.phase;
+        if self
+            .workers
+            .iter()
+            .filter(|w| w.phase == phase)
+            .all(|w| w.state == State::Done)
+            && self.phase + 1 < self.phases
+        {
+            self.phase += 1;
+            self.start_phase(now);
+        }
+    }
+
+    /// Worker `w` issues I/Os while it may.
+    fn issue(&mut self, w: u32, now: Nanos) -> Result<(), SimError> {
+        let worker = &mut self.workers[w as usize];
+        if !worker.can_issue(now) {
+            return Ok(());
+        }
+        if worker.sleeping_until.is_some_and(|t| now >= t) {
+            worker.sleeping_until = None;
+        }
+        if !self.blocked.is_empty() {
+            // Others are waiting for a tag: wait in line behind them, with the
+            // I/O already wanted (so the wait counts as submission latency).
+            let io = worker.next_io(now);
+            worker.pending = Some(io);
+            worker.blocked = true;
+            self.blocked.push_back(w);
+            return Ok(());
+        }
+        self.queue.plug();
+        while self.workers[w as usize].can_issue(now) {
+            let worker = &mut self.workers[w as usize];
+            let io = worker.next_io(now);
+            let Some(token) = self.free_ios.pop() else {
+                worker.pending = Some(io);
+                break;
+            };
+            let bio = worker.bio(&io, u64::from(token));
+            match self.queue.submit(&bio, now) {
+                Ok(_) => {
+                    self.ios[token as usize] = IoRecord {
+                        worker: w,
+                        op: io.op,
+                        issued: io.issued,
+                        submitted: now,
+                    };
+                    worker.issued(&io);
+                }
+                Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {
+                    self.free_ios.push(token);
+                    worker.pending = Some(io);
+                    worker.blocked = true;
+                    self.blocked.push_back(w);
+                    break;
+                }
+                Err(source) => {
+                    self.queue.unplug(now);
+                    return Err(SimError::Bio {
+                        job: worker.name.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        self.queue.unplug(now);
+        Ok(())
+    }
+
+    /// Dispatch while the device has room.
+    fn pump(&mut self, now: Nanos) {
+        while self.device.outstanding() < self.device.queue_depth() {
+            match self.queue.dispatch(now) {
+                Dispatch::Request(id) => {
+                    let rq = self.queue.request(id);
+                    let io = DeviceIo {
+                        tag: id.raw(),
+                        op: rq.op(),
+                        sector: rq.sector(),
+                        sectors: rq.sectors(),
+                        flags: rq.flags(),
+                    };
+                    self.device.submit(io, now);
+                }
+                Dispatch::WaitUntil(t) => {
+                    if self.timer_at.is_none_or(|at| t < at) {
+                        self.timer_at = Some(t);
+                        self.schedule(t, Event::Timer);
+                    }
+                    break;
+                }
+                Dispatch::Blocked | Dispatch::Empty => break,
+            }
+        }
+    }
+
+    fn progress(&self, now: Nanos) -> Progress {
+        let n = self.workers.len().max(1) as f64;
+        let sum: f64 = self.workers.iter().map(|w| w.progress(now)).sum();
+        Progress {
+            now,
+            ios: self.ios_done,
+            fraction: (sum / n).clamp(0.0, 1.0),
+        }
+    }
+
+    fn result(self) -> RunResult {
+        let elapsed = self.workers.iter().map(|w| w.end).max().unwrap_or(0);
+        RunResult {
+            scheduler: self.scheduler,
+            device: self.device_name,
+            elapsed,
+            queue: self.queue.stats().clone(),
+            device_stats: self.device.stats(),
+            events: self.event_count,
+            ios: self.ios_done,
+            jobs: self
+                .workers
+                .into_iter()
+                .map(|w| JobResult {
+                    name: w.name,
+                    job_index: w.job_index,
+                    clone: w.clone,
+                    group: w.group,
+                    ctx: w.ctx.0,
+                    start: w.start,
+                    end: w.end,
+                    dirs: w.dirs,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Add a completed bio to its worker's figures.
+#[inline]
+fn record(w: &mut Worker, c: &BioCompletion, rec: &IoRecord, now: Nanos) {
+    let d = &mut w.dirs[match rec.op {
+        Op::Read => READ,
+        Op::Discard => TRIM,
+        _ => WRITE,
+    }];
+    d.ios += 1;
+    d.bytes += u64::from(c.bytes);
+    if c.status != Status::Ok {
+        d.errors += 1;
+    }
+    d.clat.record(now - rec.submitted);
+    d.slat.record(rec.submitted - rec.issued);
+    d.lat.record(now - rec.issued);
+}
+
+/// Mix several numbers into one seed.
+fn mix(parts: &[u64]) -> u64 {
+    let mut h = 0xCBF2_9CE4_8422_2325u64;
+    for &p in parts {
+        h ^= p;
+        h = h.wrapping_mul(0x0100_0000_01B3).rotate_left(29);
+    }
+    h
+}

@@ -1,0 +1,170 @@
+//! What a simulated run produced: per job clone and per direction, the I/O
+//! counts, bytes and latencies; and the queue's and device's own figures.
+//! Reports (fio-like text, fio JSON, comparison tables) are made from this.
+
+use elevator_core::{DeviceStats, Histogram, Nanos, QueueStats};
+
+/// Count, min, max, mean and standard deviation of a series, without keeping
+/// its distribution.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Values seen.
+    pub count: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+    sum_sq: f64,
+}
+
+impl Summary {
+    /// Add a value.
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        if self.count == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.sum_sq += (v as f64) * (v as f64);
+    }
+
+    /// Add every value of `other`.
+    pub fn merge(&mut self, other: &Summary) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 || other.min < self.min {
+            self.min = other.min;
+        }
+        self.max = self.max.max(other.max);
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+    }
+
+    /// Smallest value (0 if none).
+    pub fn min(&self) -> u64 {
+        self.min
+    }
+
+    /// Largest value (0 if none).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Mean (0 if none).
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// Population standard deviation (0 if none).
+    pub fn stddev(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let m = self.mean();
+        (self.sum_sq / self.count as f64 - m * m).max(0.0).sqrt()
+    }
+}
+
+/// One direction of one job (fio's `read`, `write` or `trim` object).
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    /// I/Os completed.
+    pub ios: u64,
+    /// Bytes completed.
+    pub bytes: u64,
+    /// I/Os that completed with an error.
+    pub errors: u64,
+    /// Completion latency: from entering the queue to completion.
+    pub clat: Histogram,
+    /// Submission latency: from the job wanting to issue to the queue taking
+    /// it (waits for a free tag show here).
+    pub slat: Summary,
+    /// Total latency: submission plus completion.
+    pub lat: Summary,
+}
+
+impl DirStats {
+    /// Add another job's figures (for group reporting).
+    pub fn merge(&mut self, other: &DirStats) {
+        self.ios += other.ios;
+        self.bytes += other.bytes;
+        self.errors += other.errors;
+        self.clat.merge(&other.clat);
+        self.slat.merge(&other.slat);
+        self.lat.merge(&other.lat);
+    }
+}
+
+/// Index of reads, writes and trims in [`JobResult::dirs`].
+pub const READ: usize = 0;
+/// See [`READ`].
+pub const WRITE: usize = 1;
+/// See [`READ`].
+pub const TRIM: usize = 2;
+
+/// One job clone (a process, in fio's terms).
+#[derive(Clone, Debug)]
+pub struct JobResult {
+    /// The job's section name.
+    pub name: String,
+    /// Index of the job in the job file.
+    pub job_index: usize,
+    /// Which clone of `numjobs` (0-based).
+    pub clone: u32,
+    /// Reporting group.
+    pub group: u32,
+    /// I/O context id it ran as.
+    pub ctx: u32,
+    /// When it started and ended, on the virtual clock.
+    pub start: Nanos,
+    /// See `start`.
+    pub end: Nanos,
+    /// Reads, writes, trims.
+    pub dirs: [DirStats; 3],
+}
+
+impl JobResult {
+    /// How long it ran.
+    pub fn runtime(&self) -> Nanos {
+        self.end.saturating_sub(self.start)
+    }
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The scheduler it ran under.
+    pub scheduler: String,
+    /// The device, described.
+    pub device: String,
+    /// Every job clone, in job-file order.
+    pub jobs: Vec<JobResult>,
+    /// Virtual time from start to the last completion.
+    pub elapsed: Nanos,
+    /// The queue's figures.
+    pub queue: QueueStats,
+    /// The device's figures.
+    pub device_stats: DeviceStats,
+    /// Events the engine processed (arrivals, completions, timers).
+    pub events: u64,
+    /// I/Os completed in all (bios).
+    pub ios: u64,
+}
+
+impl RunResult {
+    /// The device's utilisation over the run, 0..=1.
+    pub fn utilisation(&self) -> f64 {
+        if self.elapsed == 0 {
+            0.0
+        } else {
+            (self.device_stats.busy_ns as f64 / self.elapsed as f64).min(1.0)
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The engine end to end, with jobs built in code: bytes and I/O counts add
+//! up, runs are deterministic, time-based jobs stop on time, stonewall
+//! phases run one after another, think time spaces I/O out.
+
+use elevator_sim::device::DeviceSpec;
+use elevator_sim::engine::{SimConfig, run};
+use elevator_sim::job::{Amount, JobFile, JobSpec, RwMode};
+use elevator_sim::result::{READ, RunResult, WRITE};
+
+fn file(jobs: Vec<JobSpec>) -> JobFile {
+    JobFile {
+        path: "test.fio".into(),
+        global_options: vec![],
+        jobs,
+    }
+}
+
+fn job(name: &str, rw: RwMode, size: u64, depth: u32) -> JobSpec {
+    let mut j = JobSpec::new(name, 1);
+    j.rw = rw;
+    j.size = Some(Amount::Bytes(size));
+    j.iodepth = depth;
+    j.direct = true;
+    j
+}
+
+fn sim(jobs: &JobFile, dev: &str, sched: &str) -> RunResult {
+    let cfg = SimConfig {
+        scheduler: sched.into(),
+        ..SimConfig::default()
+    };
+    run(jobs, &DeviceSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn sizes_add_up() {
+    for sched in ["none", "mq-deadline", "deadline-list"] {
+        let jobs = file(vec![
+            job("r", RwMode::RandRead, 8 << 20, 16),
+            job("w", RwMode::Write, 4 << 20, 4),
+        ]);
+        let r = sim(&jobs, "ssd-sata", sched);
+        assert_eq!(r.jobs[0].dirs[READ].bytes, 8 << 20, "{sched}");
+        assert_eq!(r.jobs[0].dirs[READ].ios, 2048, "{sched}");
+        assert_eq!(r.jobs[1].dirs[WRITE].bytes, 4 << 20, "{sched}");
+        assert_eq!(r.ios, 2048 + 1024);
+        assert_eq!(r.queue.bios, r.ios);
+        assert!(r.elapsed > 0 && r.jobs.iter().all(|j| j.end > j.start));
+        assert!(r.utilisation() > 0.5, "{}", r.utilisation());
+    }
+}
+
+#[test]
+fn deterministic() {
+    let jobs = file(vec![
+        job("a", RwMode::RandRw, 4 << 20, 8),
+        job("b", RwMode::RandRead, 4 << 20, 8),
+    ]);
+    let a = sim(&jobs, "hdd-7200", "mq-deadline");
+    let b = sim(&jobs, "hdd-7200", "mq-deadline");
+    assert_eq!(a.elapsed, b.elapsed);
+    assert_eq!(a.events, b.events);
+    for (x, y) in a.jobs.iter().zip(&b.jobs) {
+        assert_eq!(x.end, y.end);
+        assert_eq!(
+            x.dirs[READ].clat.percentile(99.0),
+            y.dirs[READ].clat.percentile(99.0)
+        );
+    }
+}
+
+#[test]
+fn time_based_stops_on_time_and_stonewall_waits() {
+    let mut t = job("timed", RwMode::RandRead, 1 << 20, 4);
+    t.time_based = true;
+    t.runtime = Some(200_000_000);
+    let mut after = job("after", RwMode::Read, 1 << 20, 1);
+    after.stonewall = true;
+    let r = sim(&file(vec![t, after]), "ssd-sata", "mq-deadline");
+    let timed = &r.jobs[0];
+    assert!(
+        timed.end >= 200_000_000 && timed.end < 201_000_000,
+        "{}",
+        timed.end
+    );
+    assert!(
+        timed.dirs[READ].bytes > 1 << 20,
+        "time_based keeps going past size"
+    );
+    assert!(r.jobs[1].start >= timed.end, "stonewall starts after");
+    assert_eq!(r.jobs[1].group, 1);
+}
+
+#[test]
+fn thinktime_spaces_io() {
+    let mut j = job("slow", RwMode::RandRead, 100 * 4096, 1);
+    j.thinktime = 1_000_000;
+    let r = sim(&file(vec![j]), "null", "none");
+    // 100 I/Os, 1 ms think after each.
+    assert!(r.elapsed >= 99_000_000, "{}", r.elapsed);
+}
+
+#[test]
+fn numjobs_clones_are_separate_contexts() {
+    let mut j = job("c", RwMode::RandRead, 1 << 20, 2);
+    j.numjobs = 3;
+    let r = sim(&file(vec![j]), "ssd-sata", "mq-deadline");
+    assert_eq!(r.jobs.len(), 3);
+    let ctxs: Vec<u32> = r.jobs.iter().map(|j| j.ctx).collect();
+    assert_eq!(ctxs, vec![1, 2, 3]);
+}

@@ -109,3 +109,27 @@ fn numjobs_clones_are_separate_contexts() {
     let ctxs: Vec<u32> = r.jobs.iter().map(|j| j.ctx).collect();
     assert_eq!(ctxs, vec![1, 2, 3]);
 }
+
+#[test]
+fn time_standing_still_is_an_error_not_a_hang() {
+    let mut j = job("forever", RwMode::RandRead, 1 << 20, 4);
+    j.time_based = true;
+    j.runtime = Some(1_000_000_000);
+    let cfg = SimConfig::default();
+    let dev = DeviceSpec::parse("null").unwrap();
+    let e = run(&file(vec![j]), &dev, &cfg, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("has not moved") && e.contains("latency"), "{e}");
+    // A job bounded by size ends, however fast the device.
+    let many = job("many", RwMode::RandRead, 8 << 30, 32);
+    assert_eq!(
+        run(&file(vec![many]), &dev, &cfg, &mut |_| {}).unwrap().ios,
+        2 << 20
+    );
+    let dev = DeviceSpec::parse("null,latency=1").unwrap();
+    let mut j = job("timed", RwMode::RandRead, 1 << 20, 4);
+    j.time_based = true;
+    j.runtime = Some(10_000_000);
+    assert!(run(&file(vec![j]), &dev, &cfg, &mut |_| {}).is_ok());
+}

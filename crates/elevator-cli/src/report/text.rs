@@ -201,13 +201,12 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         run.utilisation() * 100.0
     );
     if dev.positioning_ns > 0 {
-        // A disk: where its busy time went (one head, so the parts add up).
-        let busy = dev.busy_ns.max(1) as f64;
+        // Disks: where the heads' time went (summed over a RAID's members).
         let _ = write!(
             out,
-            ", positioning {:.1}% and transfer {:.1}% of busy time",
-            100.0 * dev.positioning_ns as f64 / busy,
-            100.0 * dev.transfer_ns as f64 / busy
+            ", heads spent {:.2} s positioning and {:.2} s transferring",
+            dev.positioning_ns as f64 / 1e9,
+            dev.transfer_ns as f64 / 1e9
         );
     }
     out.push('\n');

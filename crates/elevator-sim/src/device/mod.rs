@@ -44,12 +44,12 @@ pub enum SpecError {
         part: String,
     },
     /// A parameter that could not be set or a model that cannot be built.
-    #[error("device spec '{spec}': {source}")]
+    #[error("device spec '{spec}': {error}")]
     Param {
         /// The whole spec.
         spec: String,
         /// What went wrong.
-        source: ParamError,
+        error: ParamError,
     },
 }
 
@@ -113,14 +113,14 @@ impl DeviceSpec {
                 });
             };
             dev.set(k.trim(), v.trim())
-                .map_err(|source| SpecError::Param {
+                .map_err(|error| SpecError::Param {
                     spec: spec.to_string(),
-                    source,
+                    error,
                 })?;
         }
-        dev.validate().map_err(|source| SpecError::Param {
+        dev.validate().map_err(|error| SpecError::Param {
             spec: spec.to_string(),
-            source,
+            error,
         })?;
         Ok(dev)
     }

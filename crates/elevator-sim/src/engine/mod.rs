@@ -68,22 +68,22 @@ pub enum SimError {
     #[error("queue: {0}")]
     Queue(#[from] ConfigError),
     /// A tunable given with `--set`.
-    #[error("--set {name}={value}: {source}")]
+    #[error("--set {name}={value}: {error}")]
     Tunable {
         /// Tunable name.
         name: String,
         /// Its value as given.
         value: String,
         /// What was wrong.
-        source: TunableError,
+        error: TunableError,
     },
     /// A job issued a bio the queue refused: a bug in the job's layout.
-    #[error("job '{job}' issued a bad bio: {source}")]
+    #[error("job '{job}' issued a bad bio: {error}")]
     Bio {
         /// The job.
         job: String,
         /// The queue's complaint.
-        source: SubmitError,
+        error: SubmitError,
     },
     /// The device reported a request the queue does not have in flight.
     #[error("device reported a completion the queue does not expect: {0}")]
@@ -108,6 +108,11 @@ pub struct Progress {
     /// Fraction done, 0..=1 (estimated from sizes and runtimes).
     pub fraction: f64,
 }
+
+/// Events at one instant, while a time-based job runs, before the engine
+/// concludes that time stands still (a device that completes I/O in no
+/// time). Jobs bounded by size always end, however fast the device.
+const STILL_LIMIT: u64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -187,10 +192,10 @@ impl Engine {
         for (name, value) in &cfg.tunables {
             queue
                 .set_str(name, value)
-                .map_err(|source| SimError::Tunable {
+                .map_err(|error| SimError::Tunable {
                     name: name.clone(),
                     value: value.clone(),
-                    source,
+                    error,
                 })?;
         }
         let mut layout = Layout::new(limits.capacity * 512);
@@ -273,6 +278,7 @@ impl Engine {
             return Ok(());
         }
         self.start_phase(0);
+        let mut still = 0u64;
         loop {
             let next_event = self.events.peek().map(|Reverse((t, _, _))| *t);
             let next_done = self.device.next_completion();
@@ -283,6 +289,26 @@ impl Engine {
                 (Some(e), Some(d)) => e.min(d),
             };
             debug_assert!(now >= self.now, "time went backwards");
+            if now == self.now {
+                still += 1;
+                if still > STILL_LIMIT
+                    && self
+                        .workers
+                        .iter()
+                        .any(|w| w.state == State::Running && w.time_based())
+                {
+                    return Err(SimError::Stalled {
+                        now,
+                        why: format!(
+                            "virtual time has not moved for {STILL_LIMIT} events: the device \
+                             completes I/O in no time, so a time-based job would never end; \
+                             give it a latency (e.g. --device null,latency=1)"
+                        ),
+                    });
+                }
+            } else {
+                still = 0;
+            }
             self.now = now;
             self.event_count += 1;
             if next_done == Some(now) {
@@ -451,11 +477,11 @@ impl Engine {
                     self.blocked.push_back(w);
                     break;
                 }
-                Err(source) => {
+                Err(error) => {
                     self.queue.unplug(now);
                     return Err(SimError::Bio {
                         job: worker.name.clone(),
-                        source,
+                        error,
                     });
                 }
             }

@@ -159,6 +159,11 @@ impl Worker {
         }
     }
 
+    /// Whether it runs for its runtime whatever its size.
+    pub fn time_based(&self) -> bool {
+        self.budget == u64::MAX
+    }
+
     /// Start at `now`.
     pub fn start(&mut self, now: Nanos) {
         self.state = State::Running;

@@ -312,6 +312,8 @@ fn run_once(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Run> 
         queue_depth: args.inflight,
         nomerges: case.nomerges,
         max_bios: None,
+        // No device: schedulers that idle on disks (CFQ, BFQ) must not.
+        rotational: false,
     };
     let scheduler = AnyScheduler::by_name(case.scheduler)?;
     let mut queue = Queue::new(config, scheduler).context("building the queue")?;

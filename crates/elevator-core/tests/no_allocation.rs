@@ -50,6 +50,7 @@ fn warm_hot_path_does_not_allocate() {
                     queue_depth: 8,
                     nomerges,
                     max_bios: None,
+                    rotational: true,
                 };
                 let mut q = Queue::with_scheduler(cfg, sched).unwrap();
                 let (mut seed, mut now) = (0x9E37_79B9u64, 0u64);

@@ -111,6 +111,7 @@ fn make_queue(s: &Setup, sched: &str, nomerges: u8) -> Queue {
         queue_depth: s.queue_depth,
         nomerges,
         max_bios: Some(64),
+        rotational: true,
     };
     Queue::with_scheduler(cfg, sched).expect("valid setup")
 }

@@ -64,6 +64,9 @@ pub struct QueueConfig {
     /// Most bios the queue holds at once; `None` for `64 × nr_requests`
     /// (at least 4096).
     pub max_bios: Option<u32>,
+    /// Whether the device has moving parts (Linux `rotational`); schedulers
+    /// that idle take their defaults from it.
+    pub rotational: bool,
 }
 
 impl Default for QueueConfig {
@@ -82,6 +85,7 @@ impl QueueConfig {
             queue_depth,
             nomerges: 0,
             max_bios: None,
+            rotational: true,
         }
     }
 
@@ -133,7 +137,7 @@ pub enum Outcome {
 }
 
 /// The queue's own tunables (the scheduler adds its own).
-pub const QUEUE_TUNABLES: [TunableSpec; 9] = [
+pub const QUEUE_TUNABLES: [TunableSpec; 10] = [
     TunableSpec::new(
         "nomerges",
         0,
@@ -176,6 +180,11 @@ pub const QUEUE_TUNABLES: [TunableSpec; 9] = [
         Unit::Count,
         "requests the device takes at once",
     ),
+    TunableSpec::read_only(
+        "rotational",
+        Unit::Bool,
+        "whether the device has moving parts",
+    ),
 ];
 
 fn piece_max(limits: &Limits) -> [u32; 5] {
@@ -191,6 +200,7 @@ pub struct Queue<S: Scheduler = AnyScheduler> {
     max_hw_sectors: u32,
     nomerges: u8,
     queue_depth: u32,
+    rotational: bool,
     max_bios: Option<u32>,
     rqs: Requests,
     bios: Slab<BioSlot>,
@@ -237,12 +247,14 @@ impl<S: Scheduler> Queue<S> {
             });
         }
         sched.resize(nr);
+        sched.set_device(config.rotational, config.queue_depth);
         Ok(Queue {
             limits: config.limits,
             piece_max: piece_max(&config.limits),
             max_hw_sectors: config.limits.max_sectors,
             nomerges: config.nomerges,
             queue_depth: config.queue_depth,
+            rotational: config.rotational,
             max_bios: config.max_bios,
             rqs: Requests::new(nr),
             bios: Slab::new(nr.saturating_mul(4), max_bios),
@@ -754,6 +766,7 @@ impl<S: Scheduler> Queue<S> {
             "max_segment_size" => u64::from(l.max_segment_size),
             "chunk_sectors" => u64::from(l.chunk_sectors),
             "queue_depth" => u64::from(self.queue_depth),
+            "rotational" => u64::from(self.rotational),
             _ => return self.sched.get_tunable(name).map_err(|e| self.unknown(e)),
         })
     }

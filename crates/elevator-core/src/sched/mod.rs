@@ -15,9 +15,15 @@
 //! | `mq-deadline` | `deadline.rs` | per-direction sector sweep with FIFO deadlines and priority levels, over B+trees |
 //! | `deadline-rbtree` | `deadline.rs` | the same over red-black trees, Linux's structure, for comparison |
 //! | `deadline-list` | `deadline_list.rs` | the same over O(N) sorted lists: the pre-2002 deadline, for seed 002 |
+//! | `cfq` | `cfq.rs` | per-process time slices with idling (Linux 3.x/4.x CFQ), and the fix for seed 004 |
+//! | `bfq` | `bfq.rs` | per-process budgets served by B-WF2Q+ in virtual time, weighted by priority |
+//! | `kyber` | `kyber.rs` | latency targets per operation class, enforced by token depths |
 
+pub mod bfq;
+pub mod cfq;
 pub mod deadline;
 pub mod deadline_list;
+pub mod kyber;
 pub mod none;
 
 use crate::bio::{Bio, Nanos};
@@ -27,6 +33,9 @@ use crate::tunable::TunableSpec;
 
 pub use deadline::{Deadline, MqDeadline, RbDeadline};
 pub use deadline_list::{DeadlineList, SortedList};
+pub use bfq::Bfq;
+pub use cfq::Cfq;
+pub use kyber::Kyber;
 pub use none::Noop;
 
 /// How the queue looks for a request a bio can merge into.
@@ -75,6 +84,12 @@ pub trait Scheduler {
     /// Size per-request state for tags `0..nr_requests`. Called before the
     /// first insert and whenever the tag pool grows (only while empty).
     fn resize(&mut self, nr_requests: u32);
+
+    /// What the device is: whether it has moving parts (Linux `rotational`)
+    /// and how many requests it takes at once. Called once, before tunables
+    /// are set by name, so defaults that depend on it (CFQ's `slice_idle` is 0
+    /// on non-rotational devices) can be overridden.
+    fn set_device(&mut self, _rotational: bool, _queue_depth: u32) {}
 
     /// How the queue looks for merge candidates.
     fn merge_lookup(&self) -> MergeLookup {
@@ -173,10 +188,24 @@ pub enum AnyScheduler {
     DeadlineList(DeadlineList),
     /// `deadline-rbtree`.
     DeadlineRbtree(RbDeadline),
+    /// `cfq`.
+    Cfq(Box<Cfq>),
+    /// `bfq`.
+    Bfq(Box<Bfq>),
+    /// `kyber`.
+    Kyber(Box<Kyber>),
 }
 
 /// The names [`AnyScheduler::by_name`] takes (besides aliases).
-pub const SCHEDULER_NAMES: [&str; 4] = ["none", "mq-deadline", "deadline-rbtree", "deadline-list"];
+pub const SCHEDULER_NAMES: [&str; 7] = [
+    "none",
+    "mq-deadline",
+    "deadline-rbtree",
+    "deadline-list",
+    "cfq",
+    "bfq",
+    "kyber",
+];
 
 impl AnyScheduler {
     /// A scheduler by its name (`none`, `mq-deadline` or its alias
@@ -187,6 +216,9 @@ impl AnyScheduler {
             "mq-deadline" | "deadline" => Ok(AnyScheduler::MqDeadline(MqDeadline::new())),
             "deadline-list" => Ok(AnyScheduler::DeadlineList(DeadlineList::new())),
             "deadline-rbtree" => Ok(AnyScheduler::DeadlineRbtree(RbDeadline::new())),
+            "cfq" => Ok(AnyScheduler::Cfq(Box::new(Cfq::new()))),
+            "bfq" => Ok(AnyScheduler::Bfq(Box::new(Bfq::new()))),
+            "kyber" => Ok(AnyScheduler::Kyber(Box::new(Kyber::new()))),
             _ => Err(UnknownScheduler {
                 name: name.to_string(),
                 known: SCHEDULER_NAMES.join(", "),
@@ -202,6 +234,9 @@ macro_rules! each {
             AnyScheduler::MqDeadline($s) => $body,
             AnyScheduler::DeadlineList($s) => $body,
             AnyScheduler::DeadlineRbtree($s) => $body,
+            AnyScheduler::Cfq($s) => $body,
+            AnyScheduler::Bfq($s) => $body,
+            AnyScheduler::Kyber($s) => $body,
         }
     };
 }
@@ -212,6 +247,9 @@ impl Scheduler for AnyScheduler {
     }
     fn resize(&mut self, nr_requests: u32) {
         each!(self, s => s.resize(nr_requests))
+    }
+    fn set_device(&mut self, rotational: bool, queue_depth: u32) {
+        each!(self, s => s.set_device(rotational, queue_depth))
     }
     #[inline]
     fn merge_lookup(&self) -> MergeLookup {

@@ -183,6 +183,7 @@ impl Engine {
         let device = spec.build()?;
         let limits = device.limits();
         let mut qcfg = QueueConfig::for_depth(limits, device.queue_depth());
+        qcfg.rotational = device.rotational();
         // Linux: nr_requests = 2 × min(queue_depth, 128), at least 4.
         qcfg.nr_requests = qcfg.nr_requests.max(4);
         let mut queue = Queue::new(

@@ -3,6 +3,7 @@
 //! what the core costs per I/O; `devices` and `schedulers` list what there is.
 
 mod cpu_time;
+mod experiment;
 mod list;
 mod microbench;
 mod report;
@@ -29,6 +30,8 @@ enum Command {
     Run(run::RunArgs),
     /// Run a fio job file under several schedulers and compare them.
     Compare(run::CompareArgs),
+    /// Run one of the seeds' experiments and check the shape it reported.
+    Experiment(experiment::Args),
     /// List the device presets with their parameters.
     Devices,
     /// List the I/O schedulers with their tunables and Linux defaults.
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Command::Microbench(args) => microbench::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => run::compare(&args),
+        Command::Experiment(args) => experiment::run(&args),
         Command::Devices => run::devices(),
         Command::Schedulers => list::schedulers(),
     };

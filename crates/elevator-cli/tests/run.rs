@@ -279,3 +279,44 @@ fn bad_input_says_what_and_where() {
         "do not fit",
     );
 }
+
+#[test]
+fn cfq_idling_experiment_prints_the_table_and_verdicts() {
+    let out = ok(&["experiment", "cfq-idling", "--output-format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let scenarios = v["scenarios"].as_array().expect("scenarios");
+    assert_eq!(scenarios.len(), 2);
+    for s in scenarios {
+        let labels: Vec<&str> = s["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .filter_map(|r| r["label"].as_str())
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "none (noop)",
+                "cfq (2011)",
+                "cfq slice_idle=0",
+                "cfq (fixed)",
+                "bfq",
+                "mq-deadline",
+                "kyber"
+            ]
+        );
+        for r in s["rows"].as_array().expect("rows") {
+            assert!(r["mb_s"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+            assert!(r["p99_ns_worst"].as_u64().is_some_and(|x| x > 0), "{r}");
+        }
+    }
+    let shapes = v["shapes"].as_array().expect("shapes");
+    assert_eq!(shapes.len(), 6);
+    assert!(shapes.iter().all(|s| s["holds"].is_boolean()));
+    let text = ok(&["experiment", "cfq-idling"]);
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        t.contains("Shapes seed 004 reported") && t.contains("cfq (fixed)"),
+        "{t}"
+    );
+}

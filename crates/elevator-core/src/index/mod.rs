@@ -5,6 +5,7 @@
 //! by the structure and sized once, so no operation on the hot path allocates.
 
 pub mod btree;
+pub mod idmap;
 pub mod list;
 pub mod rbtree;
 pub mod slab;
@@ -13,6 +14,7 @@ pub mod slab;
 pub const NIL: u32 = u32::MAX;
 
 pub use btree::{BTreeForest, BTreeRoot};
+pub use idmap::IdMap;
 pub use list::{ListHead, ListLinks};
 pub use rbtree::{RbForest, RbRoot};
 pub use slab::Slab;

@@ -31,7 +31,7 @@ mod merge;
 
 use std::collections::VecDeque;
 
-use crate::bio::{Bio, BioCompletion, BioFlags, Nanos, Op, SECTOR_SHIFT, Status};
+use crate::bio::{Bio, BioCompletion, BioFlags, IoContext, Nanos, Op, SECTOR_SHIFT, Status};
 use crate::error::{BioError, ConfigError, RequestError, SubmitError, TunableError};
 use crate::index::{NIL, Slab};
 use crate::limits::Limits;
@@ -682,6 +682,12 @@ impl<S: Scheduler> Queue<S> {
             status,
             bytes,
         });
+    }
+
+    /// The submitter `ctx` is gone (a process exited, a connection closed):
+    /// the scheduler drops what it kept for it and stops waiting on it.
+    pub fn context_gone(&mut self, ctx: IoContext, now: Nanos) {
+        self.sched.context_gone(ctx, now);
     }
 
     /// The request behind `id`.

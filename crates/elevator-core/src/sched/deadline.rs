@@ -614,11 +614,6 @@ impl<I: SortIndex> Scheduler for Deadline<I> {
     }
 
     #[inline]
-    fn has_work(&self) -> bool {
-        self.queued > 0
-    }
-
-    #[inline]
     fn queued(&self) -> u32 {
         self.queued
     }

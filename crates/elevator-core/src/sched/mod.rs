@@ -26,15 +26,15 @@ pub mod deadline_list;
 pub mod kyber;
 pub mod none;
 
-use crate::bio::{Bio, Nanos};
+use crate::bio::{Bio, IoContext, Nanos};
 use crate::error::{TunableError, UnknownScheduler};
 use crate::request::{RequestId, Requests};
 use crate::tunable::TunableSpec;
 
-pub use deadline::{Deadline, MqDeadline, RbDeadline};
-pub use deadline_list::{DeadlineList, SortedList};
 pub use bfq::Bfq;
 pub use cfq::Cfq;
+pub use deadline::{Deadline, MqDeadline, RbDeadline};
+pub use deadline_list::{DeadlineList, SortedList};
 pub use kyber::Kyber;
 pub use none::Noop;
 
@@ -160,8 +160,14 @@ pub trait Scheduler {
     /// A request this scheduler dispatched completed.
     fn completed(&mut self, _rqs: &Requests, _rq: RequestId, _now: Nanos) {}
 
+    /// The submitter `ctx` is gone (a process exited, a connection closed):
+    /// per-context state may go, and nothing may wait on it any more.
+    fn context_gone(&mut self, _ctx: IoContext, _now: Nanos) {}
+
     /// Whether it holds requests.
-    fn has_work(&self) -> bool;
+    fn has_work(&self) -> bool {
+        self.queued() > 0
+    }
 
     /// Number of requests it holds (inserted, not yet dispatched).
     fn queued(&self) -> u32;
@@ -216,9 +222,9 @@ impl AnyScheduler {
             "mq-deadline" | "deadline" => Ok(AnyScheduler::MqDeadline(MqDeadline::new())),
             "deadline-list" => Ok(AnyScheduler::DeadlineList(DeadlineList::new())),
             "deadline-rbtree" => Ok(AnyScheduler::DeadlineRbtree(RbDeadline::new())),
-            "cfq" => Ok(AnyScheduler::Cfq(Box::new(Cfq::new()))),
-            "bfq" => Ok(AnyScheduler::Bfq(Box::new(Bfq::new()))),
-            "kyber" => Ok(AnyScheduler::Kyber(Box::new(Kyber::new()))),
+            "cfq" => Ok(AnyScheduler::Cfq(Box::default())),
+            "bfq" => Ok(AnyScheduler::Bfq(Box::default())),
+            "kyber" => Ok(AnyScheduler::Kyber(Box::default())),
             _ => Err(UnknownScheduler {
                 name: name.to_string(),
                 known: SCHEDULER_NAMES.join(", "),
@@ -302,6 +308,9 @@ impl Scheduler for AnyScheduler {
     #[inline]
     fn completed(&mut self, rqs: &Requests, rq: RequestId, now: Nanos) {
         each!(self, s => s.completed(rqs, rq, now))
+    }
+    fn context_gone(&mut self, ctx: IoContext, now: Nanos) {
+        each!(self, s => s.context_gone(ctx, now))
     }
     #[inline]
     fn has_work(&self) -> bool {

@@ -94,11 +94,6 @@ impl Scheduler for Noop {
     }
 
     #[inline]
-    fn has_work(&self) -> bool {
-        !self.fifo.is_empty()
-    }
-
-    #[inline]
     fn queued(&self) -> u32 {
         self.fifo.len() as u32
     }

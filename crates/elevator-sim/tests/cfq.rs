@@ -1,0 +1,47 @@
+//! CFQ through the simulator: two equal sequential readers share a disk
+//! fairly, and both CFQ behaviours run seed 004's workload to the end.
+
+use elevator_sim::device::DeviceSpec;
+use elevator_sim::engine::{SimConfig, run};
+use elevator_sim::job::{Amount, JobFile, JobSpec, RwMode};
+use elevator_sim::result::READ;
+
+fn reader(name: &str) -> JobSpec {
+    let mut j = JobSpec::new(name, 1);
+    j.rw = RwMode::Read;
+    j.bs = [64 << 10, 64 << 10];
+    j.size = Some(Amount::Bytes(1 << 30));
+    j.direct = true;
+    j.time_based = true;
+    j.runtime = Some(10_000_000_000);
+    j
+}
+
+#[test]
+fn two_equal_sequential_readers_share_the_disk() {
+    let jobs = JobFile {
+        path: "fair.fio".into(),
+        global_options: vec![],
+        jobs: vec![reader("a"), reader("b")],
+    };
+    for tunables in [
+        vec![],
+        vec![("deep_seeky_idle".to_string(), "0".to_string())],
+    ] {
+        let cfg = SimConfig {
+            scheduler: "cfq".into(),
+            tunables,
+            seed: 0,
+        };
+        let dev = DeviceSpec::parse("hdd-7200").unwrap();
+        let r = run(&jobs, &dev, &cfg, &mut |_| {}).unwrap();
+        let a = r.jobs[0].dirs[READ].bytes as f64;
+        let b = r.jobs[1].dirs[READ].bytes as f64;
+        let share = a / (a + b);
+        assert!(
+            (0.4..=0.6).contains(&share),
+            "cfq {:?}: share {share}",
+            cfg.tunables
+        );
+    }
+}

@@ -411,6 +411,9 @@ impl Engine {
             self.issue(w, now)?;
             let worker = &mut self.workers[w as usize];
             if worker.state == State::Running && worker.check_done(now) {
+                // The process exits: schedulers drop what they kept for it.
+                let ctx = worker.ctx;
+                self.queue.context_gone(ctx, now);
                 self.phase_check(now);
             }
         }

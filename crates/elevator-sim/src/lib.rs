@@ -4,6 +4,7 @@
 //! - [`device`]: device models (null, ssd, hdd, raid0) behind
 //!   [`elevator_core::Device`], built from specs like `hdd-7200,rpm=5400`.
 //! - [`job`]: fio job files as data.
+//! - [`workload`]: jobs as workers that generate fio's I/O patterns.
 //! - [`engine`]: the discrete-event loop; [`result`]: what a run produced.
 
 #![forbid(unsafe_code)]
@@ -14,3 +15,4 @@ pub mod engine;
 pub mod job;
 pub mod result;
 pub mod rng;
+pub mod workload;

@@ -156,6 +156,43 @@ pub struct RunResult {
     pub events: u64,
     /// I/Os completed in all (bios).
     pub ios: u64,
+    /// CPU time the run used, when it ran on the real clock.
+    pub cpu: Option<CpuUse>,
+}
+
+/// CPU time used by a run on the real clock (user and system), by the whole
+/// process (io_uring's kernel workers included) and by the engine's thread
+/// alone (what fio reports for a job).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuUse {
+    /// Nanoseconds in user mode, whole process.
+    pub user_ns: u64,
+    /// Nanoseconds in the kernel, whole process.
+    pub system_ns: u64,
+    /// Nanoseconds in user mode, the engine's thread.
+    pub thread_user_ns: u64,
+    /// Nanoseconds in the kernel, the engine's thread.
+    pub thread_system_ns: u64,
+}
+
+impl CpuUse {
+    /// Nanoseconds of the whole process's CPU per I/O (0 if none).
+    pub fn per_io(&self, ios: u64) -> f64 {
+        per(self.user_ns + self.system_ns, ios)
+    }
+
+    /// Nanoseconds of the engine thread's CPU per I/O (0 if none).
+    pub fn thread_per_io(&self, ios: u64) -> f64 {
+        per(self.thread_user_ns + self.thread_system_ns, ios)
+    }
+}
+
+fn per(ns: u64, ios: u64) -> f64 {
+    if ios == 0 {
+        0.0
+    } else {
+        ns as f64 / ios as f64
+    }
 }
 
 impl RunResult {

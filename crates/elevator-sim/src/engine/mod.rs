@@ -15,9 +15,6 @@
 //! latency. Nothing here reads a clock: host CPU time is for the caller to
 //! measure.
 
-mod layout;
-mod worker;
-
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -27,12 +24,11 @@ use elevator_core::{
 };
 use thiserror::Error;
 
-pub use layout::{Extent, Layout};
-use worker::{State, Worker};
+use crate::workload::{self, State, Worker};
 
 use crate::device::{DeviceSpec, ParamError};
 use crate::job::{JobError, JobFile};
-use crate::result::{JobResult, READ, RunResult, TRIM, WRITE};
+use crate::result::RunResult;
 
 /// How to run a job file.
 #[derive(Clone, Debug, PartialEq)]
@@ -199,33 +195,8 @@ impl Engine {
                     error,
                 })?;
         }
-        let mut layout = Layout::new(limits.capacity * 512);
-        let mut workers = Vec::new();
-        let (mut group, mut phase) = (0u32, 0u32);
-        for (j, job) in jobs.jobs.iter().enumerate() {
-            if j > 0 && job.stonewall {
-                phase += 1;
-            }
-            if j > 0 && (job.stonewall || job.new_group) {
-                group += 1;
-            }
-            for clone in 0..job.numjobs {
-                let files = layout.files_for(job, &jobs.path)?;
-                let ctx = workers.len() as u32 + 1;
-                let seed = mix(&[
-                    cfg.seed,
-                    job.randseed.unwrap_or(0x5EED_F10F),
-                    j as u64,
-                    u64::from(clone),
-                ]);
-                workers.push(Worker::new(job, j, clone, group, phase, ctx, files, seed));
-            }
-        }
-        let depth: u32 = jobs
-            .jobs
-            .iter()
-            .map(|j| j.iodepth.saturating_mul(j.numjobs))
-            .fold(0, u32::saturating_add);
+        let (workers, phases) = workload::workers(jobs, limits.capacity * 512, cfg.seed)?;
+        let depth = workload::total_depth(jobs);
         let nworkers = workers.len();
         Ok(Engine {
             scheduler: queue.scheduler().name().to_string(),
@@ -244,7 +215,7 @@ impl Engine {
             completing: Vec::new(),
             device_done: Vec::new(),
             phase: 0,
-            phases: phase + 1,
+            phases,
             now: 0,
             event_count: 0,
             ios_done: 0,
@@ -376,7 +347,14 @@ impl Engine {
                     let rec = ios[c.token as usize];
                     free_ios.push(c.token as u32);
                     let w = &mut workers[rec.worker as usize];
-                    record(w, &c, &rec, now);
+                    w.record(
+                        rec.op,
+                        u64::from(c.bytes),
+                        c.status == Status::Ok,
+                        rec.issued,
+                        rec.submitted,
+                        now,
+                    );
                     *ios_done += 1;
                     completing.push((rec.worker, w.completed(now)));
                 },
@@ -522,67 +500,24 @@ impl Engine {
     }
 
     fn progress(&self, now: Nanos) -> Progress {
-        let n = self.workers.len().max(1) as f64;
-        let sum: f64 = self.workers.iter().map(|w| w.progress(now)).sum();
         Progress {
             now,
             ios: self.ios_done,
-            fraction: (sum / n).clamp(0.0, 1.0),
+            fraction: workload::progress(&self.workers, now),
         }
     }
 
     fn result(self) -> RunResult {
-        let elapsed = self.workers.iter().map(|w| w.end).max().unwrap_or(0);
         RunResult {
             scheduler: self.scheduler,
             device: self.device_name,
-            elapsed,
+            elapsed: workload::elapsed(&self.workers),
             queue: self.queue.stats().clone(),
             device_stats: self.device.stats(),
             events: self.event_count,
             ios: self.ios_done,
-            jobs: self
-                .workers
-                .into_iter()
-                .map(|w| JobResult {
-                    name: w.name,
-                    job_index: w.job_index,
-                    clone: w.clone,
-                    group: w.group,
-                    ctx: w.ctx.0,
-                    start: w.start,
-                    end: w.end,
-                    dirs: w.dirs,
-                })
-                .collect(),
+            cpu: None,
+            jobs: workload::job_results(self.workers),
         }
     }
-}
-
-/// Add a completed bio to its worker's figures.
-#[inline]
-fn record(w: &mut Worker, c: &BioCompletion, rec: &IoRecord, now: Nanos) {
-    let d = &mut w.dirs[match rec.op {
-        Op::Read => READ,
-        Op::Discard => TRIM,
-        _ => WRITE,
-    }];
-    d.ios += 1;
-    d.bytes += u64::from(c.bytes);
-    if c.status != Status::Ok {
-        d.errors += 1;
-    }
-    d.clat.record(now - rec.submitted);
-    d.slat.record(rec.submitted - rec.issued);
-    d.lat.record(now - rec.issued);
-}
-
-/// Mix several numbers into one seed.
-fn mix(parts: &[u64]) -> u64 {
-    let mut h = 0xCBF2_9CE4_8422_2325u64;
-    for &p in parts {
-        h ^= p;
-        h = h.wrapping_mul(0x0100_0000_01B3).rotate_left(29);
-    }
-    h
 }

@@ -20,7 +20,7 @@ use crate::rng::Rng;
 
 /// Where a worker is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum State {
+pub enum State {
     /// Its phase (stonewall) has not started.
     Waiting,
     /// Issuing and completing I/O.
@@ -31,9 +31,12 @@ pub(crate) enum State {
 
 /// An I/O the worker generated but the queue could not take yet.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Pending {
+pub struct Pending {
+    /// Operation.
     pub op: Op,
+    /// First sector on the device.
     pub sector: u64,
+    /// Length in bytes.
     pub len: u32,
     /// When the worker wanted it issued.
     pub issued: Nanos,
@@ -41,12 +44,18 @@ pub(crate) struct Pending {
 
 /// One job clone.
 #[derive(Debug)]
-pub(crate) struct Worker {
+pub struct Worker {
+    /// The job's name.
     pub name: String,
+    /// Which job of the file (0-based).
     pub job_index: usize,
+    /// Which clone of the job (`numjobs`).
     pub clone: u32,
+    /// Its reporting group.
     pub group: u32,
+    /// Its stonewall phase.
     pub phase: u32,
+    /// Its I/O context (one per clone, as one process per clone in fio).
     pub ctx: IoContext,
     files: Vec<Extent>,
     /// Byte offset within each file where I/O may start, and where it ends.
@@ -66,16 +75,24 @@ pub(crate) struct Worker {
     runtime: Option<Nanos>,
     write_flags: BioFlags,
     rng: Rng,
+    /// Where it is in its life.
     pub state: State,
+    /// When it started.
     pub start: Nanos,
+    /// When it finished.
     pub end: Nanos,
     issued_bytes: u64,
+    /// I/Os issued and not completed.
     pub in_flight: u32,
     since_think: u32,
     quiescing: bool,
+    /// The end of its think time, while it thinks.
     pub sleeping_until: Option<Nanos>,
+    /// An I/O it generated that is not issued yet.
     pub pending: Option<Pending>,
+    /// Whether it waits for a tag.
     pub blocked: bool,
+    /// Its figures by direction ([`crate::result::READ`], `WRITE`, `TRIM`).
     pub dirs: [DirStats; 3],
 }
 
@@ -264,14 +281,43 @@ impl Worker {
         self.cur_file
     }
 
+    /// Add a completed I/O to its figures: it was wanted at `issued`,
+    /// entered the queue at `submitted` and completed at `now` with `bytes`
+    /// and `status`.
+    #[inline]
+    pub fn record(
+        &mut self,
+        op: Op,
+        bytes: u64,
+        ok: bool,
+        issued: Nanos,
+        submitted: Nanos,
+        now: Nanos,
+    ) {
+        let d = &mut self.dirs[match op {
+            Op::Read => crate::result::READ,
+            Op::Discard => crate::result::TRIM,
+            _ => crate::result::WRITE,
+        }];
+        d.ios += 1;
+        d.bytes += bytes;
+        if !ok {
+            d.errors += 1;
+        }
+        d.clat.record(now - submitted);
+        d.slat.record(submitted - issued);
+        d.lat.record(now - issued);
+    }
+
+    /// Its largest block size.
+    pub fn max_bs(&self) -> u64 {
+        self.bs[0].max(self.bs[1])
+    }
+
     /// The bio for `io`.
     #[inline]
     pub fn bio(&self, io: &Pending, token: u64) -> Bio {
-        let flags = match io.op {
-            Op::Read => BioFlags::SYNC,
-            Op::Write => self.write_flags,
-            _ => BioFlags::NONE,
-        };
+        let flags = self.flags(io.op);
         Bio {
             op: io.op,
             sector: io.sector,
@@ -291,6 +337,17 @@ impl Worker {
         self.since_think += 1;
         if self.think > 0 && self.since_think >= self.think_blocks {
             self.quiescing = true;
+        }
+    }
+
+    /// The flags its I/Os of `op` carry (reads and direct writes are
+    /// synchronous).
+    #[inline]
+    pub fn flags(&self, op: Op) -> BioFlags {
+        match op {
+            Op::Read => BioFlags::SYNC,
+            Op::Write => self.write_flags,
+            _ => BioFlags::NONE,
         }
     }
 

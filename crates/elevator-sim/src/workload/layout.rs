@@ -5,7 +5,8 @@
 //! and their clones appear, from the start of the device (job 1's clone 0's
 //! files, then its clone 1's, then job 2's...). Jobs that name the same
 //! `filename` share one file, laid out where it first appears. A `filename`
-//! under `/dev/` is the raw device: one extent covering all of it.
+//! under `/dev/` is the raw device: one extent from its start, `size` long
+//! (all of it without `size`), as fio does I/O on a device.
 //!
 //! File sizes follow fio: `filesize` if given, else `size / nrfiles`; a job
 //! with neither `size` nor `filesize` needs a device filename.
@@ -54,9 +55,16 @@ impl Layout {
         if let Some(name) = &job.filename
             && name.starts_with("/dev/")
         {
+            // fio on a raw device: I/O within its first `size` bytes, or all
+            // of it.
+            let bytes = match job.size {
+                Some(Amount::Bytes(b)) => b.min(self.device_bytes),
+                Some(Amount::Percent(p)) => self.device_bytes / 100 * u64::from(p),
+                None => self.device_bytes,
+            };
             return Ok(vec![Extent {
                 sector: 0,
-                bytes: self.device_bytes / 512 * 512,
+                bytes: bytes / 512 * 512,
             }]);
         }
         let n = u64::from(job.nrfiles);
@@ -139,7 +147,10 @@ mod tests {
         let again = l.files_for(&j, "x.fio").unwrap();
         assert_eq!(again[0].sector, (4 << 20) / 512);
         j.filename = Some("/dev/sdb".into());
+        assert_eq!(l.files_for(&j, "x.fio").unwrap()[0].bytes, 3 << 20);
+        j.size = None;
         assert_eq!(l.files_for(&j, "x.fio").unwrap()[0].bytes, 1 << 30);
+        j.size = Some(Amount::Bytes(3 << 20));
         j.filename = Some("shared".into());
         j.nrfiles = 1;
         let s1 = l.files_for(&j, "x.fio").unwrap();

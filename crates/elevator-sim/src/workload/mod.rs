@@ -1,0 +1,97 @@
+//! fio jobs as workers: each clone of each job becomes a [`Worker`] that
+//! generates I/O as fio would, with its files laid out on the device by
+//! [`Layout`]. The simulation engine drives workers on a virtual clock;
+//! elevator-io drives the same workers on the real one.
+
+mod layout;
+mod worker;
+
+pub use layout::{Extent, Layout};
+pub use worker::{Pending, State, Worker};
+
+use elevator_core::Nanos;
+
+use crate::job::{JobError, JobFile};
+use crate::result::JobResult;
+
+/// Every clone of every job in `jobs`, with files laid out on a device of
+/// `device_bytes`, and the number of stonewall phases. Clone `i` (counting
+/// from 0 across the file) runs as I/O context `i + 1`; each clone's random
+/// stream is derived from `seed`, its job's `randseed`, and its position.
+pub fn workers(
+    jobs: &JobFile,
+    device_bytes: u64,
+    seed: u64,
+) -> Result<(Vec<Worker>, u32), JobError> {
+    let mut layout = Layout::new(device_bytes);
+    let mut workers = Vec::new();
+    let (mut group, mut phase) = (0u32, 0u32);
+    for (j, job) in jobs.jobs.iter().enumerate() {
+        if j > 0 && job.stonewall {
+            phase += 1;
+        }
+        if j > 0 && (job.stonewall || job.new_group) {
+            group += 1;
+        }
+        for clone in 0..job.numjobs {
+            let files = layout.files_for(job, &jobs.path)?;
+            let ctx = workers.len() as u32 + 1;
+            let seed = mix(&[
+                seed,
+                job.randseed.unwrap_or(0x5EED_F10F),
+                j as u64,
+                u64::from(clone),
+            ]);
+            workers.push(Worker::new(job, j, clone, group, phase, ctx, files, seed));
+        }
+    }
+    Ok((workers, phase + 1))
+}
+
+/// The I/Os the jobs of `jobs` may have in flight at once (sum of `iodepth ×
+/// numjobs`).
+pub fn total_depth(jobs: &JobFile) -> u32 {
+    jobs.jobs
+        .iter()
+        .map(|j| j.iodepth.saturating_mul(j.numjobs))
+        .fold(0, u32::saturating_add)
+}
+
+/// Each worker's figures as a job result.
+pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
+    workers
+        .into_iter()
+        .map(|w| JobResult {
+            name: w.name,
+            job_index: w.job_index,
+            clone: w.clone,
+            group: w.group,
+            ctx: w.ctx.0,
+            start: w.start,
+            end: w.end,
+            dirs: w.dirs,
+        })
+        .collect()
+}
+
+/// When the last worker ended.
+pub fn elapsed(workers: &[Worker]) -> Nanos {
+    workers.iter().map(|w| w.end).max().unwrap_or(0)
+}
+
+/// How far along the workers are, 0..=1.
+pub fn progress(workers: &[Worker], now: Nanos) -> f64 {
+    let n = workers.len().max(1) as f64;
+    let sum: f64 = workers.iter().map(|w| w.progress(now)).sum();
+    (sum / n).clamp(0.0, 1.0)
+}
+
+/// Mix several numbers into one seed.
+pub fn mix(parts: &[u64]) -> u64 {
+    let mut h = 0xCBF2_9CE4_8422_2325u64;
+    for &p in parts {
+        h ^= p;
+        h = h.wrapping_mul(0x0100_0000_01B3).rotate_left(29);
+    }
+    h
+}

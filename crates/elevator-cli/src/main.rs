@@ -1,7 +1,9 @@
 //! `elevator`: a block I/O layer in user space. `run` and `compare` put fio
-//! job files through the queue onto simulated devices; `microbench` measures
+//! job files through the queue onto simulated or real devices;
+//! `bench-vs-fio` races fio on a real file; `microbench` measures
 //! what the core costs per I/O; `devices` and `schedulers` list what there is.
 
+mod bench_fio;
 mod cpu_time;
 mod experiment;
 mod list;
@@ -26,10 +28,14 @@ enum Command {
     /// Measure the CPU cost per I/O of the core path (submit, merge attempt,
     /// insert, dispatch, complete) with no device.
     Microbench(microbench::Args),
-    /// Run a fio job file on a simulated device, with fio-like output.
+    /// Run a fio job file on a simulated device (hdd-7200, ssd, ...) or a
+    /// real one (file:PATH through io_uring, mem:SIZE), with fio-like output.
     Run(run::RunArgs),
     /// Run a fio job file under several schedulers and compare them.
     Compare(run::CompareArgs),
+    /// Run a job through fio's io_uring engine and through elevator on the
+    /// same file, one after the other, and compare IOPS and CPU per I/O.
+    BenchVsFio(bench_fio::Args),
     /// Run one of the seeds' experiments and check the shape it reported.
     Experiment(experiment::Args),
     /// List the device presets with their parameters.
@@ -45,6 +51,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => run::compare(&args),
         Command::Experiment(args) => experiment::run(&args),
+        Command::BenchVsFio(args) => bench_fio::run(&args),
         Command::Devices => run::devices(),
         Command::Schedulers => list::schedulers(),
     };

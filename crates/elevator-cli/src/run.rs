@@ -1,11 +1,13 @@
 //! `elevator run`, `elevator compare` and `elevator devices`: fio job files
-//! on simulated devices.
+//! on simulated devices (virtual clock) or real ones (`file:PATH`, `mem:SIZE`,
+//! through io_uring on the real clock).
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use elevator_io::RealSpec;
 use elevator_sim::device::{DeviceSpec, presets};
 use elevator_sim::engine::{Progress, SimConfig, run as simulate};
 use elevator_sim::job::JobFile;
@@ -35,8 +37,9 @@ pub enum OutputFormat {
 pub struct RunArgs {
     /// The fio job file.
     jobfile: String,
-    /// Device preset with optional overrides, e.g. hdd-7200 or hdd-7200,rpm=5400
-    /// (`elevator devices` lists them).
+    /// Device: a simulated preset with optional overrides (hdd-7200,rpm=5400;
+    /// `elevator devices` lists them), or a real one: file:PATH (O_DIRECT
+    /// through io_uring) or mem:SIZE.
     #[arg(long, default_value = "hdd-7200")]
     device: String,
     /// I/O scheduler (`elevator schedulers` lists them).
@@ -58,7 +61,8 @@ pub struct RunArgs {
 pub struct CompareArgs {
     /// The fio job file (default: a shipped job, 8 random readers at depth 4).
     jobfile: Option<String>,
-    /// Device preset with optional overrides.
+    /// Device: a simulated preset with optional overrides, or file:PATH or
+    /// mem:SIZE.
     #[arg(long, default_value = "hdd-7200")]
     device: String,
     /// Schedulers to compare, comma-separated.
@@ -95,23 +99,39 @@ fn load(path: &str) -> Result<JobFile> {
     Ok(JobFile::parse(&text, path)?)
 }
 
-fn device(spec: &str) -> Result<DeviceSpec> {
-    Ok(DeviceSpec::parse(spec)?)
+/// Where a run goes: a model on the virtual clock or a real device.
+pub enum Target {
+    /// A simulated device.
+    Sim(DeviceSpec),
+    /// A file, block device or memory, on the real clock.
+    Real(RealSpec),
+}
+
+/// Parse `--device`.
+pub fn target(spec: &str) -> Result<Target> {
+    if RealSpec::is_real(spec) {
+        Ok(Target::Real(RealSpec::parse(spec)?))
+    } else {
+        Ok(Target::Sim(DeviceSpec::parse(spec)?))
+    }
 }
 
 /// A progress bar on stderr, shown only for runs longer than a second, when
 /// stderr is a terminal and the output is not JSON.
-struct Bar {
+pub struct Bar {
     enabled: bool,
+    real: bool,
     started: Instant,
     shown: bool,
     label: String,
 }
 
 impl Bar {
-    fn new(enabled: bool, label: String) -> Bar {
+    /// A bar labelled `label`, drawn if `enabled` and stderr is a terminal.
+    pub fn new(enabled: bool, label: String) -> Bar {
         Bar {
             enabled: enabled && std::io::stderr().is_terminal(),
+            real: false,
             started: Instant::now(),
             shown: false,
             label,
@@ -125,12 +145,13 @@ impl Bar {
         let width = 30;
         let filled = (p.fraction * width as f64).round() as usize;
         eprint!(
-            "\r{} [{}{}] {:3.0}%  {:.1} s simulated, {} I/Os ",
+            "\r{} [{}{}] {:3.0}%  {:.1} s{}, {} I/Os ",
             self.label,
             "=".repeat(filled.min(width)),
             " ".repeat(width - filled.min(width)),
             p.fraction * 100.0,
             p.now as f64 / 1e9,
+            if self.real { "" } else { " simulated" },
             p.ios
         );
         let _ = std::io::stderr().flush();
@@ -145,22 +166,49 @@ impl Bar {
     }
 }
 
-/// Simulate and measure the host CPU it took.
-fn timed(
+/// Run `jobs` on `target` and measure the host CPU it took (this thread's,
+/// for a simulation; the process's user + system time, for a real device).
+pub fn execute(
     jobs: &JobFile,
-    dev: &DeviceSpec,
+    target: &Target,
     cfg: &SimConfig,
     bar: &mut Bar,
 ) -> Result<(RunResult, u64)> {
-    let t0 = thread_cpu_ns();
-    let result = simulate(jobs, dev, cfg, &mut |p| bar.update(p));
-    let cpu = thread_cpu_ns().saturating_sub(t0);
-    bar.finish();
-    Ok((result?, cpu))
+    match target {
+        Target::Sim(dev) => {
+            let t0 = thread_cpu_ns();
+            let result = simulate(jobs, dev, cfg, &mut |p| bar.update(p));
+            let cpu = thread_cpu_ns().saturating_sub(t0);
+            bar.finish();
+            Ok((result?, cpu))
+        }
+        Target::Real(spec) => {
+            bar.real = true;
+            let dev = spec.open()?;
+            let result = elevator_io::jobs::run(jobs, dev, cfg, &mut |p| bar.update(p));
+            bar.finish();
+            let result = result?;
+            let cpu = result.cpu.map_or(0, |c| c.user_ns + c.system_ns);
+            Ok((result, cpu))
+        }
+    }
 }
 
 /// The host-dependent line: kept off stdout, which is deterministic.
 fn speed_line(run: &RunResult, cpu_ns: u64) -> String {
+    if let Some(cpu) = run.cpu {
+        return format!(
+            "elevator: {} on {}: {} I/Os in {:.3} s ({:.0} IOPS), CPU per I/O {:.0} ns \
+             (engine thread), {:.0} ns (whole process)",
+            run.scheduler,
+            run.device,
+            run.ios,
+            run.elapsed as f64 / 1e9,
+            run.ios as f64 / (run.elapsed.max(1) as f64 / 1e9),
+            cpu.thread_per_io(run.ios),
+            cpu.per_io(run.ios)
+        );
+    }
     let per_sec = run.ios as f64 / (cpu_ns.max(1) as f64 / 1e9);
     format!(
         "elevator: {} on {}: {} I/Os simulated in {:.3} s of host CPU ({:.2} M I/Os per CPU second)",
@@ -175,7 +223,7 @@ fn speed_line(run: &RunResult, cpu_ns: u64) -> String {
 /// Run `elevator run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let jobs = load(&args.jobfile)?;
-    let dev = device(&args.device)?;
+    let dev = target(&args.device)?;
     let cfg = SimConfig {
         scheduler: args.scheduler.clone(),
         tunables: parse_sets(&args.set)?,
@@ -183,7 +231,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     };
     let json = args.output_format == OutputFormat::Json;
     let mut bar = Bar::new(!json, format!("{} on {}", args.scheduler, args.device));
-    let (result, cpu) = timed(&jobs, &dev, &cfg, &mut bar)?;
+    let (result, cpu) = execute(&jobs, &dev, &cfg, &mut bar)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(
@@ -214,7 +262,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     if args.schedulers.is_empty() {
         bail!("--schedulers: give at least one scheduler");
     }
-    let dev = device(&args.device)?;
+    let dev = target(&args.device)?;
     let tunables = parse_sets(&args.set)?;
     let json = args.output_format == OutputFormat::Json;
     let mut runs = Vec::new();
@@ -225,7 +273,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
             seed: args.seed,
         };
         let mut bar = Bar::new(!json, format!("{sched} on {}", args.device));
-        let (result, cpu) = timed(&jobs, &dev, &cfg, &mut bar)
+        let (result, cpu) = execute(&jobs, &dev, &cfg, &mut bar)
             .with_context(|| format!("running {name} under {sched}"))?;
         if !json {
             eprintln!("{}", speed_line(&result, cpu));

@@ -4,8 +4,12 @@
 //!
 //! Units as fio: `io_bytes` and `bw_bytes` in bytes (per second), `io_kbytes`
 //! in KiB, `bw` in KiB/s, `runtime` in ms, latencies in ns. The output is
-//! deterministic: `timestamp` is `SOURCE_DATE_EPOCH` (or 0), and simulated
-//! jobs use no CPU (`usr_cpu` and `sys_cpu` are 0).
+//! deterministic for simulated runs: `timestamp` is `SOURCE_DATE_EPOCH` (or
+//! 0), and simulated jobs use no CPU (`usr_cpu` and `sys_cpu` are 0). Runs on
+//! real devices report the engine thread's CPU time as each job's `usr_cpu`
+//! and `sys_cpu` (percent of the run's wall time; the jobs share the thread,
+//! and fio too counts only a job's own thread), and the whole process's
+//! (io_uring workers included) under `elevator.cpu`.
 
 use elevator_sim::job::JobFile;
 use elevator_sim::result::{DirStats, RunResult, Summary};
@@ -92,6 +96,13 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
+    let (usr_cpu, sys_cpu) = match run.cpu {
+        Some(c) if run.elapsed > 0 => (
+            c.thread_user_ns as f64 * 100.0 / run.elapsed as f64,
+            c.thread_system_ns as f64 * 100.0 / run.elapsed as f64,
+        ),
+        _ => (0.0, 0.0),
+    };
     let mut out = Vec::new();
     for s in stanzas(jobs, run) {
         let opts = jobs
@@ -118,8 +129,8 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
             "trim": dir(if s.dirs[2].ios > 0 { &s.dirs[2] } else { &empty }, runtime),
             "sync": sync,
             "job_runtime": runtime / 1_000_000,
-            "usr_cpu": 0.0,
-            "sys_cpu": 0.0,
+            "usr_cpu": usr_cpu,
+            "sys_cpu": sys_cpu,
             "ctx": 0,
             "majf": 0,
             "minf": 0,
@@ -133,7 +144,7 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
         "fio version": FIO_VERSION,
         "timestamp": timestamp,
         "timestamp_ms": timestamp * 1000,
-        "time": "simulated",
+        "time": if run.cpu.is_some() { "real" } else { "simulated" },
         "global options": options(&jobs.global_options),
         "jobs": out,
         "disk_util": [{
@@ -150,9 +161,18 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
         "elevator": {
             "scheduler": run.scheduler,
             "device": run.device,
-            "simulated_ns": run.elapsed,
+            "simulated_ns": if run.cpu.is_some() { 0 } else { run.elapsed },
+            "elapsed_ns": run.elapsed,
             "events": run.events,
             "ios": run.ios,
+            "cpu": run.cpu.map(|c| json!({
+                "user_ns": c.user_ns,
+                "system_ns": c.system_ns,
+                "per_io_ns": c.per_io(run.ios),
+                "thread_user_ns": c.thread_user_ns,
+                "thread_system_ns": c.thread_system_ns,
+                "thread_per_io_ns": c.thread_per_io(run.ios),
+            })),
             "queue": {
                 "bios": q.bios,
                 "bios_split": q.bios_split,

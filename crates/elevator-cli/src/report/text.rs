@@ -120,8 +120,16 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
     for s in stanzas(jobs, run) {
         let _ = writeln!(
             out,
-            "{}: (groupid={}, jobs={}): err= 0: ctx={}: simulated",
-            s.name, s.group, s.jobs, s.ctx
+            "{}: (groupid={}, jobs={}): err= 0: ctx={}: {}",
+            s.name,
+            s.group,
+            s.jobs,
+            s.ctx,
+            if run.cpu.is_some() {
+                "real time"
+            } else {
+                "simulated"
+            }
         );
         for (i, (name, _)) in DIR_NAMES.iter().enumerate() {
             if s.dirs[i].ios > 0 {
@@ -210,12 +218,36 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         );
     }
     out.push('\n');
-    let _ = writeln!(
-        out,
-        "  simulated {:.3} s: {} I/Os, {} events",
-        run.elapsed as f64 / 1e9,
-        run.ios,
-        run.events
-    );
+    match run.cpu {
+        None => {
+            let _ = writeln!(
+                out,
+                "  simulated {:.3} s: {} I/Os, {} events",
+                run.elapsed as f64 / 1e9,
+                run.ios,
+                run.events
+            );
+        }
+        Some(cpu) => {
+            let _ = writeln!(
+                out,
+                "  ran {:.3} s: {} I/Os, {} loop passes",
+                run.elapsed as f64 / 1e9,
+                run.ios,
+                run.events
+            );
+            let _ = writeln!(
+                out,
+                "  cpu: engine thread usr={:.3} s sys={:.3} s, {:.0} ns per I/O; \
+                 whole process (io_uring workers too) usr={:.3} s sys={:.3} s, {:.0} ns per I/O",
+                cpu.thread_user_ns as f64 / 1e9,
+                cpu.thread_system_ns as f64 / 1e9,
+                cpu.thread_per_io(run.ios),
+                cpu.user_ns as f64 / 1e9,
+                cpu.system_ns as f64 / 1e9,
+                cpu.per_io(run.ios)
+            );
+        }
+    }
     out
 }

@@ -1,0 +1,327 @@
+//! `elevator bench-vs-fio`: the same job on the same file, through fio's
+//! io_uring engine and through elevator, one after the other, with IOPS and
+//! CPU per I/O side by side.
+//!
+//! Both run the same text: the job file with, at the end of every job
+//! section, `filename=PATH`, `nrfiles=1`, `ioengine=io_uring`, `direct=1`
+//! (and `size=` the device's size, for a job without one).
+//!
+//! CPU per I/O is shown in two scopes, because io_uring may run a file's I/O
+//! on kernel worker threads of the submitting process (it does for tmpfs):
+//! - **thread**: the submitting thread's user + system time (fio's own
+//!   `usr_cpu + sys_cpu`, which it takes from `RUSAGE_THREAD`, over its
+//!   runtime; elevator's engine thread);
+//! - **process**: every thread, io_uring workers included (fio's whole run
+//!   as a child process, from `RUSAGE_CHILDREN`; elevator's process).
+//!
+//! With `--rounds N` the runs alternate N times and the table shows each
+//! engine's median round (by IOPS).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use elevator_core::Device;
+use elevator_io::RealSpec;
+use elevator_io::cpu::CpuTime;
+use elevator_io::spec::RealKind;
+use elevator_sim::engine::SimConfig;
+use elevator_sim::job::JobFile;
+use serde_json::Value;
+
+use crate::run::{Bar, Target, execute};
+
+/// Options of `elevator bench-vs-fio`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The fio job file.
+    jobfile: String,
+    /// The device both run on: file:PATH (a file or block device).
+    #[arg(long)]
+    device: String,
+    /// elevator schedulers to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "none,mq-deadline")]
+    schedulers: Vec<String>,
+    /// Set a queue or scheduler tunable for elevator's runs (repeatable).
+    #[arg(long = "set", value_name = "TUNABLE=VALUE")]
+    set: Vec<String>,
+    /// Run everything this many times, alternating, and report medians.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// The fio binary.
+    #[arg(long, default_value = "fio")]
+    fio: String,
+}
+
+/// One engine's figures for one round.
+#[derive(Clone, Copy, Debug, Default)]
+struct Figures {
+    iops: f64,
+    bytes_per_sec: f64,
+    /// Submitting thread's CPU per I/O.
+    cpu_per_io_ns: f64,
+    /// Whole process's CPU per I/O.
+    process_per_io_ns: f64,
+}
+
+/// The job text both engines run.
+fn rewrite(text: &str, path: &Path, size: Option<u64>) -> String {
+    let mut overrides = format!(
+        "filename={}\nnrfiles=1\nioengine=io_uring\ndirect=1\n",
+        path.display()
+    );
+    if let Some(size) = size {
+        overrides.push_str(&format!("size={size}\n"));
+    }
+    let mut out = String::new();
+    let mut in_job = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') && t.ends_with(']') {
+            if in_job {
+                out.push_str(&overrides);
+            }
+            in_job = !t.eq_ignore_ascii_case("[global]");
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if in_job {
+        out.push_str(&overrides);
+    }
+    out
+}
+
+/// fio's figures from its JSON output (all but the process CPU, which the
+/// JSON does not have), and its I/O count.
+fn fio_figures(json: &Value) -> Result<(Figures, f64)> {
+    let jobs = json["jobs"]
+        .as_array()
+        .context("fio's JSON output has no jobs array")?;
+    let (mut iops, mut bw, mut ios, mut cpu_ns) = (0.0, 0.0, 0.0, 0.0);
+    for j in jobs {
+        let runtime_ms = j["job_runtime"].as_f64().unwrap_or(0.0);
+        let cpu = j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0);
+        cpu_ns += cpu / 100.0 * runtime_ms * 1e6;
+        for dir in ["read", "write", "trim"] {
+            iops += j[dir]["iops"].as_f64().unwrap_or(0.0);
+            bw += j[dir]["bw_bytes"].as_f64().unwrap_or(0.0);
+            ios += j[dir]["total_ios"].as_f64().unwrap_or(0.0);
+        }
+    }
+    if ios == 0.0 {
+        bail!("fio completed no I/O");
+    }
+    let f = Figures {
+        iops,
+        bytes_per_sec: bw,
+        cpu_per_io_ns: cpu_ns / ios,
+        process_per_io_ns: 0.0,
+    };
+    Ok((f, ios))
+}
+
+fn run_fio(fio: &str, job_path: &Path) -> Result<Figures> {
+    let before = CpuTime::children();
+    let out = Command::new(fio)
+        .arg("--output-format=json")
+        .arg(job_path)
+        .output()
+        .with_context(|| format!("running '{fio}' (is fio installed? e.g. apt-get install fio)"))?;
+    if !out.status.success() {
+        bail!(
+            "fio failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    // fio may print notes before the JSON document.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let start = text.find('{').context("fio printed no JSON")?;
+    let json: Value = serde_json::from_str(&text[start..]).context("reading fio's JSON output")?;
+    let (mut f, ios) = fio_figures(&json)?;
+    f.process_per_io_ns = CpuTime::children().since(&before).total().as_nanos() as f64 / ios;
+    Ok(f)
+}
+
+fn run_elevator(jobs: &JobFile, spec: &RealSpec, cfg: &SimConfig) -> Result<Figures> {
+    let mut bar = Bar::new(false, String::new());
+    let (run, _) = execute(jobs, &Target::Real(spec.clone()), cfg, &mut bar)?;
+    let cpu = run.cpu.unwrap_or_default();
+    let secs = run.elapsed.max(1) as f64 / 1e9;
+    let bytes: u64 = run
+        .jobs
+        .iter()
+        .flat_map(|j| j.dirs.iter())
+        .map(|d| d.bytes)
+        .sum();
+    Ok(Figures {
+        iops: run.ios as f64 / secs,
+        bytes_per_sec: bytes as f64 / secs,
+        cpu_per_io_ns: cpu.thread_per_io(run.ios),
+        process_per_io_ns: cpu.per_io(run.ios),
+    })
+}
+
+fn median(mut rounds: Vec<Figures>) -> Figures {
+    rounds.sort_by(|a, b| a.iops.total_cmp(&b.iops));
+    rounds[rounds.len() / 2]
+}
+
+/// Run `elevator bench-vs-fio`.
+pub fn run(args: &Args) -> Result<()> {
+    let spec = RealSpec::parse(&args.device)?;
+    let RealKind::File { path, .. } = &spec.kind else {
+        bail!("--device: bench-vs-fio needs file:PATH (fio cannot open elevator's memory)");
+    };
+    if spec.faults.is_active() {
+        bail!("--device: no faults in a benchmark");
+    }
+    if args.schedulers.is_empty() || args.rounds == 0 {
+        bail!("give at least one scheduler and one round");
+    }
+    let text = std::fs::read_to_string(&args.jobfile)
+        .with_context(|| format!("reading job file {}", args.jobfile))?;
+    let original = JobFile::parse(&text, &args.jobfile)?;
+    let capacity = spec
+        .open()
+        .with_context(|| format!("opening {}", path.display()))?
+        .limits()
+        .capacity
+        << 9;
+    let needs_size = original.jobs.iter().any(|j| j.size.is_none());
+    let both = rewrite(&text, path, needs_size.then_some(capacity));
+    let jobs = JobFile::parse(&both, &args.jobfile)?;
+    let job_path = std::env::temp_dir().join(format!("elevator-bench-{}.fio", std::process::id()));
+    std::fs::write(&job_path, &both).with_context(|| format!("writing {}", job_path.display()))?;
+    let tunables = args
+        .set
+        .iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .with_context(|| format!("--set '{s}': expected TUNABLE=VALUE"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let result = bench(args, &spec, &jobs, &job_path, &tunables);
+    let _ = std::fs::remove_file(&job_path);
+    let (fio, elevator) = result?;
+    print_table(args, path, &fio, &elevator)
+}
+
+type Results = (Figures, Vec<(String, Figures)>);
+
+fn bench(
+    args: &Args,
+    spec: &RealSpec,
+    jobs: &JobFile,
+    job_path: &Path,
+    tunables: &[(String, String)],
+) -> Result<Results> {
+    let mut fio_rounds = Vec::new();
+    let mut ours: Vec<Vec<Figures>> = vec![Vec::new(); args.schedulers.len()];
+    for round in 0..args.rounds {
+        eprintln!("round {}/{}: fio io_uring", round + 1, args.rounds);
+        fio_rounds.push(run_fio(&args.fio, job_path)?);
+        for (i, sched) in args.schedulers.iter().enumerate() {
+            eprintln!("round {}/{}: elevator {sched}", round + 1, args.rounds);
+            let cfg = SimConfig {
+                scheduler: sched.clone(),
+                tunables: tunables.to_vec(),
+                seed: 0,
+            };
+            ours[i].push(
+                run_elevator(jobs, spec, &cfg)
+                    .with_context(|| format!("running elevator with {sched}"))?,
+            );
+        }
+    }
+    Ok((
+        median(fio_rounds),
+        args.schedulers
+            .iter()
+            .cloned()
+            .zip(ours.into_iter().map(median))
+            .collect(),
+    ))
+}
+
+fn print_table(
+    args: &Args,
+    path: &Path,
+    fio: &Figures,
+    elevator: &[(String, Figures)],
+) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} on {} ({} round{}, median by IOPS)",
+        args.jobfile,
+        path.display(),
+        args.rounds,
+        if args.rounds == 1 { "" } else { "s" }
+    )?;
+    writeln!(
+        out,
+        "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "", "", "", "CPU/IO ns", "", "", "CPU/fio", ""
+    )?;
+    writeln!(
+        out,
+        "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "engine", "IOPS", "MB/s", "thread", "process", "IOPS/fio", "thread", "process"
+    )?;
+    let ratio = |a: f64, b: f64| a / b.max(f64::MIN_POSITIVE);
+    let row = |out: &mut dyn Write, name: &str, f: &Figures| {
+        writeln!(
+            out,
+            "{:<22} {:>9.0} {:>8.1} {:>9.0} {:>9.0} {:>9.3} {:>9.3} {:>9.3}",
+            name,
+            f.iops,
+            f.bytes_per_sec / 1e6,
+            f.cpu_per_io_ns,
+            f.process_per_io_ns,
+            ratio(f.iops, fio.iops),
+            ratio(f.cpu_per_io_ns, fio.cpu_per_io_ns),
+            ratio(f.process_per_io_ns, fio.process_per_io_ns)
+        )
+    };
+    row(&mut out, "fio io_uring", fio)?;
+    for (sched, f) in elevator {
+        row(&mut out, &format!("elevator {sched}"), f)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_go_at_the_end_of_every_job() {
+        let text = "[global]\nbs=4k\n\n[a]\nrw=randread\n[b]\nrw=read\nsize=1m\n";
+        let out = rewrite(text, Path::new("/x/y"), Some(4096));
+        let a = out.find("[a]").expect("a");
+        let b = out.find("[b]").expect("b");
+        let first = out.find("filename=/x/y").expect("override");
+        assert!(a < first && first < b, "{out}");
+        assert_eq!(out.matches("ioengine=io_uring").count(), 2);
+        assert!(!out[..a].contains("filename"), "not in [global]: {out}");
+    }
+
+    #[test]
+    fn fio_json_figures() {
+        let json: Value = serde_json::from_str(
+            r#"{"jobs":[{"job_runtime":1000,"usr_cpu":25.0,"sys_cpu":50.0,
+                "read":{"iops":1000.0,"bw_bytes":4096000.0,"total_ios":1000},
+                "write":{"iops":0.0,"bw_bytes":0.0,"total_ios":0},
+                "trim":{"iops":0.0,"bw_bytes":0.0,"total_ios":0}}]}"#,
+        )
+        .expect("json");
+        let (f, ios) = fio_figures(&json).expect("figures");
+        assert_eq!(ios, 1000.0);
+        assert_eq!(f.iops, 1000.0);
+        assert!((f.cpu_per_io_ns - 750_000.0).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,169 @@
+//! What a device that moves real data adds to [`elevator_core::Device`].
+//!
+//! Simulated devices only need to know *what* a request is; a real one needs
+//! the memory it reads into or writes from. [`DataDevice::submit_data`] hands
+//! it a request together with its data segments (one per bio piece, in sector
+//! order), and [`DataDevice::wait`] blocks until the device has something to
+//! report or a deadline passes: that is where the real-time engine sleeps, so
+//! nothing busy-polls.
+//!
+//! The core trait's own [`Device::submit`] (no data) still works on every real
+//! device for operations without data (flush, discard, write-zeroes); a read or
+//! write submitted that way completes with [`Status::NotSupported`], because a
+//! real device will not invent the bytes it was not given.
+
+use std::io;
+use std::time::Duration;
+
+use elevator_core::{Device, DeviceIo, Nanos, Outcome, Status};
+use thiserror::Error;
+
+/// One piece of a request's data: `len` bytes at `addr` in the submitter's
+/// memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataSegment {
+    /// First byte.
+    pub addr: *mut u8,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+// SAFETY: a segment is only an address and a length; nothing is reachable
+// through it without the `unsafe` contract of `DataDevice::submit_data`,
+// which makes the submitter answer for the memory wherever the device runs.
+unsafe impl Send for DataSegment {}
+
+/// A device that moves data to and from memory.
+pub trait DataDevice: Device {
+    /// Accept `io` at `now`, moving its bytes to or from `data` (the request's
+    /// segments in order; their lengths add up to the request's length; empty
+    /// for operations without data).
+    ///
+    /// # Safety
+    ///
+    /// Every segment must be valid for reads and writes of its length, and
+    /// must stay valid and untouched by anyone else until this device reports
+    /// `io.tag` through [`Device::complete`] (or is dropped, which waits for
+    /// everything in flight).
+    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos);
+
+    /// Hand every accepted I/O to the hardware without waiting.
+    fn kick(&mut self) -> Result<(), DeviceError>;
+
+    /// Hand every accepted I/O to the hardware, then sleep until at least one
+    /// I/O has completed or `timeout` has passed (`None`: no limit). Returns at
+    /// once if a completion is already waiting, or if nothing is in flight and
+    /// there is no timeout.
+    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError>;
+
+    /// Ask the hardware to give up on everything in flight, as far as it can.
+    /// Each I/O is still reported once by `complete`: done, or cancelled.
+    fn cancel_all(&mut self);
+
+    /// The alignment direct I/O needs on this device.
+    fn alignment(&self) -> Alignment;
+}
+
+/// Direct I/O alignment rules, as Linux's `statx(STATX_DIOALIGN)` reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Alignment {
+    /// File offsets and lengths must be multiples of this (the logical block
+    /// size, at least 512).
+    pub offset: u32,
+    /// Buffer addresses must be multiples of this (the DMA alignment).
+    pub memory: u32,
+}
+
+impl Default for Alignment {
+    fn default() -> Alignment {
+        Alignment {
+            offset: 512,
+            memory: 512,
+        }
+    }
+}
+
+/// A device could not be opened or used.
+#[derive(Debug, Error)]
+pub enum DeviceError {
+    /// The path names nothing that can be opened.
+    #[error("{path}: {source}")]
+    Open {
+        /// The path.
+        path: String,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// The path is neither a regular file nor a block device.
+    #[error("{path} is a {kind}; elevator needs a regular file or a block device")]
+    NotFileOrBlock {
+        /// The path.
+        path: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The file system (or device) refuses O_DIRECT.
+    #[error("{path}: the file system does not support direct I/O (O_DIRECT): {why}")]
+    NoDirect {
+        /// The path.
+        path: String,
+        /// How it showed.
+        why: String,
+    },
+    /// The kernel has no io_uring for us.
+    #[error(
+        "io_uring is not available: {source} (kernel too old, or disabled by \
+         /proc/sys/kernel/io_uring_disabled or a seccomp policy)"
+    )]
+    NoUring {
+        /// What `io_uring_setup` said.
+        source: io::Error,
+    },
+    /// The device is too small or its geometry makes no sense.
+    #[error("{path}: {why}")]
+    Geometry {
+        /// The path (or `mem`).
+        path: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// Memory for the device could not be had.
+    #[error("{0}")]
+    Memory(#[from] crate::buf::BufError),
+    /// Submitting to or waiting on the kernel failed.
+    #[error("io_uring_enter: {0}")]
+    Enter(io::Error),
+}
+
+/// The status an errno from the kernel maps to.
+pub fn status_of_errno(errno: i32) -> Status {
+    match errno {
+        libc::ENOSPC | libc::EDQUOT => Status::NoSpace,
+        libc::EOPNOTSUPP | libc::ENOTTY => Status::NotSupported,
+        libc::ECANCELED | libc::EINTR => Status::Cancelled,
+        _ => Status::IoError,
+    }
+}
+
+/// What a request that moved `got` of its `want` bytes, or failed with
+/// `-errno` (`res < 0`), counts as.
+pub fn outcome_of(res: i32, want: u64) -> Outcome {
+    if res < 0 {
+        return Outcome::Failed {
+            status: status_of_errno(-res),
+            good_bytes: 0,
+        };
+    }
+    let got = res as u64;
+    if got >= want {
+        Outcome::Done
+    } else {
+        // A short transfer: the rest did not happen. Counting it as an I/O
+        // error keeps byte counts honest (never counting bytes that did not
+        // move).
+        Outcome::Failed {
+            status: Status::IoError,
+            good_bytes: got,
+        }
+    }
+}

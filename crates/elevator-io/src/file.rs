@@ -1,0 +1,477 @@
+//! The real device: a regular file or a block device opened with O_DIRECT
+//! and driven through io_uring.
+//!
+//! This module owns opening and probing: what the path is, whether direct
+//! I/O works on it, its size, the alignment direct I/O needs (from `statx`,
+//! the block layer, or a conservative guess), its limits, whether it spins,
+//! and how deep to queue. Moving the data is the
+//! (private) `uring` module's business.
+//!
+//! ```no_run
+//! use elevator_core::Device;
+//! use elevator_io::{FileDevice, FileOptions};
+//!
+//! let dev = FileDevice::open("/dev/shm/disk".as_ref(), &FileOptions::default())?;
+//! println!("{}", dev.describe());
+//! # Ok::<(), elevator_io::DeviceError>(())
+//! ```
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
+use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom, StatxFlags};
+use rustix::io::Errno;
+
+use crate::buf::AlignedBuf;
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+use crate::uring::{MAX_QUEUE_DEPTH, Ring, RingConfig};
+
+/// How to open a [`FileDevice`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileOptions {
+    /// I/Os in flight at once (clamped to 1..=4096). Default: the block
+    /// device's hardware queue depth (`mq/0/nr_tags`, at most 128), else 64.
+    pub queue_depth: Option<u32>,
+    /// Open read-only: writes, discards and write-zeroes then complete with
+    /// `Status::NotSupported`.
+    pub read_only: bool,
+}
+
+/// What a [`FileDevice`] is underneath.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file on some file system.
+    Regular,
+    /// A block device node.
+    Block,
+}
+
+/// Where a device's direct-I/O alignment came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AlignSource {
+    /// `statx(STATX_DIOALIGN)`.
+    Statx,
+    /// `BLKSSZGET` and `queue/dma_alignment` in sysfs.
+    BlockQueue,
+    /// Nothing said: 4096/4096, which every file system takes.
+    Assumed,
+}
+
+/// A regular file or block device, opened with O_DIRECT, behind io_uring.
+pub struct FileDevice {
+    // Declared first so that it is dropped (and has reaped every CQE) before
+    // the file is closed.
+    ring: Ring,
+    file: OwnedFd,
+    path: PathBuf,
+    kind: FileKind,
+    read_only: bool,
+    limits: Limits,
+    alignment: Alignment,
+    align_source: AlignSource,
+    rotational: bool,
+    queue_depth: u32,
+    /// "on ext4", "7:0": for `describe`.
+    home: String,
+}
+
+impl FileDevice {
+    /// Open `path` for direct I/O and probe it. Nothing is submitted on
+    /// failure, and every error names the path.
+    pub fn open(path: &Path, opts: &FileOptions) -> Result<FileDevice, DeviceError> {
+        let name = || path.display().to_string();
+        let open_err = |source: io::Error| DeviceError::Open {
+            path: name(),
+            source,
+        };
+        let no_direct = |why: String| DeviceError::NoDirect { path: name(), why };
+        let geometry = |why: String| DeviceError::Geometry { path: name(), why };
+
+        let kind = kind_of(&fs::metadata(path).map_err(open_err)?.file_type())
+            .map_err(|kind| DeviceError::NotFileOrBlock { path: name(), kind })?;
+        let access = if opts.read_only {
+            OFlags::RDONLY
+        } else {
+            OFlags::RDWR
+        };
+        let file = rustix::fs::open(
+            path,
+            access | OFlags::DIRECT | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::INVAL => no_direct("open with O_DIRECT failed with EINVAL".into()),
+            e => open_err(e.into()),
+        })?;
+
+        let st = probe_stat(&file).map_err(open_err)?;
+        let (alignment, align_source) = match (st.dio, kind) {
+            (Some((0, _)), _) => {
+                return Err(no_direct(
+                    "statx reports no direct I/O support (DIO offset alignment 0)".into(),
+                ));
+            }
+            (Some((offset, memory)), _) => (aligned(offset, memory), AlignSource::Statx),
+            (None, FileKind::Block) => {
+                let lbs = rustix::fs::ioctl_blksszget(&file).map_err(|e| open_err(e.into()))?;
+                let dma = sysfs(st.rdev, "queue/dma_alignment").and_then(|a| a.checked_add(1));
+                let memory = dma.and_then(|m| u32::try_from(m).ok()).unwrap_or(lbs);
+                (aligned(lbs, memory), AlignSource::BlockQueue)
+            }
+            (None, FileKind::Regular) => (aligned(4096, 4096), AlignSource::Assumed),
+        };
+        let lbs = alignment.offset;
+        if lbs > 65536 {
+            return Err(geometry(format!(
+                "a {lbs}-byte direct I/O block is larger than the 64 KiB elevator takes"
+            )));
+        }
+
+        let bytes = match kind {
+            FileKind::Regular => st.size,
+            FileKind::Block => {
+                rustix::fs::seek(&file, SeekFrom::End(0)).map_err(|e| open_err(e.into()))?
+            }
+        };
+        let bytes = bytes / u64::from(lbs) * u64::from(lbs);
+        if bytes == 0 {
+            return Err(geometry(match kind {
+                FileKind::Regular => format!(
+                    "is empty (or smaller than one {lbs}-byte block); give it a size, \
+                     e.g. truncate -s 1G {}",
+                    name()
+                ),
+                FileKind::Block => "the block device has no capacity".into(),
+            }));
+        }
+
+        // One synchronous direct read of the first block: some file systems
+        // accept O_DIRECT at open and refuse it at the first I/O.
+        let mut probe = AlignedBuf::new(lbs as usize, alignment.memory.max(lbs) as usize)?;
+        match rustix::io::pread(&file, &mut probe[..], 0) {
+            Ok(_) => {}
+            Err(Errno::INVAL) => {
+                return Err(no_direct(format!(
+                    "a direct read of the first {lbs}-byte block failed with EINVAL"
+                )));
+            }
+            Err(e) => return Err(open_err(e.into())),
+        }
+
+        // The block device whose queue we describe: the device itself, or
+        // the one under the file's file system (none for tmpfs: major 0).
+        let queue = match kind {
+            FileKind::Block => st.rdev,
+            FileKind::Regular => st.dev,
+        };
+        let limits = limits_of(kind, queue, lbs, bytes);
+        limits.validate().map_err(|e| geometry(e.to_string()))?;
+        let rotational = sysfs(queue, "queue/rotational") == Some(1);
+        let queue_depth = match opts.queue_depth {
+            Some(qd) => qd.clamp(1, MAX_QUEUE_DEPTH),
+            None => sysfs(queue, "mq/0/nr_tags").map_or(64, |t| t.clamp(1, 128) as u32),
+        };
+        let ring = Ring::new(
+            file.as_raw_fd(),
+            RingConfig {
+                queue_depth,
+                max_segments: limits.max_segments,
+                read_only: opts.read_only,
+            },
+        )
+        .map_err(|source| DeviceError::NoUring { source })?;
+        let home = match kind {
+            FileKind::Regular => format!("on {}", fs_name(&file)),
+            FileKind::Block => format!("{}:{}", st.rdev.0, st.rdev.1),
+        };
+        Ok(FileDevice {
+            ring,
+            file,
+            path: path.to_path_buf(),
+            kind,
+            read_only: opts.read_only,
+            limits,
+            alignment,
+            align_source,
+            rotational,
+            queue_depth,
+            home,
+        })
+    }
+
+    /// Whether it is a regular file or a block device.
+    pub fn kind(&self) -> FileKind {
+        self.kind
+    }
+
+    /// The path it was opened with.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether it was opened read-only.
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// How the io_uring ring was set up (its setup flags), in a few words.
+    pub fn ring_setup(&self) -> &'static str {
+        self.ring.setup()
+    }
+}
+
+impl std::fmt::Debug for FileDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileDevice")
+            .field("path", &self.path)
+            .field("fd", &self.file.as_raw_fd())
+            .field("kind", &self.kind)
+            .field("limits", &self.limits)
+            .field("alignment", &self.alignment)
+            .field("queue_depth", &self.queue_depth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Device for FileDevice {
+    fn describe(&self) -> String {
+        let kind = match self.kind {
+            FileKind::Regular => "regular file",
+            FileKind::Block => "block device",
+        };
+        let source = match self.align_source {
+            AlignSource::Statx => "statx",
+            AlignSource::BlockQueue => "BLKSSZGET and sysfs",
+            AlignSource::Assumed => "a conservative guess",
+        };
+        format!(
+            "file {} ({} {kind} {}{}, {}-byte blocks, DIO alignment {}/{} from {source}, \
+             queue depth {})",
+            self.path.display(),
+            human_bytes(self.limits.capacity << 9),
+            self.home,
+            if self.rotational { ", rotational" } else { "" },
+            self.limits.logical_block_size,
+            self.alignment.offset,
+            self.alignment.memory,
+            self.queue_depth,
+        )
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn queue_depth(&self) -> u32 {
+        self.queue_depth
+    }
+
+    fn rotational(&self) -> bool {
+        self.rotational
+    }
+
+    fn submit(&mut self, io: DeviceIo, now: Nanos) {
+        self.ring.submit(io, now);
+    }
+
+    fn next_completion(&self) -> Option<Nanos> {
+        None
+    }
+
+    fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
+        self.ring.complete(now, done);
+    }
+
+    fn outstanding(&self) -> u32 {
+        self.ring.outstanding()
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.ring.stats()
+    }
+}
+
+impl DataDevice for FileDevice {
+    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
+        // SAFETY: our caller signed the same contract.
+        unsafe { self.ring.submit_data(io, data, now) }
+    }
+
+    fn kick(&mut self) -> Result<(), DeviceError> {
+        self.ring.kick()
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
+        self.ring.wait(timeout)
+    }
+
+    fn cancel_all(&mut self) {
+        self.ring.cancel_all();
+    }
+
+    fn alignment(&self) -> Alignment {
+        self.alignment
+    }
+}
+
+/// What `stat` says about an open file.
+struct Stat {
+    size: u64,
+    /// The file system's device (major, minor).
+    dev: (u32, u32),
+    /// The device a device node stands for.
+    rdev: (u32, u32),
+    /// DIO (offset, memory) alignment, if `statx` reported it.
+    dio: Option<(u32, u32)>,
+}
+
+fn probe_stat(file: &OwnedFd) -> io::Result<Stat> {
+    let mask = StatxFlags::BASIC_STATS | StatxFlags::DIOALIGN;
+    match rustix::fs::statx(file, "", AtFlags::EMPTY_PATH, mask) {
+        Ok(st) => Ok(Stat {
+            size: st.stx_size,
+            dev: (st.stx_dev_major, st.stx_dev_minor),
+            rdev: (st.stx_rdev_major, st.stx_rdev_minor),
+            dio: StatxFlags::from_bits_retain(st.stx_mask)
+                .contains(StatxFlags::DIOALIGN)
+                .then_some((st.stx_dio_offset_align, st.stx_dio_mem_align)),
+        }),
+        // No statx (a seccomp policy, an old kernel): plain fstat.
+        Err(_) => {
+            let st = rustix::fs::fstat(file)?;
+            let dev = |d| (rustix::fs::major(d), rustix::fs::minor(d));
+            Ok(Stat {
+                size: u64::try_from(st.st_size).unwrap_or(0),
+                dev: dev(st.st_dev),
+                rdev: dev(st.st_rdev),
+                dio: None,
+            })
+        }
+    }
+}
+
+fn kind_of(t: &fs::FileType) -> Result<FileKind, &'static str> {
+    if t.is_file() {
+        Ok(FileKind::Regular)
+    } else if t.is_block_device() {
+        Ok(FileKind::Block)
+    } else if t.is_dir() {
+        Err("directory")
+    } else if t.is_char_device() {
+        Err("character device")
+    } else if t.is_fifo() {
+        Err("fifo")
+    } else if t.is_socket() {
+        Err("socket")
+    } else {
+        Err("special file")
+    }
+}
+
+/// An alignment with the offset at least 512 and both powers of two.
+fn aligned(offset: u32, memory: u32) -> Alignment {
+    let pow2 = |n: u32| n.checked_next_power_of_two().unwrap_or(1 << 31);
+    Alignment {
+        offset: pow2(offset.max(512)),
+        memory: pow2(memory.max(1)),
+    }
+}
+
+/// A number from `/sys/dev/block/MAJ:MIN/<rel>`, or from the parent's
+/// (where a partition's queue lives). `None` for major 0 (tmpfs and other
+/// file systems without a device) or anything unreadable.
+fn sysfs(dev: (u32, u32), rel: &str) -> Option<u64> {
+    if dev.0 == 0 {
+        return None;
+    }
+    let base = format!("/sys/dev/block/{}:{}", dev.0, dev.1);
+    [format!("{base}/{rel}"), format!("{base}/../{rel}")]
+        .iter()
+        .find_map(|p| fs::read_to_string(p).ok()?.trim().parse().ok())
+}
+
+/// The limits of a device of `bytes` bytes with `lbs`-byte blocks, whose
+/// block queue (if any) is `queue`.
+fn limits_of(kind: FileKind, queue: (u32, u32), lbs: u32, bytes: u64) -> Limits {
+    let d = Limits::default();
+    let base = Limits {
+        logical_block_size: lbs,
+        capacity: bytes >> 9,
+        chunk_sectors: 0,
+        ..d
+    };
+    match kind {
+        // Every piece of a bio is one iovec for us: allow large ones.
+        FileKind::Regular => Limits {
+            max_sectors: 8192,
+            max_segments: 256,
+            max_segment_size: 4 << 20,
+            ..base
+        },
+        FileKind::Block => {
+            let lbs_sectors = u64::from(lbs >> 9);
+            let max_sectors = sysfs(queue, "queue/max_sectors_kb")
+                .map(|kb| (kb * 2).min(u64::from(u32::MAX >> 9)))
+                .map(|s| s / lbs_sectors * lbs_sectors)
+                .filter(|&s| s >= lbs_sectors)
+                .map_or(d.max_sectors, |s| s as u32);
+            // More than IOV_MAX iovecs cannot go in one readv.
+            let max_segments = sysfs(queue, "queue/max_segments")
+                .filter(|&n| n >= 1)
+                .map_or(d.max_segments, |n| n.min(1024) as u16);
+            let max_segment_size = sysfs(queue, "queue/max_segment_size")
+                .map(|n| n.min(u64::from(u32::MAX)) / u64::from(lbs) * u64::from(lbs))
+                .filter(|&n| n >= 4096)
+                .map_or(d.max_segment_size.max(lbs), |n| n as u32);
+            Limits {
+                max_sectors,
+                max_segments,
+                max_segment_size,
+                ..base
+            }
+        }
+    }
+}
+
+/// The file system `file` lives on, by its magic number.
+fn fs_name(file: &OwnedFd) -> String {
+    let Ok(st) = rustix::fs::fstatfs(file) else {
+        return "an unknown file system".into();
+    };
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs by architecture
+    let magic = st.f_type as u64;
+    let name = match magic {
+        0x0102_1994 => "tmpfs",
+        0xef53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683e => "btrfs",
+        0xf2f5_2010 => "f2fs",
+        0xca45_1a4e => "bcachefs",
+        0x2fc1_2fc1 => "zfs",
+        0x794c_7630 => "overlayfs",
+        0x6969 => "nfs",
+        0x6573_5546 => "fuse",
+        0x0102_1997 => "9p",
+        _ => return format!("file system {magic:#x}"),
+    };
+    name.into()
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.2} {}", UNITS[unit])
+}

@@ -1,0 +1,327 @@
+//! fio job files on a real device, on the real clock.
+//!
+//! The same workers as the simulation ([`elevator_sim::workload`]) generate
+//! the I/O; each I/O is a caller request through the [`Engine`] with its own
+//! aligned buffer (written with random bytes once, at start). A worker's
+//! batch of new I/Os goes in under one plug, as `io_submit` does. The loop
+//! sleeps in the device until something completes, a worker's think time or
+//! runtime ends, or the scheduler's timer fires.
+//!
+//! Every I/O is direct (the device is opened with O_DIRECT); a job's
+//! `direct=0` does not change that. The result is the simulation's
+//! [`RunResult`], with the CPU time the run used: by the whole process
+//! (io_uring's worker threads included) and by the engine's thread alone
+//! (fio's measure).
+
+use elevator_core::{Nanos, Op, Scheduler};
+use elevator_sim::engine::{Progress, SimConfig};
+use elevator_sim::job::{JobError, JobFile};
+use elevator_sim::result::{CpuUse, RunResult};
+use elevator_sim::rng::Rng;
+use elevator_sim::workload::{self, State, Worker};
+use thiserror::Error;
+
+use crate::buf::{AlignedBuf, BufError, Slice};
+use crate::clock::Clock;
+use crate::cpu::CpuTime;
+use crate::device::DataDevice;
+use crate::dio::{Completion, DioError, DioRequest};
+use crate::engine::{Engine, EngineConfig, EngineError};
+
+/// Why a run could not happen or went wrong.
+#[derive(Debug, Error)]
+pub enum JobRunError {
+    /// The job file asks for something impossible on this device.
+    #[error(transparent)]
+    Job(#[from] JobError),
+    /// The engine could not be built or the device failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Buffers could not be allocated.
+    #[error("buffers: {0}")]
+    Memory(#[from] BufError),
+    /// A job's I/O was refused (it does not fit the device's rules).
+    #[error("job '{job}': {error}")]
+    Refused {
+        /// The job.
+        job: String,
+        /// Why.
+        error: DioError,
+    },
+}
+
+type Buf = Slice<AlignedBuf>;
+
+/// One I/O slot: the buffer list it lends out, and what is in flight in it.
+struct Slot {
+    worker: u32,
+    op: Op,
+    issued: Nanos,
+    bufs: Vec<Buf>,
+    /// The slot's own buffer while not lent out.
+    spare: Option<AlignedBuf>,
+}
+
+/// Run `jobs` on `device` under `cfg` (scheduler, tunables, seed).
+/// `progress` is called now and then.
+pub fn run<D: DataDevice>(
+    jobs: &JobFile,
+    device: D,
+    cfg: &SimConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunResult, JobRunError> {
+    let depth = workload::total_depth(jobs).max(1);
+    let engine: Engine<D, Buf> = Engine::new(
+        device,
+        &EngineConfig {
+            scheduler: cfg.scheduler.clone(),
+            tunables: cfg.tunables.clone(),
+            max_requests: depth,
+            read_only: false,
+        },
+    )?;
+    let (workers, phases) = workload::workers(jobs, engine.capacity(), cfg.seed)?;
+    let align = engine.alignment().memory.max(4096) as usize;
+    // Slots by worker: worker w owns `iodepth` slots with buffers of its
+    // largest block size.
+    let mut slots = Vec::new();
+    let mut free: Vec<Vec<u32>> = Vec::new();
+    let mut rng = Rng::new(workload::mix(&[cfg.seed, 0xB0FF]));
+    for (w, worker) in workers.iter().enumerate() {
+        let spec = &jobs.jobs[worker.job_index];
+        let mut mine = Vec::new();
+        for _ in 0..spec.iodepth {
+            let mut buf = AlignedBuf::new(worker.max_bs() as usize, align)?;
+            for chunk in buf.chunks_mut(8) {
+                let r = rng.next_u64().to_le_bytes();
+                chunk.copy_from_slice(&r[..chunk.len()]);
+            }
+            mine.push(slots.len() as u32);
+            slots.push(Slot {
+                worker: w as u32,
+                op: Op::Read,
+                issued: 0,
+                bufs: Vec::with_capacity(1),
+                spare: Some(buf),
+            });
+        }
+        free.push(mine);
+    }
+    let mut runner = Runner {
+        engine,
+        workers,
+        slots,
+        free,
+        phase: 0,
+        phases,
+        ios: 0,
+        polls: 0,
+        out: Vec::with_capacity(depth as usize),
+    };
+    let (cpu0, thread0) = (CpuTime::process(), CpuTime::thread());
+    runner.run(progress)?;
+    let thread = CpuTime::thread().since(&thread0);
+    let cpu = CpuTime::process().since(&cpu0);
+    let Runner {
+        engine,
+        workers,
+        ios,
+        polls,
+        ..
+    } = runner;
+    Ok(RunResult {
+        scheduler: engine.queue().scheduler().name().to_string(),
+        device: engine.device().describe(),
+        elapsed: workload::elapsed(&workers),
+        queue: engine.queue().stats().clone(),
+        device_stats: engine.device().stats(),
+        events: polls,
+        ios,
+        cpu: Some(CpuUse {
+            user_ns: cpu.user.as_nanos() as u64,
+            system_ns: cpu.system.as_nanos() as u64,
+            thread_user_ns: thread.user.as_nanos() as u64,
+            thread_system_ns: thread.system.as_nanos() as u64,
+        }),
+        jobs: workload::job_results(workers),
+    })
+}
+
+struct Runner<D: DataDevice> {
+    engine: Engine<D, Buf>,
+    workers: Vec<Worker>,
+    slots: Vec<Slot>,
+    free: Vec<Vec<u32>>,
+    phase: u32,
+    phases: u32,
+    ios: u64,
+    polls: u64,
+    out: Vec<Completion<Buf>>,
+}
+
+impl<D: DataDevice> Runner<D> {
+    fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<(), JobRunError> {
+        if self.workers.is_empty() {
+            return Ok(());
+        }
+        let now = self.engine.now();
+        self.start_phase(now);
+        loop {
+            let now = self.engine.now();
+            self.issue_all(now)?;
+            self.retire(now);
+            if self.workers.iter().all(|w| w.state == State::Done) && self.engine.in_flight() == 0 {
+                break;
+            }
+            let timeout = self.next_wake().map(|t| Clock::until(now, t));
+            let mut out = std::mem::take(&mut self.out);
+            self.engine.poll(timeout, &mut out)?;
+            self.polls += 1;
+            for c in out.drain(..) {
+                self.completed(c);
+            }
+            self.out = out;
+            if self.polls & 0x3FF == 0 {
+                let now = self.engine.now();
+                progress(Progress {
+                    now,
+                    ios: self.ios,
+                    fraction: workload::progress(&self.workers, now),
+                });
+            }
+        }
+        let now = self.engine.now();
+        progress(Progress {
+            now,
+            ios: self.ios,
+            fraction: 1.0,
+        });
+        Ok(())
+    }
+
+    fn start_phase(&mut self, now: Nanos) {
+        for w in &mut self.workers {
+            if w.phase == self.phase && w.state == State::Waiting {
+                w.start(now);
+            }
+        }
+    }
+
+    /// Every running worker issues what it may, all under one plug.
+    fn issue_all(&mut self, now: Nanos) -> Result<(), JobRunError> {
+        self.engine.plug();
+        let result = (0..self.workers.len()).try_for_each(|w| self.issue(w, now));
+        self.engine.unplug();
+        result
+    }
+
+    fn issue(&mut self, w: usize, now: Nanos) -> Result<(), JobRunError> {
+        let worker = &mut self.workers[w];
+        if worker.sleeping_until.is_some_and(|t| now >= t) {
+            worker.sleeping_until = None;
+        }
+        while worker.can_issue(now) {
+            let Some(s) = self.free[w].pop() else {
+                break;
+            };
+            let io = worker.next_io(now);
+            let slot = &mut self.slots[s as usize];
+            let offset = io.sector << 9;
+            let req = if io.op.has_data() {
+                let buf = slot.spare.take().ok_or_else(|| JobRunError::Refused {
+                    job: worker.name.clone(),
+                    error: DioError::Busy { max: 0 },
+                })?;
+                let piece = match Slice::new(buf, 0, io.len as usize) {
+                    Ok(p) => p,
+                    Err(buf) => {
+                        slot.spare = Some(buf);
+                        return Err(JobRunError::Memory(BufError::Layout {
+                            len: io.len as usize,
+                            align: 0,
+                        }));
+                    }
+                };
+                let mut bufs = std::mem::take(&mut slot.bufs);
+                bufs.push(piece);
+                if io.op == Op::Read {
+                    DioRequest::read(offset, bufs, u64::from(s))
+                } else {
+                    DioRequest::write(offset, bufs, u64::from(s))
+                }
+            } else {
+                DioRequest::discard(offset, u64::from(io.len), u64::from(s))
+            };
+            let req = req.with_ctx(worker.ctx).with_flags(worker.flags(io.op));
+            if let Err(rejected) = self.engine.submit(req) {
+                let rejected = *rejected;
+                let mut bufs = rejected.request.bufs;
+                if let Some(b) = bufs.pop() {
+                    slot.spare = Some(b.into_inner());
+                }
+                slot.bufs = bufs;
+                self.free[w].push(s);
+                return Err(JobRunError::Refused {
+                    job: worker.name.clone(),
+                    error: rejected.error,
+                });
+            }
+            slot.worker = w as u32;
+            slot.op = io.op;
+            slot.issued = io.issued;
+            worker.issued(&io);
+        }
+        Ok(())
+    }
+
+    /// Workers with nothing more to do finish; phases advance.
+    fn retire(&mut self, now: Nanos) {
+        let mut any = false;
+        for w in &mut self.workers {
+            if w.state == State::Running && w.check_done(now) {
+                self.engine.queue_mut().context_gone(w.ctx, now);
+                any = true;
+            }
+        }
+        if any
+            && self
+                .workers
+                .iter()
+                .filter(|w| w.phase == self.phase)
+                .all(|w| w.state == State::Done)
+            && self.phase + 1 < self.phases
+        {
+            self.phase += 1;
+            self.start_phase(now);
+        }
+    }
+
+    /// The next time a worker wants attention without a completion.
+    fn next_wake(&self) -> Option<Nanos> {
+        self.workers
+            .iter()
+            .filter(|w| w.state == State::Running)
+            .flat_map(|w| [w.sleeping_until, w.deadline()])
+            .flatten()
+            .min()
+    }
+
+    fn completed(&mut self, mut c: Completion<Buf>) {
+        let s = c.user_data as usize;
+        let slot = &mut self.slots[s];
+        if let Some(b) = c.bufs.pop() {
+            slot.spare = Some(b.into_inner());
+        }
+        slot.bufs = c.bufs;
+        let w = slot.worker as usize;
+        let (bytes, ok) = match c.result {
+            Ok(n) => (n, true),
+            Err(f) => (f.done, false),
+        };
+        let worker = &mut self.workers[w];
+        worker.record(slot.op, bytes, ok, slot.issued, c.queued_at, c.completed_at);
+        worker.completed(c.completed_at);
+        self.free[w].push(s as u32);
+        self.ios += 1;
+    }
+}

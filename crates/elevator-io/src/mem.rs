@@ -1,0 +1,238 @@
+//! A device in memory: the bytes live in one zero-filled allocation, reads
+//! and writes are copies, and every I/O completes as soon as it is submitted
+//! (it is reported by the next [`Device::complete`]).
+//!
+//! Useful as the fastest possible device under the queue (to measure the
+//! layer's own cost), as an NBD export that forgets everything on exit, and
+//! in tests. It keeps the same rules as a real disk: its logical block size
+//! (512 unless told otherwise) and a DMA alignment equal to it.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
+
+use crate::buf::AlignedBuf;
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+
+/// How to build a [`MemDevice`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemOptions {
+    /// Logical block size: a power of two, 512..=65536. Default 512.
+    pub logical_block_size: u32,
+    /// I/Os it takes at once. Default 64.
+    pub queue_depth: u32,
+}
+
+impl Default for MemOptions {
+    fn default() -> MemOptions {
+        MemOptions {
+            logical_block_size: 512,
+            queue_depth: 64,
+        }
+    }
+}
+
+/// A device whose media is memory.
+pub struct MemDevice {
+    store: AlignedBuf,
+    limits: Limits,
+    queue_depth: u32,
+    ready: VecDeque<(u32, Outcome)>,
+    outstanding: u32,
+    stats: DeviceStats,
+}
+
+impl MemDevice {
+    /// A device of `bytes` (rounded down to the block size), all zeroes.
+    pub fn new(bytes: u64, opts: MemOptions) -> Result<MemDevice, DeviceError> {
+        let lbs = opts.logical_block_size;
+        let geometry = |why: String| DeviceError::Geometry {
+            path: "mem".into(),
+            why,
+        };
+        if !lbs.is_power_of_two() || !(512..=65536).contains(&lbs) {
+            return Err(geometry(format!(
+                "logical block size {lbs} must be a power of two from 512 to 65536"
+            )));
+        }
+        if opts.queue_depth == 0 || opts.queue_depth > 4096 {
+            return Err(geometry(format!(
+                "queue depth {} must be 1..=4096",
+                opts.queue_depth
+            )));
+        }
+        let bytes = bytes / u64::from(lbs) * u64::from(lbs);
+        if bytes == 0 {
+            return Err(geometry(format!(
+                "a memory device needs at least one {lbs}-byte block"
+            )));
+        }
+        let len = usize::try_from(bytes)
+            .map_err(|_| geometry(format!("{bytes} bytes do not fit in memory")))?;
+        let store = AlignedBuf::new(len, 4096)?;
+        let limits = Limits {
+            logical_block_size: lbs,
+            capacity: bytes >> 9,
+            ..Limits::default()
+        };
+        Ok(MemDevice {
+            store,
+            limits,
+            queue_depth: opts.queue_depth,
+            ready: VecDeque::with_capacity(opts.queue_depth as usize),
+            outstanding: 0,
+            stats: DeviceStats::default(),
+        })
+    }
+
+    /// The bytes on the device.
+    pub fn contents(&self) -> &[u8] {
+        &self.store
+    }
+
+    fn range(&self, io: &DeviceIo) -> Option<std::ops::Range<usize>> {
+        let start = usize::try_from(io.sector.checked_mul(512)?).ok()?;
+        let end = start.checked_add(usize::try_from(io.bytes()).ok()?)?;
+        (end <= self.store.len()).then_some(start..end)
+    }
+
+    fn finish(&mut self, tag: u32, outcome: Outcome) {
+        self.outstanding += 1;
+        self.ready.push_back((tag, outcome));
+    }
+
+    /// Carry out an operation without data; `None` if it needs data.
+    fn no_data(&mut self, io: &DeviceIo) -> Option<Outcome> {
+        Some(match io.op {
+            Op::Flush => Outcome::Done,
+            Op::Discard | Op::WriteZeroes => match self.range(io) {
+                Some(r) => {
+                    self.store[r].fill(0);
+                    Outcome::Done
+                }
+                None => failed(Status::IoError),
+            },
+            Op::Read | Op::Write => return None,
+        })
+    }
+}
+
+fn failed(status: Status) -> Outcome {
+    Outcome::Failed {
+        status,
+        good_bytes: 0,
+    }
+}
+
+impl Device for MemDevice {
+    fn describe(&self) -> String {
+        format!(
+            "mem ({} MiB in memory, {}-byte blocks)",
+            self.store.len() >> 20,
+            self.limits.logical_block_size
+        )
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn queue_depth(&self) -> u32 {
+        self.queue_depth
+    }
+
+    fn rotational(&self) -> bool {
+        false
+    }
+
+    fn submit(&mut self, io: DeviceIo, _now: Nanos) {
+        let outcome = self.no_data(&io).unwrap_or(failed(Status::NotSupported));
+        self.finish(io.tag, outcome);
+    }
+
+    fn next_completion(&self) -> Option<Nanos> {
+        None
+    }
+
+    fn complete(&mut self, _now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
+        while let Some((tag, outcome)) = self.ready.pop_front() {
+            self.outstanding -= 1;
+            self.stats.ios += 1;
+            done(tag, outcome);
+        }
+    }
+
+    fn outstanding(&self) -> u32 {
+        self.outstanding
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+}
+
+impl DataDevice for MemDevice {
+    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], _now: Nanos) {
+        if let Some(outcome) = self.no_data(&io) {
+            self.finish(io.tag, outcome);
+            return;
+        }
+        let Some(range) = self.range(&io) else {
+            self.finish(io.tag, failed(Status::IoError));
+            return;
+        };
+        let total: usize = data.iter().map(|s| s.len as usize).sum();
+        if total != range.len() {
+            debug_assert!(
+                false,
+                "segments carry {total} bytes for a {}-byte I/O",
+                range.len()
+            );
+            self.finish(io.tag, failed(Status::IoError));
+            return;
+        }
+        let mut at = range.start;
+        let base = self.store.as_mut_ptr();
+        for seg in data {
+            let len = seg.len as usize;
+            // SAFETY: `at..at + len` lies inside the store (the segments add
+            // up to `range`, which `range()` checked is inside it); the
+            // segment is valid for `len` bytes by `submit_data`'s contract;
+            // the store is our own allocation, so the two cannot overlap.
+            unsafe {
+                if io.op == Op::Read {
+                    std::ptr::copy_nonoverlapping(base.add(at), seg.addr, len);
+                } else {
+                    std::ptr::copy_nonoverlapping(seg.addr, base.add(at), len);
+                }
+            }
+            at += len;
+        }
+        self.finish(io.tag, Outcome::Done);
+    }
+
+    fn kick(&mut self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
+        // Everything submitted is already complete; with nothing to report,
+        // all there is to wait for is the timeout.
+        if self.ready.is_empty()
+            && let Some(t) = timeout
+        {
+            std::thread::sleep(t);
+        }
+        Ok(())
+    }
+
+    fn cancel_all(&mut self) {}
+
+    fn alignment(&self) -> Alignment {
+        Alignment {
+            offset: self.limits.logical_block_size,
+            memory: self.limits.logical_block_size,
+        }
+    }
+}

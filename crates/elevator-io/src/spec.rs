@@ -1,0 +1,291 @@
+//! Real device specs, as `--device` takes them, and the device they open.
+//!
+//! - `file:PATH[,queue_depth=N][,ro]`: a regular file or block device,
+//!   O_DIRECT through io_uring (the path may not contain commas);
+//! - `mem:SIZE[,lbs=N][,queue_depth=N]`: memory, e.g. `mem:1g`;
+//! - on either, faults: `fail_rate=F` (a fraction of reads and writes fail
+//!   with EIO), `fail_sectors=A-B[:C-D...]` (I/O touching these 512-byte
+//!   sectors fails), `fail_seed=N`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
+use elevator_sim::device::{ParamUnit, parse_param};
+use thiserror::Error;
+
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+use crate::fault::{FaultDevice, FaultSpec};
+use crate::file::{FileDevice, FileOptions};
+use crate::mem::{MemDevice, MemOptions};
+
+/// What kind of real device, with its options.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RealKind {
+    /// A file or block device.
+    File {
+        /// Its path.
+        path: PathBuf,
+        /// How to open it.
+        opts: FileOptions,
+    },
+    /// Memory.
+    Mem {
+        /// Size in bytes.
+        bytes: u64,
+        /// Block size and depth.
+        opts: MemOptions,
+    },
+}
+
+/// A parsed real device spec.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RealSpec {
+    /// The device.
+    pub kind: RealKind,
+    /// Faults to inject (none by default).
+    pub faults: FaultSpec,
+}
+
+/// A spec that does not parse.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum SpecError {
+    /// Not `file:` or `mem:`.
+    #[error("'{spec}' is not a real device; use file:PATH or mem:SIZE")]
+    NotReal {
+        /// The spec.
+        spec: String,
+    },
+    /// A `key=value` part is malformed or unknown.
+    #[error("'{spec}': {why}")]
+    Option {
+        /// The spec.
+        spec: String,
+        /// What was wrong.
+        why: String,
+    },
+}
+
+impl RealSpec {
+    /// Whether `spec` names a real device (rather than a simulated model).
+    pub fn is_real(spec: &str) -> bool {
+        spec.starts_with("file:") || spec.starts_with("mem:")
+    }
+
+    /// Parse a spec.
+    pub fn parse(spec: &str) -> Result<RealSpec, SpecError> {
+        let bad = |why: String| SpecError::Option {
+            spec: spec.to_string(),
+            why,
+        };
+        let (head, rest) = spec.split_once(',').unwrap_or((spec, ""));
+        let mut kind = if let Some(path) = head.strip_prefix("file:") {
+            if path.is_empty() {
+                return Err(bad("file: needs a path, e.g. file:/dev/shm/disk.img".into()));
+            }
+            RealKind::File {
+                path: PathBuf::from(path),
+                opts: FileOptions::default(),
+            }
+        } else if let Some(size) = head.strip_prefix("mem:") {
+            let bytes = parse_param("mem", "size", ParamUnit::Bytes, size)
+                .map_err(|e| bad(e.to_string()))?;
+            RealKind::Mem {
+                bytes: bytes as u64,
+                opts: MemOptions::default(),
+            }
+        } else {
+            return Err(SpecError::NotReal {
+                spec: spec.to_string(),
+            });
+        };
+        let mut faults = FaultSpec::default();
+        for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = part.split_once('=').unwrap_or((part, ""));
+            let number =
+                |unit| parse_param("device", key, unit, value).map_err(|e| bad(e.to_string()));
+            match (&mut kind, key) {
+                (RealKind::File { opts, .. }, "queue_depth") => {
+                    opts.queue_depth = Some(number(ParamUnit::Count)? as u32)
+                }
+                (RealKind::File { opts, .. }, "ro") => opts.read_only = true,
+                (RealKind::Mem { opts, .. }, "queue_depth") => {
+                    opts.queue_depth = number(ParamUnit::Count)? as u32
+                }
+                (RealKind::Mem { opts, .. }, "lbs") => {
+                    opts.logical_block_size = number(ParamUnit::Bytes)? as u32
+                }
+                (_, "fail_rate") => {
+                    let rate = value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|r| (0.0..=1.0).contains(r))
+                        .ok_or_else(|| {
+                            bad(format!("fail_rate={value}: expected a fraction 0..=1"))
+                        })?;
+                    faults.fail_rate = rate;
+                }
+                (_, "fail_seed") => faults.seed = number(ParamUnit::Count)? as u64,
+                (_, "fail_sectors") => {
+                    for range in value.split(':') {
+                        let parsed = range.split_once('-').and_then(|(a, b)| {
+                            Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
+                        });
+                        match parsed {
+                            Some((a, b)) if a < b => faults.bad_sectors.push((a, b)),
+                            _ => {
+                                return Err(bad(format!(
+                                    "fail_sectors: '{range}' is not a sector range START-END \
+                                     with START < END"
+                                )));
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    let known = match kind {
+                        RealKind::File { .. } => "queue_depth, ro",
+                        RealKind::Mem { .. } => "lbs, queue_depth",
+                    };
+                    return Err(bad(format!(
+                        "unknown option '{part}'; options: {known}, fail_rate, fail_sectors, \
+                         fail_seed"
+                    )));
+                }
+            }
+        }
+        Ok(RealSpec { kind, faults })
+    }
+
+    /// Open the device.
+    pub fn open(&self) -> Result<RealDevice, DeviceError> {
+        let dev = match &self.kind {
+            RealKind::File { path, opts } => {
+                RealDevice::File(Box::new(FileDevice::open(path, opts)?))
+            }
+            RealKind::Mem { bytes, opts } => RealDevice::Mem(MemDevice::new(*bytes, *opts)?),
+        };
+        Ok(if self.faults.is_active() {
+            RealDevice::Faulty(Box::new(FaultDevice::new(dev, &self.faults)))
+        } else {
+            dev
+        })
+    }
+}
+
+/// Any real device (a closed set, so that calls through it stay static).
+pub enum RealDevice {
+    /// A file or block device.
+    File(Box<FileDevice>),
+    /// Memory.
+    Mem(MemDevice),
+    /// Either, with faults.
+    Faulty(Box<FaultDevice<RealDevice>>),
+}
+
+macro_rules! each {
+    ($self:expr, $d:ident => $e:expr) => {
+        match $self {
+            RealDevice::File($d) => $e,
+            RealDevice::Mem($d) => $e,
+            RealDevice::Faulty($d) => $e,
+        }
+    };
+}
+
+impl Device for RealDevice {
+    fn describe(&self) -> String {
+        each!(self, d => d.describe())
+    }
+    fn limits(&self) -> Limits {
+        each!(self, d => d.limits())
+    }
+    fn queue_depth(&self) -> u32 {
+        each!(self, d => d.queue_depth())
+    }
+    fn rotational(&self) -> bool {
+        each!(self, d => d.rotational())
+    }
+    fn submit(&mut self, io: DeviceIo, now: Nanos) {
+        each!(self, d => d.submit(io, now))
+    }
+    fn next_completion(&self) -> Option<Nanos> {
+        each!(self, d => d.next_completion())
+    }
+    fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
+        each!(self, d => d.complete(now, done))
+    }
+    fn outstanding(&self) -> u32 {
+        each!(self, d => d.outstanding())
+    }
+    fn stats(&self) -> DeviceStats {
+        each!(self, d => d.stats())
+    }
+}
+
+impl DataDevice for RealDevice {
+    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
+        // SAFETY: passed through unchanged; our caller keeps the contract.
+        each!(self, d => unsafe { d.submit_data(io, data, now) })
+    }
+    fn kick(&mut self) -> Result<(), DeviceError> {
+        each!(self, d => d.kick())
+    }
+    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
+        each!(self, d => d.wait(timeout))
+    }
+    fn cancel_all(&mut self) {
+        each!(self, d => d.cancel_all())
+    }
+    fn alignment(&self) -> Alignment {
+        each!(self, d => d.alignment())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse() {
+        let s = RealSpec::parse("mem:64m,lbs=4096,fail_rate=0.01,fail_sectors=8-16:100-101")
+            .expect("parses");
+        assert_eq!(
+            s.kind,
+            RealKind::Mem {
+                bytes: 64 << 20,
+                opts: MemOptions {
+                    logical_block_size: 4096,
+                    queue_depth: 64
+                }
+            }
+        );
+        assert_eq!(s.faults.bad_sectors, vec![(8, 16), (100, 101)]);
+        let f = RealSpec::parse("file:/tmp/x,queue_depth=8,ro").expect("parses");
+        assert!(matches!(
+            f.kind,
+            RealKind::File {
+                opts: FileOptions {
+                    queue_depth: Some(8),
+                    read_only: true
+                },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for (spec, needle) in [
+            ("hdd-7200", "not a real device"),
+            ("file:", "needs a path"),
+            ("mem:lots", "mem"),
+            ("mem:1g,colour=red", "unknown option 'colour=red'"),
+            ("mem:1g,fail_rate=2", "fraction"),
+            ("mem:1g,fail_sectors=9-3", "START < END"),
+        ] {
+            let e = RealSpec::parse(spec).expect_err(spec).to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+}

@@ -87,7 +87,7 @@ impl Default for Alignment {
 #[derive(Debug, Error)]
 pub enum DeviceError {
     /// The path names nothing that can be opened.
-    #[error("{path}: {source}")]
+    #[error("cannot open {path}")]
     Open {
         /// The path.
         path: String,
@@ -112,7 +112,7 @@ pub enum DeviceError {
     },
     /// The kernel has no io_uring for us.
     #[error(
-        "io_uring is not available: {source} (kernel too old, or disabled by \
+        "io_uring is not available (kernel too old, or disabled by \
          /proc/sys/kernel/io_uring_disabled or a seccomp policy)"
     )]
     NoUring {
@@ -128,7 +128,7 @@ pub enum DeviceError {
         why: String,
     },
     /// Memory for the device could not be had.
-    #[error("{0}")]
+    #[error(transparent)]
     Memory(#[from] crate::buf::BufError),
     /// Submitting to or waiting on the kernel failed.
     #[error("io_uring_enter: {0}")]

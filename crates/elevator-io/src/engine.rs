@@ -82,7 +82,7 @@ impl Default for EngineConfig {
 #[derive(Debug, Error)]
 pub enum EngineError {
     /// The queue cannot be built for this device and scheduler.
-    #[error("queue: {0}")]
+    #[error("cannot build the queue")]
     Queue(#[from] ConfigError),
     /// A tunable could not be set.
     #[error("{name}={value}: {error}")]
@@ -95,10 +95,10 @@ pub enum EngineError {
         error: TunableError,
     },
     /// The device failed to submit or wait.
-    #[error("device: {0}")]
+    #[error("the device failed")]
     Device(#[from] DeviceError),
     /// The device reported a request the queue does not have in flight.
-    #[error("device reported a completion the queue does not expect: {0}")]
+    #[error("the device reported a completion the queue does not expect")]
     Completion(#[from] RequestError),
     /// Requests are in flight, but nothing can make them progress.
     #[error("stalled: {in_flight} requests in flight, none at the device, no timer set")]

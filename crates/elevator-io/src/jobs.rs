@@ -38,7 +38,7 @@ pub enum JobRunError {
     #[error(transparent)]
     Engine(#[from] EngineError),
     /// Buffers could not be allocated.
-    #[error("buffers: {0}")]
+    #[error("cannot allocate I/O buffers")]
     Memory(#[from] BufError),
     /// A job's I/O was refused (it does not fit the device's rules).
     #[error("job '{job}': {error}")]

@@ -70,7 +70,19 @@ impl MemDevice {
         }
         let len = usize::try_from(bytes)
             .map_err(|_| geometry(format!("{bytes} bytes do not fit in memory")))?;
-        let store = AlignedBuf::new(len, 4096)?;
+        // Large stores sit on 2 MiB boundaries and ask for transparent huge
+        // pages: random 4 KiB copies over a big store otherwise spend most of
+        // their time missing the TLB.
+        let huge = 2 << 20;
+        let mut store = AlignedBuf::new(len, if len >= huge { huge } else { 4096 })?;
+        if len >= huge {
+            // SAFETY: the range is exactly the store's own allocation;
+            // MADV_HUGEPAGE only changes how the kernel backs it, never its
+            // contents, and a refusal (THP disabled) is harmless.
+            unsafe {
+                libc::madvise(store.as_mut_ptr().cast(), len, libc::MADV_HUGEPAGE);
+            }
+        }
         let limits = Limits {
             logical_block_size: lbs,
             capacity: bytes >> 9,

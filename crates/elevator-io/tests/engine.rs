@@ -5,7 +5,7 @@
 use elevator_core::{Device, IoContext, SCHEDULER_NAMES, Status};
 use elevator_io::{
     AlignedBuf, Completion, DataDevice, DioError, DioRequest, Engine, EngineConfig, FaultDevice,
-    FaultSpec, MemDevice, MemOptions, Slice,
+    FaultSpec, FileDevice, FileOptions, MemDevice, MemOptions, Slice,
 };
 use elevator_sim::rng::Rng;
 
@@ -72,33 +72,43 @@ fn intact(block: &[u8], offset: u64) -> bool {
 }
 
 /// Random writes (some adjacent, so they merge; some large, so they split;
-/// several segments each) through `sched` at `nomerges`, then everything read
-/// back in other sizes: every byte must be what was last written.
-fn integrity(sched: &str, nomerges: u8, seed: u64) {
-    let dev_mib = 4;
-    let dev_bytes = (dev_mib << 20) as usize;
+/// several segments each) through `sched` at `nomerges` on `dev`, then
+/// everything read back in other sizes: every byte must be what was last
+/// written. I/O sizes are multiples of the device's block; every 512 bytes
+/// carry their offset and a checksum. Returns the engine and what the device
+/// must hold.
+fn integrity<D: DataDevice>(
+    dev: D,
+    sched: &str,
+    nomerges: u8,
+    seed: u64,
+    rounds: u64,
+) -> (Engine<D>, Vec<u8>) {
+    let dev_bytes = (dev.limits().capacity << 9) as usize;
     let nomerges = nomerges.to_string();
-    let mut e: Engine<MemDevice> = Engine::new(
-        mem(dev_mib, 8),
+    let mut e: Engine<D> = Engine::new(
+        dev,
         &config(sched, &[("nomerges", &nomerges), ("max_sectors_kb", "16")]),
     )
     .expect("engine");
+    let unit = e.alignment().offset as usize;
+    let units = dev_bytes / unit;
     let mut shadow = vec![0u8; dev_bytes];
     let mut rng = Rng::new(seed);
-    for round in 0..40u64 {
+    for round in 0..rounds {
         // One batch of non-overlapping writes: a run of adjacent ones, then
-        // scattered ones of up to 64 KiB.
+        // scattered ones of up to 128 units.
         let mut taken: Vec<(usize, usize)> = Vec::new();
         e.plug();
-        let mut cursor = rng.below((dev_bytes / LBS - 64) as u64) as usize * LBS;
+        let mut cursor = rng.below((units - 64) as u64) as usize * unit;
         for i in 0..24 {
             let blocks = 1 + rng.below(if i % 3 == 0 { 128 } else { 8 }) as usize;
             let off = if i < 8 {
                 cursor
             } else {
-                rng.below((dev_bytes / LBS - blocks) as u64) as usize * LBS
+                rng.below((units - blocks) as u64) as usize * unit
             };
-            let len = blocks * LBS;
+            let len = blocks * unit;
             if off + len > dev_bytes || taken.iter().any(|&(a, b)| off < b && a < off + len) {
                 continue;
             }
@@ -115,12 +125,12 @@ fn integrity(sched: &str, nomerges: u8, seed: u64) {
                 } else {
                     1 + rng.below((left - (nseg - s - 1)) as u64) as usize
                 };
-                let mut b = buf(n * LBS);
+                let mut b = buf(n * unit);
                 for (k, block) in b.chunks_mut(LBS).enumerate() {
                     stamp(block, (at + k * LBS) as u64, &mut rng);
                 }
-                shadow[at..at + n * LBS].copy_from_slice(&b);
-                at += n * LBS;
+                shadow[at..at + n * unit].copy_from_slice(&b);
+                at += n * unit;
                 left -= n;
                 bufs.push(b);
             }
@@ -143,19 +153,14 @@ fn integrity(sched: &str, nomerges: u8, seed: u64) {
     }
     let es = e.stats();
     assert!(
-        es.bios > es.submitted + 100,
+        es.bios > es.submitted + 2 * rounds,
         "{sched}: too little was split ({es:?})"
-    );
-    assert_eq!(
-        e.device().contents(),
-        &shadow[..],
-        "{sched}: device contents differ"
     );
     // Read it all back in chunks of varying size.
     let mut offsets = Vec::new();
     let mut off = 0usize;
     while off < dev_bytes {
-        let len = ((1 + rng.below(96) as usize) * LBS).min(dev_bytes - off);
+        let len = ((1 + rng.below(96) as usize) * unit).min(dev_bytes - off);
         let k = offsets.len() as u64;
         offsets.push(off);
         e.submit(DioRequest::read(off as u64, vec![buf(len)], k))
@@ -166,9 +171,10 @@ fn integrity(sched: &str, nomerges: u8, seed: u64) {
         }
     }
     verify(&mut e, &shadow, &offsets, sched);
+    (e, shadow)
 }
 
-fn verify(e: &mut Engine<MemDevice>, shadow: &[u8], offsets: &[usize], sched: &str) {
+fn verify<D: DataDevice>(e: &mut Engine<D>, shadow: &[u8], offsets: &[usize], sched: &str) {
     for c in drain(e) {
         let len = c.result.expect("read ok") as usize;
         let data = &c.bufs[0];
@@ -182,7 +188,24 @@ fn verify(e: &mut Engine<MemDevice>, shadow: &[u8], offsets: &[usize], sched: &s
                 at / LBS
             );
         }
-        assert_eq!(&shadow[off..off + len], &data[..], "{sched}: read differs");
+        if let Some(i) = (0..len / LBS)
+            .find(|&i| shadow[off + i * LBS..off + (i + 1) * LBS] != data[i * LBS..(i + 1) * LBS])
+        {
+            let got = &data[i * LBS..(i + 1) * LBS];
+            panic!(
+                "{sched}: block {} read back differs from what was last written there \
+                 (read {len} bytes at {off}; it holds {})",
+                (off / LBS) + i,
+                if got.iter().all(|&b| b == 0) {
+                    "zeroes".to_string()
+                } else {
+                    format!(
+                        "data stamped for offset {}",
+                        u64::from_le_bytes(got[..8].try_into().expect("8"))
+                    )
+                }
+            );
+        }
     }
 }
 
@@ -190,7 +213,97 @@ fn verify(e: &mut Engine<MemDevice>, shadow: &[u8], offsets: &[usize], sched: &s
 fn data_survives_every_scheduler_and_nomerges() {
     for (i, sched) in SCHEDULER_NAMES.iter().enumerate() {
         for nomerges in 0..=2 {
-            integrity(sched, nomerges, 1000 + i as u64 * 10 + u64::from(nomerges));
+            let seed = 1000 + i as u64 * 10 + u64::from(nomerges);
+            let (e, shadow) = integrity(mem(4, 8), sched, nomerges, seed, 40);
+            assert_eq!(
+                e.device().contents(),
+                &shadow[..],
+                "{sched}: device contents differ"
+            );
+        }
+    }
+}
+
+/// A scratch file of `mib` MiB in `dir`, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(dir: &str, name: &str, mib: u64) -> Option<Scratch> {
+        let path =
+            std::path::Path::new(dir).join(format!("elevator-io-{name}-{}", std::process::id()));
+        let f = std::fs::File::create(&path).ok()?;
+        f.set_len(mib << 20).ok()?;
+        Some(Scratch(path))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The same, through io_uring onto real files: tmpfs (whose direct I/O
+/// io_uring runs on worker threads) and the root file system.
+#[test]
+fn data_survives_on_real_files() {
+    for dir in ["/dev/shm", "/var/tmp"] {
+        let Some(file) = Scratch::new(dir, "integrity", 4) else {
+            eprintln!("skipping {dir}: cannot create a file there");
+            continue;
+        };
+        for (i, sched) in SCHEDULER_NAMES.iter().enumerate() {
+            // Start from zeroes, as the shadow copy does.
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&file.0)
+                .expect("open");
+            f.set_len(0).expect("truncate");
+            f.set_len(4 << 20).expect("extend");
+            drop(f);
+            let dev = FileDevice::open(&file.0, &FileOptions::default()).expect("open");
+            let nomerges = (i % 3) as u8;
+            integrity(dev, sched, nomerges, 77 + i as u64, 6);
+        }
+    }
+}
+
+/// Shutting down with I/O really in the kernel's hands: every request still
+/// completes exactly once, with its buffers.
+#[test]
+fn cancellation_with_io_in_the_kernel() {
+    let Some(file) = Scratch::new("/dev/shm", "cancel", 8) else {
+        eprintln!("skipping: cannot create a file in /dev/shm");
+        return;
+    };
+    for sched in ["none", "bfq"] {
+        let dev = FileDevice::open(
+            &file.0,
+            &FileOptions {
+                queue_depth: Some(16),
+                read_only: false,
+            },
+        )
+        .expect("open");
+        let mut e: Engine<FileDevice> = Engine::new(dev, &config(sched, &[])).expect("engine");
+        for id in 0..128u64 {
+            e.submit(DioRequest::write(id * 65536, vec![buf(65536)], id))
+                .expect("accepted");
+        }
+        let mut out = Vec::new();
+        e.poll(Some(std::time::Duration::ZERO), &mut out)
+            .expect("poll");
+        e.cancel();
+        e.drain(&mut out).expect("drain");
+        let mut ids: Vec<u64> = out.iter().map(|c| c.user_data).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!((out.len(), ids.len()), (128, 128), "{sched}");
+        assert!(out.iter().all(|c| c.bufs.len() == 1));
+        for c in &out {
+            if let Err(f) = c.result {
+                assert_eq!(f.status, Status::Cancelled, "{sched}");
+            }
         }
     }
 }

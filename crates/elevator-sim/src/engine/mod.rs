@@ -58,10 +58,10 @@ pub enum SimError {
     #[error(transparent)]
     Job(#[from] JobError),
     /// The device cannot be built.
-    #[error("device: {0}")]
+    #[error("bad device parameters")]
     Device(#[from] ParamError),
     /// The queue cannot be built for this device and scheduler.
-    #[error("queue: {0}")]
+    #[error("cannot build the queue")]
     Queue(#[from] ConfigError),
     /// A tunable given with `--set`.
     #[error("--set {name}={value}: {error}")]
@@ -82,7 +82,7 @@ pub enum SimError {
         error: SubmitError,
     },
     /// The device reported a request the queue does not have in flight.
-    #[error("device reported a completion the queue does not expect: {0}")]
+    #[error("the device reported a completion the queue does not expect")]
     Completion(#[from] elevator_core::RequestError),
     /// The simulation can make no progress (a bug, reported rather than hung).
     #[error("simulation stalled at {now} ns: {why}")]

@@ -164,26 +164,31 @@ unsafe impl IoBuf for AlignedBuf {
 
 // SAFETY: a Vec's heap memory does not move when the Vec moves, and the
 // engine never grows or shrinks it (it has no access to the Vec's methods
-// through this trait).
+// through this trait). `Vec::as_ptr` / `Vec::as_mut_ptr` are used, not the
+// slice's: they promise not to create a reference to the contents, which
+// would assert exclusive access to bytes a device may be writing through a
+// pointer taken earlier (the engine takes one per bio of a buffer).
 unsafe impl IoBuf for Vec<u8> {
     fn as_ptr(&self) -> *const u8 {
-        <[u8]>::as_ptr(self)
+        Vec::as_ptr(self)
     }
     fn as_mut_ptr(&mut self) -> *mut u8 {
-        <[u8]>::as_mut_ptr(self)
+        Vec::as_mut_ptr(self)
     }
     fn len(&self) -> usize {
         Vec::len(self)
     }
 }
 
-// SAFETY: as for Vec: boxed memory stays put when the box moves.
+// SAFETY: as for Vec: boxed memory stays put when the box moves. The
+// pointers are taken as raw places (`&raw`), without a reference to the
+// contents in between, for the reason given for Vec.
 unsafe impl IoBuf for Box<[u8]> {
     fn as_ptr(&self) -> *const u8 {
-        <[u8]>::as_ptr(self)
+        (&raw const **self).cast()
     }
     fn as_mut_ptr(&mut self) -> *mut u8 {
-        <[u8]>::as_mut_ptr(self)
+        (&raw mut **self).cast()
     }
     fn len(&self) -> usize {
         <[u8]>::len(self)

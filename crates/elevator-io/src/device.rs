@@ -62,6 +62,14 @@ pub trait DataDevice: Device {
 
     /// The alignment direct I/O needs on this device.
     fn alignment(&self) -> Alignment;
+
+    /// A file descriptor that becomes readable when completions are waiting,
+    /// for event loops that wait on sockets and the device at once (an
+    /// io_uring's own descriptor). `None` for devices that complete at once
+    /// (memory) or on a known schedule ([`Device::next_completion`]).
+    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
 }
 
 /// Direct I/O alignment rules, as Linux's `statx(STATX_DIOALIGN)` reports them.

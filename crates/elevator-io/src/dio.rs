@@ -118,12 +118,13 @@ impl<B: IoBuf> DioRequest<B> {
         self
     }
 
-    /// Bytes the request covers on the device.
+    /// Bytes the request covers on the device (0 for a flush, whatever
+    /// `len` says).
     pub fn bytes(&self) -> u64 {
-        if self.op.has_data() {
-            self.bufs.iter().map(|b| b.len() as u64).sum()
-        } else {
-            self.len
+        match self.op {
+            Op::Flush => 0,
+            op if op.has_data() => self.bufs.iter().map(|b| b.len() as u64).sum(),
+            _ => self.len,
         }
     }
 

@@ -52,6 +52,18 @@ use crate::dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 /// machine's virtio disk that cost a fifth of the IOPS).
 pub const SUBMIT_BATCH: &str = "submit_batch";
 
+fn parse_batch(name: &str, text: &str) -> Result<u32, TunableError> {
+    match text.trim().parse::<u32>() {
+        Ok(0) => Ok(u32::MAX),
+        Ok(n) => Ok(n),
+        Err(_) => Err(TunableError::BadValue {
+            name: name.to_string(),
+            value: text.to_string(),
+            why: "expected a count of requests (0: all at once)",
+        }),
+    }
+}
+
 /// How to build an [`Engine`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -151,6 +163,25 @@ struct Record<B> {
     queued_at: Nanos,
 }
 
+impl<B> Record<B> {
+    /// The rest of the request will not be submitted: it fails with `status`
+    /// from where submission got to (unless an earlier byte failed already).
+    /// A flush that was never sent fails whole: it made nothing durable.
+    fn fail_rest(&mut self, status: Status) {
+        let unsent = if self.op == Op::Flush {
+            !self.flush_sent
+        } else {
+            self.issued < self.len
+        };
+        if unsent && (self.issued < self.fail_at || self.status == Status::Ok) {
+            self.fail_at = self.fail_at.min(self.issued);
+            self.status = status;
+        }
+        self.issued = self.len;
+        self.flush_sent = true;
+    }
+}
+
 /// A bio in the queue: which record, where in it, where its memory is.
 #[derive(Clone, Copy, Debug, Default)]
 struct BioSlot {
@@ -204,21 +235,11 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
         let mut submit_batch = 1;
         for (name, value) in &cfg.tunables {
             if name == SUBMIT_BATCH {
-                submit_batch = match value.trim().parse::<u32>() {
-                    Ok(0) => u32::MAX,
-                    Ok(n) => n,
-                    Err(_) => {
-                        return Err(EngineError::Tunable {
-                            name: name.clone(),
-                            value: value.clone(),
-                            error: TunableError::BadValue {
-                                name: SUBMIT_BATCH.into(),
-                                value: value.clone(),
-                                why: "expected a count of requests (0: all at once)",
-                            },
-                        });
-                    }
-                };
+                submit_batch = parse_batch(name, value).map_err(|error| EngineError::Tunable {
+                    name: name.clone(),
+                    value: value.clone(),
+                    error,
+                })?;
                 continue;
             }
             queue
@@ -266,9 +287,22 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
         &self.queue
     }
 
-    /// The queue, to set tunables.
-    pub fn queue_mut(&mut self) -> &mut Queue {
-        &mut self.queue
+    /// Set a queue or scheduler tunable by name, from text (the engine's
+    /// own `submit_batch` too). The queue itself is not handed out: requests
+    /// in it point at buffers only the engine may release.
+    pub fn set_tunable(&mut self, name: &str, text: &str) -> Result<(), TunableError> {
+        if name == SUBMIT_BATCH {
+            self.submit_batch = parse_batch(name, text)?;
+            return Ok(());
+        }
+        self.queue.set_str(name, text)
+    }
+
+    /// The submitter `ctx` is gone (a process exited, a connection closed):
+    /// the scheduler drops what it kept for it.
+    pub fn context_gone(&mut self, ctx: IoContext) {
+        let now = self.clock.now();
+        self.queue.context_gone(ctx, now);
     }
 
     /// The device.
@@ -291,13 +325,32 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
         self.stats
     }
 
+    /// When the engine next needs a [`Engine::poll`] even if no completion
+    /// arrives: the scheduler's wake-up, or the device's next completion if
+    /// it runs on a schedule (a paced model).
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        match (self.timer_at, self.device.next_completion()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether completed requests wait to be handed back by
+    /// [`Engine::poll`] (so an event loop must not sleep).
+    pub fn has_finished(&self) -> bool {
+        !self.finished.is_empty()
+    }
+
     /// Requests accepted and not yet handed back.
     pub fn in_flight(&self) -> u32 {
         (self.records.len() - self.free_records.len()) as u32
     }
 
     /// Hold new requests in the plug until [`Engine::unplug`], so that a batch
-    /// merges and reaches the scheduler together.
+    /// merges and reaches the scheduler together. As in Linux, a
+    /// [`Engine::poll`] that is about to sleep hands what the plug holds to
+    /// the scheduler first (the plug stays in force), and
+    /// [`Engine::cancel`] ends it.
     pub fn plug(&mut self) {
         self.user_plug = true;
         self.queue.plug();
@@ -409,6 +462,7 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
     /// is full (false).
     fn feed(&mut self, r: u32, now: Nanos) -> bool {
         let limits = *self.queue.limits();
+        let mem_align = u64::from(self.align.memory);
         let rec = &mut self.records[r as usize];
         loop {
             let flush = rec.op == Op::Flush;
@@ -429,6 +483,14 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
                     rec.seg += 1;
                     rec.seg_off = 0;
                     continue;
+                }
+                if piece < left as u64 && mem_align.is_power_of_two() && piece >= mem_align {
+                    // The next piece starts inside this segment: at a
+                    // multiple of the DMA alignment from its (aligned)
+                    // start, or the device refuses it. (Block-size pieces
+                    // smaller than the alignment cannot keep it; the device
+                    // fails those.)
+                    piece -= piece % mem_align;
                 }
                 piece = piece.min(left as u64);
                 addr = b.as_mut_ptr() as usize + rec.seg_off;
@@ -471,12 +533,7 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
                     // limits changed under us): the rest of the request fails
                     // from here, and what is in flight completes as usual.
                     self.free_bios.push(token);
-                    if rec.issued < rec.fail_at {
-                        rec.fail_at = rec.issued;
-                        rec.status = Status::IoError;
-                    }
-                    rec.issued = rec.len;
-                    rec.flush_sent = true;
+                    rec.fail_rest(Status::IoError);
                     return true;
                 }
             }
@@ -555,16 +612,23 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
         done.clear();
         self.device
             .complete(now, &mut |tag, outcome| done.push((tag, outcome)));
-        let result = done.iter().try_for_each(|&(tag, outcome)| {
-            self.complete_request(RequestId::from_raw(tag), outcome, now)
-        });
+        // Every completion is applied even if one is refused: the device has
+        // forgotten them all, so one dropped here would never complete (and
+        // its request's buffers would be held for good).
+        let mut result = Ok(());
+        for &(tag, outcome) in &done {
+            if let Err(e) = self.complete_request(RequestId::from_raw(tag), outcome, now)
+                && result.is_ok()
+            {
+                result = Err(e);
+            }
+        }
         let any = !done.is_empty();
         self.dev_done = done;
-        result?;
         if any {
             self.feed_waiting(now);
         }
-        Ok(())
+        result
     }
 
     /// Dispatch while the device has room.
@@ -638,6 +702,19 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
         self.reap(now)?;
         self.pump(now)?;
         if self.finished.is_empty() && timeout != Some(Duration::ZERO) {
+            if self.queue.plugged_requests() > 0 {
+                // About to sleep with requests on the caller's plug: hand
+                // them to the scheduler first, as Linux flushes a task's plug
+                // when it sleeps. Otherwise nothing could complete, a wait
+                // with no timeout would return at once (a caller looping on
+                // `poll` would spin) and `drain` would stall. The plug stays
+                // in force for what comes next.
+                self.queue.unplug(now);
+                if self.user_plug {
+                    self.queue.plug();
+                }
+                self.pump(now)?;
+            }
             let mut wait = timeout;
             if let Some(t) = self.timer_at {
                 let d = Clock::until(now, t);
@@ -695,15 +772,14 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
         self.cancelling = true;
         let now = self.clock.now();
         while let Some(r) = self.waiting.pop_front() {
-            let rec = &mut self.records[r as usize];
-            if rec.issued < rec.fail_at {
-                rec.fail_at = rec.issued;
-                rec.status = Status::Cancelled;
-            }
-            rec.issued = rec.len;
-            rec.flush_sent = true;
+            self.records[r as usize].fail_rest(Status::Cancelled);
             self.put_ref(r, now);
         }
+        // Requests on the caller's plug go to the scheduler, to be completed
+        // `Cancelled` as they come out: left on the plug, nothing would ever
+        // complete them (and `Drop` would leak their buffers).
+        self.user_plug = false;
+        self.queue.unplug(now);
         self.device.cancel_all();
     }
 
@@ -712,16 +788,23 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
     pub fn drain(&mut self, out: &mut Vec<Completion<B>>) -> Result<(), EngineError> {
         while self.in_flight() > 0 {
             let got = self.poll(None, out)?;
+            // Requests on the caller's plug are not stuck: the next poll
+            // that would sleep hands them to the scheduler.
             if got == 0
                 && self.device.outstanding() == 0
                 && self.timer_at.is_none()
                 && self.finished.is_empty()
+                && self.queue.plugged_requests() == 0
                 && self.in_flight() > 0
             {
                 // Nothing at the device and no timer: one more pass may
                 // dispatch what completions freed; if not, nothing will.
                 let again = self.poll(Some(Duration::ZERO), out)?;
-                if again == 0 && self.device.outstanding() == 0 && self.timer_at.is_none() {
+                if again == 0
+                    && self.device.outstanding() == 0
+                    && self.timer_at.is_none()
+                    && self.queue.plugged_requests() == 0
+                {
                     return Err(EngineError::Stalled {
                         in_flight: self.in_flight(),
                     });

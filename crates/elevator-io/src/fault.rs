@@ -145,18 +145,26 @@ impl<D: DataDevice> Device for FaultDevice<D> {
                 done(tag, outcome);
                 return;
             }
-            *count += 1;
-            let good = match outcome {
-                Outcome::Done => good,
-                Outcome::Failed { good_bytes, .. } => good.min(good_bytes),
-            };
-            done(
-                tag,
-                Outcome::Failed {
-                    status: Status::IoError,
-                    good_bytes: good,
-                },
-            );
+            match outcome {
+                // The device's own failure comes first (or at the same
+                // byte): its status is the one the caller must see (ENOSPC,
+                // a cancellation at shutdown), not the injected EIO.
+                Outcome::Failed { status, good_bytes }
+                    if status != Status::Ok && good_bytes <= good =>
+                {
+                    done(tag, outcome);
+                }
+                _ => {
+                    *count += 1;
+                    done(
+                        tag,
+                        Outcome::Failed {
+                            status: Status::IoError,
+                            good_bytes: good,
+                        },
+                    );
+                }
+            }
         });
     }
     fn outstanding(&self) -> u32 {
@@ -185,5 +193,8 @@ impl<D: DataDevice> DataDevice for FaultDevice<D> {
     }
     fn alignment(&self) -> Alignment {
         self.inner.alignment()
+    }
+    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.inner.poll_fd()
     }
 }

@@ -317,6 +317,10 @@ impl DataDevice for FileDevice {
     fn alignment(&self) -> Alignment {
         self.alignment
     }
+
+    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        Some(self.ring.fd())
+    }
 }
 
 /// What `stat` says about an open file.

@@ -279,7 +279,7 @@ impl<D: DataDevice> Runner<D> {
         let mut any = false;
         for w in &mut self.workers {
             if w.state == State::Running && w.check_done(now) {
-                self.engine.queue_mut().context_gone(w.ctx, now);
+                self.engine.context_gone(w.ctx);
                 any = true;
             }
         }

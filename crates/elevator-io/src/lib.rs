@@ -2,7 +2,8 @@
 //!
 //! - [`file`]: a regular file or block device opened with O_DIRECT, driven
 //!   through io_uring; [`mem`]: a device in memory; [`fault`]: a wrapper that
-//!   fails chosen sectors or a fraction of I/Os. All three sit behind the same
+//!   fails chosen sectors or a fraction of I/Os; [`paced`]: a simulated disk
+//!   on the real clock, its data in memory. All of them sit behind the same
 //!   [`elevator_core::Device`] trait the simulated devices use, plus
 //!   [`DataDevice`] for the data.
 //! - [`dio`]: the direct-I/O submission path's rules: a caller's request
@@ -29,6 +30,7 @@ pub mod fault;
 pub mod file;
 pub mod jobs;
 pub mod mem;
+pub mod paced;
 pub mod spec;
 mod uring;
 
@@ -40,4 +42,5 @@ pub use engine::{Engine, EngineConfig, EngineError};
 pub use fault::{FaultDevice, FaultSpec};
 pub use file::{FileDevice, FileKind, FileOptions};
 pub use mem::{MemDevice, MemOptions};
+pub use paced::PacedDevice;
 pub use spec::{RealDevice, RealSpec, SpecError};

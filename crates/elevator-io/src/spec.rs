@@ -18,6 +18,7 @@ use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 use crate::fault::{FaultDevice, FaultSpec};
 use crate::file::{FileDevice, FileOptions};
 use crate::mem::{MemDevice, MemOptions};
+use crate::paced::PacedDevice;
 
 /// What kind of real device, with its options.
 #[derive(Clone, Debug, PartialEq)]
@@ -102,8 +103,13 @@ impl RealSpec {
         let mut faults = FaultSpec::default();
         for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part.split_once('=').unwrap_or((part, ""));
-            let number =
-                |unit| parse_param("device", key, unit, value).map_err(|e| bad(e.to_string()));
+            let number = |unit| {
+                let n = parse_param("device", key, unit, value).map_err(|e| bad(e.to_string()))?;
+                if n.fract() != 0.0 || n > f64::from(u32::MAX) {
+                    return Err(bad(format!("{key}={value}: expected a whole number")));
+                }
+                Ok(n)
+            };
             match (&mut kind, key) {
                 (RealKind::File { opts, .. }, "queue_depth") => {
                     opts.queue_depth = Some(number(ParamUnit::Count)? as u32)
@@ -179,7 +185,9 @@ pub enum RealDevice {
     File(Box<FileDevice>),
     /// Memory.
     Mem(MemDevice),
-    /// Either, with faults.
+    /// A simulated device on the real clock.
+    Paced(Box<PacedDevice>),
+    /// Any of these, with faults.
     Faulty(Box<FaultDevice<RealDevice>>),
 }
 
@@ -188,6 +196,7 @@ macro_rules! each {
         match $self {
             RealDevice::File($d) => $e,
             RealDevice::Mem($d) => $e,
+            RealDevice::Paced($d) => $e,
             RealDevice::Faulty($d) => $e,
         }
     };
@@ -239,6 +248,9 @@ impl DataDevice for RealDevice {
     }
     fn alignment(&self) -> Alignment {
         each!(self, d => d.alignment())
+    }
+    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        each!(self, d => d.poll_fd())
     }
 }
 

@@ -27,6 +27,8 @@ const CANCEL: u64 = u64::MAX;
 const PUSH_TRIES: u32 = 4;
 /// Consecutive failed waits after which `Drop` gives up and leaks.
 const DROP_WAIT_TRIES: u32 = 3;
+/// The longest single sleep in `io_uring_enter` (see [`Ring::wait`]).
+const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The largest queue depth a ring takes.
 pub(crate) const MAX_QUEUE_DEPTH: u32 = 4096;
 const PUNCH: i32 = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
@@ -152,6 +154,14 @@ impl Ring {
             busy_mark: 0,
             setup,
         })
+    }
+
+    /// The ring's descriptor: readable while completions wait.
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the descriptor belongs to `self.ring`, which outlives the
+        // borrow returned (it is tied to `&self`).
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(self.ring.as_raw_fd()) }
     }
 
     /// How the ring was set up, in a few words.
@@ -448,7 +458,12 @@ impl Ring {
         }
         match timeout {
             Some(t) => {
-                let ts = types::Timespec::from(t);
+                // The kernel adds the timeout to its clock in signed 64-bit
+                // nanoseconds: beyond ~292 years (`Duration::MAX`, a far-off
+                // deadline) it overflows into the past and the wait returns
+                // at once, so a caller looping on it would spin. A year is
+                // as good as forever here.
+                let ts = types::Timespec::from(t.min(MAX_WAIT));
                 let args = types::SubmitArgs::new().timespec(&ts);
                 entered(self.ring.submitter().submit_with_args(1, &args))
             }

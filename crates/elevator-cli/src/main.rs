@@ -4,12 +4,14 @@
 //! what the core costs per I/O; `devices` and `schedulers` list what there is.
 
 mod bench_fio;
+mod bench_nbd;
 mod cpu_time;
 mod experiment;
 mod list;
 mod microbench;
 mod report;
 mod run;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -36,6 +38,12 @@ enum Command {
     /// Run a job through fio's io_uring engine and through elevator on the
     /// same file, one after the other, and compare IOPS and CPU per I/O.
     BenchVsFio(bench_fio::Args),
+    /// Run the same NBD clients (fio's nbd engine, nbdcopy) against
+    /// `nbdkit memory` and `elevator serve` with a memory export.
+    BenchVsNbdkit(bench_nbd::Args),
+    /// Serve exports over NBD (file:PATH, mem:SIZE, or a simulated disk on
+    /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
+    Serve(serve::Args),
     /// Run one of the seeds' experiments and check the shape it reported.
     Experiment(experiment::Args),
     /// List the device presets with their parameters.
@@ -52,6 +60,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => run::compare(&args),
         Command::Experiment(args) => experiment::run(&args),
         Command::BenchVsFio(args) => bench_fio::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::BenchVsNbdkit(args) => bench_nbd::run(&args),
         Command::Devices => run::devices(),
         Command::Schedulers => list::schedulers(),
     };

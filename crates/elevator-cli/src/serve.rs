@@ -1,0 +1,91 @@
+//! `elevator serve`: exports over NBD until SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use elevator_nbd::{ExportSpec, Server, ServerConfig};
+use elevator_sim::device::{ParamUnit, parse_param};
+
+/// Options of `elevator serve`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// An export: NAME=DEVICE[,scheduler=S][,ro][,TUNABLE=VALUE...], where
+    /// DEVICE is file:PATH, mem:SIZE or a simulated preset (hdd-7200, ...,
+    /// run on the real clock). Repeatable; the first also answers to the
+    /// empty export name.
+    #[arg(long = "export", value_name = "NAME=DEVICE[,OPTIONS]", required = true)]
+    exports: Vec<String>,
+    /// TCP address to listen on (repeatable). Default 127.0.0.1:10809 when
+    /// neither --listen nor --unix is given.
+    #[arg(long = "listen", value_name = "ADDR:PORT")]
+    listen: Vec<SocketAddr>,
+    /// Unix-domain socket to listen on (repeatable).
+    #[arg(long = "unix", value_name = "PATH")]
+    unix: Vec<PathBuf>,
+    /// Requests in flight per connection before it is not read from.
+    #[arg(long, default_value_t = 128)]
+    max_inflight: u32,
+    /// Largest read or write request (e.g. 32m).
+    #[arg(long, default_value = "32m")]
+    max_request: String,
+    /// Connections at once.
+    #[arg(long, default_value_t = 256)]
+    max_connections: u32,
+}
+
+/// Run `elevator serve`.
+pub fn run(args: &Args) -> Result<()> {
+    let exports = args
+        .exports
+        .iter()
+        .map(|e| ExportSpec::parse(e))
+        .collect::<Result<Vec<_>, _>>()?;
+    let max_request = parse_param(
+        "serve",
+        "--max-request",
+        ParamUnit::Bytes,
+        &args.max_request,
+    )?;
+    if !(4096.0..=f64::from(1u32 << 31)).contains(&max_request) {
+        anyhow::bail!("--max-request {}: must be 4k to 2g", args.max_request);
+    }
+    let mut tcp = args.listen.clone();
+    if tcp.is_empty() && args.unix.is_empty() {
+        tcp.push(SocketAddr::from(([127, 0, 0, 1], 10809)));
+    }
+    let cfg = ServerConfig {
+        exports,
+        tcp,
+        unix: args.unix.clone(),
+        max_inflight: args.max_inflight.max(1),
+        max_request: max_request as u32,
+        max_connections: args.max_connections.max(1),
+    };
+    let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
+    let mut server = Server::bind(cfg.clone(), log)?;
+    // Signals write a byte into a socket pair the server waits on.
+    let (stop_rx, stop_tx) = UnixStream::pair().context("creating the stop socket pair")?;
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let tx = stop_tx.try_clone().context("cloning the stop socket")?;
+        signal_hook::low_level::pipe::register(sig, tx).context("installing a signal handler")?;
+    }
+    for addr in server.tcp_addrs() {
+        eprintln!("elevator serve: listening on {addr} (nbd://{addr}/NAME)");
+    }
+    for path in &cfg.unix {
+        eprintln!(
+            "elevator serve: listening on {} (nbd+unix:///NAME?socket={})",
+            path.display(),
+            path.display()
+        );
+    }
+    for line in server.describe() {
+        eprintln!("elevator serve: {line}");
+    }
+    server.run(stop_rx.as_fd())?;
+    eprintln!("elevator serve: stopped: in-flight requests finished, exports flushed");
+    Ok(())
+}

@@ -1,0 +1,450 @@
+//! One client connection: its socket, what it has sent that is not handled
+//! yet, what is waiting to go back, and where it is in the protocol.
+//!
+//! Input is cut into messages ([`Conn::next_message`]): the client's flags,
+//! options, requests, and write payloads. A write's payload goes straight
+//! into the request's buffer (read from the socket into it when the input
+//! buffer holds no more). Output is a queue of replies, each a short header
+//! and perhaps a data buffer, written with one `writev` for as many as fit.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
+use std::time::Instant;
+
+use elevator_core::IoContext;
+
+use crate::pool::{Buf, Pool};
+use crate::proto::{self, OptionHeader, ProtoError, Request};
+
+/// Largest option data kept; longer options are skipped and refused.
+pub const MAX_OPTION: u32 = 64 << 10;
+const INBUF: usize = 256 << 10;
+/// Payload bytes still to come above which they are read straight into the
+/// request's buffer rather than through the input buffer.
+const DIRECT: usize = 64 << 10;
+/// iovecs per `writev`.
+const IOV: usize = 64;
+
+/// A connected socket.
+pub enum Stream {
+    /// TCP.
+    Tcp(TcpStream),
+    /// A Unix-domain socket.
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => s.write_vectored(bufs),
+        }
+    }
+
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
+/// Where a connection is in the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for the client's 4 flag bytes.
+    ClientFlags,
+    /// Haggling over options.
+    Options,
+    /// Serving requests for this export.
+    Transmission(usize),
+}
+
+/// A unit of input.
+#[derive(Debug)]
+pub enum Message {
+    /// The client's flags.
+    ClientFlags([u8; 4]),
+    /// An option and its data.
+    Option(OptionHeader, Vec<u8>),
+    /// An option too big to keep (its data is being skipped).
+    OptionTooBig(OptionHeader),
+    /// A request (for a write: its payload follows, unless the handler
+    /// skips it).
+    Request(Request),
+    /// A write's payload, complete.
+    Payload(Request, Buf),
+    /// Bytes that break the protocol.
+    Broken(ProtoError),
+}
+
+/// One reply (or part of one) waiting to be sent.
+struct Out {
+    head: [u8; 32],
+    head_len: u8,
+    /// Used instead of `head` when not empty (handshake replies).
+    bytes: Vec<u8>,
+    data: Option<Buf>,
+    /// Bytes of this item already sent.
+    pos: usize,
+}
+
+impl Out {
+    fn head(&self) -> &[u8] {
+        if self.bytes.is_empty() {
+            &self.head[..usize::from(self.head_len)]
+        } else {
+            &self.bytes
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.head().len() + self.data.as_ref().map_or(0, |d| d.len())
+    }
+}
+
+/// Per-connection counters, for the line logged at disconnect.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConnStats {
+    /// Reads done, and bytes.
+    pub reads: u64,
+    /// See `reads`.
+    pub read_bytes: u64,
+    /// Writes done, and bytes.
+    pub writes: u64,
+    /// See `writes`.
+    pub write_bytes: u64,
+    /// Flushes.
+    pub flushes: u64,
+    /// Trims.
+    pub trims: u64,
+    /// Write-zeroes.
+    pub zeroes: u64,
+    /// Requests answered with an error.
+    pub errors: u64,
+}
+
+/// A client connection.
+pub struct Conn {
+    /// The socket.
+    pub stream: Stream,
+    /// Who it is.
+    pub peer: String,
+    /// Generation of its slot (so stale completions are recognised).
+    pub generation: u32,
+    /// Its I/O context: schedulers keep one queue per connection.
+    pub ctx: IoContext,
+    /// Protocol phase.
+    pub phase: Phase,
+    /// The client asked for no zeroes after `EXPORT_NAME`.
+    pub no_zeroes: bool,
+    /// Structured replies were negotiated.
+    pub structured: bool,
+    inbuf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    discard: u64,
+    payload: Option<(Request, Buf, usize)>,
+    out: VecDeque<Out>,
+    out_bytes: usize,
+    /// Requests at the engine.
+    pub inflight: u32,
+    /// The socket may have input (edge-triggered: until a read would block).
+    pub readable: bool,
+    /// The socket may take output.
+    pub writable: bool,
+    /// The client closed its side, or the connection failed.
+    pub eof: bool,
+    /// Why the connection is ending, once it is.
+    pub closing: Option<String>,
+    /// The client sent `DISC`.
+    pub disc: bool,
+    /// Counters.
+    pub stats: ConnStats,
+    /// When it connected.
+    pub started: Instant,
+    /// The export it uses, once chosen.
+    pub export_name: Option<String>,
+}
+
+impl Conn {
+    /// A new connection, with the greeting queued.
+    pub fn new(stream: Stream, peer: String, generation: u32, ctx: IoContext) -> Conn {
+        let mut c = Conn {
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase: Phase::ClientFlags,
+            no_zeroes: false,
+            structured: false,
+            inbuf: vec![0u8; INBUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            discard: 0,
+            payload: None,
+            out: VecDeque::new(),
+            out_bytes: 0,
+            inflight: 0,
+            readable: true,
+            writable: true,
+            eof: false,
+            closing: None,
+            disc: false,
+            stats: ConnStats::default(),
+            started: Instant::now(),
+            export_name: None,
+        };
+        c.send_bytes(proto::greeting().to_vec());
+        c
+    }
+
+    /// The next complete message in the input, if there is one.
+    pub fn next_message(&mut self) -> Option<Message> {
+        if self.discard > 0 {
+            let n = (self.discard as usize).min(self.end - self.start);
+            self.start += n;
+            self.discard -= n as u64;
+            if self.discard > 0 {
+                return None;
+            }
+        }
+        if let Some((_, buf, filled)) = &mut self.payload {
+            let n = (buf.len() - *filled).min(self.end - self.start);
+            buf[*filled..*filled + n].copy_from_slice(&self.inbuf[self.start..self.start + n]);
+            *filled += n;
+            self.start += n;
+            if *filled < buf.len() {
+                return None;
+            }
+            let (req, buf, _) = self.payload.take()?;
+            return Some(Message::Payload(req, buf));
+        }
+        let avail = self.end - self.start;
+        let input = &self.inbuf[self.start..self.end];
+        match self.phase {
+            Phase::ClientFlags => {
+                let flags: [u8; 4] = input.get(..4)?.try_into().ok()?;
+                self.start += 4;
+                Some(Message::ClientFlags(flags))
+            }
+            Phase::Options => {
+                let head: [u8; proto::OPTION_HEADER_LEN] =
+                    input.get(..proto::OPTION_HEADER_LEN)?.try_into().ok()?;
+                let h = match proto::option_header(&head) {
+                    Ok(h) => h,
+                    Err(e) => return Some(Message::Broken(e)),
+                };
+                if h.len > MAX_OPTION {
+                    self.start += proto::OPTION_HEADER_LEN;
+                    self.discard = u64::from(h.len);
+                    return Some(Message::OptionTooBig(h));
+                }
+                let total = proto::OPTION_HEADER_LEN + h.len as usize;
+                if avail < total {
+                    return None;
+                }
+                let data = input[proto::OPTION_HEADER_LEN..total].to_vec();
+                self.start += total;
+                Some(Message::Option(h, data))
+            }
+            Phase::Transmission(_) => {
+                let head: [u8; proto::REQUEST_LEN] =
+                    input.get(..proto::REQUEST_LEN)?.try_into().ok()?;
+                self.start += proto::REQUEST_LEN;
+                Some(match proto::request(&head) {
+                    Ok(r) => Message::Request(r),
+                    Err(e) => Message::Broken(e),
+                })
+            }
+        }
+    }
+
+    /// The payload of write `req` goes into `buf` (its length), as it comes.
+    pub fn expect_payload(&mut self, req: Request, buf: Buf) {
+        self.payload = Some((req, buf, 0));
+    }
+
+    /// Skip the next `n` bytes of input (a refused write's payload).
+    pub fn skip(&mut self, n: u64) {
+        self.discard += n;
+    }
+
+    /// Read what the socket has: into the pending payload's buffer if the
+    /// input buffer is drained, else into the input buffer. Returns false
+    /// when nothing more can be read now.
+    pub fn fill(&mut self) -> bool {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        let result = match &mut self.payload {
+            // A big payload goes straight into its buffer; small ones come
+            // through the input buffer, several requests per read.
+            Some((_, buf, filled)) if self.start == self.end && buf.len() - *filled >= DIRECT => {
+                let r = self.stream.read(&mut buf[*filled..]);
+                if let Ok(n) = r {
+                    *filled += n;
+                }
+                r
+            }
+            _ => {
+                if self.end == self.inbuf.len() {
+                    // Keep the unread tail at the front.
+                    self.inbuf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.start = 0;
+                }
+                let r = self.stream.read(&mut self.inbuf[self.end..]);
+                if let Ok(n) = r {
+                    self.end += n;
+                }
+                r
+            }
+        };
+        match result {
+            Ok(0) => {
+                self.eof = true;
+                self.readable = false;
+                false
+            }
+            Ok(_) => true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.readable = false;
+                false
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
+            Err(e) => {
+                self.eof = true;
+                self.readable = false;
+                self.closing
+                    .get_or_insert_with(|| format!("read failed: {e}"));
+                false
+            }
+        }
+    }
+
+    /// Whether a write's payload is being collected.
+    pub fn in_payload(&self) -> bool {
+        self.payload.is_some()
+    }
+
+    /// Take back a pending payload's buffer (the connection is closing).
+    pub fn take_payload(&mut self) -> Option<Buf> {
+        self.payload.take().map(|(_, b, _)| b)
+    }
+
+    /// Queue handshake bytes.
+    pub fn send_bytes(&mut self, bytes: Vec<u8>) {
+        self.out_bytes += bytes.len();
+        self.out.push_back(Out {
+            head: [0; 32],
+            head_len: 0,
+            bytes,
+            data: None,
+            pos: 0,
+        });
+    }
+
+    /// Queue a reply: a header of at most 32 bytes, and data.
+    pub fn send(&mut self, head: &[u8], data: Option<Buf>) {
+        let mut h = [0u8; 32];
+        h[..head.len()].copy_from_slice(head);
+        let item = Out {
+            head: h,
+            head_len: head.len() as u8,
+            bytes: Vec::new(),
+            data,
+            pos: 0,
+        };
+        self.out_bytes += item.len();
+        self.out.push_back(item);
+    }
+
+    /// Bytes waiting to be sent.
+    pub fn pending_output(&self) -> usize {
+        self.out_bytes
+    }
+
+    /// Send what the socket takes. Data buffers fully sent go back to `pool`.
+    pub fn flush(&mut self, pool: &mut Pool) {
+        while self.writable && !self.out.is_empty() {
+            let mut slices: [IoSlice<'_>; IOV] = [IoSlice::new(&[]); IOV];
+            let mut n = 0;
+            for item in &self.out {
+                if n + 2 > IOV {
+                    break;
+                }
+                let head = item.head();
+                if item.pos < head.len() {
+                    slices[n] = IoSlice::new(&head[item.pos..]);
+                    n += 1;
+                }
+                if let Some(d) = &item.data {
+                    let from = item.pos.saturating_sub(head.len());
+                    slices[n] = IoSlice::new(&d[from..]);
+                    n += 1;
+                }
+            }
+            match self.stream.write_vectored(&slices[..n]) {
+                Ok(0) => {
+                    self.fail("the socket took no bytes");
+                    return;
+                }
+                Ok(mut sent) => {
+                    self.out_bytes -= sent;
+                    while sent > 0 {
+                        let Some(front) = self.out.front_mut() else {
+                            break;
+                        };
+                        let left = front.len() - front.pos;
+                        if sent < left {
+                            front.pos += sent;
+                            break;
+                        }
+                        sent -= left;
+                        if let Some(item) = self.out.pop_front()
+                            && let Some(d) = item.data
+                        {
+                            pool.put(d);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.fail(&format!("write failed: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The connection cannot go on.
+    pub fn fail(&mut self, why: &str) {
+        self.eof = true;
+        self.readable = false;
+        self.writable = false;
+        self.closing.get_or_insert_with(|| why.to_string());
+    }
+
+    /// Drop unsent output, returning its buffers.
+    pub fn drop_output(&mut self, pool: &mut Pool) {
+        for item in self.out.drain(..) {
+            if let Some(d) = item.data {
+                pool.put(d);
+            }
+        }
+        self.out_bytes = 0;
+    }
+}

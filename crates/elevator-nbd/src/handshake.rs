@@ -1,0 +1,120 @@
+//! The option haggling of the fixed newstyle handshake: `EXPORT_NAME`,
+//! `GO`, `INFO`, `LIST`, `ABORT` and `STRUCTURED_REPLY`; every other option
+//! is answered `NBD_REP_ERR_UNSUP` and the handshake goes on.
+
+use crate::conn::{Conn, Phase};
+use crate::proto::{self, ClientOption, OptionHeader, info, rep};
+use crate::server::Shared;
+
+/// The export a client asks for by `name`: the one of that name, or for the
+/// empty name the first export.
+pub(crate) fn find(shared: &Shared, name: &str) -> Option<usize> {
+    shared
+        .exports
+        .iter()
+        .position(|e| e.name == name)
+        .or_else(|| name.is_empty().then_some(0))
+}
+
+fn reply(c: &mut Conn, option: u32, kind: u32, data: &[u8]) {
+    let mut out = Vec::with_capacity(20 + data.len());
+    proto::option_reply(&mut out, option, kind, data);
+    c.send_bytes(out);
+}
+
+/// An option whose data was too big to read: refused, the handshake goes on.
+pub(crate) fn too_big(c: &mut Conn, h: OptionHeader) {
+    reply(c, h.option, rep::ERR_TOO_BIG, b"option data too long");
+}
+
+/// Answer option `h` with `data`.
+pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]) {
+    if shared.stopping {
+        reply(c, h.option, rep::ERR_SHUTDOWN, b"server shutting down");
+        return;
+    }
+    let parsed = match proto::client_option(h, data) {
+        Ok(o) => o,
+        Err(refusal) => {
+            reply(c, h.option, refusal.reply, refusal.message.as_bytes());
+            return;
+        }
+    };
+    match parsed {
+        ClientOption::ExportName(name) => match find(shared, &name) {
+            Some(e) => {
+                let ex = &shared.exports[e];
+                let mut out = Vec::new();
+                proto::export_name_reply(&mut out, ex.size, ex.flags, c.no_zeroes);
+                c.send_bytes(out);
+                c.export_name = Some(ex.name.clone());
+                c.phase = Phase::Transmission(e);
+            }
+            // The protocol has no way to refuse EXPORT_NAME but to hang up.
+            None => c.fail(&format!("asked for export '{name}', which does not exist")),
+        },
+        ClientOption::Abort => {
+            reply(c, h.option, rep::ACK, &[]);
+            c.fail("client aborted the handshake");
+        }
+        ClientOption::List => {
+            for e in &shared.exports {
+                reply(c, h.option, rep::SERVER, &proto::server_entry(&e.name));
+            }
+            reply(c, h.option, rep::ACK, &[]);
+        }
+        ClientOption::Info { go, name, requests } => {
+            let Some(e) = find(shared, &name) else {
+                let msg = format!("no export named '{name}'");
+                reply(c, h.option, rep::ERR_UNKNOWN, msg.as_bytes());
+                return;
+            };
+            let ex = &shared.exports[e];
+            reply(
+                c,
+                h.option,
+                rep::INFO,
+                &proto::info_export(ex.size, ex.flags),
+            );
+            if requests.contains(&info::NAME) {
+                reply(
+                    c,
+                    h.option,
+                    rep::INFO,
+                    &proto::info_text(info::NAME, &ex.name),
+                );
+            }
+            if requests.contains(&info::DESCRIPTION) {
+                reply(
+                    c,
+                    h.option,
+                    rep::INFO,
+                    &proto::info_text(info::DESCRIPTION, &ex.description),
+                );
+            }
+            // Sent whether asked for or not: clients must keep to the
+            // device's block size and the request cap.
+            let min = ex.min_block;
+            let preferred = min.max(4096);
+            reply(
+                c,
+                h.option,
+                rep::INFO,
+                &proto::info_block_size(min, preferred, shared.cfg.max_request),
+            );
+            reply(c, h.option, rep::ACK, &[]);
+            if go {
+                c.export_name = Some(ex.name.clone());
+                c.phase = Phase::Transmission(e);
+            }
+        }
+        ClientOption::StructuredReply => {
+            c.structured = true;
+            reply(c, h.option, rep::ACK, &[]);
+        }
+        ClientOption::Unsupported(o) => {
+            let msg = format!("option {o} is not supported");
+            reply(c, h.option, rep::ERR_UNSUP, msg.as_bytes());
+        }
+    }
+}

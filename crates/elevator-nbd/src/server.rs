@@ -1,0 +1,624 @@
+//! The server: listeners, connections and exports, driven by one thread.
+//!
+//! One epoll loop waits on the listeners, every connection (edge-triggered),
+//! a stop descriptor, and each export's device when it has a descriptor (an
+//! io_uring); its timeout is the earliest time an export needs attention
+//! (a scheduler's idle timer, a paced model's next completion). Each pass
+//! reads what connections sent, hands requests to their export's engine, polls
+//! every engine, turns completions into replies, and writes what sockets
+//! take. Requests from one connection are its own I/O context, so fair
+//! schedulers share the disk between clients.
+//!
+//! Shutting down (the stop descriptor becomes readable): listeners close,
+//! connections still in the handshake close, the others stop taking
+//! requests; when everything in flight has completed and been answered, every
+//! writable export is flushed, and the connections close.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use elevator_core::IoContext;
+use elevator_io::{Completion, DataDevice};
+use rustix::event::{Timespec, epoll};
+use thiserror::Error;
+
+use crate::conn::{Conn, Message, Stream};
+use crate::export::{Export, ExportError, ExportSpec};
+use crate::pool::{Buf, Pool};
+use crate::transmit;
+
+/// How to serve.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The exports; the first also answers to the empty name.
+    pub exports: Vec<ExportSpec>,
+    /// TCP addresses to listen on.
+    pub tcp: Vec<SocketAddr>,
+    /// Unix-domain socket paths to listen on.
+    pub unix: Vec<PathBuf>,
+    /// Requests in flight per connection before the server stops reading
+    /// from it. Default 128.
+    pub max_inflight: u32,
+    /// Largest read or write, in bytes. Default 32 MiB.
+    pub max_request: u32,
+    /// Connections at once. Default 256.
+    pub max_connections: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            exports: Vec::new(),
+            tcp: Vec::new(),
+            unix: Vec::new(),
+            max_inflight: 128,
+            max_request: 32 << 20,
+            max_connections: 256,
+        }
+    }
+}
+
+/// The server cannot start or go on.
+#[derive(Debug, Error)]
+pub enum ServerError {
+    /// An export cannot be opened.
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    /// Nothing to serve, or nowhere to listen.
+    #[error("{0}")]
+    Config(String),
+    /// A listener cannot be set up.
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// The event loop failed.
+    #[error("event loop: {0}")]
+    Poll(io::Error),
+    /// An engine failed.
+    #[error("export '{export}'")]
+    Engine {
+        /// The export.
+        export: String,
+        /// Why.
+        #[source]
+        source: Box<elevator_io::EngineError>,
+    },
+}
+
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener, PathBuf),
+}
+
+/// A request at an engine: whom to answer and how.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct InFlight {
+    pub conn: u32,
+    pub generation: u32,
+    pub cookie: u64,
+    pub kind: u16,
+    pub offset: u64,
+}
+
+const KIND_SHIFT: u32 = 60;
+const LISTENER: u64 = 1;
+const STOP: u64 = 2;
+const DEVICE: u64 = 3;
+const CONN: u64 = 4;
+/// Socket send buffer asked for.
+const SNDBUF: usize = 4 << 20;
+/// How long a stop waits for requests in flight before cancelling them.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
+fn token(kind: u64, generation: u32, index: u32) -> u64 {
+    (kind << KIND_SHIFT) | (u64::from(generation & 0x0FFF_FFFF) << 32) | u64::from(index)
+}
+
+/// The state every connection's handling needs.
+pub(crate) struct Shared {
+    pub exports: Vec<Export>,
+    pub inflight: Vec<InFlight>,
+    pub free_inflight: Vec<u32>,
+    pub pool: Pool,
+    pub cfg: ServerConfig,
+    pub stopping: bool,
+}
+
+/// An NBD server, bound and ready to run.
+pub struct Server {
+    shared: Shared,
+    listeners: Vec<Listener>,
+    conns: Vec<Option<Conn>>,
+    gens: Vec<u32>,
+    free_conns: Vec<u32>,
+    live: u32,
+    next_ctx: u32,
+    epoll: OwnedFd,
+    completions: Vec<Completion<Buf>>,
+    log: Box<dyn FnMut(&str) + Send>,
+    stop_since: Option<Instant>,
+}
+
+impl Server {
+    /// Open the exports and bind the listeners. `log` gets one line per
+    /// connection when it ends.
+    pub fn bind(
+        cfg: ServerConfig,
+        log: Box<dyn FnMut(&str) + Send>,
+    ) -> Result<Server, ServerError> {
+        if cfg.exports.is_empty() {
+            return Err(ServerError::Config(
+                "nothing to serve: give at least one --export".into(),
+            ));
+        }
+        if cfg.tcp.is_empty() && cfg.unix.is_empty() {
+            return Err(ServerError::Config(
+                "nowhere to listen: give --listen or --unix".into(),
+            ));
+        }
+        let mut names: Vec<&str> = cfg.exports.iter().map(|e| e.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(ServerError::Config(format!(
+                "two exports are called '{}'",
+                w[0]
+            )));
+        }
+        let exports = cfg
+            .exports
+            .iter()
+            .map(ExportSpec::open)
+            .collect::<Result<Vec<_>, _>>()?;
+        let listen_err = |addr: String| move |source| ServerError::Listen { addr, source };
+        let mut listeners = Vec::new();
+        for addr in &cfg.tcp {
+            let l = TcpListener::bind(addr).map_err(listen_err(addr.to_string()))?;
+            l.set_nonblocking(true)
+                .map_err(listen_err(addr.to_string()))?;
+            listeners.push(Listener::Tcp(l));
+        }
+        for path in &cfg.unix {
+            let name = path.display().to_string();
+            if std::fs::symlink_metadata(path).is_ok_and(|m| {
+                use std::os::unix::fs::FileTypeExt;
+                m.file_type().is_socket()
+            }) {
+                // A socket left by an earlier run.
+                let _ = std::fs::remove_file(path);
+            }
+            let l = UnixListener::bind(path).map_err(listen_err(name.clone()))?;
+            l.set_nonblocking(true).map_err(listen_err(name))?;
+            listeners.push(Listener::Unix(l, path.clone()));
+        }
+        let epoll =
+            epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| ServerError::Poll(e.into()))?;
+        Ok(Server {
+            shared: Shared {
+                exports,
+                inflight: Vec::new(),
+                free_inflight: Vec::new(),
+                pool: Pool::default(),
+                cfg,
+                stopping: false,
+            },
+            listeners,
+            conns: Vec::new(),
+            gens: Vec::new(),
+            free_conns: Vec::new(),
+            live: 0,
+            next_ctx: 1,
+            epoll,
+            completions: Vec::new(),
+            log,
+            stop_since: None,
+        })
+    }
+
+    /// The TCP addresses actually bound (a port of 0 becomes a real one).
+    pub fn tcp_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|l| match l {
+                Listener::Tcp(t) => t.local_addr().ok(),
+                Listener::Unix(..) => None,
+            })
+            .collect()
+    }
+
+    /// One line per export, for the startup message.
+    pub fn describe(&self) -> Vec<String> {
+        self.shared
+            .exports
+            .iter()
+            .map(|e| {
+                format!(
+                    "export '{}': {} bytes, {}{}",
+                    e.name,
+                    e.size,
+                    e.description,
+                    if e.read_only { ", read-only" } else { "" }
+                )
+            })
+            .collect()
+    }
+
+    fn add(
+        &self,
+        fd: BorrowedFd<'_>,
+        tok: u64,
+        flags: epoll::EventFlags,
+    ) -> Result<(), ServerError> {
+        epoll::add(&self.epoll, fd, epoll::EventData::new_u64(tok), flags)
+            .map_err(|e| ServerError::Poll(e.into()))
+    }
+
+    /// Serve until `stop` becomes readable (write a byte to its other end, as
+    /// a signal handler does), then shut down cleanly.
+    pub fn run(&mut self, stop: BorrowedFd<'_>) -> Result<(), ServerError> {
+        for (i, l) in self.listeners.iter().enumerate() {
+            let fd = match l {
+                Listener::Tcp(t) => t.as_fd(),
+                Listener::Unix(u, _) => u.as_fd(),
+            };
+            self.add(fd, token(LISTENER, 0, i as u32), epoll::EventFlags::IN)?;
+        }
+        self.add(stop, token(STOP, 0, 0), epoll::EventFlags::IN)?;
+        for (i, e) in self.shared.exports.iter().enumerate() {
+            if let Some(fd) = e.engine.device().poll_fd() {
+                self.add(fd, token(DEVICE, 0, i as u32), epoll::EventFlags::IN)?;
+            }
+        }
+        let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
+        loop {
+            let timeout = self.timeout();
+            events.clear();
+            match epoll::wait(
+                &self.epoll,
+                rustix::buffer::spare_capacity(&mut events),
+                timeout.as_ref(),
+            ) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(ServerError::Poll(e.into())),
+            }
+            for ev in &events {
+                let t = ev.data.u64();
+                let index = (t & 0xFFFF_FFFF) as u32;
+                match t >> KIND_SHIFT {
+                    LISTENER => self.accept(index as usize)?,
+                    STOP => {
+                        let mut sink = [0u8; 64];
+                        let _ = rustix::io::read(stop, &mut sink);
+                        self.begin_stop();
+                    }
+                    CONN => {
+                        let generation = ((t >> 32) & 0x0FFF_FFFF) as u32;
+                        if let Some(Some(c)) = self.conns.get_mut(index as usize)
+                            && (c.generation & 0x0FFF_FFFF) == generation
+                        {
+                            let f = ev.flags;
+                            if f.intersects(
+                                epoll::EventFlags::IN
+                                    | epoll::EventFlags::HUP
+                                    | epoll::EventFlags::RDHUP
+                                    | epoll::EventFlags::ERR,
+                            ) {
+                                c.readable = true;
+                            }
+                            if f.intersects(
+                                epoll::EventFlags::OUT
+                                    | epoll::EventFlags::HUP
+                                    | epoll::EventFlags::ERR,
+                            ) {
+                                c.writable = true;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            self.service()?;
+            if self.shared.stopping && self.finish_stop()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// How long the loop may sleep.
+    fn timeout(&self) -> Option<Timespec> {
+        let busy = self.shared.exports.iter().any(|e| e.engine.has_finished())
+            || self.conns.iter().flatten().any(|c| self.can_progress(c));
+        if busy {
+            return Some(Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            });
+        }
+        let mut wait: Option<Duration> = None;
+        for e in &self.shared.exports {
+            if let Some(at) = e.engine.next_deadline() {
+                let d = Duration::from_nanos(at.saturating_sub(e.engine.now()));
+                wait = Some(wait.map_or(d, |w| w.min(d)));
+            }
+        }
+        if self.shared.stopping {
+            wait = Some(wait.map_or(Duration::from_millis(100), |w| {
+                w.min(Duration::from_millis(100))
+            }));
+        }
+        wait.map(|d| Timespec {
+            tv_sec: d.as_secs() as i64,
+            tv_nsec: i64::from(d.subsec_nanos()),
+        })
+    }
+
+    /// Whether a connection has work that needs no new event.
+    fn can_progress(&self, c: &Conn) -> bool {
+        (c.readable && !transmit::throttled(c, &self.shared))
+            || (c.writable && c.pending_output() > 0)
+    }
+
+    fn accept(&mut self, i: usize) -> Result<(), ServerError> {
+        loop {
+            let accepted = match &self.listeners[i] {
+                Listener::Tcp(l) => l.accept().map(|(s, a)| {
+                    let _ = s.set_nodelay(true);
+                    (Stream::Tcp(s), a.to_string())
+                }),
+                Listener::Unix(l, p) => l
+                    .accept()
+                    .map(|(s, _)| (Stream::Unix(s), format!("unix:{}", p.display()))),
+            };
+            let (stream, peer) = match accepted {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    (self.log)(&format!("accept failed: {e}"));
+                    return Ok(());
+                }
+            };
+            if self.shared.stopping || self.live >= self.shared.cfg.max_connections {
+                (self.log)(&format!(
+                    "{peer}: refused: {}",
+                    if self.shared.stopping {
+                        "shutting down"
+                    } else {
+                        "too many connections"
+                    }
+                ));
+                continue;
+            }
+            let nb = match &stream {
+                Stream::Tcp(s) => s.set_nonblocking(true),
+                Stream::Unix(s) => s.set_nonblocking(true),
+            };
+            if let Err(e) = nb {
+                (self.log)(&format!("{peer}: {e}"));
+                continue;
+            }
+            // Room for many replies per write (read replies are big); the
+            // kernel caps it at net.core.wmem_max.
+            let _ = rustix::net::sockopt::set_socket_send_buffer_size(stream.fd(), SNDBUF);
+            let index = match self.free_conns.pop() {
+                Some(i) => i,
+                None => {
+                    self.conns.push(None);
+                    self.gens.push(0);
+                    self.conns.len() as u32 - 1
+                }
+            };
+            let generation = self.gens[index as usize];
+            let ctx = IoContext(self.next_ctx);
+            self.next_ctx = self.next_ctx.wrapping_add(1).max(1);
+            let conn = Conn::new(stream, peer, generation, ctx);
+            let flags = epoll::EventFlags::IN
+                | epoll::EventFlags::OUT
+                | epoll::EventFlags::RDHUP
+                | epoll::EventFlags::ET;
+            self.add(conn.stream.fd(), token(CONN, generation, index), flags)?;
+            self.conns[index as usize] = Some(conn);
+            self.live += 1;
+        }
+    }
+
+    /// Read, submit, complete, reply, write, close: one pass.
+    fn service(&mut self) -> Result<(), ServerError> {
+        for _ in 0..4 {
+            let mut progress = false;
+            for i in 0..self.conns.len() {
+                if let Some(mut c) = self.conns[i].take() {
+                    progress |= self.pump(&mut c, i as u32);
+                    self.conns[i] = Some(c);
+                }
+            }
+            progress |= self.complete()?;
+            for c in self.conns.iter_mut().flatten() {
+                if c.writable && c.pending_output() > 0 {
+                    c.flush(&mut self.shared.pool);
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+        self.reap_closed();
+        Ok(())
+    }
+
+    /// Handle what connection `c` (slot `index`) sent, while it may.
+    fn pump(&mut self, c: &mut Conn, index: u32) -> bool {
+        let mut progress = false;
+        loop {
+            if c.closing.is_some() || transmit::throttled(c, &self.shared) {
+                return progress;
+            }
+            match c.next_message() {
+                Some(m) => {
+                    progress = true;
+                    self.handle(c, index, m);
+                }
+                None => {
+                    if !(c.readable && c.fill()) {
+                        return progress;
+                    }
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, c: &mut Conn, index: u32, m: Message) {
+        match m {
+            Message::ClientFlags(f) => match crate::proto::client_flags(f) {
+                Ok(no_zeroes) => {
+                    c.no_zeroes = no_zeroes;
+                    c.phase = crate::conn::Phase::Options;
+                }
+                Err(e) => c.fail(&format!("handshake: {e}")),
+            },
+            Message::Option(h, data) => crate::handshake::option(c, &self.shared, h, &data),
+            Message::OptionTooBig(h) => crate::handshake::too_big(c, h),
+            Message::Request(r) => transmit::request(c, index, &mut self.shared, r),
+            Message::Payload(r, buf) => transmit::payload(c, index, &mut self.shared, r, buf),
+            Message::Broken(e) => c.fail(&format!("protocol error: {e}")),
+        }
+    }
+
+    /// Poll every engine and answer what completed.
+    fn complete(&mut self) -> Result<bool, ServerError> {
+        let mut any = false;
+        for e in 0..self.shared.exports.len() {
+            let mut done = std::mem::take(&mut self.completions);
+            let polled = self.shared.exports[e]
+                .engine
+                .poll(Some(Duration::ZERO), &mut done);
+            if let Err(source) = polled {
+                self.completions = done;
+                return Err(ServerError::Engine {
+                    export: self.shared.exports[e].name.clone(),
+                    source: Box::new(source),
+                });
+            }
+            any |= !done.is_empty();
+            for comp in done.drain(..) {
+                transmit::completed(&mut self.conns, &mut self.shared, comp);
+            }
+            self.completions = done;
+        }
+        Ok(any)
+    }
+
+    /// Close connections that are finished.
+    fn reap_closed(&mut self) {
+        for i in 0..self.conns.len() {
+            let done = self.conns[i].as_ref().is_some_and(|c| {
+                let quiet = c.inflight == 0 && !c.in_payload();
+                let flushed = c.pending_output() == 0;
+                quiet
+                    && (c.eof
+                        || (c.closing.is_some() && (flushed || !c.writable))
+                        || (c.disc && flushed))
+            });
+            if !done {
+                continue;
+            }
+            let Some(mut c) = self.conns[i].take() else {
+                continue;
+            };
+            let _ = epoll::delete(&self.epoll, c.stream.fd());
+            c.drop_output(&mut self.shared.pool);
+            if let Some(b) = c.take_payload() {
+                self.shared.pool.put(b);
+            }
+            if let crate::conn::Phase::Transmission(e) = c.phase {
+                self.shared.exports[e].engine.context_gone(c.ctx);
+            }
+            let reason = c.closing.clone().unwrap_or_else(|| {
+                if c.disc {
+                    "client disconnected (DISC)".into()
+                } else {
+                    "client closed the connection".into()
+                }
+            });
+            (self.log)(&transmit::summary(&c, &reason));
+            self.gens[i] = self.gens[i].wrapping_add(1);
+            self.free_conns.push(i as u32);
+            self.live -= 1;
+        }
+    }
+
+    fn begin_stop(&mut self) {
+        if self.shared.stopping {
+            return;
+        }
+        self.shared.stopping = true;
+        self.stop_since = Some(Instant::now());
+        for l in self.listeners.drain(..) {
+            match l {
+                Listener::Tcp(t) => {
+                    let _ = epoll::delete(&self.epoll, &t);
+                }
+                Listener::Unix(u, path) => {
+                    let _ = epoll::delete(&self.epoll, &u);
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+        }
+        for c in self.conns.iter_mut().flatten() {
+            if !matches!(c.phase, crate::conn::Phase::Transmission(_)) {
+                c.fail("server shutting down");
+            }
+        }
+    }
+
+    /// Once nothing is in flight: flush every writable export, close every
+    /// connection, and report whether the server is done.
+    fn finish_stop(&mut self) -> Result<bool, ServerError> {
+        let busy = self
+            .conns
+            .iter()
+            .flatten()
+            .any(|c| c.inflight > 0 || (c.pending_output() > 0 && c.writable && !c.eof));
+        if busy {
+            if self.stop_since.is_some_and(|t| t.elapsed() > STOP_GRACE) {
+                for e in &mut self.shared.exports {
+                    e.engine.cancel();
+                }
+            }
+            return Ok(false);
+        }
+        for e in &mut self.shared.exports {
+            if e.read_only {
+                continue;
+            }
+            let mut out = Vec::new();
+            let flushed = e
+                .engine
+                .submit(elevator_io::DioRequest::flush(u64::MAX))
+                .is_ok();
+            if flushed {
+                e.engine
+                    .drain(&mut out)
+                    .map_err(|source| ServerError::Engine {
+                        export: e.name.clone(),
+                        source: Box::new(source),
+                    })?;
+            }
+        }
+        for c in self.conns.iter_mut().flatten() {
+            c.closing.get_or_insert_with(|| "server shut down".into());
+            c.eof = true;
+        }
+        self.reap_closed();
+        Ok(true)
+    }
+}

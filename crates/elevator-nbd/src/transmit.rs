@@ -1,0 +1,297 @@
+//! The transmission phase: requests checked and handed to the export's
+//! engine, completions turned into replies.
+//!
+//! Checks, each answered with the error the protocol prescribes and the
+//! connection going on: unknown commands and flags (`EINVAL`), reads and
+//! writes of no bytes or over the request cap (`EINVAL`), ranges past the
+//! end (`EINVAL` for reads and trims, `ENOSPC` for writes and write-zeroes),
+//! offsets or lengths off the export's block size (`EINVAL`), changes to a
+//! read-only export (`EPERM`). A refused write's payload is read and thrown
+//! away so the stream stays in step. Bad magic closes the connection: after
+//! it nothing in the stream can be trusted.
+
+use elevator_core::{BioFlags, Op, Status};
+use elevator_io::{Completion, DioRequest};
+
+use crate::conn::{Conn, Phase};
+use crate::pool::Buf;
+use crate::proto::{self, Request, cflag, chunk, cmd, err};
+use crate::server::{InFlight, Shared};
+
+/// Output queued on a connection beyond which it is not read from.
+const OUT_CAP: usize = 64 << 20;
+
+/// Whether connection `c` must not be read from now.
+pub(crate) fn throttled(c: &Conn, shared: &Shared) -> bool {
+    match c.phase {
+        Phase::Transmission(_) => {
+            (!c.in_payload() && (c.inflight >= shared.cfg.max_inflight || shared.stopping))
+                || c.pending_output() > OUT_CAP
+                || c.disc
+        }
+        _ => c.pending_output() > OUT_CAP,
+    }
+}
+
+fn error_reply(c: &mut Conn, r: &Request, errno: u32) {
+    c.stats.errors += 1;
+    if c.structured && r.kind == cmd::READ {
+        let mut h = [0u8; proto::STRUCTURED_HEADER_LEN + 6];
+        h[..proto::STRUCTURED_HEADER_LEN].copy_from_slice(&proto::structured_header(
+            chunk::DONE,
+            chunk::ERROR,
+            r.cookie,
+            6,
+        ));
+        h[proto::STRUCTURED_HEADER_LEN..proto::STRUCTURED_HEADER_LEN + 4]
+            .copy_from_slice(&errno.to_be_bytes());
+        c.send(&h, None);
+    } else {
+        c.send(&proto::simple_reply(errno, r.cookie), None);
+    }
+}
+
+/// What is wrong with `r` on export `e`, if anything.
+fn check(c: &Conn, shared: &Shared, e: usize, r: &Request) -> Option<u32> {
+    let ex = &shared.exports[e];
+    let allowed = match r.kind {
+        cmd::READ => cflag::DF,
+        cmd::WRITE | cmd::TRIM => cflag::FUA,
+        cmd::WRITE_ZEROES => cflag::FUA | cflag::NO_HOLE,
+        cmd::FLUSH | cmd::DISC => 0,
+        _ => return Some(err::EINVAL),
+    };
+    if r.flags & !allowed != 0 {
+        return Some(err::EINVAL);
+    }
+    if matches!(r.kind, cmd::FLUSH | cmd::DISC) {
+        return None;
+    }
+    let _ = c;
+    let writes = matches!(r.kind, cmd::WRITE | cmd::WRITE_ZEROES | cmd::TRIM);
+    if writes && ex.read_only {
+        return Some(err::EPERM);
+    }
+    if r.len == 0 || (matches!(r.kind, cmd::READ | cmd::WRITE) && r.len > shared.cfg.max_request) {
+        return Some(err::EINVAL);
+    }
+    let block = u64::from(ex.min_block);
+    if !r.offset.is_multiple_of(block) || !u64::from(r.len).is_multiple_of(block) {
+        return Some(err::EINVAL);
+    }
+    match r.offset.checked_add(u64::from(r.len)) {
+        Some(end) if end <= ex.size => None,
+        _ if matches!(r.kind, cmd::WRITE | cmd::WRITE_ZEROES) => Some(err::ENOSPC),
+        _ => Some(err::EINVAL),
+    }
+}
+
+/// A request header arrived on connection `c` (slot `index`).
+pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request) {
+    let Phase::Transmission(e) = c.phase else {
+        return;
+    };
+    if r.kind == cmd::DISC {
+        c.disc = true;
+        return;
+    }
+    if let Some(errno) = check(c, shared, e, &r) {
+        if r.kind == cmd::WRITE {
+            c.skip(u64::from(r.len));
+        }
+        error_reply(c, &r, errno);
+        return;
+    }
+    if r.kind == cmd::WRITE {
+        match shared.pool.get(r.len as usize) {
+            Ok(buf) => {
+                c.inflight += 1;
+                c.expect_payload(r, buf);
+            }
+            Err(_) => {
+                c.skip(u64::from(r.len));
+                error_reply(c, &r, err::ENOMEM);
+            }
+        }
+        return;
+    }
+    let buf = if r.kind == cmd::READ {
+        match shared.pool.get(r.len as usize) {
+            Ok(b) => Some(b),
+            Err(_) => {
+                error_reply(c, &r, err::ENOMEM);
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    c.inflight += 1;
+    submit(c, index, shared, e, r, buf);
+}
+
+/// A write's payload is complete.
+pub(crate) fn payload(c: &mut Conn, index: u32, shared: &mut Shared, r: Request, buf: Buf) {
+    let Phase::Transmission(e) = c.phase else {
+        shared.pool.put(buf);
+        return;
+    };
+    submit(c, index, shared, e, r, Some(buf));
+}
+
+/// Hand `r` to export `e`'s engine. The caller has counted it in flight.
+fn submit(c: &mut Conn, index: u32, shared: &mut Shared, e: usize, r: Request, buf: Option<Buf>) {
+    let ud = match shared.free_inflight.pop() {
+        Some(i) => i,
+        None => {
+            shared.inflight.push(InFlight::default());
+            shared.inflight.len() as u32 - 1
+        }
+    };
+    shared.inflight[ud as usize] = InFlight {
+        conn: index,
+        generation: c.generation,
+        cookie: r.cookie,
+        kind: r.kind,
+        offset: r.offset,
+    };
+    let mut list = shared.pool.list();
+    if let Some(b) = buf {
+        list.push(b);
+    }
+    let u = u64::from(ud);
+    let mut req = match r.kind {
+        cmd::READ => DioRequest::read(r.offset, list, u),
+        cmd::WRITE => DioRequest::write(r.offset, list, u),
+        cmd::FLUSH => {
+            shared.pool.put_list(list);
+            DioRequest::flush(u)
+        }
+        cmd::TRIM => {
+            shared.pool.put_list(list);
+            DioRequest::discard(r.offset, u64::from(r.len), u)
+        }
+        _ => {
+            shared.pool.put_list(list);
+            DioRequest::write_zeroes(r.offset, u64::from(r.len), u)
+        }
+    }
+    .with_ctx(c.ctx);
+    if r.flags & cflag::FUA != 0 {
+        req = req.with_flags(BioFlags::FUA);
+    }
+    if let Err(rejected) = shared.exports[e].engine.submit(req) {
+        // The checks above keep the engine's own rules, so this is the
+        // engine being full (or stopping).
+        shared.pool.put_list(rejected.request.bufs);
+        shared.free_inflight.push(ud);
+        c.inflight -= 1;
+        let errno = match rejected.error {
+            elevator_io::DioError::Busy { .. } => err::ENOMEM,
+            elevator_io::DioError::ShuttingDown => err::ESHUTDOWN,
+            elevator_io::DioError::ReadOnly { .. } => err::EPERM,
+            _ => err::EINVAL,
+        };
+        error_reply(c, &r, errno);
+    }
+}
+
+fn errno(status: Status, stopping: bool) -> u32 {
+    match status {
+        Status::Ok => 0,
+        Status::NoSpace => err::ENOSPC,
+        Status::NotSupported => err::ENOTSUP,
+        Status::Cancelled if stopping => err::ESHUTDOWN,
+        Status::IoError | Status::Cancelled => err::EIO,
+    }
+}
+
+/// A request completed at an engine: answer it, if its connection is still
+/// there.
+pub(crate) fn completed(
+    conns: &mut [Option<Conn>],
+    shared: &mut Shared,
+    mut comp: Completion<Buf>,
+) {
+    let Some(rec) = shared.inflight.get(comp.user_data as usize).copied() else {
+        shared.pool.put_list(comp.bufs);
+        return;
+    };
+    shared.free_inflight.push(comp.user_data as u32);
+    let conn = conns
+        .get_mut(rec.conn as usize)
+        .and_then(Option::as_mut)
+        .filter(|c| c.generation == rec.generation);
+    let Some(c) = conn else {
+        shared.pool.put_list(comp.bufs);
+        return;
+    };
+    c.inflight -= 1;
+    let r = Request {
+        flags: 0,
+        kind: rec.kind,
+        cookie: rec.cookie,
+        offset: rec.offset,
+        len: 0,
+    };
+    let stats = &mut c.stats;
+    match comp.op {
+        Op::Read => stats.reads += 1,
+        Op::Write => stats.writes += 1,
+        Op::Flush => stats.flushes += 1,
+        Op::Discard => stats.trims += 1,
+        Op::WriteZeroes => stats.zeroes += 1,
+    }
+    match comp.result {
+        Ok(n) if rec.kind == cmd::READ => {
+            c.stats.read_bytes += n;
+            let data = comp.bufs.pop();
+            shared.pool.put_list(comp.bufs);
+            if c.structured {
+                let mut h = [0u8; proto::STRUCTURED_HEADER_LEN + 8];
+                h[..proto::STRUCTURED_HEADER_LEN].copy_from_slice(&proto::structured_header(
+                    chunk::DONE,
+                    chunk::OFFSET_DATA,
+                    rec.cookie,
+                    8 + n as u32,
+                ));
+                h[proto::STRUCTURED_HEADER_LEN..].copy_from_slice(&rec.offset.to_be_bytes());
+                c.send(&h, data);
+            } else {
+                c.send(&proto::simple_reply(0, rec.cookie), data);
+            }
+        }
+        Ok(n) => {
+            if rec.kind == cmd::WRITE {
+                c.stats.write_bytes += n;
+            }
+            shared.pool.put_list(comp.bufs);
+            c.send(&proto::simple_reply(0, rec.cookie), None);
+        }
+        Err(f) => {
+            shared.pool.put_list(comp.bufs);
+            error_reply(c, &r, errno(f.status, shared.stopping));
+        }
+    }
+}
+
+/// The line logged when a connection ends.
+pub(crate) fn summary(c: &Conn, reason: &str) -> String {
+    let s = &c.stats;
+    format!(
+        "{} export '{}' after {:.3} s: {} reads ({} bytes), {} writes ({} bytes), {} flushes, \
+         {} trims, {} write-zeroes, {} errors; {}",
+        c.peer,
+        c.export_name.as_deref().unwrap_or("-"),
+        c.started.elapsed().as_secs_f64(),
+        s.reads,
+        s.read_bytes,
+        s.writes,
+        s.write_bytes,
+        s.flushes,
+        s.trims,
+        s.zeroes,
+        s.errors,
+        reason
+    )
+}

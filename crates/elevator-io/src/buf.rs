@@ -61,11 +61,22 @@ pub enum BufError {
     },
 }
 
+/// Buffers of at least this many bytes are mapped from the kernel (zeroed
+/// lazily, page by page, as they are first touched) instead of allocated and
+/// cleared up front.
+const MAP_THRESHOLD: usize = 1 << 20;
+
 /// A zero-filled heap buffer whose address is a multiple of its alignment.
+///
+/// Small buffers come from the allocator; large ones (1 MiB and up) are an
+/// anonymous memory mapping, so a 1 GiB memory device costs nothing until
+/// its pages are used.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
     align: usize,
+    /// The whole mapping (start and length), for a mapped buffer.
+    map: Option<(NonNull<u8>, usize)>,
 }
 
 // SAFETY: an AlignedBuf owns its allocation outright (like a Box<[u8]>); no
@@ -85,12 +96,62 @@ impl AlignedBuf {
             // No allocation: a dangling pointer at the alignment, as
             // `NonNull::dangling` does for a type of that alignment.
             let ptr = NonNull::new(align as *mut u8).ok_or(BufError::Layout { len, align })?;
-            return Ok(AlignedBuf { ptr, len, align });
+            return Ok(AlignedBuf {
+                ptr,
+                len,
+                align,
+                map: None,
+            });
+        }
+        if len >= MAP_THRESHOLD {
+            return AlignedBuf::mapped(len, align);
         }
         // SAFETY: the layout has a non-zero size (checked above).
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).ok_or(BufError::OutOfMemory { len })?;
-        Ok(AlignedBuf { ptr, len, align })
+        Ok(AlignedBuf {
+            ptr,
+            len,
+            align,
+            map: None,
+        })
+    }
+
+    /// An anonymous mapping of at least `len` bytes, with the buffer at an
+    /// `align` boundary inside it.
+    fn mapped(len: usize, align: usize) -> Result<AlignedBuf, BufError> {
+        // Mappings start on a page; for a larger alignment, map the slack
+        // too and start the buffer at the first boundary.
+        let slack = align.saturating_sub(4096);
+        let map_len = len
+            .checked_add(slack)
+            .ok_or(BufError::Layout { len, align })?;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // named (the address is the kernel's choice).
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(BufError::OutOfMemory { len });
+        }
+        let base = NonNull::new(raw.cast::<u8>()).ok_or(BufError::OutOfMemory { len })?;
+        let offset = (align - (base.as_ptr() as usize) % align) % align;
+        // SAFETY: `offset <= slack`, so `offset + len <= map_len`: the buffer
+        // lies inside the mapping.
+        let ptr = unsafe { base.add(offset) };
+        Ok(AlignedBuf {
+            ptr,
+            len,
+            align,
+            map: Some((base, map_len)),
+        })
     }
 
     /// A buffer holding a copy of `data`, aligned to `align`.
@@ -109,6 +170,12 @@ impl AlignedBuf {
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.len == 0 {
+            return;
+        }
+        if let Some((base, map_len)) = self.map {
+            // SAFETY: the mapping was made in `mapped` with this start and
+            // length and is unmapped only here, once.
+            unsafe { libc::munmap(base.as_ptr().cast(), map_len) };
             return;
         }
         // SAFETY: allocated in `new` with exactly this size and alignment
@@ -257,6 +324,68 @@ unsafe impl<B: IoBuf> IoBuf for Slice<B> {
     }
 }
 
+/// Memory for one I/O: a buffer of the caller's, or a window on a memory
+/// device's own bytes ([`crate::mem::MemSlice`]), for servers that move data
+/// straight between sockets and the device.
+#[derive(Debug)]
+pub enum IoMem {
+    /// An aligned buffer (or part of one).
+    Buf(Slice<AlignedBuf>),
+    /// A window on a memory device.
+    Window(crate::mem::MemSlice),
+}
+
+impl IoMem {
+    /// The aligned buffer, if it is one.
+    pub fn into_buf(self) -> Option<Slice<AlignedBuf>> {
+        match self {
+            IoMem::Buf(b) => Some(b),
+            IoMem::Window(_) => None,
+        }
+    }
+}
+
+// SAFETY: both kinds keep IoBuf's promises; this only forwards to them.
+unsafe impl IoBuf for IoMem {
+    fn as_ptr(&self) -> *const u8 {
+        match self {
+            IoMem::Buf(b) => b.as_ptr(),
+            IoMem::Window(w) => w.as_ptr(),
+        }
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            IoMem::Buf(b) => b.as_mut_ptr(),
+            IoMem::Window(w) => w.as_mut_ptr(),
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            IoMem::Buf(b) => IoBuf::len(b),
+            IoMem::Window(w) => IoBuf::len(w),
+        }
+    }
+}
+
+impl Deref for IoMem {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            IoMem::Buf(b) => b,
+            IoMem::Window(w) => w,
+        }
+    }
+}
+
+impl DerefMut for IoMem {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            IoMem::Buf(b) => b,
+            IoMem::Window(w) => w,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +400,17 @@ mod tests {
         let empty = AlignedBuf::new(0, 4096).expect("alloc");
         assert_eq!(empty.len(), 0);
         assert_eq!(empty.as_ptr() as usize % 4096, 0);
+    }
+
+    #[test]
+    fn large_buffers_are_mapped_aligned_and_zeroed() {
+        for align in [4096, 2 << 20] {
+            let mut b = AlignedBuf::new(3 << 20, align).expect("map");
+            assert_eq!(b.as_ptr() as usize % align, 0);
+            assert!(b.iter().step_by(4096).all(|&x| x == 0));
+            b[(3 << 20) - 1] = 7;
+            assert_eq!(b[(3 << 20) - 1], 7);
+        }
     }
 
     #[test]

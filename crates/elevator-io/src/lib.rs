@@ -34,13 +34,13 @@ pub mod paced;
 pub mod spec;
 mod uring;
 
-pub use buf::{AlignedBuf, BufError, IoBuf, Slice};
+pub use buf::{AlignedBuf, BufError, IoBuf, IoMem, Slice};
 pub use clock::Clock;
 pub use device::{Alignment, DataDevice, DataSegment, DeviceError};
 pub use dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use fault::{FaultDevice, FaultSpec};
 pub use file::{FileDevice, FileKind, FileOptions};
-pub use mem::{MemDevice, MemOptions};
+pub use mem::{MemDevice, MemOptions, MemSlice};
 pub use paced::PacedDevice;
 pub use spec::{RealDevice, RealSpec, SpecError};

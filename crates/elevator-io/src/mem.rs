@@ -12,7 +12,11 @@ use std::time::Duration;
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
 
-use crate::buf::AlignedBuf;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::buf::{AlignedBuf, IoBuf};
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 
 /// How to build a [`MemDevice`].
@@ -33,9 +37,20 @@ impl Default for MemOptions {
     }
 }
 
+/// A memory device's bytes: one allocation, shared with the windows
+/// ([`MemSlice`]) lent out of it, and touched only through raw pointers
+/// (it is memory that I/O moves through, like a disk's, not a Rust value).
+struct MemStore {
+    /// Where the bytes start (taken once from `_owner`).
+    base: NonNull<u8>,
+    len: usize,
+    /// Owns the allocation; never accessed after `base` is taken.
+    _owner: AlignedBuf,
+}
+
 /// A device whose media is memory.
 pub struct MemDevice {
-    store: AlignedBuf,
+    store: Arc<MemStore>,
     limits: Limits,
     queue_depth: u32,
     ready: VecDeque<(u32, Outcome)>,
@@ -74,15 +89,22 @@ impl MemDevice {
         // pages: random 4 KiB copies over a big store otherwise spend most of
         // their time missing the TLB.
         let huge = 2 << 20;
-        let mut store = AlignedBuf::new(len, if len >= huge { huge } else { 4096 })?;
+        let mut owner = AlignedBuf::new(len, if len >= huge { huge } else { 4096 })?;
+        let base =
+            NonNull::new(owner.as_mut_ptr()).ok_or(crate::buf::BufError::OutOfMemory { len })?;
         if len >= huge {
             // SAFETY: the range is exactly the store's own allocation;
             // MADV_HUGEPAGE only changes how the kernel backs it, never its
             // contents, and a refusal (THP disabled) is harmless.
             unsafe {
-                libc::madvise(store.as_mut_ptr().cast(), len, libc::MADV_HUGEPAGE);
+                libc::madvise(base.as_ptr().cast(), len, libc::MADV_HUGEPAGE);
             }
         }
+        let store = Arc::new(MemStore {
+            base,
+            len,
+            _owner: owner,
+        });
         let limits = Limits {
             logical_block_size: lbs,
             capacity: bytes >> 9,
@@ -98,15 +120,36 @@ impl MemDevice {
         })
     }
 
-    /// The bytes on the device.
+    /// The bytes on the device (for tests and checks: while the slice is
+    /// held, no I/O may run).
     pub fn contents(&self) -> &[u8] {
-        &self.store
+        // SAFETY: the store is valid for `len` bytes while `self` lives; the
+        // `&self` borrow keeps the engine (which owns the device) from
+        // moving data through it while the slice lives, and lent windows
+        // are only written by I/O the engine runs.
+        unsafe { std::slice::from_raw_parts(self.store.base.as_ptr(), self.store.len) }
+    }
+
+    /// A window on `len` bytes at byte `offset`, for I/O that moves data
+    /// straight to or from the device's memory (an NBD server replying from
+    /// it, or receiving a write into it): a read into the window, or a write
+    /// from it, finds the data already in place and copies nothing. `None` if
+    /// the range is not inside the device.
+    pub fn map(&self, offset: u64, len: usize) -> Option<MemSlice> {
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(len)?;
+        (end <= self.store.len).then(|| MemSlice {
+            store: Arc::clone(&self.store),
+            offset: start,
+            len,
+            _not_send: PhantomData,
+        })
     }
 
     fn range(&self, io: &DeviceIo) -> Option<std::ops::Range<usize>> {
         let start = usize::try_from(io.sector.checked_mul(512)?).ok()?;
         let end = start.checked_add(usize::try_from(io.bytes()).ok()?)?;
-        (end <= self.store.len()).then_some(start..end)
+        (end <= self.store.len).then_some(start..end)
     }
 
     fn finish(&mut self, tag: u32, outcome: Outcome) {
@@ -120,7 +163,10 @@ impl MemDevice {
             Op::Flush => Outcome::Done,
             Op::Discard | Op::WriteZeroes => match self.range(io) {
                 Some(r) => {
-                    self.store[r].fill(0);
+                    // SAFETY: `r` lies inside the store (checked by `range`).
+                    unsafe {
+                        std::ptr::write_bytes(self.store.base.as_ptr().add(r.start), 0, r.len());
+                    }
                     Outcome::Done
                 }
                 None => failed(Status::IoError),
@@ -141,7 +187,7 @@ impl Device for MemDevice {
     fn describe(&self) -> String {
         format!(
             "mem ({} MiB in memory, {}-byte blocks)",
-            self.store.len() >> 20,
+            self.store.len >> 20,
             self.limits.logical_block_size
         )
     }
@@ -205,13 +251,23 @@ impl DataDevice for MemDevice {
             return;
         }
         let mut at = range.start;
-        let base = self.store.as_mut_ptr();
+        let base = self.store.base.as_ptr();
         for seg in data {
             let len = seg.len as usize;
-            // SAFETY: `at..at + len` lies inside the store (the segments add
-            // up to `range`, which `range()` checked is inside it); the
+            // SAFETY: `base + at` is inside the store, as the segments add up
+            // to `range`, which `range()` checked.
+            let here = unsafe { base.add(at) };
+            if std::ptr::eq(here, seg.addr) {
+                // A window on this very place (`map`): the data is there.
+                at += len;
+                continue;
+            }
+            // SAFETY: `at..at + len` lies inside the store (above); the
             // segment is valid for `len` bytes by `submit_data`'s contract;
-            // the store is our own allocation, so the two cannot overlap.
+            // a segment is either the caller's own memory or a window on the
+            // store, and a window that is not exactly this place does not
+            // overlap it unless two requests in flight overlap, which the
+            // engine's callers do not do with windows (see `map`).
             unsafe {
                 if io.op == Op::Read {
                     std::ptr::copy_nonoverlapping(base.add(at), seg.addr, len);
@@ -246,5 +302,60 @@ impl DataDevice for MemDevice {
             offset: self.limits.logical_block_size,
             memory: self.limits.logical_block_size,
         }
+    }
+}
+
+/// A window on a [`MemDevice`]'s memory, lent out by [`MemDevice::map`]: an
+/// I/O buffer whose bytes are the device's own. It keeps the memory alive
+/// (the device may go first). It stays on the thread that made it.
+pub struct MemSlice {
+    store: Arc<MemStore>,
+    offset: usize,
+    len: usize,
+    _not_send: PhantomData<*mut u8>,
+}
+
+impl std::fmt::Debug for MemSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemSlice")
+            .field("offset", &self.offset)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+// SAFETY: the window lies inside the store (checked by `map`), whose
+// allocation lives as long as any window (the Arc), does not move, and
+// keeps its length. Windows are plain memory shared with the device, as a
+// DMA buffer is: they are only read or written through transient slices on
+// the one thread that holds them (`MemSlice` is not Send), never while a
+// longer borrow of the same bytes is live.
+unsafe impl IoBuf for MemSlice {
+    fn as_ptr(&self) -> *const u8 {
+        // SAFETY: `offset <= len` of the store (checked by `map`).
+        unsafe { self.store.base.as_ptr().add(self.offset) }
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        // SAFETY: as in `as_ptr`.
+        unsafe { self.store.base.as_ptr().add(self.offset) }
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl std::ops::Deref for MemSlice {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the window is valid for `len` bytes (see the IoBuf impl).
+        unsafe { std::slice::from_raw_parts(IoBuf::as_ptr(self), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for MemSlice {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`; `&mut self` makes this window's access
+        // unique for the slice's life.
+        unsafe { std::slice::from_raw_parts_mut(IoBuf::as_mut_ptr(self), self.len) }
     }
 }

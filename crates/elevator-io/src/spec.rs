@@ -179,6 +179,17 @@ impl RealSpec {
     }
 }
 
+impl RealDevice {
+    /// A window on the device's own memory, if it is a memory device (see
+    /// [`MemDevice::map`]).
+    pub fn map(&self, offset: u64, len: usize) -> Option<crate::mem::MemSlice> {
+        match self {
+            RealDevice::Mem(m) => m.map(offset, len),
+            _ => None,
+        }
+    }
+}
+
 /// Any real device (a closed set, so that calls through it stay static).
 pub enum RealDevice {
     /// A file or block device.

@@ -3,12 +3,13 @@
 //! O_DIRECT), kept for reuse up to a byte budget per class. A request takes
 //! the smallest class that fits and sees exactly its length (a [`Slice`]).
 //! The buffer lists (`Vec`s the engine takes a request's buffers in) are
-//! pooled too, so a request in the steady state allocates nothing.
+//! pooled too, so a request in the steady state allocates nothing. Requests
+//! on a memory export use windows on its memory instead of buffers.
 
-use elevator_io::{AlignedBuf, BufError, Slice};
+use elevator_io::{AlignedBuf, BufError, IoMem, Slice};
 
-/// A request's data buffer.
-pub type Buf = Slice<AlignedBuf>;
+/// A request's data: a pooled buffer, or a window on a memory export.
+pub type Buf = IoMem;
 
 const MIN_SHIFT: u32 = 12;
 const ALIGN: usize = 4096;
@@ -38,12 +39,16 @@ impl Pool {
             Some(b) => b,
             None => AlignedBuf::new(1 << (c as u32 + MIN_SHIFT), ALIGN)?,
         };
-        Slice::new(buf, 0, len).map_err(|_| BufError::Layout { len, align: ALIGN })
+        let slice = Slice::new(buf, 0, len).map_err(|_| BufError::Layout { len, align: ALIGN })?;
+        Ok(IoMem::Buf(slice))
     }
 
-    /// Give a buffer back.
+    /// Give a buffer back (a window just goes).
     pub fn put(&mut self, buf: Buf) {
-        let b = buf.into_inner();
+        let Some(b) = buf.into_buf() else {
+            return;
+        };
+        let b = b.into_inner();
         let c = class_of(b.len());
         if c < self.classes.len()
             && (self.classes[c].len() + 1) * b.len() <= KEEP_BYTES.max(b.len())

@@ -519,6 +519,16 @@ impl Server {
 
     /// Close connections that are finished.
     fn reap_closed(&mut self) {
+        // A write whose payload will never arrive (the client is gone) is
+        // no longer in flight.
+        for c in self.conns.iter_mut().flatten() {
+            if c.eof
+                && let Some(b) = c.take_payload()
+            {
+                self.shared.pool.put(b);
+                c.inflight -= 1;
+            }
+        }
         for i in 0..self.conns.len() {
             let done = self.conns[i].as_ref().is_some_and(|c| {
                 let quiet = c.inflight == 0 && !c.in_payload();
@@ -536,9 +546,6 @@ impl Server {
             };
             let _ = epoll::delete(&self.epoll, c.stream.fd());
             c.drop_output(&mut self.shared.pool);
-            if let Some(b) = c.take_payload() {
-                self.shared.pool.put(b);
-            }
             if let crate::conn::Phase::Transmission(e) = c.phase {
                 self.shared.exports[e].engine.context_gone(c.ctx);
             }

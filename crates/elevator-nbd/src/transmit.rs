@@ -103,7 +103,7 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         return;
     }
     if r.kind == cmd::WRITE {
-        match shared.pool.get(r.len as usize) {
+        match buffer(shared, e, &r) {
             Ok(buf) => {
                 c.inflight += 1;
                 c.expect_payload(r, buf);
@@ -116,7 +116,7 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         return;
     }
     let buf = if r.kind == cmd::READ {
-        match shared.pool.get(r.len as usize) {
+        match buffer(shared, e, &r) {
             Ok(b) => Some(b),
             Err(_) => {
                 error_reply(c, &r, err::ENOMEM);
@@ -128,6 +128,21 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
     };
     c.inflight += 1;
     submit(c, index, shared, e, r, buf);
+}
+
+/// Memory for the data of read or write `r` on export `e`: a window on the
+/// export's own memory when it is a memory device (the data then moves
+/// straight between the socket and the device, copied once), else a pooled
+/// buffer.
+fn buffer(shared: &mut Shared, e: usize, r: &Request) -> Result<Buf, elevator_io::BufError> {
+    if let Some(w) = shared.exports[e]
+        .engine
+        .device()
+        .map(r.offset, r.len as usize)
+    {
+        return Ok(Buf::Window(w));
+    }
+    shared.pool.get(r.len as usize)
 }
 
 /// A write's payload is complete.

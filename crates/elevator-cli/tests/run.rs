@@ -278,6 +278,7 @@ fn bad_input_says_what_and_where() {
         &["run", &path, "--device", "null,capacity=1g"],
         "do not fit",
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, S
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::buf::{AlignedBuf, IoBuf};
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
@@ -50,7 +50,7 @@ struct MemStore {
 
 /// A device whose media is memory.
 pub struct MemDevice {
-    store: Arc<MemStore>,
+    store: Rc<MemStore>,
     limits: Limits,
     queue_depth: u32,
     ready: VecDeque<(u32, Outcome)>,
@@ -100,7 +100,7 @@ impl MemDevice {
                 libc::madvise(base.as_ptr().cast(), len, libc::MADV_HUGEPAGE);
             }
         }
-        let store = Arc::new(MemStore {
+        let store = Rc::new(MemStore {
             base,
             len,
             _owner: owner,
@@ -139,7 +139,7 @@ impl MemDevice {
         let start = usize::try_from(offset).ok()?;
         let end = start.checked_add(len)?;
         (end <= self.store.len).then(|| MemSlice {
-            store: Arc::clone(&self.store),
+            store: Rc::clone(&self.store),
             offset: start,
             len,
             _not_send: PhantomData,
@@ -210,7 +210,8 @@ impl Device for MemDevice {
     }
 
     fn next_completion(&self) -> Option<Nanos> {
-        None
+        // What is submitted is done at once: due now, if anything waits.
+        (!self.ready.is_empty()).then_some(0)
     }
 
     fn complete(&mut self, _now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
@@ -307,9 +308,10 @@ impl DataDevice for MemDevice {
 
 /// A window on a [`MemDevice`]'s memory, lent out by [`MemDevice::map`]: an
 /// I/O buffer whose bytes are the device's own. It keeps the memory alive
-/// (the device may go first). It stays on the thread that made it.
+/// (the device may go first). It stays on the thread that made it (as
+/// does the device).
 pub struct MemSlice {
-    store: Arc<MemStore>,
+    store: Rc<MemStore>,
     offset: usize,
     len: usize,
     _not_send: PhantomData<*mut u8>,
@@ -325,7 +327,7 @@ impl std::fmt::Debug for MemSlice {
 }
 
 // SAFETY: the window lies inside the store (checked by `map`), whose
-// allocation lives as long as any window (the Arc), does not move, and
+// allocation lives as long as any window (the Rc), does not move, and
 // keeps its length. Windows are plain memory shared with the device, as a
 // DMA buffer is: they are only read or written through transient slices on
 // the one thread that holds them (`MemSlice` is not Send), never while a

@@ -3,7 +3,7 @@
 //! is answered `NBD_REP_ERR_UNSUP` and the handshake goes on.
 
 use crate::conn::{Conn, Phase};
-use crate::proto::{self, ClientOption, OptionHeader, info, rep};
+use crate::proto::{self, ClientOption, OptionHeader, info, opt, rep, tflag};
 use crate::server::Shared;
 
 /// The export a client asks for by `name`: the one of that name, or for the
@@ -16,6 +16,16 @@ pub(crate) fn find(shared: &Shared, name: &str) -> Option<usize> {
         .or_else(|| name.is_empty().then_some(0))
 }
 
+/// An export's transmission flags as this client sees them: with structured
+/// replies, reads honour DF (a read's reply is always one chunk).
+fn flags(c: &Conn, export_flags: u16) -> u16 {
+    if c.structured {
+        export_flags | tflag::SEND_DF
+    } else {
+        export_flags
+    }
+}
+
 fn reply(c: &mut Conn, option: u32, kind: u32, data: &[u8]) {
     let mut out = Vec::with_capacity(20 + data.len());
     proto::option_reply(&mut out, option, kind, data);
@@ -24,6 +34,11 @@ fn reply(c: &mut Conn, option: u32, kind: u32, data: &[u8]) {
 
 /// An option whose data was too big to read: refused, the handshake goes on.
 pub(crate) fn too_big(c: &mut Conn, h: OptionHeader) {
+    if h.option == opt::EXPORT_NAME {
+        // EXPORT_NAME has no error reply: the client expects size and flags.
+        c.fail("EXPORT_NAME with a name too long");
+        return;
+    }
     reply(c, h.option, rep::ERR_TOO_BIG, b"option data too long");
 }
 
@@ -35,6 +50,10 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
     }
     let parsed = match proto::client_option(h, data) {
         Ok(o) => o,
+        Err(refusal) if h.option == opt::EXPORT_NAME => {
+            c.fail(&format!("EXPORT_NAME: {}", refusal.message));
+            return;
+        }
         Err(refusal) => {
             reply(c, h.option, refusal.reply, refusal.message.as_bytes());
             return;
@@ -45,7 +64,7 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
             Some(e) => {
                 let ex = &shared.exports[e];
                 let mut out = Vec::new();
-                proto::export_name_reply(&mut out, ex.size, ex.flags, c.no_zeroes);
+                proto::export_name_reply(&mut out, ex.size, flags(c, ex.flags), c.no_zeroes);
                 c.send_bytes(out);
                 c.export_name = Some(ex.name.clone());
                 c.phase = Phase::Transmission(e);
@@ -54,8 +73,9 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
             None => c.fail(&format!("asked for export '{name}', which does not exist")),
         },
         ClientOption::Abort => {
+            // Acknowledged, then closed once the ACK is out.
             reply(c, h.option, rep::ACK, &[]);
-            c.fail("client aborted the handshake");
+            c.closing = Some("client aborted the handshake".into());
         }
         ClientOption::List => {
             for e in &shared.exports {
@@ -74,7 +94,7 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
                 c,
                 h.option,
                 rep::INFO,
-                &proto::info_export(ex.size, ex.flags),
+                &proto::info_export(ex.size, flags(c, ex.flags)),
             );
             if requests.contains(&info::NAME) {
                 reply(

@@ -104,6 +104,8 @@ pub mod tflag {
     pub const SEND_TRIM: u16 = 1 << 5;
     /// `WRITE_ZEROES` is supported.
     pub const SEND_WRITE_ZEROES: u16 = 1 << 6;
+    /// The `DF` flag is honoured on reads (structured replies only).
+    pub const SEND_DF: u16 = 1 << 7;
     /// A flush on one connection covers writes completed on all of them.
     pub const CAN_MULTI_CONN: u16 = 1 << 8;
 }

@@ -583,6 +583,11 @@ impl Server {
         for c in self.conns.iter_mut().flatten() {
             if !matches!(c.phase, crate::conn::Phase::Transmission(_)) {
                 c.fail("server shutting down");
+            } else if c.in_payload() {
+                // A write still arriving never reached the device: it ends
+                // with the connection (the client learns nothing of it, as
+                // when the connection drops).
+                c.fail("server shutting down during a write's payload");
             }
         }
     }

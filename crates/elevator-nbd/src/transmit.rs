@@ -54,11 +54,13 @@ fn error_reply(c: &mut Conn, r: &Request, errno: u32) {
 /// What is wrong with `r` on export `e`, if anything.
 fn check(c: &Conn, shared: &Shared, e: usize, r: &Request) -> Option<u32> {
     let ex = &shared.exports[e];
+    // FUA is accepted on every command once SEND_FUA is advertised (the
+    // protocol says so; on reads and flushes it changes nothing).
     let allowed = match r.kind {
-        cmd::READ => cflag::DF,
-        cmd::WRITE | cmd::TRIM => cflag::FUA,
+        cmd::READ => cflag::FUA | cflag::DF,
+        cmd::WRITE | cmd::TRIM | cmd::FLUSH => cflag::FUA,
         cmd::WRITE_ZEROES => cflag::FUA | cflag::NO_HOLE,
-        cmd::FLUSH | cmd::DISC => 0,
+        cmd::DISC => 0,
         _ => return Some(err::EINVAL),
     };
     if r.flags & !allowed != 0 {
@@ -103,7 +105,10 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         return;
     }
     if r.kind == cmd::WRITE {
-        match buffer(shared, e, &r) {
+        // Into a buffer of its own, never straight into a memory export: a
+        // write that does not arrive whole, or is refused, must leave the
+        // export as it was.
+        match shared.pool.get(r.len as usize) {
             Ok(buf) => {
                 c.inflight += 1;
                 c.expect_payload(r, buf);
@@ -130,10 +135,9 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
     submit(c, index, shared, e, r, buf);
 }
 
-/// Memory for the data of read or write `r` on export `e`: a window on the
-/// export's own memory when it is a memory device (the data then moves
-/// straight between the socket and the device, copied once), else a pooled
-/// buffer.
+/// Memory for the data of read `r` on export `e`: a window on the export's
+/// own memory when it is a memory device (the reply then goes to the socket
+/// straight from the device), else a pooled buffer.
 fn buffer(shared: &mut Shared, e: usize, r: &Request) -> Result<Buf, elevator_io::BufError> {
     if let Some(w) = shared.exports[e]
         .engine

@@ -1,0 +1,702 @@
+//! The server against real NBD clients: libnbd's `nbdinfo`, `nbdcopy` and
+//! `nbdfuse`, `qemu-img`, and fio's `nbd` engine. The server runs in-process
+//! on a thread; the clients are the installed tools (CI installs them), and
+//! their absence fails the test. Only what the kernel may deny (FUSE, loop
+//! devices, mounting) is skipped, with a message saying why.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{
+    DEADLINE, Json, TempDir, TestServer, assert_same_file, run, run_ok, wait_for, write_image,
+};
+
+const MIB: u64 = 1 << 20;
+
+fn nbdinfo_json(uri: &str) -> Json {
+    let out = run_ok(Command::new("nbdinfo").arg("--json").arg(uri));
+    Json::parse(&out).unwrap_or_else(|e| panic!("nbdinfo --json {uri}: {e}:\n{out}"))
+}
+
+/// What `nbdinfo` must say about one export.
+struct Expect {
+    name: &'static str,
+    size: u64,
+    read_only: bool,
+    rotational: bool,
+    min_block: u64,
+}
+
+fn check_export(e: &Json, want: &Expect) {
+    let what = want.name;
+    assert_eq!(e.at("export-name").str(), want.name);
+    assert_eq!(e.at("export-size").num() as u64, want.size, "{what}: size");
+    assert_eq!(
+        e.at("is_read_only").bool(),
+        want.read_only,
+        "{what}: is_read_only"
+    );
+    assert_eq!(
+        e.at("is_rotational").bool(),
+        want.rotational,
+        "{what}: is_rotational"
+    );
+    for flag in [
+        "can_flush",
+        "can_fua",
+        "can_trim",
+        "can_zero",
+        "can_multi_conn",
+    ] {
+        assert!(e.at(flag).bool(), "{what}: {flag}");
+    }
+    assert_eq!(
+        e.at("block_size_minimum").num() as u64,
+        want.min_block,
+        "{what}: minimum block"
+    );
+    assert_eq!(
+        e.at("block_size_preferred").num() as u64,
+        want.min_block.max(4096),
+        "{what}: preferred block"
+    );
+    assert_eq!(
+        e.at("block_size_maximum").num() as u64,
+        32 * MIB,
+        "{what}: maximum block"
+    );
+}
+
+#[test]
+fn nbdinfo_describes_every_export() {
+    let server = TestServer::start(&[
+        "disk=mem:64m",
+        "slow=hdd-7200,scheduler=bfq",
+        "ro=mem:16m,ro",
+        "big=mem:64m,lbs=4096,scheduler=kyber",
+    ]);
+    let expect = [
+        Expect {
+            name: "disk",
+            size: 64 * MIB,
+            read_only: false,
+            rotational: false,
+            min_block: 512,
+        },
+        Expect {
+            name: "slow",
+            size: 1_000_204_886_016,
+            read_only: false,
+            rotational: true,
+            min_block: 512,
+        },
+        Expect {
+            name: "ro",
+            size: 16 * MIB,
+            read_only: true,
+            rotational: false,
+            min_block: 512,
+        },
+        Expect {
+            name: "big",
+            size: 64 * MIB,
+            read_only: false,
+            rotational: false,
+            min_block: 4096,
+        },
+    ];
+    for want in &expect {
+        let j = nbdinfo_json(&server.uri(want.name));
+        assert_eq!(j.at("protocol").str(), "newstyle-fixed");
+        assert!(j.at("structured").bool(), "structured replies negotiated");
+        let exports = j.at("exports").arr();
+        assert_eq!(exports.len(), 1);
+        check_export(&exports[0], want);
+        let description = exports[0].at("description").str();
+        assert!(
+            description.contains("scheduler"),
+            "description {description:?}"
+        );
+    }
+    // The empty name is the first export.
+    let j = nbdinfo_json(&server.uri(""));
+    assert_eq!(
+        j.at("exports").arr()[0].at("export-size").num() as u64,
+        64 * MIB
+    );
+
+    // --list names every export, in order, with the same details.
+    let list = run_ok(
+        Command::new("nbdinfo")
+            .arg("--list")
+            .arg("--json")
+            .arg(server.uri("")),
+    );
+    let j = Json::parse(&list).unwrap_or_else(|e| panic!("nbdinfo --list --json: {e}:\n{list}"));
+    let exports = j.at("exports").arr();
+    let names: Vec<&str> = exports.iter().map(|e| e.at("export-name").str()).collect();
+    assert_eq!(names, ["disk", "slow", "ro", "big"]);
+    for (e, want) in exports.iter().zip(&expect) {
+        check_export(e, want);
+    }
+    let text = run_ok(Command::new("nbdinfo").arg("--list").arg(server.uri("")));
+    for want in &expect {
+        assert!(
+            text.contains(&format!("export=\"{}\"", want.name)),
+            "{text}"
+        );
+    }
+    server.stop();
+}
+
+#[test]
+fn tcp_listener_serves_nbdinfo_and_nbdcopy() {
+    let server = TestServer::start_with(&["disk=mem:32m"], |cfg| {
+        cfg.tcp = vec!["127.0.0.1:0".parse().expect("address")];
+    });
+    let addr = server.tcp[0];
+    assert_ne!(addr.port(), 0, "port 0 became a real port");
+    let uri = format!("nbd://{addr}/disk");
+    let j = nbdinfo_json(&uri);
+    assert_eq!(
+        j.at("exports").arr()[0].at("export-size").num() as u64,
+        32 * MIB
+    );
+
+    let dir = TempDir::new("tcp");
+    let (img, out) = (dir.join("in.img"), dir.join("out.img"));
+    write_image(&img, 32 * MIB, 7);
+    run_ok(Command::new("nbdcopy").arg("--flush").arg(&img).arg(&uri));
+    run_ok(Command::new("nbdcopy").arg(&uri).arg(&out));
+    assert_same_file(&img, &out);
+    // The Unix socket sees the same export.
+    let out2 = dir.join("out2.img");
+    run_ok(Command::new("nbdcopy").arg(server.uri("disk")).arg(&out2));
+    assert_same_file(&img, &out2);
+    assert!(
+        server
+            .log_lines()
+            .iter()
+            .any(|l| l.starts_with("127.0.0.1:")),
+        "TCP peers are logged"
+    );
+    server.stop();
+}
+
+fn qemu_img_in_and_out(img: &Path, uri: &str, out: &Path) {
+    // -n: the export exists; do not try to create it.
+    run_ok(
+        Command::new("qemu-img")
+            .args(["convert", "-n", "-f", "raw", "-O", "raw"])
+            .arg(img)
+            .arg(uri),
+    );
+    run_ok(
+        Command::new("qemu-img")
+            .args(["convert", "-f", "raw", "-O", "raw"])
+            .arg(uri)
+            .arg(out),
+    );
+}
+
+#[test]
+fn qemu_img_round_trip_mem() {
+    let server = TestServer::start(&["a=mem:256m"]);
+    let dir = TempDir::new("qemu");
+    let (img, out) = (dir.join("in.img"), dir.join("out.img"));
+    write_image(&img, 256 * MIB, 1);
+    qemu_img_in_and_out(&img, &server.uri("a"), &out);
+    assert_same_file(&img, &out);
+    let lines = server.wait_log_count(2);
+    assert!(lines.iter().all(|l| l.contains("0 errors")), "{lines:#?}");
+    server.stop();
+}
+
+#[test]
+fn nbdcopy_round_trip_mem() {
+    let server = TestServer::start(&["b=mem:256m,scheduler=bfq"]);
+    let dir = TempDir::new("nbdcopy");
+    let (img, out) = (dir.join("in.img"), dir.join("out.img"));
+    write_image(&img, 256 * MIB, 2);
+    run_ok(
+        Command::new("nbdcopy")
+            .arg("--flush")
+            .arg(&img)
+            .arg(server.uri("b")),
+    );
+    run_ok(Command::new("nbdcopy").arg(server.uri("b")).arg(&out));
+    assert_same_file(&img, &out);
+    server.stop();
+}
+
+#[test]
+fn file_export_round_trip() {
+    // O_DIRECT wants a real filesystem: /var/tmp, not a tmpfs.
+    let dir = TempDir::under(Path::new("/var/tmp"), "file-export");
+    let backing = dir.join("disk.img");
+    std::fs::File::create(&backing)
+        .and_then(|f| f.set_len(256 * MIB))
+        .expect("creating the backing file");
+    let spec = format!("f=file:{},scheduler=mq-deadline", backing.display());
+    let (img, out1, out2) = (
+        dir.join("in.img"),
+        dir.join("out1.img"),
+        dir.join("out2.img"),
+    );
+    write_image(&img, 256 * MIB, 3);
+    {
+        let server = TestServer::start(&[&spec]);
+        let uri = server.uri("f");
+        let j = nbdinfo_json(&uri);
+        assert_eq!(
+            j.at("exports").arr()[0].at("export-size").num() as u64,
+            256 * MIB
+        );
+        // In with nbdcopy, out with qemu-img; then in with qemu-img over it
+        // and out with nbdcopy.
+        run_ok(Command::new("nbdcopy").arg("--flush").arg(&img).arg(&uri));
+        run_ok(
+            Command::new("qemu-img")
+                .args(["convert", "-f", "raw", "-O", "raw"])
+                .arg(&uri)
+                .arg(&out1),
+        );
+        assert_same_file(&img, &out1);
+        run_ok(
+            Command::new("qemu-img")
+                .args(["convert", "-n", "-f", "raw", "-O", "raw"])
+                .arg(&img)
+                .arg(&uri),
+        );
+        run_ok(Command::new("nbdcopy").arg(&uri).arg(&out2));
+        assert_same_file(&img, &out2);
+        server.stop();
+    }
+    // What the clients wrote is in the file once the server has stopped
+    // (it flushes every writable export).
+    assert_same_file(&img, &backing);
+}
+
+fn fio_job(uri: &str, rw: &str, extra: &[&str], dir: &Path) -> Json {
+    let mut cmd = Command::new("fio");
+    // fio may leave files (verify state) where it runs.
+    cmd.current_dir(dir)
+        .args([
+            "--name=verify",
+            "--ioengine=nbd",
+            "--size=64m",
+            "--bs=4k",
+            "--iodepth=32",
+            "--verify=crc32c",
+            "--verify_state_save=0",
+            "--output-format=json",
+        ])
+        .arg(format!("--uri={uri}"))
+        .arg(format!("--rw={rw}"))
+        .args(extra);
+    let what = format!("{cmd:?}");
+    let out = run(&mut cmd);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{stderr}\n{stdout}",
+        out.status
+    );
+    // fio prints "fio: connected to NBD server" before the JSON.
+    let json = &stdout[stdout
+        .find('{')
+        .unwrap_or_else(|| panic!("no JSON from fio:\n{stdout}"))..];
+    let j = Json::parse(json).unwrap_or_else(|e| panic!("fio JSON: {e}:\n{json}"));
+    for job in j.at("jobs").arr() {
+        assert_eq!(
+            job.at("error").num(),
+            0.0,
+            "{what}: fio reported an error:\n{stderr}"
+        );
+    }
+    j
+}
+
+fn fio_write_then_read_verify(scheduler: &str) {
+    let server = TestServer::start(&[&format!("disk=mem:64m,scheduler={scheduler}")]);
+    let uri = server.uri("disk");
+    let dir = TempDir::new("fio");
+    // Random writes of checksummed blocks, verified by reading them back...
+    let w = fio_job(&uri, "randwrite", &["--do_verify=1"], dir.path());
+    let written = w.at("jobs").arr()[0].at("write").at("io_bytes").num() as u64;
+    assert_eq!(written, 64 * MIB, "fio wrote the whole area");
+    // ...then a separate job reading them in random order, verifying.
+    let r = fio_job(&uri, "randread", &[], dir.path());
+    let read = r.at("jobs").arr()[0].at("read").at("io_bytes").num() as u64;
+    assert_eq!(read, 64 * MIB, "fio read the whole area");
+    let lines = server.wait_log_count(2);
+    assert!(lines.iter().all(|l| l.contains(" 0 errors")), "{lines:#?}");
+    server.stop();
+}
+
+#[test]
+fn fio_verify_mq_deadline() {
+    fio_write_then_read_verify("mq-deadline");
+}
+
+#[test]
+fn fio_verify_bfq() {
+    fio_write_then_read_verify("bfq");
+}
+
+#[test]
+fn concurrent_multi_connection_copies() {
+    let server = TestServer::start(&["a=mem:64m", "b=mem:64m,scheduler=bfq"]);
+    let dir = TempDir::new("multi");
+    let (img_a, img_b) = (dir.join("a.img"), dir.join("b.img"));
+    write_image(&img_a, 64 * MIB, 11);
+    write_image(&img_b, 64 * MIB, 12);
+    let copy = |src: String, dst: String| {
+        std::thread::spawn(move || {
+            run_ok(
+                Command::new("nbdcopy")
+                    .args(["-C", "4", "-T", "4", "-R", "16", "--flush"])
+                    .arg(src)
+                    .arg(dst),
+            );
+        })
+    };
+    // Two copies at once, each over four connections.
+    let s = |p: &PathBuf| p.display().to_string();
+    let t1 = copy(s(&img_a), server.uri("a"));
+    let t2 = copy(s(&img_b), server.uri("b"));
+    t1.join().expect("copy into a");
+    t2.join().expect("copy into b");
+    let (out_a, out_b) = (dir.join("a.out"), dir.join("b.out"));
+    let t1 = copy(server.uri("a"), s(&out_a));
+    let t2 = copy(server.uri("b"), s(&out_b));
+    t1.join().expect("copy out of a");
+    t2.join().expect("copy out of b");
+    assert_same_file(&img_a, &out_a);
+    assert_same_file(&img_b, &out_b);
+    // Each copy used several connections (logged as the server sees them
+    // go): four in and four out per export.
+    for export in ["a", "b"] {
+        let needle = format!("export '{export}'");
+        wait_for(
+            &format!("eight connections to '{export}' in the log"),
+            || {
+                (server
+                    .log_lines()
+                    .iter()
+                    .filter(|l| l.contains(&needle))
+                    .count()
+                    >= 8)
+                    .then_some(())
+            },
+        );
+    }
+    let lines = server.log_lines();
+    assert!(lines.iter().all(|l| l.contains(" 0 errors")), "{lines:#?}");
+    server.stop();
+}
+
+#[test]
+fn read_only_export_refuses_writes() {
+    let server = TestServer::start(&["ro=mem:16m,ro", "disk=mem:16m"]);
+    let dir = TempDir::new("ro");
+    let img = dir.join("in.img");
+    write_image(&img, 16 * MIB, 5);
+    let out = run(Command::new("nbdcopy").arg(&img).arg(server.uri("ro")));
+    assert!(
+        !out.status.success(),
+        "nbdcopy into a read-only export succeeded"
+    );
+    let out = run(Command::new("qemu-img")
+        .args(["convert", "-n", "-f", "raw", "-O", "raw"])
+        .arg(&img)
+        .arg(server.uri("ro")));
+    assert!(
+        !out.status.success(),
+        "qemu-img into a read-only export succeeded"
+    );
+    // Nothing was written: it still reads as zeroes.
+    let back = dir.join("ro.out");
+    run_ok(Command::new("nbdcopy").arg(server.uri("ro")).arg(&back));
+    let data = std::fs::read(&back).expect("read");
+    assert_eq!(data.len() as u64, 16 * MIB);
+    assert!(data.iter().all(|&b| b == 0), "the read-only export changed");
+    server.stop();
+}
+
+// ---------------------------------------------------------------------------
+// nbdfuse, a loop device and ext4.
+
+/// Why this process may not mount things, if it may not.
+fn cannot_mount() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("?");
+    if euid != "0" {
+        return Some(format!(
+            "not root (effective uid {euid}): loop devices and mount need root"
+        ));
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse does not exist: the kernel offers no FUSE here".into());
+    }
+    None
+}
+
+fn denied(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    s.contains("permission denied") || s.contains("operation not permitted")
+}
+
+/// An `nbdfuse` process and its mount; unmounted and waited for on drop.
+struct Fuse {
+    dir: PathBuf,
+    child: Child,
+    stderr: PathBuf,
+}
+
+impl Fuse {
+    /// Mount `uri` on `dir` (its file is `dir/nbd`). `Err` says why the
+    /// kernel refused FUSE; other failures panic.
+    fn mount(
+        dir: &Path,
+        uri: &str,
+        read_only: bool,
+        work: &TempDir,
+        n: u32,
+    ) -> Result<Fuse, String> {
+        let pidfile = work.join(&format!("nbdfuse{n}.pid"));
+        let stderr = work.join(&format!("nbdfuse{n}.err"));
+        let mut cmd = Command::new("nbdfuse");
+        cmd.arg("-P").arg(&pidfile);
+        if read_only {
+            cmd.arg("-r");
+        }
+        let child = cmd
+            .arg(dir)
+            .arg(uri)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .spawn()
+            .expect("running nbdfuse");
+        let mut fuse = Fuse {
+            dir: dir.to_path_buf(),
+            child,
+            stderr,
+        };
+        // Ready once it has written its pid file; failed if it exits first.
+        let ready = wait_for("nbdfuse to mount", || {
+            if std::fs::read_to_string(&pidfile).is_ok_and(|s| s.trim().parse::<u32>().is_ok()) {
+                return Some(true);
+            }
+            match fuse.child.try_wait() {
+                Ok(Some(_)) => Some(false),
+                _ => None,
+            }
+        });
+        if ready {
+            return Ok(fuse);
+        }
+        let err = std::fs::read_to_string(&fuse.stderr).unwrap_or_default();
+        if denied(&err) || err.contains("/dev/fuse") || err.contains("fuse: device not found") {
+            return Err(format!("nbdfuse could not mount: {}", err.trim()));
+        }
+        panic!("nbdfuse failed: {err}");
+    }
+
+    fn file(&self) -> PathBuf {
+        self.dir.join("nbd")
+    }
+
+    fn unmount(mut self) {
+        self.unmount_quietly();
+        let status = self.child.try_wait().ok().flatten();
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "nbdfuse exited with {status:?}"
+        );
+    }
+
+    fn unmount_quietly(&mut self) {
+        let _ = Command::new("fusermount3")
+            .arg("-u")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let start = Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() {
+            if start.elapsed() > DEADLINE {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Fuse {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            self.unmount_quietly();
+        }
+    }
+}
+
+/// A loop device, detached on drop.
+struct Loop(String);
+
+impl Loop {
+    fn attach(file: &Path, read_only: bool) -> Result<Loop, String> {
+        let mut cmd = Command::new("losetup");
+        cmd.arg("--find").arg("--show");
+        if read_only {
+            cmd.arg("--read-only");
+        }
+        let out = run(cmd.arg(file));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() {
+            // losetup reads nothing from the file: a failure here is the
+            // kernel's (no loop devices, or not allowed).
+            return Err(format!("losetup failed: {}", stderr.trim()));
+        }
+        Ok(Loop(
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        ))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = run(Command::new("losetup").arg("-d").arg(&self.0));
+    }
+}
+
+/// A mounted filesystem, unmounted on drop.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn new(dev: &str, dir: &Path, read_only: bool) -> Result<Mount, String> {
+        let mut cmd = Command::new("mount");
+        cmd.args(["-t", "ext4"]);
+        if read_only {
+            cmd.args(["-o", "ro"]);
+        }
+        let out = run(cmd.arg(dev).arg(dir));
+        if out.status.success() {
+            return Ok(Mount(dir.to_path_buf()));
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if denied(&stderr) {
+            return Err(format!("mount was refused: {}", stderr.trim()));
+        }
+        panic!("mounting {dev}: {stderr}");
+    }
+
+    fn unmount(mut self) {
+        run_ok(Command::new("umount").arg(&self.0));
+        self.0 = PathBuf::new();
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if !self.0.as_os_str().is_empty() {
+            let _ = run(Command::new("umount").arg("-l").arg(&self.0));
+        }
+    }
+}
+
+fn fsck_clean(dev: &str) {
+    let out = run(Command::new("fsck.ext4").args(["-n", "-f"]).arg(dev));
+    assert!(
+        out.status.success(),
+        "fsck.ext4 -n -f {dev} found problems ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+macro_rules! or_skip {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(why) => {
+                eprintln!("SKIPPED nbdfuse_loop_ext4: {why}");
+                return;
+            }
+        }
+    };
+}
+
+#[test]
+fn nbdfuse_loop_ext4() {
+    if let Some(why) = cannot_mount() {
+        eprintln!("SKIPPED nbdfuse_loop_ext4: {why}");
+        return;
+    }
+    // Dropped last: after every guard below.
+    let work = TempDir::new("fuse");
+    let server = TestServer::start(&["disk=mem:64m"]);
+    let uri = server.uri("disk");
+    let (fuse_dir, mnt) = (work.join("fuse"), work.join("mnt"));
+    std::fs::create_dir(&fuse_dir).expect("mkdir");
+    std::fs::create_dir(&mnt).expect("mkdir");
+    let files: Vec<(String, Vec<u8>)> = vec![
+        (
+            "hello.txt".into(),
+            b"hello from elevator over NBD\n".to_vec(),
+        ),
+        ("one.bin".into(), common::pattern(21, 1 << 20)),
+        ("five.bin".into(), common::pattern(22, 5 << 20)),
+        ("odd.bin".into(), common::pattern(23, 12_345)),
+    ];
+
+    // Make a filesystem and write the files.
+    {
+        let fuse = or_skip!(Fuse::mount(&fuse_dir, &uri, false, &work, 1));
+        let size = std::fs::metadata(fuse.file())
+            .expect("stat the nbdfuse file")
+            .len();
+        assert_eq!(size, 64 * MIB);
+        let dev = or_skip!(Loop::attach(&fuse.file(), false));
+        run_ok(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&dev.0));
+        let m = or_skip!(Mount::new(&dev.0, &mnt, false));
+        for (name, data) in &files {
+            std::fs::write(mnt.join(name), data).expect("writing a file");
+        }
+        run_ok(&mut Command::new("sync"));
+        m.unmount();
+        fsck_clean(&dev.0);
+        drop(dev);
+        fuse.unmount();
+    }
+    // Everything went through to the server: a new nbdfuse (no cache) sees
+    // a clean filesystem with the same files.
+    {
+        let fuse = or_skip!(Fuse::mount(&fuse_dir, &uri, true, &work, 2));
+        let dev = or_skip!(Loop::attach(&fuse.file(), true));
+        fsck_clean(&dev.0);
+        let m = or_skip!(Mount::new(&dev.0, &mnt, true));
+        for (name, data) in &files {
+            let got = std::fs::read(mnt.join(name)).expect("reading a file back");
+            assert!(got == *data, "{name} came back different");
+        }
+        m.unmount();
+        drop(dev);
+        fuse.unmount();
+    }
+    let lines = server.log_lines();
+    assert!(lines.iter().all(|l| l.contains(" 0 errors")), "{lines:#?}");
+    server.stop();
+}

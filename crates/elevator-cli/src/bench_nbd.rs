@@ -264,5 +264,16 @@ pub fn run(args: &Args) -> Result<()> {
             b / a.max(f64::MIN_POSITIVE)
         )?;
     }
+    if args.rounds > 1 {
+        writeln!(out, "\nevery round (nbdkit / elevator):")?;
+        for (name, _, f) in rows {
+            let each: Vec<String> = nbdkit
+                .iter()
+                .zip(&ours)
+                .map(|(a, b)| format!("{:.0}/{:.0}", f(a), f(b)))
+                .collect();
+            writeln!(out, "{name:<28} {}", each.join("  "))?;
+        }
+    }
     Ok(())
 }

@@ -161,6 +161,9 @@ pub struct Conn {
     pub inflight: u32,
     /// The socket may have input (edge-triggered: until a read would block).
     pub readable: bool,
+    /// The client has shut its side, or the socket failed: read until end
+    /// of stream, never stopping at a short read.
+    pub hangup: bool,
     /// The socket may take output.
     pub writable: bool,
     /// The client closed its side, or the connection failed.
@@ -197,6 +200,7 @@ impl Conn {
             out_bytes: 0,
             inflight: 0,
             readable: true,
+            hangup: false,
             writable: true,
             eof: false,
             closing: None,
@@ -292,11 +296,12 @@ impl Conn {
             // A big payload goes straight into its buffer; small ones come
             // through the input buffer, several requests per read.
             Some((_, buf, filled)) if self.start == self.end && buf.len() - *filled >= DIRECT => {
+                let want = buf.len() - *filled;
                 let r = self.stream.read(&mut buf[*filled..]);
                 if let Ok(n) = r {
                     *filled += n;
                 }
-                r
+                (r, want)
             }
             _ => {
                 if self.end == self.inbuf.len() {
@@ -305,26 +310,37 @@ impl Conn {
                     self.end -= self.start;
                     self.start = 0;
                 }
+                let want = self.inbuf.len() - self.end;
                 let r = self.stream.read(&mut self.inbuf[self.end..]);
                 if let Ok(n) = r {
                     self.end += n;
                 }
-                r
+                (r, want)
             }
         };
         match result {
-            Ok(0) => {
+            (Ok(0), _) => {
                 self.eof = true;
                 self.readable = false;
                 false
             }
-            Ok(_) => true,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            // A short read drained the socket: with edge-triggered epoll,
+            // data that arrives later raises a new event, so asking again
+            // now would only cost a system call that answers EAGAIN. Not so
+            // the end of the stream: a hangup that came with the data raises
+            // no new event, so then read on until the read answers 0.
+            (Ok(n), want) => {
+                if n < want && !self.hangup {
+                    self.readable = false;
+                }
+                true
+            }
+            (Err(e), _) if e.kind() == io::ErrorKind::WouldBlock => {
                 self.readable = false;
                 false
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
-            Err(e) => {
+            (Err(e), _) if e.kind() == io::ErrorKind::Interrupted => true,
+            (Err(e), _) => {
                 self.eof = true;
                 self.readable = false;
                 self.closing

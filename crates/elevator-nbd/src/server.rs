@@ -307,6 +307,13 @@ impl Server {
                         {
                             let f = ev.flags;
                             if f.intersects(
+                                epoll::EventFlags::HUP
+                                    | epoll::EventFlags::RDHUP
+                                    | epoll::EventFlags::ERR,
+                            ) {
+                                c.hangup = true;
+                            }
+                            if f.intersects(
                                 epoll::EventFlags::IN
                                     | epoll::EventFlags::HUP
                                     | epoll::EventFlags::RDHUP

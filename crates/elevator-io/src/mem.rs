@@ -26,6 +26,13 @@ pub struct MemOptions {
     pub logical_block_size: u32,
     /// I/Os it takes at once. Default 64.
     pub queue_depth: u32,
+    /// Ask for transparent huge pages on stores of 2 MiB or more. Default
+    /// false. Huge pages spare the TLB on random access over a big store,
+    /// but on a VM whose balloon hands free memory back to the host, the
+    /// first touch of a huge page can cost ten times that of the same bytes
+    /// in small pages, or almost nothing, depending on what ran before
+    /// (the README has the figures). Small pages cost the same every time.
+    pub huge_pages: bool,
 }
 
 impl Default for MemOptions {
@@ -33,6 +40,7 @@ impl Default for MemOptions {
         MemOptions {
             logical_block_size: 512,
             queue_depth: 64,
+            huge_pages: false,
         }
     }
 }
@@ -85,14 +93,13 @@ impl MemDevice {
         }
         let len = usize::try_from(bytes)
             .map_err(|_| geometry(format!("{bytes} bytes do not fit in memory")))?;
-        // Large stores sit on 2 MiB boundaries and ask for transparent huge
-        // pages: random 4 KiB copies over a big store otherwise spend most of
-        // their time missing the TLB.
+        // Large stores sit on 2 MiB boundaries, so that they can have
+        // transparent huge pages when asked to.
         let huge = 2 << 20;
         let mut owner = AlignedBuf::new(len, if len >= huge { huge } else { 4096 })?;
         let base =
             NonNull::new(owner.as_mut_ptr()).ok_or(crate::buf::BufError::OutOfMemory { len })?;
-        if len >= huge {
+        if len >= huge && opts.huge_pages {
             // SAFETY: the range is exactly the store's own allocation;
             // MADV_HUGEPAGE only changes how the kernel backs it, never its
             // contents, and a refusal (THP disabled) is harmless.

@@ -2,7 +2,8 @@
 //!
 //! - `file:PATH[,queue_depth=N][,ro]`: a regular file or block device,
 //!   O_DIRECT through io_uring (the path may not contain commas);
-//! - `mem:SIZE[,lbs=N][,queue_depth=N]`: memory, e.g. `mem:1g`;
+//! - `mem:SIZE[,lbs=N][,queue_depth=N][,huge_pages=0|1]`: memory, e.g.
+//!   `mem:1g`;
 //! - on either, faults: `fail_rate=F` (a fraction of reads and writes fail
 //!   with EIO), `fail_sectors=A-B[:C-D...]` (I/O touching these 512-byte
 //!   sectors fails), `fail_seed=N`.
@@ -118,6 +119,13 @@ impl RealSpec {
                 (RealKind::Mem { opts, .. }, "queue_depth") => {
                     opts.queue_depth = number(ParamUnit::Count)? as u32
                 }
+                (RealKind::Mem { opts, .. }, "huge_pages") => {
+                    opts.huge_pages = match value {
+                        "1" | "on" | "true" => true,
+                        "0" | "off" | "false" => false,
+                        _ => return Err(bad(format!("huge_pages={value}: expected 0 or 1"))),
+                    }
+                }
                 (RealKind::Mem { opts, .. }, "lbs") => {
                     opts.logical_block_size = number(ParamUnit::Bytes)? as u32
                 }
@@ -151,7 +159,7 @@ impl RealSpec {
                 _ => {
                     let known = match kind {
                         RealKind::File { .. } => "queue_depth, ro",
-                        RealKind::Mem { .. } => "lbs, queue_depth",
+                        RealKind::Mem { .. } => "lbs, queue_depth, huge_pages",
                     };
                     return Err(bad(format!(
                         "unknown option '{part}'; options: {known}, fail_rate, fail_sectors, \
@@ -279,11 +287,23 @@ mod tests {
                 bytes: 64 << 20,
                 opts: MemOptions {
                     logical_block_size: 4096,
-                    queue_depth: 64
+                    queue_depth: 64,
+                    huge_pages: false
                 }
             }
         );
         assert_eq!(s.faults.bad_sectors, vec![(8, 16), (100, 101)]);
+        let h = RealSpec::parse("mem:4m,huge_pages=1").expect("parses");
+        assert!(matches!(
+            h.kind,
+            RealKind::Mem {
+                opts: MemOptions {
+                    huge_pages: true,
+                    ..
+                },
+                ..
+            }
+        ));
         let f = RealSpec::parse("file:/tmp/x,queue_depth=8,ro").expect("parses");
         assert!(matches!(
             f.kind,
@@ -306,6 +326,11 @@ mod tests {
             ("mem:1g,colour=red", "unknown option 'colour=red'"),
             ("mem:1g,fail_rate=2", "fraction"),
             ("mem:1g,fail_sectors=9-3", "START < END"),
+            (
+                "mem:1g,huge_pages=maybe",
+                "huge_pages=maybe: expected 0 or 1",
+            ),
+            ("file:/tmp/x,huge_pages=1", "unknown option 'huge_pages=1'"),
         ] {
             let e = RealSpec::parse(spec).expect_err(spec).to_string();
             assert!(e.contains(needle), "{spec}: {e}");

@@ -17,6 +17,7 @@ fn mem(mib: u64, queue_depth: u32) -> MemDevice {
         MemOptions {
             logical_block_size: LBS as u32,
             queue_depth,
+            ..MemOptions::default()
         },
     )
     .expect("memory device")

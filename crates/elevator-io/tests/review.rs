@@ -22,6 +22,7 @@ fn mem(kib: u64, queue_depth: u32) -> MemDevice {
         MemOptions {
             logical_block_size: 512,
             queue_depth,
+            ..MemOptions::default()
         },
     )
     .expect("memory device")

@@ -6,7 +6,7 @@
 //! them), run on the real clock. Options:
 //! - `scheduler=S` (default `mq-deadline`);
 //! - `ro` (or `readonly`): refuse writes;
-//! - the device's own options (`queue_depth`, `lbs`, `fail_rate`,
+//! - the device's own options (`queue_depth`, `lbs`, `huge_pages`, `fail_rate`,
 //!   `fail_sectors`, `fail_seed` for real devices; the model's parameters,
 //!   such as `rpm=5400`, for a preset);
 //! - anything else is a queue or scheduler tunable (`nomerges=2`,
@@ -70,9 +70,10 @@ pub enum ExportError {
     },
 }
 
-const REAL_OPTIONS: [&str; 6] = [
+const REAL_OPTIONS: [&str; 7] = [
     "queue_depth",
     "lbs",
+    "huge_pages",
     "fail_rate",
     "fail_sectors",
     "fail_seed",

@@ -2,33 +2,13 @@
 //! its merge counts, `schedulers`, and clear errors for bad options.
 //! (Timing is never asserted here: figures come from the benchmark itself.)
 
-use std::process::{Command, Output};
+mod common;
 
-fn elevator(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .output()
-        .expect("run elevator")
-}
+use common::{elevator, fails_with, ok};
 
 fn json(args: &[&str]) -> serde_json::Value {
-    let out = elevator(args);
-    assert!(
-        out.status.success(),
-        "elevator {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = ok(args);
     serde_json::from_slice(&out.stdout).expect("microbench prints JSON")
-}
-
-fn fails_with(args: &[&str], needle: &str) {
-    let out = elevator(args);
-    assert!(!out.status.success(), "elevator {args:?} should fail");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(needle),
-        "elevator {args:?}: stderr lacks '{needle}': {err}"
-    );
 }
 
 #[test]

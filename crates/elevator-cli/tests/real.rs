@@ -1,38 +1,14 @@
 //! `elevator run` and `bench-vs-fio` on real devices: memory and files
 //! through io_uring, every scheduler, and clear errors for bad devices.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
+
+use common::{elevator, fails_with, ok};
 
 const JOB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/jobs/real-mixed.fio");
-
-fn elevator(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .args(args)
-        .output()
-        .expect("run elevator")
-}
-
-fn ok(args: &[&str]) -> Output {
-    let out = elevator(args);
-    assert!(
-        out.status.success(),
-        "elevator {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn fails_with(args: &[&str], needle: &str) {
-    let out = elevator(args);
-    assert!(!out.status.success(), "elevator {args:?} should fail");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(needle),
-        "elevator {args:?}: stderr lacks '{needle}': {err}"
-    );
-}
 
 /// A file of `mib` MiB, removed when dropped.
 struct Scratch(PathBuf);

@@ -1,35 +1,9 @@
 //! `elevator run`, `compare` and `devices` end to end: fio-compatible JSON,
 //! deterministic output, comparisons, and clear errors.
 
-use std::process::{Command, Output};
+mod common;
 
-fn elevator(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .args(args)
-        .output()
-        .expect("run elevator")
-}
-
-fn ok(args: &[&str]) -> Output {
-    let out = elevator(args);
-    assert!(
-        out.status.success(),
-        "elevator {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn fails_with(args: &[&str], needle: &str) {
-    let out = elevator(args);
-    assert!(!out.status.success(), "elevator {args:?} should fail");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(needle),
-        "elevator {args:?}: stderr lacks '{needle}': {err}"
-    );
-}
+use common::{fails_with, ok};
 
 /// The keys that tools written for fio read (fio's --output-format=json).
 #[test]

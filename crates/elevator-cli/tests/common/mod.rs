@@ -1,0 +1,38 @@
+//! What the CLI tests share: running the `elevator` binary from the
+//! repository's root and checking how it ended.
+
+// Each test file uses its own part of this module.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+/// Run `elevator ARGS` from the repository's root.
+pub fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .args(args)
+        .output()
+        .expect("run elevator")
+}
+
+/// Run `elevator ARGS`, which must succeed.
+pub fn ok(args: &[&str]) -> Output {
+    let out = elevator(args);
+    assert!(
+        out.status.success(),
+        "elevator {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Run `elevator ARGS`, which must fail with `needle` in its message.
+pub fn fails_with(args: &[&str], needle: &str) {
+    let out = elevator(args);
+    assert!(!out.status.success(), "elevator {args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(needle),
+        "elevator {args:?}: stderr lacks '{needle}': {err}"
+    );
+}

@@ -2,40 +2,20 @@
 //! through every scheduler and `nomerges` value, the alignment rules, the
 //! partial-failure rule, and cancellation at shutdown.
 
+mod common;
+
+use common::{buf, config, mem_device};
 use elevator_core::{Device, IoContext, SCHEDULER_NAMES, Status};
 use elevator_io::{
-    AlignedBuf, Completion, DataDevice, DioError, DioRequest, Engine, EngineConfig, FaultDevice,
-    FaultSpec, FileDevice, FileOptions, MemDevice, MemOptions, Slice,
+    AlignedBuf, Completion, DataDevice, DioError, DioRequest, Engine, FaultDevice, FaultSpec,
+    FileDevice, FileOptions, MemDevice, Slice,
 };
 use elevator_sim::rng::Rng;
 
 const LBS: usize = 512;
 
 fn mem(mib: u64, queue_depth: u32) -> MemDevice {
-    MemDevice::new(
-        mib << 20,
-        MemOptions {
-            logical_block_size: LBS as u32,
-            queue_depth,
-            ..MemOptions::default()
-        },
-    )
-    .expect("memory device")
-}
-
-fn config(sched: &str, tunables: &[(&str, &str)]) -> EngineConfig {
-    EngineConfig {
-        scheduler: sched.to_string(),
-        tunables: tunables
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..EngineConfig::default()
-    }
-}
-
-fn buf(len: usize) -> AlignedBuf {
-    AlignedBuf::new(len, 4096).expect("alloc")
+    mem_device(mib << 20, queue_depth)
 }
 
 /// Run until everything accepted has completed.

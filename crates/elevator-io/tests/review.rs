@@ -5,42 +5,21 @@
 //! reason on each); run them with `cargo test -p elevator-io --test review --
 //! --ignored`.
 
+mod common;
+
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use common::{buf, config, mem_device};
 use elevator_core::{Device, DeviceIo, DeviceStats, IoContext, Limits, Nanos, Outcome, Status};
 use elevator_io::{
     AlignedBuf, Alignment, Completion, DataDevice, DataSegment, DeviceError, DioFailure,
-    DioRequest, Engine, EngineConfig, FaultDevice, FaultSpec, FileDevice, FileOptions, IoBuf,
-    MemDevice, MemOptions,
+    DioRequest, Engine, FaultDevice, FaultSpec, FileDevice, FileOptions, IoBuf, MemDevice,
 };
 
 fn mem(kib: u64, queue_depth: u32) -> MemDevice {
-    MemDevice::new(
-        kib << 10,
-        MemOptions {
-            logical_block_size: 512,
-            queue_depth,
-            ..MemOptions::default()
-        },
-    )
-    .expect("memory device")
-}
-
-fn config(sched: &str, tunables: &[(&str, &str)]) -> EngineConfig {
-    EngineConfig {
-        scheduler: sched.to_string(),
-        tunables: tunables
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..EngineConfig::default()
-    }
-}
-
-fn buf(len: usize) -> AlignedBuf {
-    AlignedBuf::new(len, 4096).expect("alloc")
+    mem_device(kib << 10, queue_depth)
 }
 
 /// A buffer that counts how many of its kind have been freed.

@@ -1,4 +1,5 @@
-//! Queue statistics: counters of what the queue did, and a latency histogram.
+//! Queue statistics: counters of what the queue did, a latency histogram,
+//! and the summary (count, min, max, mean, deviation) both keep.
 //!
 //! [`Histogram`] is log-linear: exact below 64, then 64 buckets per power of
 //! two (relative error under 1/64, about fio's precision). It is a fixed array,
@@ -10,24 +11,88 @@ const SUB_BITS: u32 = 6;
 const SUB: usize = 1 << SUB_BITS;
 const BUCKETS: usize = SUB + (64 - SUB_BITS as usize) * SUB;
 
+/// Count, min, max, mean and standard deviation of a series, without keeping
+/// its distribution.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Values seen.
+    pub count: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+    sum_sq: f64,
+}
+
+impl Summary {
+    /// Add a value.
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        if self.count == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.count += 1;
+        self.sum += u128::from(v);
+        self.sum_sq += (v as f64) * (v as f64);
+    }
+
+    /// Add every value of `other`.
+    pub fn merge(&mut self, other: &Summary) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 || other.min < self.min {
+            self.min = other.min;
+        }
+        self.max = self.max.max(other.max);
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+    }
+
+    /// Smallest value (0 if none).
+    pub fn min(&self) -> u64 {
+        self.min
+    }
+
+    /// Largest value (0 if none).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Mean (0 if none).
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// Population standard deviation (0 if none).
+    pub fn stddev(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let m = self.mean();
+        (self.sum_sq / self.count as f64 - m * m).max(0.0).sqrt()
+    }
+}
+
 /// A log-linear histogram of `u64` values (nanoseconds, usually).
 #[derive(Clone)]
 pub struct Histogram {
     counts: Box<[u64; BUCKETS]>,
-    count: u64,
-    sum: u128,
-    sum_sq: f64,
-    min: u64,
-    max: u64,
+    summary: Summary,
 }
 
 impl std::fmt::Debug for Histogram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Histogram")
-            .field("count", &self.count)
+            .field("count", &self.count())
             .field("min", &self.min())
             .field("mean", &self.mean())
-            .field("max", &self.max)
+            .field("max", &self.max())
             .finish()
     }
 }
@@ -43,11 +108,7 @@ impl Histogram {
     pub fn new() -> Histogram {
         Histogram {
             counts: Box::new([0; BUCKETS]),
-            count: 0,
-            sum: 0,
-            sum_sq: 0.0,
-            min: u64::MAX,
-            max: 0,
+            summary: Summary::default(),
         }
     }
 
@@ -77,11 +138,7 @@ impl Histogram {
     #[inline]
     pub fn record(&mut self, v: u64) {
         self.counts[Self::bucket(v)] += 1;
-        self.count += 1;
-        self.sum += u128::from(v);
-        self.sum_sq += (v as f64) * (v as f64);
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
+        self.summary.record(v);
     }
 
     /// Add every value of `other`.
@@ -89,65 +146,57 @@ impl Histogram {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += b;
         }
-        self.count += other.count;
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        self.summary.merge(&other.summary);
     }
 
     /// Number of values.
     pub fn count(&self) -> u64 {
-        self.count
+        self.summary.count
+    }
+
+    /// Count, min, max, mean and deviation of the values.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
     }
 
     /// Smallest value (0 if empty).
     pub fn min(&self) -> u64 {
-        if self.count == 0 { 0 } else { self.min }
+        self.summary.min()
     }
 
     /// Largest value (0 if empty).
     pub fn max(&self) -> u64 {
-        self.max
+        self.summary.max()
     }
 
     /// Mean (0 if empty).
     pub fn mean(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.sum as f64 / self.count as f64
-        }
+        self.summary.mean()
     }
 
     /// Population standard deviation (0 if empty).
     pub fn stddev(&self) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
-        let mean = self.mean();
-        (self.sum_sq / self.count as f64 - mean * mean)
-            .max(0.0)
-            .sqrt()
+        self.summary.stddev()
     }
 
     /// The value at percentile `p` (0..=100): the midpoint of the bucket that
     /// holds the `ceil(p% × count)`-th smallest value, clamped to [min, max].
     pub fn percentile(&self, p: f64) -> u64 {
-        if self.count == 0 {
+        let count = self.count();
+        if count == 0 {
             return 0;
         }
-        let rank = ((p.clamp(0.0, 100.0) / 100.0) * self.count as f64).ceil() as u64;
+        let rank = ((p.clamp(0.0, 100.0) / 100.0) * count as f64).ceil() as u64;
         let rank = rank.max(1);
         let mut seen = 0;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
                 let (lo, hi) = Self::bucket_range(i);
-                return (lo + (hi - lo) / 2).clamp(self.min, self.max);
+                return (lo + (hi - lo) / 2).clamp(self.min(), self.max());
             }
         }
-        self.max
+        self.max()
     }
 }
 

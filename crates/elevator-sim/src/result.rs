@@ -4,73 +4,9 @@
 
 use elevator_core::{DeviceStats, Histogram, Nanos, QueueStats};
 
-/// Count, min, max, mean and standard deviation of a series, without keeping
-/// its distribution.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Summary {
-    /// Values seen.
-    pub count: u64,
-    min: u64,
-    max: u64,
-    sum: u128,
-    sum_sq: f64,
-}
-
-impl Summary {
-    /// Add a value.
-    #[inline]
-    pub fn record(&mut self, v: u64) {
-        if self.count == 0 || v < self.min {
-            self.min = v;
-        }
-        self.max = self.max.max(v);
-        self.count += 1;
-        self.sum += u128::from(v);
-        self.sum_sq += (v as f64) * (v as f64);
-    }
-
-    /// Add every value of `other`.
-    pub fn merge(&mut self, other: &Summary) {
-        if other.count == 0 {
-            return;
-        }
-        if self.count == 0 || other.min < self.min {
-            self.min = other.min;
-        }
-        self.max = self.max.max(other.max);
-        self.count += other.count;
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
-    }
-
-    /// Smallest value (0 if none).
-    pub fn min(&self) -> u64 {
-        self.min
-    }
-
-    /// Largest value (0 if none).
-    pub fn max(&self) -> u64 {
-        self.max
-    }
-
-    /// Mean (0 if none).
-    pub fn mean(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.sum as f64 / self.count as f64
-        }
-    }
-
-    /// Population standard deviation (0 if none).
-    pub fn stddev(&self) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
-        let m = self.mean();
-        (self.sum_sq / self.count as f64 - m * m).max(0.0).sqrt()
-    }
-}
+/// Count, min, max, mean and standard deviation of a series (defined in
+/// elevator-core, where [`Histogram`] keeps one too).
+pub use elevator_core::Summary;
 
 /// One direction of one job (fio's `read`, `write` or `trim` object).
 #[derive(Clone, Debug, Default)]

@@ -8,7 +8,7 @@
 //! per batch of four, under noop, CFQ as in 2011, CFQ with `slice_idle=0`,
 //! CFQ with elevator's fix, BFQ, mq-deadline and Kyber.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
@@ -258,6 +258,8 @@ pub fn run(args: &Args) -> Result<()> {
     let Which::CfqIdling = args.which;
     let base = JobFile::parse(SEED004.1, SEED004.0)?;
     let json = args.output_format == OutputFormat::Json;
+    // Which run is going: on a terminal only, where `\r` redraws one line.
+    let progress = !json && std::io::stderr().is_terminal();
     let mut results = Vec::new();
     for sc in &SCENARIOS {
         let mut jobs = base.clone();
@@ -271,7 +273,7 @@ pub fn run(args: &Args) -> Result<()> {
         let device = DeviceSpec::parse(sc.device)?;
         let mut rows = Vec::new();
         for v in &VARIANTS {
-            if !json {
+            if progress {
                 eprint!("\r{:<5} {:<20}", sc.name, v.label);
             }
             // The seed's kernel (3.1) predates blk-mq: its request queue had
@@ -296,7 +298,7 @@ pub fn run(args: &Args) -> Result<()> {
             rows,
         });
     }
-    if !json {
+    if progress {
         eprint!("\r{:40}\r", "");
     }
     let shapes = shapes(&results);
@@ -334,7 +336,7 @@ pub fn run(args: &Args) -> Result<()> {
         for r in &s.rows {
             writeln!(
                 out,
-                "  {:<18} {:>9.2} {:>13.1} ms {:>8.2} - {:<8.2}",
+                "  {:<18} {:>9.2} {:>13.1} ms {:>8.2} - {:.2}",
                 r.label,
                 r.mb_s,
                 r.p99_ns_worst as f64 / 1e6,

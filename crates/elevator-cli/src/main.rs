@@ -30,7 +30,7 @@ enum Command {
     /// Measure the CPU cost per I/O of the core path (submit, merge attempt,
     /// insert, dispatch, complete) with no device.
     Microbench(microbench::Args),
-    /// Run a fio job file on a simulated device (hdd-7200, ssd, ...) or a
+    /// Run a fio job file on a simulated device (hdd-7200, nvme, ...) or a
     /// real one (file:PATH through io_uring, mem:SIZE), with fio-like output.
     Run(run::RunArgs),
     /// Run a fio job file under several schedulers and compare them.

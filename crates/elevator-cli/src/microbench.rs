@@ -256,7 +256,13 @@ impl Bench {
                 Ok(_) => break,
                 Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {
                     if !self.dispatch_one()? {
-                        bail!("queue full with nothing to dispatch (depth too large?)");
+                        bail!(
+                            "no free tag and nothing to dispatch: {} requests queued, {} on the \
+                             pretend device, nr_requests={}",
+                            self.queue.queued(),
+                            self.inflight.len(),
+                            self.queue.get("nr_requests").unwrap_or(0)
+                        );
                     }
                 }
                 Err(e) => return Err(e).context("submitting a bio"),
@@ -301,7 +307,9 @@ struct Run {
     dispatches: u64,
 }
 
-fn run_once(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Run> {
+/// The queue for one case, with `--set` applied and checked against what
+/// the case needs.
+fn build_queue(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Queue<AnyScheduler>> {
     let limits = Limits {
         capacity: DEVICE_SECTORS,
         ..Limits::default()
@@ -322,6 +330,25 @@ fn run_once(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Run> 
             .set_str(name, value)
             .with_context(|| format!("--set {name}={value} for {}", case.scheduler))?;
     }
+    // The case keeps `depth` requests in the scheduler and the pretend
+    // device holds `inflight`: every one of them needs a tag.
+    let needed = case.depth + args.inflight + 1;
+    let nr_requests = queue.get("nr_requests").context("reading nr_requests")?;
+    if nr_requests < u64::from(needed) {
+        bail!(
+            "nr_requests={nr_requests} is too small for this case: it keeps {} requests queued \
+             (--depth) while the pretend device holds {} (--inflight), so it needs at least {needed} \
+             tags (microbench sets nr_requests={needed} itself: leave it out of --set, or lower \
+             --depth or --inflight)",
+            case.depth,
+            args.inflight
+        );
+    }
+    Ok(queue)
+}
+
+fn run_once(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Run> {
+    let queue = build_queue(args, case, sets)?;
     let block_sectors = u64::from(args.bs / 512);
     let mut bench = Bench {
         queue,
@@ -420,6 +447,21 @@ fn validate(args: &Args) -> Result<Vec<(String, String)>> {
 /// Run `elevator microbench`.
 pub fn run(args: &Args) -> Result<()> {
     let sets = validate(args)?;
+    // Every case's queue is built once before anything is printed or timed,
+    // so a bad --set fails at once.
+    for sched in &args.scheduler {
+        for &nomerges in &args.nomerges {
+            for &depth in &args.depth {
+                let case = Case {
+                    scheduler: sched,
+                    depth,
+                    pattern: Pattern::Random,
+                    nomerges,
+                };
+                build_queue(args, &case, &sets)?;
+            }
+        }
+    }
     let json = args.output_format == OutputFormat::Json;
     let mut out = std::io::stdout().lock();
     if !json {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use elevator_core::{Queue, QueueConfig};
 use elevator_io::RealSpec;
 use elevator_sim::device::{DeviceSpec, presets};
 use elevator_sim::engine::{Progress, SimConfig, run as simulate};
@@ -94,9 +95,40 @@ fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-fn load(path: &str) -> Result<JobFile> {
+/// Read and parse a job file, printing its warnings to stderr.
+pub fn load(path: &str) -> Result<JobFile> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading job file {path}"))?;
-    Ok(JobFile::parse(&text, path)?)
+    let jobs = JobFile::parse(&text, path)?;
+    for warning in &jobs.warnings {
+        eprintln!("elevator: warning: {warning}");
+    }
+    Ok(jobs)
+}
+
+/// Check every scheduler name and every `--set` tunable before anything
+/// runs, so that a mistake in the last of several schedulers is not found
+/// after the first has run in full. Tunables are tried on a queue of each
+/// scheduler; on a real device the engine's own `submit_batch` is checked
+/// by the engine's rule.
+pub fn check_schedulers(
+    target: &Target,
+    schedulers: &[String],
+    tunables: &[(String, String)],
+) -> Result<()> {
+    for sched in schedulers {
+        let mut queue = Queue::with_scheduler(QueueConfig::default(), sched)?;
+        for (name, value) in tunables {
+            if matches!(target, Target::Real(_)) && name == elevator_io::engine::SUBMIT_BATCH {
+                elevator_io::engine::parse_batch(name, value)
+                    .with_context(|| format!("--set {name}={value}"))?;
+                continue;
+            }
+            queue
+                .set_str(name, value)
+                .with_context(|| format!("--set {name}={value} under {sched}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Where a run goes: a model on the virtual clock or a real device.
@@ -188,7 +220,7 @@ pub fn execute(
             let result = elevator_io::jobs::run(jobs, dev, cfg, &mut |p| bar.update(p));
             bar.finish();
             let result = result?;
-            let cpu = result.cpu.map_or(0, |c| c.user_ns + c.system_ns);
+            let cpu = result.cpu.map_or(0, |c| c.process_ns);
             Ok((result, cpu))
         }
     }
@@ -229,6 +261,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         tunables: parse_sets(&args.set)?,
         seed: args.seed,
     };
+    check_schedulers(&dev, std::slice::from_ref(&cfg.scheduler), &cfg.tunables)?;
     let json = args.output_format == OutputFormat::Json;
     let mut bar = Bar::new(!json, format!("{} on {}", args.scheduler, args.device));
     let (result, cpu) = execute(&jobs, &dev, &cfg, &mut bar)?;
@@ -264,6 +297,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     }
     let dev = target(&args.device)?;
     let tunables = parse_sets(&args.set)?;
+    check_schedulers(&dev, &args.schedulers, &tunables)?;
     let json = args.output_format == OutputFormat::Json;
     let mut runs = Vec::new();
     for sched in &args.schedulers {

@@ -162,7 +162,10 @@ pub enum TunableError {
         known: String,
     },
     /// The value is outside the tunable's range.
-    #[error("{name}={value} is out of range: {name} takes {min}..={max} {unit}")]
+    #[error(
+        "{name}={value} is out of range: {name} takes {min}..={max}{}",
+        if unit.is_empty() { String::new() } else { format!(" {unit}") }
+    )]
     OutOfRange {
         /// Tunable name.
         name: &'static str,

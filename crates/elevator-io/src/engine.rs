@@ -52,7 +52,9 @@ use crate::dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 /// machine's virtio disk that cost a fifth of the IOPS).
 pub const SUBMIT_BATCH: &str = "submit_batch";
 
-fn parse_batch(name: &str, text: &str) -> Result<u32, TunableError> {
+/// Read a value of [`SUBMIT_BATCH`]: a count of requests, 0 for a whole
+/// dispatch round at once (returned as `u32::MAX`).
+pub fn parse_batch(name: &str, text: &str) -> Result<u32, TunableError> {
     match text.trim().parse::<u32>() {
         Ok(0) => Ok(u32::MAX),
         Ok(n) => Ok(n),

@@ -118,10 +118,10 @@ pub fn run<D: DataDevice>(
         polls: 0,
         out: Vec::with_capacity(depth as usize),
     };
-    let (cpu0, thread0) = (CpuTime::process(), CpuTime::thread());
+    let (cpu0, thread0) = (CpuTime::process_total(), CpuTime::thread());
     runner.run(progress)?;
     let thread = CpuTime::thread().since(&thread0);
-    let cpu = CpuTime::process().since(&cpu0);
+    let process = CpuTime::process_total().saturating_sub(cpu0);
     let Runner {
         engine,
         workers,
@@ -138,8 +138,7 @@ pub fn run<D: DataDevice>(
         events: polls,
         ios,
         cpu: Some(CpuUse {
-            user_ns: cpu.user.as_nanos() as u64,
-            system_ns: cpu.system.as_nanos() as u64,
+            process_ns: process.as_nanos() as u64,
             thread_user_ns: thread.user.as_nanos() as u64,
             thread_system_ns: thread.system.as_nanos() as u64,
         }),

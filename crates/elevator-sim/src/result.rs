@@ -96,15 +96,15 @@ pub struct RunResult {
     pub cpu: Option<CpuUse>,
 }
 
-/// CPU time used by a run on the real clock (user and system), by the whole
-/// process (io_uring's kernel workers included) and by the engine's thread
-/// alone (what fio reports for a job).
+/// CPU time used by a run on the real clock: by the engine's thread alone
+/// (user and system, what fio reports for a job) and by the whole process
+/// (io_uring's kernel workers included). The process is a total only: the
+/// kernel estimates the user/system split separately for a thread and for a
+/// process, and the two estimates disagree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuUse {
-    /// Nanoseconds in user mode, whole process.
-    pub user_ns: u64,
-    /// Nanoseconds in the kernel, whole process.
-    pub system_ns: u64,
+    /// Nanoseconds of CPU, whole process (every thread).
+    pub process_ns: u64,
     /// Nanoseconds in user mode, the engine's thread.
     pub thread_user_ns: u64,
     /// Nanoseconds in the kernel, the engine's thread.
@@ -114,7 +114,14 @@ pub struct CpuUse {
 impl CpuUse {
     /// Nanoseconds of the whole process's CPU per I/O (0 if none).
     pub fn per_io(&self, ios: u64) -> f64 {
-        per(self.user_ns + self.system_ns, ios)
+        per(self.process_ns, ios)
+    }
+
+    /// Nanoseconds used by the process's other threads (io_uring's
+    /// workers): the process's total less the engine thread's.
+    pub fn other_threads_ns(&self) -> u64 {
+        self.process_ns
+            .saturating_sub(self.thread_user_ns + self.thread_system_ns)
     }
 
     /// Nanoseconds of the engine thread's CPU per I/O (0 if none).

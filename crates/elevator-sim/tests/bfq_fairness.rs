@@ -26,6 +26,7 @@ fn two_readers(bs: u64, sched: &str, tunables: &[(&str, &str)]) -> RunResult {
     let jobs = JobFile {
         path: "bfq-fairness.fio".into(),
         global_options: vec![],
+        warnings: vec![],
         jobs: vec![reader("a", bs), reader("b", bs)],
     };
     let cfg = SimConfig {

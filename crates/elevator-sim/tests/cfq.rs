@@ -22,6 +22,7 @@ fn two_equal_sequential_readers_share_the_disk() {
     let jobs = JobFile {
         path: "fair.fio".into(),
         global_options: vec![],
+        warnings: vec![],
         jobs: vec![reader("a"), reader("b")],
     };
     for tunables in [

@@ -640,6 +640,8 @@ fn realistic_round_robin_writers() {
         ("rw".into(), "write".into()),
         ("numjobs".into(), "8".into()),
     ];
+    // Where each option was set is checked by jobs_remember_the_line_of_each_option.
+    expected.option_lines.clone_from(&w.option_lines);
     assert_eq!(*w, expected);
 }
 
@@ -712,5 +714,43 @@ fn fio_howto_style_job() {
     assert_eq!(
         (seq.rw, seq.bs, seq.size),
         (RwMode::Read, [MIB; 2], Some(Amount::Percent(50)))
+    );
+}
+
+#[test]
+fn an_option_set_twice_in_one_section_is_a_warning_naming_both_lines() {
+    let file = parse("[global]\nbs=4k\nblocksize=8k\n[j]\nrw=read\nsize=1m\nreadwrite=randwrite\n");
+    assert_eq!(file.jobs[0].rw, RwMode::RandWrite, "the last value wins");
+    assert_eq!(file.jobs[0].bs, [8192; 2]);
+    assert_eq!(file.warnings.len(), 2, "{:?}", file.warnings);
+    assert!(
+        file.warnings[0].starts_with(
+            "t.fio:3: option 'blocksize' sets 'bs' again in section [global] (first at line 2)"
+        ),
+        "{}",
+        file.warnings[0]
+    );
+    assert!(
+        file.warnings[1].starts_with(
+            "t.fio:7: option 'readwrite' sets 'rw' again in section [j] (first at line 5)"
+        ),
+        "{}",
+        file.warnings[1]
+    );
+    // The same option in [global] and in a job is inheritance, not a slip.
+    let file = parse("[global]\nrw=read\n[j]\nrw=write\n[k]\nrw=randread\n");
+    assert!(file.warnings.is_empty(), "{:?}", file.warnings);
+}
+
+#[test]
+fn jobs_remember_the_line_of_each_option() {
+    let file = parse("[global]\nsize=1m\n[a]\nbs=8k\n[b]\nsize=2m\n");
+    assert_eq!(file.jobs[0].line_of(&["size"]), 2);
+    assert_eq!(file.jobs[0].line_of(&["bs"]), 4);
+    assert_eq!(file.jobs[1].line_of(&["size"]), 6);
+    assert_eq!(
+        file.jobs[1].line_of(&["bs"]),
+        5,
+        "unset: the section's line"
     );
 }

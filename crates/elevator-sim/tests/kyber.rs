@@ -11,6 +11,7 @@ fn file(jobs: Vec<JobSpec>) -> JobFile {
     JobFile {
         path: "kyber.fio".into(),
         global_options: vec![],
+        warnings: vec![],
         jobs,
     }
 }

@@ -56,6 +56,9 @@ fn ms(ns: f64) -> String {
 pub fn render(job: &str, device: &str, runs: &[RunResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{job} on {device}\n");
+    if let Some(note) = runs.first().and_then(super::no_time_note) {
+        let _ = writeln!(out, "note: {note}\n");
+    }
     let _ = writeln!(
         out,
         "{:<16} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7}",

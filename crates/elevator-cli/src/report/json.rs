@@ -159,6 +159,7 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
             "util": run.utilisation() * 100.0,
         }],
         "elevator": {
+            "note": super::no_time_note(run),
             "scheduler": run.scheduler,
             "device": run.device,
             "simulated_ns": if run.cpu.is_some() { 0 } else { run.elapsed },
@@ -166,8 +167,8 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
             "events": run.events,
             "ios": run.ios,
             "cpu": run.cpu.map(|c| json!({
-                "user_ns": c.user_ns,
-                "system_ns": c.system_ns,
+                "process_ns": c.process_ns,
+                "other_threads_ns": c.other_threads_ns(),
                 "per_io_ns": c.per_io(run.ios),
                 "thread_user_ns": c.thread_user_ns,
                 "thread_system_ns": c.thread_system_ns,

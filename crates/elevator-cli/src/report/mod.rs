@@ -153,3 +153,17 @@ pub fn rate(amount: u64, ns: u64) -> f64 {
         amount as f64 * 1e9 / ns as f64
     }
 }
+
+/// Why a simulated run's rates and latencies are all zero, when they are: a
+/// device that takes no time (`null` without `latency`) completes every I/O
+/// at the instant it is issued, so no simulated time passes.
+pub fn no_time_note(run: &RunResult) -> Option<String> {
+    (run.cpu.is_none() && run.elapsed == 0 && run.ios > 0).then(|| {
+        format!(
+            "{} completes I/O in no simulated time, so IOPS, bandwidth and latencies are 0; \
+             the {} I/Os are counted below and the host CPU they took is on stderr \
+             (give the device a latency for rates, e.g. --device null,latency=10)",
+            run.device, run.ios
+        )
+    })
+}

@@ -117,6 +117,9 @@ fn dir_stanza(out: &mut String, name: &str, d: &DirStats, runtime: u64) {
 /// The whole text report.
 pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
     let mut out = String::new();
+    if let Some(note) = super::no_time_note(run) {
+        let _ = writeln!(out, "note: {note}\n");
+    }
     for s in stanzas(jobs, run) {
         let _ = writeln!(
             out,
@@ -239,12 +242,13 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
             let _ = writeln!(
                 out,
                 "  cpu: engine thread usr={:.3} s sys={:.3} s, {:.0} ns per I/O; \
-                 whole process (io_uring workers too) usr={:.3} s sys={:.3} s, {:.0} ns per I/O",
+                 whole process {:.3} s (other threads, io_uring workers: {:.3} s), \
+                 {:.0} ns per I/O",
                 cpu.thread_user_ns as f64 / 1e9,
                 cpu.thread_system_ns as f64 / 1e9,
                 cpu.thread_per_io(run.ios),
-                cpu.user_ns as f64 / 1e9,
-                cpu.system_ns as f64 / 1e9,
+                cpu.process_ns as f64 / 1e9,
+                cpu.other_threads_ns() as f64 / 1e9,
                 cpu.per_io(run.ios)
             );
         }

@@ -28,12 +28,17 @@ pub use ssd::{Ssd, SsdParams};
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum SpecError {
     /// No preset of that name.
-    #[error("unknown device '{name}'; presets: {known}")]
+    #[error(
+        "unknown device '{name}'{hint}: a device is a preset ({known}), optionally with \
+         overrides (hdd-7200,rpm=5400), or a real device: file:PATH or mem:SIZE"
+    )]
     UnknownPreset {
         /// The name given.
         name: String,
         /// The presets, comma-separated.
         known: String,
+        /// `" (did you mean ...?)"` when presets start with the name, or empty.
+        hint: String,
     },
     /// An override that is not `name=value`.
     #[error("device spec '{spec}': '{part}' is not name=value")]
@@ -90,13 +95,20 @@ impl DeviceSpec {
         if let Some(p) = Raid0Params::preset(name) {
             return Ok(DeviceSpec::Raid0(p));
         }
+        let names: Vec<&str> = presets().iter().map(|(n, _)| *n).collect();
+        let close: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !name.is_empty() && (n.starts_with(name) || n.contains(name)))
+            .collect();
         Err(SpecError::UnknownPreset {
             name: name.to_string(),
-            known: presets()
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", "),
+            known: names.join(", "),
+            hint: if close.is_empty() {
+                String::new()
+            } else {
+                format!(" (did you mean {}?)", close.join(" or "))
+            },
         })
     }
 

@@ -145,6 +145,9 @@ pub struct JobSpec {
     /// JSON: `(name, value)` in the order they were set (inherited ones are
     /// in [`JobFile::global_options`]; when a name repeats, the last wins).
     pub options: Vec<(String, String)>,
+    /// Where each option that applies to this job was set: `(name, line)`,
+    /// `[global]` ones first, in file order. [`JobSpec::line_of`] reads it.
+    pub option_lines: Vec<(String, usize)>,
 }
 
 impl JobSpec {
@@ -176,7 +179,19 @@ impl JobSpec {
             stonewall: false,
             new_group: false,
             options: Vec::new(),
+            option_lines: Vec::new(),
         }
+    }
+
+    /// The line that last set any of `names` for this job (in its section
+    /// or an earlier `[global]`), or the section's header line when none
+    /// was set: errors about an option point at the line that gave it.
+    pub fn line_of(&self, names: &[&str]) -> usize {
+        self.option_lines
+            .iter()
+            .rev()
+            .find(|(n, _)| names.contains(&n.as_str()))
+            .map_or(self.line, |&(_, line)| line)
     }
 }
 
@@ -190,6 +205,10 @@ pub struct JobFile {
     pub global_options: Vec<(String, String)>,
     /// The jobs, in file order.
     pub jobs: Vec<JobSpec>,
+    /// What the file does that fio accepts but that is probably a mistake
+    /// (an option set twice in one section), each naming its lines. Callers
+    /// print them; they do not stop a run.
+    pub warnings: Vec<String>,
 }
 
 /// A job file that cannot be used, with where and why.

@@ -74,7 +74,10 @@ pub(super) fn parse(text: &str, path: &str) -> Result<JobFile, JobError> {
     let mut template = JobSpec::new("", 0);
     let mut global_options = Vec::new();
     let mut jobs = Vec::new();
+    let mut warnings = Vec::new();
     let mut target = Target::Nothing;
+    // Options set in the current section so far: (canonical name, line).
+    let mut in_section: Vec<(&'static str, usize)> = Vec::new();
 
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (index, raw) in text.lines().enumerate() {
@@ -86,6 +89,7 @@ pub(super) fn parse(text: &str, path: &str) -> Result<JobFile, JobError> {
 
         if line.starts_with('[') {
             let name = section_name(line).map_err(|m| error(line_no, None, m))?;
+            in_section.clear();
             let next = if name == "global" {
                 Target::Global
             } else {
@@ -142,12 +146,32 @@ pub(super) fn parse(text: &str, path: &str) -> Result<JobFile, JobError> {
             }
             fail(message)
         })?;
+        let key = canonical(name);
+        if let Some(&(_, first)) = in_section.iter().find(|(k, _)| *k == key) {
+            let section = match &target {
+                Target::Job(job) => job.name.as_str(),
+                _ => "global",
+            };
+            let what = if key == name {
+                format!("option '{name}' is set again")
+            } else {
+                format!("option '{name}' sets '{key}' again")
+            };
+            warnings.push(format!(
+                "{path}:{line_no}: {what} in section [{section}] (first at line {first}); \
+                 the value on line {line_no} is used, as fio does"
+            ));
+        }
+        in_section.push((key, line_no));
         let record = (name.to_string(), value.unwrap_or("").to_string());
         match target {
             Target::Global => global_options.push(record),
             Target::Job(ref mut job) => job.options.push(record),
             Target::Nothing => {}
         }
+        spec_of(&mut target, &mut template)
+            .option_lines
+            .push((key.to_string(), line_no));
     }
 
     if let Target::Job(done) = target {
@@ -162,7 +186,33 @@ pub(super) fn parse(text: &str, path: &str) -> Result<JobFile, JobError> {
         path: path.to_string(),
         global_options,
         jobs,
+        warnings,
     })
+}
+
+/// The spec that options of the current section go to.
+fn spec_of<'a>(target: &'a mut Target, template: &'a mut JobSpec) -> &'a mut JobSpec {
+    match target {
+        Target::Job(job) => job,
+        Target::Global | Target::Nothing => template,
+    }
+}
+
+/// One name for each setting that fio spells several ways (`readwrite` is
+/// `rw`, `rwmixwrite` sets `rwmixread`), so that setting it twice is seen
+/// whatever the spelling.
+fn canonical(name: &str) -> &'static str {
+    match name {
+        "readwrite" => "rw",
+        "rwmixwrite" => "rwmixread",
+        "blocksize" => "bs",
+        "wait_for_previous" => "stonewall",
+        _ => SUPPORTED
+            .iter()
+            .find(|&&s| s == name)
+            .copied()
+            .unwrap_or("?"),
+    }
 }
 
 /// The name inside a `[section]` header line (already trimmed).

@@ -10,6 +10,12 @@
 //!
 //! File sizes follow fio: `filesize` if given, else `size / nrfiles`; a job
 //! with neither `size` nor `filesize` needs a device filename.
+//!
+//! `offset` is where the job's I/O starts in each file (a percentage is of
+//! the file), or on a raw device, where its `size` bytes start (a percentage
+//! is of the device). An offset that leaves no room for one block, or an
+//! offset + size past the device's end, is an error naming the option's
+//! line and the device's size: nothing is clamped.
 
 use std::collections::BTreeMap;
 
@@ -22,6 +28,9 @@ pub struct Extent {
     pub sector: u64,
     /// Length in bytes (a multiple of 512).
     pub bytes: u64,
+    /// Where the job's I/O starts in it, in bytes (its `offset`, a multiple
+    /// of 512, at least one block before `bytes`).
+    pub start: u64,
 }
 
 const ALIGN: u64 = 1 << 20;
@@ -46,25 +55,54 @@ impl Layout {
 
     /// The files of one clone of `job` (from file `path`).
     pub fn files_for(&mut self, job: &JobSpec, path: &str) -> Result<Vec<Extent>, JobError> {
-        let err = |option: Option<&str>, message: String| JobError {
+        let err = |option: &str, message: String| JobError {
             file: path.to_string(),
-            line: job.line,
-            option: option.map(str::to_string),
+            line: job.line_of(&[option]),
+            option: Some(option.to_string()),
             message,
+        };
+        let bs = job.bs[0].max(job.bs[1]);
+        let offset_of = |of: u64| match job.offset {
+            Amount::Bytes(b) => b / 512 * 512,
+            Amount::Percent(p) => (u128::from(of) * u128::from(p) / 100) as u64 / 512 * 512,
         };
         if let Some(name) = &job.filename
             && name.starts_with("/dev/")
         {
-            // fio on a raw device: I/O within its first `size` bytes, or all
-            // of it.
-            let bytes = match job.size {
-                Some(Amount::Bytes(b)) => b.min(self.device_bytes),
-                Some(Amount::Percent(p)) => self.device_bytes / 100 * u64::from(p),
-                None => self.device_bytes,
+            // fio on a raw device: I/O within `size` bytes from `offset`,
+            // or from `offset` to the end.
+            let dev = self.device_bytes;
+            let start = offset_of(dev);
+            if start.saturating_add(bs) > dev {
+                return Err(err(
+                    "offset",
+                    format!(
+                        "job '{}': offset {start} leaves no room for a block of {bs} bytes \
+                         on the device ({dev} bytes)",
+                        job.name
+                    ),
+                ));
+            }
+            let end = match job.size {
+                Some(Amount::Bytes(b)) => {
+                    start.checked_add(b).filter(|&e| e <= dev).ok_or_else(|| {
+                        err(
+                            "size",
+                            format!(
+                                "job '{}': offset {start} + size {b} runs past the end of the \
+                             device ({dev} bytes)",
+                                job.name
+                            ),
+                        )
+                    })?
+                }
+                Some(Amount::Percent(p)) => (start + dev / 100 * u64::from(p)).min(dev),
+                None => dev,
             };
             return Ok(vec![Extent {
                 sector: 0,
-                bytes: bytes / 512 * 512,
+                bytes: end / 512 * 512,
+                start,
             }]);
         }
         let n = u64::from(job.nrfiles);
@@ -74,7 +112,7 @@ impl Layout {
             (None, Some(Amount::Percent(p))) => self.device_bytes / 100 * u64::from(p) / n,
             (None, None) => {
                 return Err(err(
-                    Some("size"),
+                    "size",
                     format!(
                         "job '{}' creates files, so it needs size= or filesize= \
                          (or a filename under /dev/ for the whole device)",
@@ -84,27 +122,46 @@ impl Layout {
             }
         };
         let file_bytes = file_bytes / 512 * 512;
-        let bs = job.bs[0].max(job.bs[1]);
         if file_bytes < bs {
+            let option = if job.filesize.is_some() {
+                "filesize"
+            } else {
+                "size"
+            };
             return Err(err(
-                Some("size"),
+                option,
                 format!("files of {file_bytes} bytes are smaller than one block of {bs} bytes"),
+            ));
+        }
+        let start = offset_of(file_bytes);
+        if start.saturating_add(bs) > file_bytes {
+            return Err(err(
+                "offset",
+                format!(
+                    "job '{}': offset {start} leaves no room for a block of {bs} bytes in its \
+                     files of {file_bytes} bytes (the device has {} bytes)",
+                    job.name, self.device_bytes
+                ),
             ));
         }
         if let Some(name) = &job.filename
             && let Some(&e) = self.shared.get(name)
         {
-            return Ok(vec![e]);
+            return Ok(vec![Extent { start, ..e }]);
         }
         let mut files = Vec::with_capacity(job.nrfiles as usize);
         for _ in 0..n {
-            let start = self.next.div_ceil(ALIGN) * ALIGN;
-            let end = start
+            let begin = self.next.div_ceil(ALIGN) * ALIGN;
+            let end = begin
                 .checked_add(file_bytes)
                 .filter(|&e| e <= self.device_bytes);
             let Some(end) = end else {
                 return Err(err(
-                    None,
+                    if job.filesize.is_some() {
+                        "filesize"
+                    } else {
+                        "size"
+                    },
                     format!(
                         "job '{}': its files do not fit on the device ({} bytes); \
                          laid out so far: {} bytes",
@@ -114,8 +171,9 @@ impl Layout {
             };
             self.next = end;
             files.push(Extent {
-                sector: start / 512,
+                sector: begin / 512,
                 bytes: file_bytes,
+                start,
             });
         }
         if let Some(name) = &job.filename {
@@ -140,7 +198,8 @@ mod tests {
             f[0],
             Extent {
                 sector: 0,
-                bytes: 3 << 19
+                bytes: 3 << 19,
+                start: 0,
             }
         );
         assert_eq!(f[1].sector, (2 << 20) / 512);
@@ -171,5 +230,44 @@ mod tests {
                 .to_string()
                 .contains("do not fit")
         );
+    }
+
+    #[test]
+    fn errors_point_at_the_line_that_set_the_option() {
+        let file = crate::job::JobFile::parse("[global]\nbs=4k\n[j]\nrw=read\nsize=1k\n", "x.fio")
+            .unwrap();
+        let e = Layout::new(1 << 30)
+            .files_for(&file.jobs[0], "x.fio")
+            .unwrap_err();
+        assert_eq!((e.line, e.option.as_deref()), (5, Some("size")), "{e}");
+    }
+
+    #[test]
+    fn offsets_past_the_end_are_refused_not_clamped() {
+        let tb = 1_000_204_886_016;
+        let mut raw = JobSpec::new("raw", 1);
+        raw.filename = Some("/dev/sdb".into());
+        raw.offset = Amount::Bytes(2 << 40);
+        let e = Layout::new(tb).files_for(&raw, "x.fio").unwrap_err();
+        assert_eq!(e.option.as_deref(), Some("offset"), "{e}");
+        assert!(e.message.contains("(1000204886016 bytes)"), "{e}");
+        raw.offset = Amount::Bytes(tb - (1 << 20));
+        raw.size = Some(Amount::Bytes(2 << 20));
+        let e = Layout::new(tb).files_for(&raw, "x.fio").unwrap_err();
+        assert_eq!(e.option.as_deref(), Some("size"), "{e}");
+        assert!(e.message.contains("runs past the end"), "{e}");
+        raw.size = Some(Amount::Bytes(1 << 20));
+        let f = Layout::new(tb).files_for(&raw, "x.fio").unwrap();
+        assert_eq!((f[0].start, f[0].bytes), (tb - (1 << 20), tb));
+
+        let mut file = JobSpec::new("file", 1);
+        file.size = Some(Amount::Bytes(16 << 20));
+        file.offset = Amount::Bytes(2 << 40);
+        let e = Layout::new(64 << 20).files_for(&file, "x.fio").unwrap_err();
+        assert_eq!(e.option.as_deref(), Some("offset"), "{e}");
+        assert!(e.message.contains("the device has 67108864 bytes"), "{e}");
+        file.offset = Amount::Percent(50);
+        let f = Layout::new(64 << 20).files_for(&file, "x.fio").unwrap();
+        assert_eq!(f[0].start, 8 << 20);
     }
 }

@@ -109,19 +109,8 @@ impl Worker {
         files: Vec<Extent>,
         seed: u64,
     ) -> Worker {
-        let region: Vec<(u64, u64)> = files
-            .iter()
-            .map(|f| {
-                let off = match job.offset {
-                    crate::job::Amount::Bytes(b) => b,
-                    crate::job::Amount::Percent(p) => f.bytes / 100 * u64::from(p),
-                };
-                let bs = job.bs[0].max(job.bs[1]);
-                // Keep at least one block of room; offsets are block multiples.
-                let off = (off / 512 * 512).min(f.bytes.saturating_sub(bs));
-                (off, f.bytes)
-            })
-            .collect();
+        // The layout placed `offset` and checked that a block fits after it.
+        let region: Vec<(u64, u64)> = files.iter().map(|f| (f.start, f.bytes)).collect();
         let total: u64 = region.iter().map(|(s, e)| e - s).sum();
         let budget = if job.time_based {
             u64::MAX

@@ -363,6 +363,11 @@ pub(super) fn within(
     if v >= lo && v <= hi {
         Ok(())
     } else {
-        Err(range(name, v, format!("must be {lo}..={hi} {unit}")))
+        let unit = if unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {unit}")
+        };
+        Err(range(name, v, format!("must be {lo}..={hi}{unit}")))
     }
 }

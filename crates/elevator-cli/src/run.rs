@@ -105,6 +105,53 @@ pub fn load(path: &str) -> Result<JobFile> {
     Ok(jobs)
 }
 
+/// The share of the machine's memory a run may plan to hold: half.
+const MEMORY_SHARE: u64 = 2;
+
+/// The machine's memory in bytes (`MemTotal` of /proc/meminfo), if known.
+fn machine_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Refuse a run whose workers and I/O buffers would hold more than half of
+/// the machine's memory, before anything is allocated: such a run would be
+/// killed by the kernel partway (`numjobs=4096` with `iodepth=65536` grew to
+/// 23 GB and was).
+pub fn check_memory(jobs: &JobFile, target: &Target) -> Result<()> {
+    let Some(total) = machine_memory() else {
+        return Ok(());
+    };
+    let (need, what) = match target {
+        Target::Sim(_) => (
+            elevator_sim::engine::memory_estimate(jobs),
+            "for its job clones and their I/O records",
+        ),
+        Target::Real(_) => (
+            elevator_io::jobs::memory_estimate(jobs),
+            "for its job clones and their I/O buffers (iodepth × bs each)",
+        ),
+    };
+    if need > total / MEMORY_SHARE {
+        let clones: u64 = jobs.jobs.iter().map(|j| u64::from(j.numjobs)).sum();
+        let ios: u64 = jobs
+            .jobs
+            .iter()
+            .map(|j| u64::from(j.numjobs) * u64::from(j.iodepth))
+            .sum();
+        bail!(
+            "{}: this run would hold about {} {what}: {clones} job clones with {ios} I/Os in \
+             flight in all, more than half of this machine's memory ({}); lower numjobs or iodepth",
+            jobs.path,
+            report::text::iec(need as f64),
+            report::text::iec(total as f64),
+        );
+    }
+    Ok(())
+}
+
 /// Check every scheduler name and every `--set` tunable before anything
 /// runs, so that a mistake in the last of several schedulers is not found
 /// after the first has run in full. Tunables are tried on a queue of each
@@ -262,6 +309,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         seed: args.seed,
     };
     check_schedulers(&dev, std::slice::from_ref(&cfg.scheduler), &cfg.tunables)?;
+    check_memory(&jobs, &dev)?;
     let json = args.output_format == OutputFormat::Json;
     let mut bar = Bar::new(!json, format!("{} on {}", args.scheduler, args.device));
     let (result, cpu) = execute(&jobs, &dev, &cfg, &mut bar)?;
@@ -298,6 +346,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let dev = target(&args.device)?;
     let tunables = parse_sets(&args.set)?;
     check_schedulers(&dev, &args.schedulers, &tunables)?;
+    check_memory(&jobs, &dev)?;
     let json = args.output_format == OutputFormat::Json;
     let mut runs = Vec::new();
     for sched in &args.schedulers {

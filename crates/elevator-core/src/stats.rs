@@ -104,6 +104,10 @@ impl Default for Histogram {
 }
 
 impl Histogram {
+    /// The heap memory each histogram holds, in bytes (its buckets), for
+    /// estimates of what a run will use.
+    pub const HEAP_BYTES: usize = BUCKETS * std::mem::size_of::<u64>();
+
     /// An empty histogram.
     pub fn new() -> Histogram {
         Histogram {

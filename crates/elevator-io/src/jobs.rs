@@ -62,6 +62,15 @@ struct Slot {
     spare: Option<AlignedBuf>,
 }
 
+/// What a run of `jobs` on a real device holds in memory for its workers and
+/// I/Os, in bytes (see [`workload::memory_estimate`]): each I/O slot has a
+/// buffer of its job's largest block size (page-aligned) and the engine's
+/// record for it. Device memory (a `mem:` device's pages) is not included.
+pub fn memory_estimate(jobs: &JobFile) -> u64 {
+    let slot = (std::mem::size_of::<Slot>() + 256) as u64;
+    workload::memory_estimate(jobs, |j| j.bs[0].max(j.bs[1]).div_ceil(4096) * 4096 + slot)
+}
+
 /// Run `jobs` on `device` under `cfg` (scheduler, tunables, seed).
 /// `progress` is called now and then.
 pub fn run<D: DataDevice>(

@@ -127,6 +127,16 @@ struct IoRecord {
     submitted: Nanos,
 }
 
+/// What a simulation of `jobs` holds in memory for its workers and I/Os,
+/// in bytes (see [`workload::memory_estimate`]): each I/O in flight has a
+/// record and, at most, one pending event.
+pub fn memory_estimate(jobs: &JobFile) -> u64 {
+    let per_io = (std::mem::size_of::<IoRecord>()
+        + std::mem::size_of::<u32>()
+        + std::mem::size_of::<Reverse<(Nanos, u64, Event)>>()) as u64;
+    workload::memory_estimate(jobs, |_| per_io)
+}
+
 const NO_IO: IoRecord = IoRecord {
     worker: 0,
     op: Op::Read,

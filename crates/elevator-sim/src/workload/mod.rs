@@ -11,7 +11,7 @@ pub use worker::{Pending, State, Worker};
 
 use elevator_core::Nanos;
 
-use crate::job::{JobError, JobFile};
+use crate::job::{JobError, JobFile, JobSpec};
 use crate::result::JobResult;
 
 /// Every clone of every job in `jobs`, with files laid out on a device of
@@ -55,6 +55,21 @@ pub fn total_depth(jobs: &JobFile) -> u32 {
         .iter()
         .map(|j| j.iodepth.saturating_mul(j.numjobs))
         .fold(0, u32::saturating_add)
+}
+
+/// What a run of `jobs` holds in memory for its workers and their I/Os, in
+/// bytes, when each I/O that may be in flight costs `per_io(job)` bytes: an
+/// estimate made before anything is allocated, so that a run that would not
+/// fit can be refused rather than killed halfway.
+pub fn memory_estimate(jobs: &JobFile, per_io: impl Fn(&JobSpec) -> u64) -> u64 {
+    let per_clone = (std::mem::size_of::<Worker>() + 3 * elevator_core::Histogram::HEAP_BYTES) as u64;
+    jobs.jobs
+        .iter()
+        .map(|j| {
+            let ios = u64::from(j.iodepth).saturating_mul(per_io(j));
+            u64::from(j.numjobs).saturating_mul(per_clone.saturating_add(ios))
+        })
+        .fold(0, u64::saturating_add)
 }
 
 /// Each worker's figures as a job result.

@@ -62,7 +62,8 @@ pub fn total_depth(jobs: &JobFile) -> u32 {
 /// estimate made before anything is allocated, so that a run that would not
 /// fit can be refused rather than killed halfway.
 pub fn memory_estimate(jobs: &JobFile, per_io: impl Fn(&JobSpec) -> u64) -> u64 {
-    let per_clone = (std::mem::size_of::<Worker>() + 3 * elevator_core::Histogram::HEAP_BYTES) as u64;
+    let per_clone =
+        (std::mem::size_of::<Worker>() + 3 * elevator_core::Histogram::HEAP_BYTES) as u64;
     jobs.jobs
         .iter()
         .map(|j| {

@@ -12,7 +12,7 @@ use elevator_sim::device::{ParamUnit, parse_param};
 /// Options of `elevator serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// An export: NAME=DEVICE[,scheduler=S][,ro][,TUNABLE=VALUE...], where
+    /// An export: `NAME=DEVICE[,scheduler=S][,ro][,TUNABLE=VALUE...]`, where
     /// DEVICE is file:PATH, mem:SIZE or a simulated preset (hdd-7200, ...,
     /// run on the real clock). Repeatable; the first also answers to the
     /// empty export name.

@@ -515,3 +515,39 @@ fn bad_arguments_fail_with_a_clear_message() {
 
     assert!(!Path::new(sock).exists(), "no socket left behind");
 }
+
+#[test]
+fn partial_blocks_are_refused_or_reported() {
+    let dir = TempDir::new("partial");
+    let sock = dir.join("s.sock");
+    let sock = sock.to_str().expect("UTF-8 path");
+    // Memory: the size must be whole blocks.
+    let (_, err) = fails(&["serve", "--export", "d=mem:1000", "--unix", sock]);
+    assert!(
+        err.contains("mem:1000 is 1000 bytes, not a multiple of the 512-byte block size"),
+        "{err}"
+    );
+    let (_, err) = fails(&["serve", "--export", "d=mem:6k,lbs=4096", "--unix", sock]);
+    assert!(
+        err.contains("mem:6k is 6144 bytes, not a multiple of the 4096-byte block size"),
+        "{err}"
+    );
+    // A file: served up to its last whole block, and the log says what is
+    // left out (100 bytes past 1 MiB: less than any block).
+    let img = dir.join("odd.img");
+    std::fs::File::create(&img)
+        .and_then(|f| f.set_len((1 << 20) + 100))
+        .expect("creating the image");
+    let img = img.to_str().expect("UTF-8 path");
+    let s = Serve::start(&["--export", &format!("f=file:{img}")]);
+    let log = s.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("export 'f':"))
+        .unwrap_or_else(|| panic!("no line for export 'f':\n{log}"));
+    assert!(
+        line.contains("export 'f': 1048576 bytes")
+            && line.contains("the file's last 100 bytes are not served"),
+        "{line}"
+    );
+}

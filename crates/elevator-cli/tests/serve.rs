@@ -269,9 +269,44 @@ fn random_bytes(len: usize, mut state: u64) -> Vec<u8> {
     v
 }
 
+/// The Debian package that installs `program`, for the tools these tests
+/// run.
+fn package_of(program: &str) -> Option<&'static str> {
+    Some(match program {
+        "nbdinfo" | "nbdcopy" | "nbdfuse" | "nbdsh" => "libnbd-bin",
+        "nbdkit" => "nbdkit",
+        "qemu-img" | "qemu-nbd" | "qemu-io" => "qemu-utils",
+        "fio" => "fio",
+        "fusermount3" => "fuse3",
+        "mkfs.ext4" | "fsck.ext4" | "e2fsck" => "e2fsprogs",
+        _ => return None,
+    })
+}
+
+/// Run `cmd` to completion and return what it printed. A program that is
+/// not installed fails the test with a message naming it, its Debian
+/// package and `scripts/test` (never a skip).
+fn output(cmd: &mut Command) -> std::process::Output {
+    match cmd.output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let program = cmd.get_program().to_string_lossy().into_owned();
+            let install = match package_of(&program) {
+                Some(p) => format!("install the Debian package {p} (apt-get install {p})"),
+                None => "install it".to_string(),
+            };
+            panic!(
+                "{program} is not installed, and this test needs it: {install}, or run the \
+                 tests with scripts/test, which installs every tool they use"
+            )
+        }
+        Err(e) => panic!("cannot run {cmd:?}: {e}"),
+    }
+}
+
 fn run_ok(cmd: &mut Command) {
     let what = format!("{cmd:?}");
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let out = output(cmd);
     assert!(
         out.status.success(),
         "{what} failed: {}",
@@ -514,6 +549,26 @@ fn bad_arguments_fail_with_a_clear_message() {
     assert!(err.contains("--listen"), "{err}");
 
     assert!(!Path::new(sock).exists(), "no socket left behind");
+}
+
+#[test]
+fn a_missing_tool_names_its_package() {
+    // nbdcopy where no PATH finds it.
+    let empty = TempDir::new("nopath");
+    let missing = std::panic::catch_unwind(|| {
+        output(Command::new("nbdcopy").env("PATH", &empty.0));
+    })
+    .expect_err("running a program that is not installed must fail");
+    let msg = missing
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        msg.contains("nbdcopy is not installed")
+            && msg.contains("apt-get install libnbd-bin")
+            && msg.contains("scripts/test"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -25,13 +25,14 @@ pub struct Args {
     /// Unix-domain socket to listen on (repeatable).
     #[arg(long = "unix", value_name = "PATH")]
     unix: Vec<PathBuf>,
-    /// Requests in flight per connection before it is not read from.
+    /// Requests in flight per connection before it is not read from (at
+    /// least 1).
     #[arg(long, default_value_t = 128)]
     max_inflight: u32,
     /// Largest read or write request (e.g. 32m).
     #[arg(long, default_value = "32m")]
     max_request: String,
-    /// Connections at once.
+    /// Connections at once (at least 1).
     #[arg(long, default_value_t = 256)]
     max_connections: u32,
 }
@@ -52,6 +53,14 @@ pub fn run(args: &Args) -> Result<()> {
     if !(4096.0..=f64::from(1u32 << 31)).contains(&max_request) {
         anyhow::bail!("--max-request {}: must be 4k to 2g", args.max_request);
     }
+    if args.max_connections == 0 {
+        anyhow::bail!("--max-connections 0: must be at least 1 (0 would refuse every client)");
+    }
+    if args.max_inflight == 0 {
+        anyhow::bail!(
+            "--max-inflight 0: must be at least 1 (0 would never read a request from a client)"
+        );
+    }
     let mut tcp = args.listen.clone();
     if tcp.is_empty() && args.unix.is_empty() {
         tcp.push(SocketAddr::from(([127, 0, 0, 1], 10809)));
@@ -60,9 +69,9 @@ pub fn run(args: &Args) -> Result<()> {
         exports,
         tcp,
         unix: args.unix.clone(),
-        max_inflight: args.max_inflight.max(1),
+        max_inflight: args.max_inflight,
         max_request: max_request as u32,
-        max_connections: args.max_connections.max(1),
+        max_connections: args.max_connections,
     };
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
     let mut server = Server::bind(cfg.clone(), log)?;

@@ -572,6 +572,31 @@ fn a_missing_tool_names_its_package() {
 }
 
 #[test]
+fn zero_limits_are_refused() {
+    let dir = TempDir::new("zero");
+    let sock = dir.join("s.sock");
+    let sock = sock.to_str().expect("UTF-8 path");
+    for (flag, value, needle) in [
+        (
+            "--max-connections",
+            "0",
+            "--max-connections 0: must be at least 1",
+        ),
+        (
+            "--max-inflight",
+            "0",
+            "--max-inflight 0: must be at least 1",
+        ),
+    ] {
+        let arg = format!("{flag}={value}");
+        let (code, err) = fails(&["serve", "--export", "disk=mem:1m", &arg, "--unix", sock]);
+        assert_eq!(code, Some(1), "{flag} {value}: {err}");
+        assert!(err.contains(needle), "{flag} {value}: {err}");
+    }
+    assert!(!Path::new(sock).exists(), "no socket left behind");
+}
+
+#[test]
 fn partial_blocks_are_refused_or_reported() {
     let dir = TempDir::new("partial");
     let sock = dir.join("s.sock");

@@ -160,6 +160,16 @@ impl Server {
                 "nothing to serve: give at least one --export".into(),
             ));
         }
+        if cfg.max_connections == 0 {
+            return Err(ServerError::Config(
+                "max_connections 0 would refuse every client: give at least 1".into(),
+            ));
+        }
+        if cfg.max_inflight == 0 {
+            return Err(ServerError::Config(
+                "max_inflight 0 would never read a request: give at least 1".into(),
+            ));
+        }
         if cfg.tcp.is_empty() && cfg.unix.is_empty() {
             return Err(ServerError::Config(
                 "nowhere to listen: give --listen or --unix".into(),

@@ -1246,6 +1246,22 @@ fn bind_rejects_bad_configurations() {
     assert!(msg(bind(vec![disk.clone()], vec![])).contains("nowhere to listen"));
     let twice = msg(bind(vec![disk.clone(), disk.clone()], vec![sock.clone()]));
     assert!(twice.contains("two exports are called 'disk'"), "{twice}");
+    for (tweak, needle) in [
+        (
+            (|c: &mut ServerConfig| c.max_connections = 0) as fn(&mut ServerConfig),
+            "max_connections 0",
+        ),
+        (|c| c.max_inflight = 0, "max_inflight 0"),
+    ] {
+        let mut cfg = ServerConfig {
+            exports: vec![disk.clone()],
+            unix: vec![sock.clone()],
+            ..ServerConfig::default()
+        };
+        tweak(&mut cfg);
+        let e = msg(Server::bind(cfg, log()).map(|_| ()));
+        assert!(e.contains(needle), "{e}");
+    }
     let nodir = dir.join("no/such/dir/s.sock");
     let e = msg(bind(vec![disk.clone()], vec![nodir.clone()]));
     assert!(e.contains(&nodir.display().to_string()), "{e}");

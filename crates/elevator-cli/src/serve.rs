@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use elevator_nbd::{ExportSpec, Server, ServerConfig};
@@ -32,9 +33,14 @@ pub struct Args {
     /// Largest read or write request (e.g. 32m).
     #[arg(long, default_value = "32m")]
     max_request: String,
-    /// Connections at once (at least 1).
+    /// Connections at once (at least 1). Connections still in the handshake
+    /// may hold at most three quarters of them; the rest are kept for
+    /// clients past it.
     #[arg(long, default_value_t = 256)]
     max_connections: u32,
+    /// Seconds a connection may stay in the handshake before it is closed.
+    #[arg(long, value_name = "SECONDS", default_value = "10")]
+    handshake_timeout: f64,
 }
 
 /// Run `elevator serve`.
@@ -61,6 +67,15 @@ pub fn run(args: &Args) -> Result<()> {
             "--max-inflight 0: must be at least 1 (0 would never read a request from a client)"
         );
     }
+    let handshake_timeout = Duration::try_from_secs_f64(args.handshake_timeout)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+        .with_context(|| {
+            format!(
+                "--handshake-timeout {}: must be more than 0 and at most 86400 seconds",
+                args.handshake_timeout
+            )
+        })?;
     let mut tcp = args.listen.clone();
     if tcp.is_empty() && args.unix.is_empty() {
         tcp.push(SocketAddr::from(([127, 0, 0, 1], 10809)));
@@ -72,6 +87,7 @@ pub fn run(args: &Args) -> Result<()> {
         max_inflight: args.max_inflight,
         max_request: max_request as u32,
         max_connections: args.max_connections,
+        handshake_timeout,
     };
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
     let mut server = Server::bind(cfg.clone(), log)?;

@@ -587,6 +587,21 @@ fn zero_limits_are_refused() {
             "0",
             "--max-inflight 0: must be at least 1",
         ),
+        (
+            "--handshake-timeout",
+            "0",
+            "--handshake-timeout 0: must be more than 0",
+        ),
+        (
+            "--handshake-timeout",
+            "-1",
+            "--handshake-timeout -1: must be more than 0",
+        ),
+        (
+            "--handshake-timeout",
+            "NaN",
+            "--handshake-timeout NaN: must be more than 0",
+        ),
     ] {
         let arg = format!("{flag}={value}");
         let (code, err) = fails(&["serve", "--export", "disk=mem:1m", &arg, "--unix", sock]);
@@ -594,6 +609,33 @@ fn zero_limits_are_refused() {
         assert!(err.contains(needle), "{flag} {value}: {err}");
     }
     assert!(!Path::new(sock).exists(), "no socket left behind");
+}
+
+#[test]
+fn handshake_timeout_closes_silent_connections() {
+    let s = Serve::start(&["--export", "disk=mem:1m", "--handshake-timeout", "0.5"]);
+    let mut silent = UnixStream::connect(&s.sock).expect("connecting");
+    silent
+        .set_read_timeout(Some(DEADLINE))
+        .expect("read timeout");
+    // The greeting, then nothing until the server gives up.
+    let mut buf = Vec::new();
+    silent
+        .read_to_end(&mut buf)
+        .expect("reading until the server closes");
+    assert_eq!(buf.len(), proto::GREETING_LEN, "only the greeting");
+    let line = wait_for("the silent connection's line", || {
+        s.lines("handshake timed out").into_iter().next()
+    });
+    assert!(
+        line.contains("export '-'") && line.contains("handshake timed out after 0.5 s"),
+        "{line}"
+    );
+    // A client that chose its export is not bound by it.
+    let mut c = Client::open(&s.sock, "disk");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(c.call(cmd::READ, 1, 0, 512, &[]), (0, vec![0; 512]));
+    c.disc();
 }
 
 #[test]

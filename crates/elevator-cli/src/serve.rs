@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use elevator_nbd::{ExportSpec, Server, ServerConfig};
@@ -12,7 +13,7 @@ use elevator_sim::device::{ParamUnit, parse_param};
 /// Options of `elevator serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// An export: NAME=DEVICE[,scheduler=S][,ro][,TUNABLE=VALUE...], where
+    /// An export: `NAME=DEVICE[,scheduler=S][,ro][,TUNABLE=VALUE...]`, where
     /// DEVICE is file:PATH, mem:SIZE or a simulated preset (hdd-7200, ...,
     /// run on the real clock). Repeatable; the first also answers to the
     /// empty export name.
@@ -25,15 +26,21 @@ pub struct Args {
     /// Unix-domain socket to listen on (repeatable).
     #[arg(long = "unix", value_name = "PATH")]
     unix: Vec<PathBuf>,
-    /// Requests in flight per connection before it is not read from.
+    /// Requests in flight per connection before it is not read from (at
+    /// least 1).
     #[arg(long, default_value_t = 128)]
     max_inflight: u32,
     /// Largest read or write request (e.g. 32m).
     #[arg(long, default_value = "32m")]
     max_request: String,
-    /// Connections at once.
+    /// Connections at once (at least 1). Connections still in the handshake
+    /// may hold at most three quarters of them; the rest are kept for
+    /// clients past it.
     #[arg(long, default_value_t = 256)]
     max_connections: u32,
+    /// Seconds a connection may stay in the handshake before it is closed.
+    #[arg(long, value_name = "SECONDS", default_value = "10")]
+    handshake_timeout: f64,
 }
 
 /// Run `elevator serve`.
@@ -52,6 +59,23 @@ pub fn run(args: &Args) -> Result<()> {
     if !(4096.0..=f64::from(1u32 << 31)).contains(&max_request) {
         anyhow::bail!("--max-request {}: must be 4k to 2g", args.max_request);
     }
+    if args.max_connections == 0 {
+        anyhow::bail!("--max-connections 0: must be at least 1 (0 would refuse every client)");
+    }
+    if args.max_inflight == 0 {
+        anyhow::bail!(
+            "--max-inflight 0: must be at least 1 (0 would never read a request from a client)"
+        );
+    }
+    let handshake_timeout = Duration::try_from_secs_f64(args.handshake_timeout)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+        .with_context(|| {
+            format!(
+                "--handshake-timeout {}: must be more than 0 and at most 86400 seconds",
+                args.handshake_timeout
+            )
+        })?;
     let mut tcp = args.listen.clone();
     if tcp.is_empty() && args.unix.is_empty() {
         tcp.push(SocketAddr::from(([127, 0, 0, 1], 10809)));
@@ -60,9 +84,10 @@ pub fn run(args: &Args) -> Result<()> {
         exports,
         tcp,
         unix: args.unix.clone(),
-        max_inflight: args.max_inflight.max(1),
+        max_inflight: args.max_inflight,
         max_request: max_request as u32,
-        max_connections: args.max_connections.max(1),
+        max_connections: args.max_connections,
+        handshake_timeout,
     };
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
     let mut server = Server::bind(cfg.clone(), log)?;

@@ -269,9 +269,44 @@ fn random_bytes(len: usize, mut state: u64) -> Vec<u8> {
     v
 }
 
+/// The Debian package that installs `program`, for the tools these tests
+/// run.
+fn package_of(program: &str) -> Option<&'static str> {
+    Some(match program {
+        "nbdinfo" | "nbdcopy" | "nbdfuse" | "nbdsh" => "libnbd-bin",
+        "nbdkit" => "nbdkit",
+        "qemu-img" | "qemu-nbd" | "qemu-io" => "qemu-utils",
+        "fio" => "fio",
+        "fusermount3" => "fuse3",
+        "mkfs.ext4" | "fsck.ext4" | "e2fsck" => "e2fsprogs",
+        _ => return None,
+    })
+}
+
+/// Run `cmd` to completion and return what it printed. A program that is
+/// not installed fails the test with a message naming it, its Debian
+/// package and `scripts/test` (never a skip).
+fn output(cmd: &mut Command) -> std::process::Output {
+    match cmd.output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let program = cmd.get_program().to_string_lossy().into_owned();
+            let install = match package_of(&program) {
+                Some(p) => format!("install the Debian package {p} (apt-get install {p})"),
+                None => "install it".to_string(),
+            };
+            panic!(
+                "{program} is not installed, and this test needs it: {install}, or run the \
+                 tests with scripts/test, which installs every tool they use"
+            )
+        }
+        Err(e) => panic!("cannot run {cmd:?}: {e}"),
+    }
+}
+
 fn run_ok(cmd: &mut Command) {
     let what = format!("{cmd:?}");
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let out = output(cmd);
     assert!(
         out.status.success(),
         "{what} failed: {}",
@@ -514,4 +549,127 @@ fn bad_arguments_fail_with_a_clear_message() {
     assert!(err.contains("--listen"), "{err}");
 
     assert!(!Path::new(sock).exists(), "no socket left behind");
+}
+
+#[test]
+fn a_missing_tool_names_its_package() {
+    // nbdcopy where no PATH finds it.
+    let empty = TempDir::new("nopath");
+    let missing = std::panic::catch_unwind(|| {
+        output(Command::new("nbdcopy").env("PATH", &empty.0));
+    })
+    .expect_err("running a program that is not installed must fail");
+    let msg = missing
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        msg.contains("nbdcopy is not installed")
+            && msg.contains("apt-get install libnbd-bin")
+            && msg.contains("scripts/test"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn zero_limits_are_refused() {
+    let dir = TempDir::new("zero");
+    let sock = dir.join("s.sock");
+    let sock = sock.to_str().expect("UTF-8 path");
+    for (flag, value, needle) in [
+        (
+            "--max-connections",
+            "0",
+            "--max-connections 0: must be at least 1",
+        ),
+        (
+            "--max-inflight",
+            "0",
+            "--max-inflight 0: must be at least 1",
+        ),
+        (
+            "--handshake-timeout",
+            "0",
+            "--handshake-timeout 0: must be more than 0",
+        ),
+        (
+            "--handshake-timeout",
+            "-1",
+            "--handshake-timeout -1: must be more than 0",
+        ),
+        (
+            "--handshake-timeout",
+            "NaN",
+            "--handshake-timeout NaN: must be more than 0",
+        ),
+    ] {
+        let arg = format!("{flag}={value}");
+        let (code, err) = fails(&["serve", "--export", "disk=mem:1m", &arg, "--unix", sock]);
+        assert_eq!(code, Some(1), "{flag} {value}: {err}");
+        assert!(err.contains(needle), "{flag} {value}: {err}");
+    }
+    assert!(!Path::new(sock).exists(), "no socket left behind");
+}
+
+#[test]
+fn handshake_timeout_closes_silent_connections() {
+    let s = Serve::start(&["--export", "disk=mem:1m", "--handshake-timeout", "0.5"]);
+    let mut silent = UnixStream::connect(&s.sock).expect("connecting");
+    silent
+        .set_read_timeout(Some(DEADLINE))
+        .expect("read timeout");
+    // The greeting, then nothing until the server gives up.
+    let mut buf = Vec::new();
+    silent
+        .read_to_end(&mut buf)
+        .expect("reading until the server closes");
+    assert_eq!(buf.len(), proto::GREETING_LEN, "only the greeting");
+    let line = wait_for("the silent connection's line", || {
+        s.lines("handshake timed out").into_iter().next()
+    });
+    assert!(
+        line.contains("export '-'") && line.contains("handshake timed out after 0.5 s"),
+        "{line}"
+    );
+    // A client that chose its export is not bound by it.
+    let mut c = Client::open(&s.sock, "disk");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(c.call(cmd::READ, 1, 0, 512, &[]), (0, vec![0; 512]));
+    c.disc();
+}
+
+#[test]
+fn partial_blocks_are_refused_or_reported() {
+    let dir = TempDir::new("partial");
+    let sock = dir.join("s.sock");
+    let sock = sock.to_str().expect("UTF-8 path");
+    // Memory: the size must be whole blocks.
+    let (_, err) = fails(&["serve", "--export", "d=mem:1000", "--unix", sock]);
+    assert!(
+        err.contains("mem:1000 is 1000 bytes, not a multiple of the 512-byte block size"),
+        "{err}"
+    );
+    let (_, err) = fails(&["serve", "--export", "d=mem:6k,lbs=4096", "--unix", sock]);
+    assert!(
+        err.contains("mem:6k is 6144 bytes, not a multiple of the 4096-byte block size"),
+        "{err}"
+    );
+    // A file: served up to its last whole block, and the log says what is
+    // left out (100 bytes past 1 MiB: less than any block).
+    let img = dir.join("odd.img");
+    std::fs::File::create(&img)
+        .and_then(|f| f.set_len((1 << 20) + 100))
+        .expect("creating the image");
+    let img = img.to_str().expect("UTF-8 path");
+    let s = Serve::start(&["--export", &format!("f=file:{img}")]);
+    let log = s.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("export 'f':"))
+        .unwrap_or_else(|| panic!("no line for export 'f':\n{log}"));
+    assert!(
+        line.contains("export 'f': 1048576 bytes")
+            && line.contains("the file's last 100 bytes are not served"),
+        "{line}"
+    );
 }

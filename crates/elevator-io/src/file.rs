@@ -78,6 +78,8 @@ pub struct FileDevice {
     queue_depth: u32,
     /// "on ext4", "7:0": for `describe`.
     home: String,
+    /// Bytes at the end of the file past its last whole block: not served.
+    tail: u64,
 }
 
 impl FileDevice {
@@ -138,7 +140,9 @@ impl FileDevice {
                 rustix::fs::seek(&file, SeekFrom::End(0)).map_err(|e| open_err(e.into()))?
             }
         };
-        let bytes = bytes / u64::from(lbs) * u64::from(lbs);
+        let whole = bytes / u64::from(lbs) * u64::from(lbs);
+        let tail = bytes - whole;
+        let bytes = whole;
         if bytes == 0 {
             return Err(geometry(match kind {
                 FileKind::Regular => format!(
@@ -201,7 +205,17 @@ impl FileDevice {
             rotational,
             queue_depth,
             home,
+            tail,
         })
+    }
+
+    /// Bytes at the end of the file that are not part of the device: the
+    /// size is rounded down to a whole number of logical blocks, so the
+    /// last `tail` bytes of a file whose size is not a multiple of the block
+    /// size can be neither read nor written through it. Its
+    /// [`describe`](Device::describe) says so.
+    pub fn unserved_tail(&self) -> u64 {
+        self.tail
     }
 
     /// Whether it is a regular file or a block device.
@@ -249,9 +263,18 @@ impl Device for FileDevice {
             AlignSource::BlockQueue => "BLKSSZGET and sysfs",
             AlignSource::Assumed => "a conservative guess",
         };
+        let tail = if self.tail == 0 {
+            String::new()
+        } else {
+            format!(
+                "; the file's last {} bytes are not served: they are not a whole {}-byte \
+                 block",
+                self.tail, self.limits.logical_block_size
+            )
+        };
         format!(
             "file {} ({} {kind} {}{}, {}-byte blocks, DIO alignment {}/{} from {source}, \
-             queue depth {})",
+             queue depth {}{tail})",
             self.path.display(),
             human_bytes(self.limits.capacity << 9),
             self.home,

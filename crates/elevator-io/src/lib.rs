@@ -1,6 +1,6 @@
 //! elevator-io: elevator on real devices, on the real clock.
 //!
-//! - [`file`]: a regular file or block device opened with O_DIRECT, driven
+//! - [`file`](mod@file): a regular file or block device opened with O_DIRECT, driven
 //!   through io_uring; [`mem`]: a device in memory; [`fault`]: a wrapper that
 //!   fails chosen sectors or a fraction of I/Os; [`paced`]: a simulated disk
 //!   on the real clock, its data in memory. All of them sit behind the same

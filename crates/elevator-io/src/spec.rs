@@ -3,7 +3,8 @@
 //! - `file:PATH[,queue_depth=N][,ro]`: a regular file or block device,
 //!   O_DIRECT through io_uring (the path may not contain commas);
 //! - `mem:SIZE[,lbs=N][,queue_depth=N][,huge_pages=0|1]`: memory, e.g.
-//!   `mem:1g`;
+//!   `mem:1g`; SIZE must be a whole number of blocks (of `lbs` bytes, 512
+//!   by default);
 //! - on either, faults: `fail_rate=F` (a fraction of reads and writes fail
 //!   with EIO), `fail_sectors=A-B[:C-D...]` (I/O touching these 512-byte
 //!   sectors fails), `fail_seed=N`.
@@ -92,6 +93,11 @@ impl RealSpec {
         } else if let Some(size) = head.strip_prefix("mem:") {
             let bytes = parse_param("mem", "size", ParamUnit::Bytes, size)
                 .map_err(|e| bad(e.to_string()))?;
+            if bytes.fract() != 0.0 {
+                return Err(bad(format!(
+                    "mem:{size} is {bytes} bytes: not a whole number of bytes"
+                )));
+            }
             RealKind::Mem {
                 bytes: bytes as u64,
                 opts: MemOptions::default(),
@@ -166,6 +172,24 @@ impl RealSpec {
                          fail_seed"
                     )));
                 }
+            }
+        }
+        if let RealKind::Mem { bytes, opts } = &kind {
+            let lbs = u64::from(opts.logical_block_size);
+            // (A block size that is no power of two, or out of range, is
+            // refused when the device is made, with its own message.)
+            if lbs.is_power_of_two() && bytes % lbs != 0 {
+                let size = head.strip_prefix("mem:").unwrap_or(head);
+                let (down, up) = (bytes / lbs * lbs, (bytes / lbs + 1) * lbs);
+                let such = if down == 0 {
+                    format!("{up}")
+                } else {
+                    format!("{down} or {up}")
+                };
+                return Err(bad(format!(
+                    "mem:{size} is {bytes} bytes, not a multiple of the {lbs}-byte block \
+                     size (lbs): give a whole number of blocks, such as {such}"
+                )));
             }
         }
         Ok(RealSpec { kind, faults })
@@ -293,6 +317,10 @@ mod tests {
             }
         );
         assert_eq!(s.faults.bad_sectors, vec![(8, 16), (100, 101)]);
+        // Whole blocks of any size parse.
+        for ok in ["mem:1536", "mem:8k,lbs=4096", "mem:1.5k", "mem:64k,lbs=64k"] {
+            RealSpec::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
         let h = RealSpec::parse("mem:4m,huge_pages=1").expect("parses");
         assert!(matches!(
             h.kind,
@@ -331,6 +359,21 @@ mod tests {
                 "huge_pages=maybe: expected 0 or 1",
             ),
             ("file:/tmp/x,huge_pages=1", "unknown option 'huge_pages=1'"),
+            (
+                "mem:1000",
+                "mem:1000 is 1000 bytes, not a multiple of the 512-byte block size (lbs): \
+                 give a whole number of blocks, such as 512 or 1024",
+            ),
+            (
+                "mem:100",
+                "not a multiple of the 512-byte block size (lbs): give a whole number of \
+                 blocks, such as 512",
+            ),
+            (
+                "mem:6k,lbs=4096",
+                "mem:6k is 6144 bytes, not a multiple of the 4096-byte block size",
+            ),
+            ("mem:1000.5", "not a whole number of bytes"),
         ] {
             let e = RealSpec::parse(spec).expect_err(spec).to_string();
             assert!(e.contains(needle), "{spec}: {e}");

@@ -442,6 +442,20 @@ fn limits_and_alignment_are_sane() {
             !d.contains('\n') && d.contains(&*file.0.to_string_lossy()),
             "{d}"
         );
+        // The bytes past the last whole block are not served, and it says so.
+        let tail = size % lbs;
+        assert_eq!(dev.unserved_tail(), tail);
+        assert!(
+            d.contains(&format!(
+                "the file's last {tail} bytes are not served: they are not a whole \
+                 {lbs}-byte block"
+            )),
+            "{d}"
+        );
+        let whole = TempFile::new(&dir, "whole", 3 * MIB);
+        let w = open(&whole.0);
+        assert_eq!(w.unserved_tail(), 0);
+        assert!(!w.describe().contains("not served"), "{}", w.describe());
         println!("{d} [ring: {}]", dev.ring_setup());
     }
     // tmpfs has no block device under it: not rotational.

@@ -5,8 +5,8 @@
 //! io_uring, memory, or a simulated disk on the real clock) with its own
 //! scheduler and tunables; each client connection is its own I/O context.
 //! [`proto`] is the wire format (pure, fuzzed), [`conn`] one connection's
-//! buffers, [`handshake`] and [`transmit`] the two phases of the protocol,
-//! [`pool`] the reusable data buffers.
+//! buffers, `handshake` and `transmit` (private) the two phases of the
+//! protocol, [`pool`] the reusable data buffers.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

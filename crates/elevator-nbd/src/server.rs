@@ -9,6 +9,19 @@
 //! take. Requests from one connection are its own I/O context, so fair
 //! schedulers share the disk between clients.
 //!
+//! Connections still in the handshake (not yet past `GO` or `EXPORT_NAME`)
+//! are bounded twice, so that sockets that connect and say nothing cannot
+//! lock every other client out. Each is closed once it has been in the
+//! handshake for [`ServerConfig::handshake_timeout`] (the loop's timeout
+//! wakes it for that: no extra thread). And together they may hold at most
+//! [`ServerConfig::handshake_slots`] of the slots, the rest being kept for
+//! clients past the handshake: a connection that arrives when they hold
+//! that many (or when every slot is taken) makes the connection that has
+//! been silent longest (not even its flags sent) give way, so that a new
+//! client gets in even while a flood of silent sockets holds the slots. It
+//! is refused, with the reason logged, only when no connection is silent,
+//! or the server is shutting down.
+//!
 //! Shutting down (the stop descriptor becomes readable): listeners close,
 //! connections still in the handshake close, the others stop taking
 //! requests; when everything in flight has completed and been answered, every
@@ -47,6 +60,9 @@ pub struct ServerConfig {
     pub max_request: u32,
     /// Connections at once. Default 256.
     pub max_connections: u32,
+    /// How long a connection may stay in the handshake (from accept until
+    /// it chooses an export) before it is closed. Default 10 s.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -58,7 +74,18 @@ impl Default for ServerConfig {
             max_inflight: 128,
             max_request: 32 << 20,
             max_connections: 256,
+            handshake_timeout: Duration::from_secs(10),
         }
+    }
+}
+
+impl ServerConfig {
+    /// How many connection slots connections still in the handshake may hold
+    /// at once: `max_connections` less a reserve of a quarter (at least one
+    /// when `max_connections` is above 1) kept for clients past it.
+    pub fn handshake_slots(&self) -> u32 {
+        let max = self.max_connections;
+        if max > 1 { max - (max / 4).max(1) } else { max }
     }
 }
 
@@ -158,6 +185,21 @@ impl Server {
         if cfg.exports.is_empty() {
             return Err(ServerError::Config(
                 "nothing to serve: give at least one --export".into(),
+            ));
+        }
+        if cfg.max_connections == 0 {
+            return Err(ServerError::Config(
+                "max_connections 0 would refuse every client: give at least 1".into(),
+            ));
+        }
+        if cfg.max_inflight == 0 {
+            return Err(ServerError::Config(
+                "max_inflight 0 would never read a request: give at least 1".into(),
+            ));
+        }
+        if cfg.handshake_timeout.is_zero() {
+            return Err(ServerError::Config(
+                "a handshake timeout of 0 would close every connection at once".into(),
             ));
         }
         if cfg.tcp.is_empty() && cfg.unix.is_empty() {
@@ -294,7 +336,9 @@ impl Server {
                 let t = ev.data.u64();
                 let index = (t & 0xFFFF_FFFF) as u32;
                 match t >> KIND_SHIFT {
-                    LISTENER => self.accept(index as usize)?,
+                    // Below, once every connection's news is in: whether a
+                    // connection is silent decides who makes room.
+                    LISTENER => {}
                     STOP => {
                         let mut sink = [0u8; 64];
                         let _ = rustix::io::read(stop, &mut sink);
@@ -333,6 +377,13 @@ impl Server {
                     _ => {}
                 }
             }
+            for ev in &events {
+                let t = ev.data.u64();
+                if t >> KIND_SHIFT == LISTENER {
+                    self.accept((t & 0xFFFF_FFFF) as usize)?;
+                }
+            }
+            self.expire_handshakes();
             self.service()?;
             if self.shared.stopping && self.finish_stop()? {
                 return Ok(());
@@ -362,6 +413,14 @@ impl Server {
                 w.min(Duration::from_millis(100))
             }));
         }
+        // Wake up for the first handshake to time out.
+        let limit = self.shared.cfg.handshake_timeout;
+        for c in self.conns.iter().flatten() {
+            if in_handshake(c) {
+                let d = limit.saturating_sub(c.started.elapsed());
+                wait = Some(wait.map_or(d, |w| w.min(d)));
+            }
+        }
         wait.map(|d| Timespec {
             tv_sec: d.as_secs() as i64,
             tv_nsec: i64::from(d.subsec_nanos()),
@@ -376,7 +435,11 @@ impl Server {
 
     fn accept(&mut self, i: usize) -> Result<(), ServerError> {
         loop {
-            let accepted = match &self.listeners[i] {
+            // A stop in the same wake-up has closed the listeners.
+            let Some(listener) = self.listeners.get(i) else {
+                return Ok(());
+            };
+            let accepted = match listener {
                 Listener::Tcp(l) => l.accept().map(|(s, a)| {
                     let _ = s.set_nodelay(true);
                     (Stream::Tcp(s), a.to_string())
@@ -394,15 +457,12 @@ impl Server {
                     return Ok(());
                 }
             };
-            if self.shared.stopping || self.live >= self.shared.cfg.max_connections {
-                (self.log)(&format!(
-                    "{peer}: refused: {}",
-                    if self.shared.stopping {
-                        "shutting down"
-                    } else {
-                        "too many connections"
-                    }
-                ));
+            if self.shared.stopping {
+                (self.log)(&format!("{peer}: refused: shutting down"));
+                continue;
+            }
+            if let Err(why) = self.make_room() {
+                (self.log)(&format!("{peer}: refused: {why}"));
                 continue;
             }
             let nb = match &stream {
@@ -435,6 +495,76 @@ impl Server {
             self.add(conn.stream.fd(), token(CONN, generation, index), flags)?;
             self.conns[index as usize] = Some(conn);
             self.live += 1;
+        }
+    }
+
+    /// Make room for one more connection. While connections in the
+    /// handshake hold all the slots they may ([`ServerConfig::handshake_slots`]),
+    /// or every slot is taken, the connection that has been silent longest
+    /// (in the handshake and not even its flags sent) is closed to make
+    /// room. `Err` says why there is no room: no connection is silent.
+    fn make_room(&mut self) -> Result<(), String> {
+        let cfg = &self.shared.cfg;
+        let (max, cap) = (cfg.max_connections, cfg.handshake_slots());
+        if self.live < cap {
+            return Ok(());
+        }
+        let mut handshaking = 0u32;
+        let mut silent: Option<(usize, Instant)> = None;
+        for (i, c) in self.conns.iter().enumerate() {
+            let Some(c) = c else { continue };
+            if !in_handshake(c) {
+                continue;
+            }
+            handshaking += 1;
+            // Not even the client's flags yet, and nothing known to be
+            // waiting to be read.
+            let quiet = c.phase == crate::conn::Phase::ClientFlags && !c.readable;
+            if quiet && silent.is_none_or(|(_, t)| c.started < t) {
+                silent = Some((i, c.started));
+            }
+        }
+        let full = self.live >= max;
+        if !full && handshaking < cap {
+            return Ok(());
+        }
+        let reserve = max - cap;
+        let limit = if full {
+            format!("all {max} connection slots (max_connections) are taken")
+        } else {
+            format!(
+                "the connections in the handshake hold {handshaking} slot{}, the most they \
+                 may (max_connections {max} less {reserve} kept for clients past the \
+                 handshake)",
+                if handshaking == 1 { "" } else { "s" }
+            )
+        };
+        let Some((victim, since)) = silent else {
+            return Err(format!(
+                "too many connections: {limit}, and none of those in the handshake is silent"
+            ));
+        };
+        if let Some(c) = self.conns[victim].as_mut() {
+            c.fail(&format!(
+                "closed to make room for a new connection: silent in the handshake for \
+                 {:.3} s, the longest, while {limit}",
+                since.elapsed().as_secs_f64()
+            ));
+        }
+        self.close(victim);
+        Ok(())
+    }
+
+    /// Fail every connection that has been in the handshake too long.
+    fn expire_handshakes(&mut self) {
+        let limit = self.shared.cfg.handshake_timeout;
+        for c in self.conns.iter_mut().flatten() {
+            if in_handshake(c) && c.started.elapsed() >= limit {
+                c.fail(&format!(
+                    "handshake timed out after {} s",
+                    limit.as_secs_f64()
+                ));
+            }
         }
     }
 
@@ -545,29 +675,34 @@ impl Server {
                         || (c.closing.is_some() && (flushed || !c.writable))
                         || (c.disc && flushed))
             });
-            if !done {
-                continue;
+            if done {
+                self.close(i);
             }
-            let Some(mut c) = self.conns[i].take() else {
-                continue;
-            };
-            let _ = epoll::delete(&self.epoll, c.stream.fd());
-            c.drop_output(&mut self.shared.pool);
-            if let crate::conn::Phase::Transmission(e) = c.phase {
-                self.shared.exports[e].engine.context_gone(c.ctx);
-            }
-            let reason = c.closing.clone().unwrap_or_else(|| {
-                if c.disc {
-                    "client disconnected (DISC)".into()
-                } else {
-                    "client closed the connection".into()
-                }
-            });
-            (self.log)(&transmit::summary(&c, &reason));
-            self.gens[i] = self.gens[i].wrapping_add(1);
-            self.free_conns.push(i as u32);
-            self.live -= 1;
         }
+    }
+
+    /// Close the connection in slot `i` now, log its line and free the slot.
+    /// It must have nothing in flight.
+    fn close(&mut self, i: usize) {
+        let Some(mut c) = self.conns[i].take() else {
+            return;
+        };
+        let _ = epoll::delete(&self.epoll, c.stream.fd());
+        c.drop_output(&mut self.shared.pool);
+        if let crate::conn::Phase::Transmission(e) = c.phase {
+            self.shared.exports[e].engine.context_gone(c.ctx);
+        }
+        let reason = c.closing.clone().unwrap_or_else(|| {
+            if c.disc {
+                "client disconnected (DISC)".into()
+            } else {
+                "client closed the connection".into()
+            }
+        });
+        (self.log)(&transmit::summary(&c, &reason));
+        self.gens[i] = self.gens[i].wrapping_add(1);
+        self.free_conns.push(i as u32);
+        self.live -= 1;
     }
 
     fn begin_stop(&mut self) {
@@ -640,4 +775,9 @@ impl Server {
         self.reap_closed();
         Ok(true)
     }
+}
+
+/// Whether `c` is still in the handshake (and not already closing).
+fn in_handshake(c: &Conn) -> bool {
+    c.closing.is_none() && !matches!(c.phase, crate::conn::Phase::Transmission(_))
 }

@@ -1116,12 +1116,131 @@ fn connection_limit_refuses_extra_connections() {
     server.wait_log("too many connections");
     drop(a);
     server.wait_log("export 'disk'");
-    // Room again.
+    // A slot is free, but it is the one kept for clients past the
+    // handshake: b, mid-handshake, holds the only other one.
+    let mut e = Client::connect(&server.sock);
+    e.expect_closed("a connection over the handshake's share");
+    server.wait_log("the connections in the handshake hold 1 slot, the most they may");
+    // Room again once b is past the handshake.
+    b.go("disk");
     let mut d = Client::open(&server.sock, "disk");
     assert_eq!(d.write_at(1, 0, 0, &pattern(21, 4096)), 0);
     drop(d);
-    b.go("disk");
     check_read(b.read_at(1, 0, 0, 4096), &pattern(21, 4096), "READ back");
+    server.stop();
+}
+
+/// Connect `n` sockets that say nothing, and wait until the server has
+/// dealt with each: sent it the greeting (and found it silent), or closed it.
+fn silent_sockets(server: &TestServer, n: usize) -> Vec<std::os::unix::net::UnixStream> {
+    use std::io::Read;
+    let socks: Vec<_> = (0..n)
+        .map(|_| {
+            std::os::unix::net::UnixStream::connect(&server.sock).expect("connecting a socket")
+        })
+        .collect();
+    for s in &socks {
+        s.set_read_timeout(Some(common::DEADLINE))
+            .expect("read timeout");
+        let mut greeting = [0u8; proto::GREETING_LEN];
+        // The greeting, or the end of the stream for a refused socket.
+        let _ = (&*s).read_exact(&mut greeting);
+    }
+    socks
+}
+
+/// Whether the server has closed `s` (it reads end of stream, after
+/// whatever the server had sent).
+fn closed(s: &std::os::unix::net::UnixStream) -> bool {
+    use std::io::Read;
+    let mut buf = [0u8; 64];
+    loop {
+        match (&*s).read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn silent_sockets_cannot_lock_clients_out_before_the_timeout() {
+    // A timeout far away: only the reserve can let a client in.
+    let server = TestServer::start_with(&["disk=mem:16m"], |cfg| {
+        cfg.max_connections = 4;
+        cfg.handshake_timeout = Duration::from_secs(3600);
+    });
+    let silent = silent_sockets(&server, 4);
+    // At most 3 of the 4 slots may be in the handshake: the fourth socket
+    // took the place of the first, or was refused (if the server had not
+    // yet seen the first three say nothing). Either way 3 silent sockets
+    // hold every slot the handshake may have, yet a real client gets in
+    // (one of them gives way) and is served.
+    assert_serves(&server, "disk");
+    let evicted = server.wait_log("closed to make room for a new connection");
+    assert!(
+        evicted.contains("silent in the handshake")
+            && evicted.contains("the connections in the handshake hold 3 slots, the most"),
+        "{evicted}"
+    );
+    let mut a = Client::open(&server.sock, "disk");
+    assert_eq!(a.write_at(1, 0, 0, &pattern(31, 4096)), 0);
+    // Two clients past the handshake (a, and b once it has chosen) and two
+    // clients mid-handshake that have sent their flags: no slot left, and
+    // no silent connection to give way, so the next one is refused.
+    // (Each option round trip makes sure the server has seen the flags.)
+    let mut b = Client::start(&server.sock);
+    let mut c = Client::start(&server.sock);
+    assert_eq!(c.opt(opt::STRUCTURED_REPLY, &[]).kind, rep::ACK);
+    b.go("disk");
+    let mut d = Client::start(&server.sock);
+    assert_eq!(d.opt(opt::STRUCTURED_REPLY, &[]).kind, rep::ACK);
+    let mut e = Client::connect(&server.sock);
+    e.expect_closed("a connection with every slot taken and none silent");
+    let refused = server.wait_log("refused: too many connections: all 4 connection slots");
+    assert!(
+        refused.contains("none of those in the handshake is silent"),
+        "{refused}"
+    );
+    check_read(b.read_at(1, 0, 0, 4096), &pattern(31, 4096), "READ on b");
+    let gone = silent.iter().filter(|s| closed(s)).count();
+    assert_eq!(gone, 4, "every silent socket gave way or was refused");
+    drop(silent);
+    server.stop();
+}
+
+#[test]
+fn handshake_times_out() {
+    let server = TestServer::start_with(&["disk=mem:16m"], |cfg| {
+        cfg.max_connections = 8;
+        cfg.handshake_timeout = Duration::from_secs(1);
+    });
+    // Three silent sockets and a client stalled mid-options.
+    let silent = silent_sockets(&server, 3);
+    let mut stalled = Client::start(&server.sock);
+    assert_eq!(stalled.opt(opt::STRUCTURED_REPLY, &[]).kind, rep::ACK);
+    // With no other connection coming, each is closed once its time is up.
+    let lines = server.wait_log_count(4);
+    for l in &lines {
+        assert!(l.contains("handshake timed out after 1 s"), "{lines:#?}");
+    }
+    for s in &silent {
+        assert!(closed(s), "a silent socket is closed after the timeout");
+    }
+    stalled.expect_closed("a client stalled in the handshake");
+    // Then a client is served, and a slow one that has chosen its export
+    // is not bound by the timeout.
+    let mut a = Client::open(&server.sock, "disk");
+    assert_serves(&server, "disk");
+    server.wait_log_count(5);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        a.write_at(1, 0, 0, &pattern(32, 4096)),
+        0,
+        "after 1.5 s idle"
+    );
+    check_read(a.read_at(2, 0, 0, 4096), &pattern(32, 4096), "READ back");
     server.stop();
 }
 
@@ -1246,6 +1365,26 @@ fn bind_rejects_bad_configurations() {
     assert!(msg(bind(vec![disk.clone()], vec![])).contains("nowhere to listen"));
     let twice = msg(bind(vec![disk.clone(), disk.clone()], vec![sock.clone()]));
     assert!(twice.contains("two exports are called 'disk'"), "{twice}");
+    for (tweak, needle) in [
+        (
+            (|c: &mut ServerConfig| c.max_connections = 0) as fn(&mut ServerConfig),
+            "max_connections 0",
+        ),
+        (|c| c.max_inflight = 0, "max_inflight 0"),
+        (
+            |c| c.handshake_timeout = Duration::ZERO,
+            "handshake timeout of 0",
+        ),
+    ] {
+        let mut cfg = ServerConfig {
+            exports: vec![disk.clone()],
+            unix: vec![sock.clone()],
+            ..ServerConfig::default()
+        };
+        tweak(&mut cfg);
+        let e = msg(Server::bind(cfg, log()).map(|_| ()));
+        assert!(e.contains(needle), "{e}");
+    }
     let nodir = dir.join("no/such/dir/s.sock");
     let e = msg(bind(vec![disk.clone()], vec![nodir.clone()]));
     assert!(e.contains(&nodir.display().to_string()), "{e}");

@@ -1,8 +1,9 @@
 //! The server against real NBD clients: libnbd's `nbdinfo`, `nbdcopy` and
 //! `nbdfuse`, `qemu-img`, and fio's `nbd` engine. The server runs in-process
-//! on a thread; the clients are the installed tools (CI installs them), and
-//! their absence fails the test. Only what the kernel may deny (FUSE, loop
-//! devices, mounting) is skipped, with a message saying why.
+//! on a thread; the clients are the installed tools (CI installs them, as
+//! does `scripts/test`), and their absence fails the test with a message
+//! naming the program and its Debian package. Only what the kernel may deny
+//! (FUSE, loop devices, mounting) is skipped, with a message saying why.
 
 mod common;
 
@@ -19,6 +20,37 @@ const MIB: u64 = 1 << 20;
 fn nbdinfo_json(uri: &str) -> Json {
     let out = run_ok(Command::new("nbdinfo").arg("--json").arg(uri));
     Json::parse(&out).unwrap_or_else(|e| panic!("nbdinfo --json {uri}: {e}:\n{out}"))
+}
+
+#[test]
+fn a_missing_tool_names_its_package() {
+    // Each tool, where no PATH finds it.
+    let empty = TempDir::new("nopath");
+    for (program, package) in [
+        ("nbdinfo", "libnbd-bin"),
+        ("nbdcopy", "libnbd-bin"),
+        ("nbdfuse", "libnbd-bin"),
+        ("nbdkit", "nbdkit"),
+        ("qemu-img", "qemu-utils"),
+        ("fio", "fio"),
+        ("fusermount3", "fuse3"),
+        ("mkfs.ext4", "e2fsprogs"),
+    ] {
+        let missing = std::panic::catch_unwind(|| {
+            run(Command::new(program).env("PATH", empty.path()));
+        })
+        .expect_err("running a program that is not installed must fail");
+        let msg = missing
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            msg.contains(&format!("{program} is not installed"))
+                && msg.contains(&format!("apt-get install {package}"))
+                && msg.contains("scripts/test"),
+            "{program}: {msg}"
+        );
+    }
 }
 
 /// What `nbdinfo` must say about one export.
@@ -474,19 +506,20 @@ impl Fuse {
     ) -> Result<Fuse, String> {
         let pidfile = work.join(&format!("nbdfuse{n}.pid"));
         let stderr = work.join(&format!("nbdfuse{n}.err"));
+        // Unmounting needs it: check now, not in a clean-up.
+        common::require("fusermount3");
         let mut cmd = Command::new("nbdfuse");
         cmd.arg("-P").arg(&pidfile);
         if read_only {
             cmd.arg("-r");
         }
-        let child = cmd
-            .arg(dir)
-            .arg(uri)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
-            .spawn()
-            .expect("running nbdfuse");
+        let child = common::spawn(
+            cmd.arg(dir)
+                .arg(uri)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&stderr).expect("stderr file")),
+        );
         let mut fuse = Fuse {
             dir: dir.to_path_buf(),
             child,

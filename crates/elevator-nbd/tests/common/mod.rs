@@ -274,15 +274,69 @@ pub fn have(program: &str) -> bool {
         .is_ok()
 }
 
+/// The Debian package that installs `program`, for tools the tests run.
+pub fn package_of(program: &str) -> Option<&'static str> {
+    Some(match program {
+        "nbdinfo" | "nbdcopy" | "nbdfuse" | "nbdsh" => "libnbd-bin",
+        "nbdkit" => "nbdkit",
+        "qemu-img" | "qemu-nbd" | "qemu-io" => "qemu-utils",
+        "fio" => "fio",
+        "fusermount3" => "fuse3",
+        "mkfs.ext4" | "fsck.ext4" | "e2fsck" => "e2fsprogs",
+        "losetup" | "mount" | "umount" => "mount",
+        _ => return None,
+    })
+}
+
+/// What to say when `program` is not installed: its name, the package to
+/// install, and `scripts/test`, which installs them all.
+pub fn missing(program: &str) -> String {
+    let install = match package_of(program) {
+        Some(p) => format!("install the Debian package {p} (apt-get install {p})"),
+        None => "install it".to_string(),
+    };
+    format!(
+        "{program} is not installed, and this test needs it: {install}, or run the tests \
+         with scripts/test, which installs every tool they use"
+    )
+}
+
+/// Start `cmd`. A program that is not installed fails the test with
+/// [`missing`]'s message (never a skip); any other failure to start it
+/// fails it too.
+pub fn spawn(cmd: &mut Command) -> std::process::Child {
+    match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            panic!("{}", missing(&cmd.get_program().to_string_lossy()))
+        }
+        Err(e) => panic!("cannot run {cmd:?}: {e}"),
+    }
+}
+
+/// Fail the test, with [`missing`]'s message, unless `program` is installed
+/// (for a tool that a test runs only in its clean-up).
+pub fn require(program: &str) {
+    spawn(
+        Command::new(program)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .wait()
+    .unwrap_or_else(|e| panic!("waiting for {program} --version: {e}"));
+}
+
 /// Run `cmd` to completion (killed and the test failed after [`DEADLINE`]).
+/// A program that is not installed fails the test, naming its package.
 pub fn run(cmd: &mut Command) -> Output {
+    let mut child = spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let what = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
     let mut out = child.stdout.take().expect("stdout");
     let mut err = child.stderr.take().expect("stderr");
     let out_t = std::thread::spawn(move || {

@@ -156,7 +156,12 @@ fn error_lines_do_not_end_in_spaces() {
             "--set",
             "read_expire=99999999999",
         ],
-        &["run", "examples/default.fio", "--device", "hdd-7200,zones=0"],
+        &[
+            "run",
+            "examples/default.fio",
+            "--device",
+            "hdd-7200,zones=0",
+        ],
         &[
             "run",
             "examples/default.fio",

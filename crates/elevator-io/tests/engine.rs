@@ -230,7 +230,10 @@ impl Drop for Scratch {
 fn data_survives_on_real_files() {
     for dir in ["/dev/shm", "/var/tmp"] {
         let Some(file) = Scratch::new(dir, "integrity", 4) else {
-            eprintln!("skipping {dir}: cannot create a file there");
+            common::skip(
+                "data_survives_on_real_files",
+                &format!("cannot create a file in {dir}"),
+            );
             continue;
         };
         for (i, sched) in SCHEDULER_NAMES.iter().enumerate() {
@@ -254,7 +257,10 @@ fn data_survives_on_real_files() {
 #[test]
 fn cancellation_with_io_in_the_kernel() {
     let Some(file) = Scratch::new("/dev/shm", "cancel", 8) else {
-        eprintln!("skipping: cannot create a file in /dev/shm");
+        common::skip(
+            "cancellation_with_io_in_the_kernel",
+            "cannot create a file in /dev/shm",
+        );
         return;
     };
     for sched in ["none", "bfq"] {

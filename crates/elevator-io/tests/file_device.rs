@@ -2,6 +2,8 @@
 //! O_DIRECT files on tmpfs (`/dev/shm`) and on the root file system, and a
 //! loop device when the test runs as root.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -622,7 +624,7 @@ impl Drop for Loop {
 fn loop_block_device() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("skipped: loop devices need root");
+        common::skip("loop_block_device", "loop devices need root");
         return;
     }
     let dir = &dirs()[1];
@@ -634,14 +636,17 @@ fn loop_block_device() {
     {
         Ok(out) if out.status.success() => out,
         Ok(out) => {
-            println!(
-                "skipped: losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
+            common::skip(
+                "loop_block_device",
+                &format!(
+                    "losetup failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
             );
             return;
         }
         Err(e) => {
-            println!("skipped: cannot run losetup: {e}");
+            common::skip("loop_block_device", &format!("cannot run losetup: {e}"));
             return;
         }
     };

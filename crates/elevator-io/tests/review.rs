@@ -480,7 +480,7 @@ impl Drop for Scratch {
 #[test]
 fn a_very_long_timeout_still_sleeps_until_a_completion() {
     let Some(file) = Scratch::new("timeout", 1 << 20) else {
-        eprintln!("skipping: cannot create a file in /dev/shm");
+        common::skip(module_path!(), "cannot create a file in /dev/shm");
         return;
     };
     let dev = FileDevice::open(&file.0, &FileOptions::default()).expect("open");
@@ -793,7 +793,7 @@ fn random_mixes_on_memory() {
 fn random_mixes_on_files() {
     for dir in ["/dev/shm", "/var/tmp"] {
         let Some(file) = Scratch::in_dir(dir, "mix", 1 << 20) else {
-            eprintln!("skipping: cannot create a file in {dir}");
+            common::skip(module_path!(), &format!("cannot create a file in {dir}"));
             continue;
         };
         random_mixes_on(&file);
@@ -946,7 +946,7 @@ fn no_allocation_per_io_once_warm() {
 #[test]
 fn no_allocation_per_io_once_warm_on_a_file() {
     let Some(file) = Scratch::new("alloc", 1 << 20) else {
-        eprintln!("skipping: cannot create a file in /dev/shm");
+        common::skip(module_path!(), "cannot create a file in /dev/shm");
         return;
     };
     let dev = FileDevice::open(&file.0, &FileOptions::default()).expect("open");

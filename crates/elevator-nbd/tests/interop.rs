@@ -665,7 +665,7 @@ macro_rules! or_skip {
         match $e {
             Ok(v) => v,
             Err(why) => {
-                eprintln!("SKIPPED nbdfuse_loop_ext4: {why}");
+                common::skip("nbdfuse_loop_ext4", &why);
                 return;
             }
         }
@@ -675,7 +675,7 @@ macro_rules! or_skip {
 #[test]
 fn nbdfuse_loop_ext4() {
     if let Some(why) = cannot_mount() {
-        eprintln!("SKIPPED nbdfuse_loop_ext4: {why}");
+        common::skip("nbdfuse_loop_ext4", &why);
         return;
     }
     // Dropped last: after every guard below.

@@ -1,4 +1,4 @@
-//! Idling schedulers when the tag pool runs out: two
+//! Idling schedulers (`bfq`, `cfq`) when the tag pool runs out: two
 //! processes each keep 64 random reads outstanding on a fast, queueing,
 //! non-rotational device, with `nr_requests` below their total depth.
 //!
@@ -202,4 +202,12 @@ fn bfq_does_not_idle_while_other_queues_hold_every_tag() {
 #[test]
 fn bfq_strict_guarantees_does_not_idle_while_other_queues_hold_every_tag() {
     bfq_keeps_throughput(&[("strict_guarantees", 1)]);
+}
+
+#[test]
+fn cfq_does_not_idle_while_other_queues_hold_every_tag() {
+    // CFQ idles on non-rotational devices only when asked to. Its idling
+    // costs throughput whatever the pool (it keeps a few requests of one
+    // queue in the device), so only the factor against 128 tags is checked.
+    keeps_throughput("cfq", &[("slice_idle", 8)]);
 }

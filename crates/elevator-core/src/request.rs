@@ -228,6 +228,15 @@ impl Requests {
         self.slab.limit()
     }
 
+    /// Whether every tag is in use: no submitter can get a new request until
+    /// one is freed, which only a completion does. A scheduler idling for a
+    /// queue whose next request would need a tag waits in vain while this
+    /// holds and nothing it dispatched is left in the device.
+    #[inline]
+    pub fn exhausted(&self) -> bool {
+        self.slab.used() >= self.slab.limit()
+    }
+
     /// The request behind `id` if `id` names a tag of this pool.
     #[inline]
     pub fn try_get(&self, id: RequestId) -> Option<&Request> {

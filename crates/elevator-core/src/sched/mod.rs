@@ -155,6 +155,15 @@ pub trait Scheduler {
     );
 
     /// Pick the next request for the device.
+    ///
+    /// `rqs` also tells the state of the tag pool ([`Requests::exhausted`]).
+    /// A scheduler that idles for a queue must not answer
+    /// [`SchedDispatch::WaitUntil`] while every tag is in use and nothing it
+    /// dispatched is in the device: the queue's owner cannot allocate its
+    /// next request until a tag is freed, no completion will free one, and
+    /// the wait could only run out (other queues' requests, held back by the
+    /// wait, hold the tags). Engines ask again after submissions and
+    /// completions, so the answer follows the pool.
     fn dispatch(&mut self, rqs: &Requests, now: Nanos) -> SchedDispatch;
 
     /// A request this scheduler dispatched completed.

@@ -41,6 +41,8 @@
 //!   seeky queue that moves few sectors in its time still pays a full budget,
 //!   so seeky queues get a time share rather than a sector share;
 //! - **too idle**: it had nothing queued and its idle wait ran out;
+//! - **tags held**: it was idled for while every tag was in use and the
+//!   device empty (see Idling);
 //! - **no more requests**: it has nothing queued and is not worth idling for;
 //! - **preempted** (see above).
 //!
@@ -60,7 +62,7 @@
 //! - timeout: ×2;
 //! - too idle: −4 × `max_budget/32` (down to `max_budget/32`);
 //! - no more requests: what it used (at least `max_budget/32`);
-//! - preempted: unchanged.
+//! - preempted, tags held: unchanged.
 //!
 //! Async queues always get `max_budget`.
 //!
@@ -82,6 +84,17 @@
 //! - idling is needed for guarantees: the active sync queues do not all have
 //!   the same class, weight and raising (an asymmetric scenario), or the
 //!   queue is weight-raised.
+//!
+//! The wait is given up at once (the queue expires, its budget unchanged)
+//! when every tag is in use and nothing BFQ dispatched is in the device:
+//! other queues' requests, held back by the wait, hold the tags, so the
+//! queue's owner cannot allocate the request waited for and no completion
+//! will free a tag; idling would only run out its time with the device idle.
+//! (Linux gets the same from its tag allocation: legacy CFQ and BFQ let the
+//! process of a queue being waited for allocate past `nr_requests`, and
+//! blk-mq BFQ keeps each queue from taking more than its weight's share of
+//! the tags, `bfq_limit_depth`. Here the engines' tag waiters stand in one
+//! first-come line, so the scheduler gives up the wait instead.)
 //!
 //! A seeky queue that is idled for only because of throughput, not raised,
 //! waits at most 2 ms (Linux `BFQ_MIN_TT`). `slice_idle` is 8 ms on every
@@ -332,6 +345,8 @@ enum Expiry {
     TooIdle,
     NoMoreRequests,
     Preempted,
+    /// Idling, with every tag held and nothing in the device.
+    TagsHeld,
 }
 
 /// The queue a request goes to: sync queues by context and priority, async
@@ -757,7 +772,7 @@ impl Bfq {
                 Expiry::TooIdle if budget > 5 * min => budget - 4 * min,
                 Expiry::TooIdle => min,
                 Expiry::NoMoreRequests => served.clamp(min, max),
-                Expiry::Preempted => budget,
+                Expiry::Preempted | Expiry::TagsHeld => budget,
             }
         } else {
             max
@@ -1120,6 +1135,11 @@ impl Scheduler for Bfq {
                 Expiry::Timeout
             } else if q.idle_until == NEVER {
                 Expiry::NoMoreRequests
+            } else if self.dispatched == 0 && rqs.exhausted() {
+                // Other queues' requests hold every tag and none will
+                // complete: its owner cannot send the request we would wait
+                // for.
+                Expiry::TagsHeld
             } else if now < q.idle_until {
                 return SchedDispatch::WaitUntil(q.idle_until);
             } else {

@@ -33,7 +33,13 @@
 //! 800 sectors from the previous) and not **deep**; otherwise on iff its
 //! mean think time is at most `slice_idle`. A queue is marked deep when it has
 //! 4 or more requests queued. `group_idle` idles for the last queue of the
-//! group when the queue itself may not.
+//! group when the queue itself may not. A wait is given up (the slice
+//! expires, keeping its residual like a preempted one) when every tag is in
+//! use and nothing CFQ dispatched is in the device: other queues' requests
+//! hold the tags, the process cannot allocate the request waited for, and
+//! only the timer would end the wait. (Linux's CFQ let the process of the
+//! queue it idled for allocate past `nr_requests`, `ELV_MQUEUE_MUST`; here tag
+//! waiters stand in the engines' first-come line.)
 //!
 //! **Preemption** of the active queue by a new request's queue, in order: never
 //! by an IDLE-class queue; always of an IDLE-class queue; never of an RT queue
@@ -695,10 +701,16 @@ impl Scheduler for Cfq {
     }
 
     fn dispatch(&mut self, rqs: &Requests, now: Nanos) -> SchedDispatch {
-        if let Some(t) = self.idle_until
-            && now >= t
-        {
-            self.idle_timer_fired(now);
+        if let Some(t) = self.idle_until {
+            if now >= t {
+                self.idle_timer_fired(now);
+            } else if self.rq_in_driver == 0 && rqs.exhausted() {
+                // Other queues' requests hold every tag and none will
+                // complete: the active queue's process cannot send the
+                // request we wait for. Move on; like a preempted queue, it
+                // keeps what is left of its slice.
+                self.slice_expired(now, true);
+            }
         }
         match self.select_queue(now) {
             None => match self.idle_until {

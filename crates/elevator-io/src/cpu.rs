@@ -5,7 +5,7 @@
 //! (`iou-wrk-*`, as it does for tmpfs) that belong to the process:
 //! [`CpuTime::thread`] is the calling thread alone (what fio reports as a
 //! job's `usr_cpu` and `sys_cpu`: it uses `RUSAGE_THREAD`), and
-//! [`CpuTime::process`] is every thread of the process, io_uring's workers
+//! [`CpuTime::process_total`] is every thread of the process, io_uring's workers
 //! included. [`CpuTime::children`] is the second scope for finished child
 //! processes (fio run as a child).
 //!
@@ -56,12 +56,11 @@ impl CpuTime {
         let total = clock(ClockId::ThreadCPUTime);
         let sampled = CpuTime::usage(libc::RUSAGE_THREAD);
         let sampled_total = sampled.total().as_nanos();
-        let system = if sampled_total == 0 {
-            Duration::ZERO
-        } else {
-            let ns = total.as_nanos() * sampled.system.as_nanos() / sampled_total;
-            Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
-        };
+        let system = (total.as_nanos() * sampled.system.as_nanos())
+            .checked_div(sampled_total)
+            .map_or(Duration::ZERO, |ns| {
+                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+            });
         CpuTime {
             user: total.saturating_sub(system),
             system,

@@ -12,8 +12,11 @@
 //! Every job clone is its own I/O context (a process, in Linux's terms). A
 //! worker issues its I/Os under a plug, as `io_submit` does; a bio the queue
 //! cannot take (no free tag) waits, and that wait shows as submission
-//! latency. Nothing here reads a clock: host CPU time is for the caller to
-//! measure.
+//! latency. Workers waiting for a tag wait in one line, first come first
+//! served per I/O: as tags free up, the worker at the front issues one I/O
+//! and, if it wants another, waits again at the back, so the waiters share
+//! the tags in turn as Linux's woken tag waiters do. Nothing here reads a
+//! clock: host CPU time is for the caller to measure.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -166,9 +169,12 @@ struct Engine {
     events: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
     seq: u64,
     timer_at: Option<Nanos>,
+    /// Workers waiting for a tag, each once with the one I/O it waits to
+    /// issue (its `pending`), in the order those I/Os started waiting. A
+    /// worker is here exactly while its `blocked` is set.
     blocked: VecDeque<u32>,
     /// Workers to serve after the current event, in the order they were
-    /// touched (first come, first served, as Linux wakes tag waiters).
+    /// touched (first come, first served).
     touched: Vec<u32>,
     is_touched: Vec<bool>,
     /// Workers whose I/O completed in the current event, and when each wants
@@ -219,7 +225,7 @@ impl Engine {
             events: BinaryHeap::new(),
             seq: 0,
             timer_at: None,
-            blocked: VecDeque::new(),
+            blocked: VecDeque::with_capacity(nworkers),
             touched: Vec::new(),
             is_touched: vec![false; nworkers],
             completing: Vec::new(),
@@ -371,12 +377,9 @@ impl Engine {
             )?;
         }
         self.device_done = done;
-        // Tags freed: the workers waiting for one go first, in the order
-        // they started waiting; then those whose I/O just completed.
-        while let Some(w) = self.blocked.pop_front() {
-            self.workers[w as usize].blocked = false;
-            self.touch(w);
-        }
+        // Tags freed: the workers waiting for one go first, in turn; then
+        // those whose I/O just completed (behind any still waiting).
+        self.serve_waiting(now)?;
         let mut completing = std::mem::take(&mut self.completing);
         for &(w, wake) in &completing {
             match wake {
@@ -398,9 +401,16 @@ impl Engine {
             }
             self.issue(w, now)?;
             let worker = &mut self.workers[w as usize];
-            if worker.state == State::Running && worker.check_done(now) {
+            let was_blocked = worker.blocked;
+            let done = worker.state == State::Running && worker.check_done(now);
+            if was_blocked && !worker.blocked {
+                // Its time ran out while it waited for a tag: it leaves the
+                // line (once per worker, so the search is no per-I/O cost).
+                self.blocked.retain(|&x| x != w);
+            }
+            if done {
                 // The process exits: schedulers drop what they kept for it.
-                let ctx = worker.ctx;
+                let ctx = self.workers[w as usize].ctx;
                 self.queue.context_gone(ctx, now);
                 self.phase_check(now);
             }
@@ -479,6 +489,72 @@ impl Engine {
             }
         }
         self.queue.unplug(now);
+        Ok(())
+    }
+
+    /// Tags were freed: serve the line of workers waiting for one, first
+    /// come first served per I/O. The worker at the front issues the one I/O
+    /// it waits with; if it wants another, that one waits at the back, behind
+    /// the others, so freed tags go round the waiters in turn (as Linux wakes
+    /// its tag waiters one at a time) instead of all going to the first.
+    /// Each waiter is in the line once, with its I/O wanted since it joined,
+    /// so the wait counts as that I/O's submission latency.
+    fn serve_waiting(&mut self, now: Nanos) -> Result<(), SimError> {
+        while let Some(&w) = self.blocked.front() {
+            let worker = &mut self.workers[w as usize];
+            debug_assert!(worker.blocked && worker.pending.is_some());
+            worker.blocked = false;
+            if !worker.can_issue(now) {
+                // Its time is up: it leaves the line, and is looked at (and
+                // its waiting I/O dropped) once this event is done.
+                self.blocked.pop_front();
+                self.touch(w);
+                continue;
+            }
+            let Some(token) = self.free_ios.pop() else {
+                worker.blocked = true;
+                break;
+            };
+            let io = worker.next_io(now);
+            let bio = worker.bio(&io, u64::from(token));
+            // Its own submission, under its own plug, as each woken task
+            // submits for itself.
+            self.queue.plug();
+            let submitted = self.queue.submit(&bio, now);
+            self.queue.unplug(now);
+            match submitted {
+                Ok(_) => {
+                    self.ios[token as usize] = IoRecord {
+                        worker: w,
+                        op: io.op,
+                        issued: io.issued,
+                        submitted: now,
+                    };
+                    worker.issued(&io);
+                    self.blocked.pop_front();
+                    if worker.can_issue(now) {
+                        // It wants another: to the back of the line.
+                        let io = worker.next_io(now);
+                        worker.pending = Some(io);
+                        worker.blocked = true;
+                        self.blocked.push_back(w);
+                    }
+                }
+                Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {
+                    // Still none free: it keeps its place at the front.
+                    self.free_ios.push(token);
+                    worker.pending = Some(io);
+                    worker.blocked = true;
+                    break;
+                }
+                Err(error) => {
+                    return Err(SimError::Bio {
+                        job: worker.name.clone(),
+                        error,
+                    });
+                }
+            }
+        }
         Ok(())
     }
 

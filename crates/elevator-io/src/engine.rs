@@ -266,7 +266,9 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
             bios: Vec::new(),
             free_bios: Vec::new(),
             waiting: VecDeque::new(),
-            finished: Vec::new(),
+            // Every live request may finish in one reap: room for all of
+            // them up front, so that a rare burst does not allocate.
+            finished: Vec::with_capacity(cfg.max_requests.max(1) as usize),
             segs: Vec::with_capacity(usize::from(limits.max_segments)),
             dev_done: Vec::with_capacity(device.queue_depth() as usize),
             timer_at: None,

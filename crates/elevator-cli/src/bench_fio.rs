@@ -23,11 +23,11 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use elevator_core::Device;
+use elevator_fio::RunConfig;
+use elevator_fio::job::JobFile;
 use elevator_io::RealSpec;
 use elevator_io::cpu::CpuTime;
 use elevator_io::spec::RealKind;
-use elevator_sim::engine::SimConfig;
-use elevator_sim::job::JobFile;
 use serde_json::Value;
 
 use crate::run::{Bar, Target, execute};
@@ -145,7 +145,7 @@ fn run_fio(fio: &str, job_path: &Path) -> Result<Figures> {
     Ok(f)
 }
 
-fn run_elevator(jobs: &JobFile, spec: &RealSpec, cfg: &SimConfig) -> Result<Figures> {
+fn run_elevator(jobs: &JobFile, spec: &RealSpec, cfg: &RunConfig) -> Result<Figures> {
     let mut bar = Bar::new(false, String::new());
     let (run, _) = execute(jobs, &Target::Real(spec.clone()), cfg, &mut bar)?;
     let cpu = run.cpu.unwrap_or_default();
@@ -226,7 +226,7 @@ fn bench(
         fio_rounds.push(run_fio(&args.fio, job_path)?);
         for (i, sched) in args.schedulers.iter().enumerate() {
             eprintln!("round {}/{}: elevator {sched}", round + 1, args.rounds);
-            let cfg = SimConfig {
+            let cfg = RunConfig {
                 scheduler: sched.clone(),
                 tunables: tunables.to_vec(),
                 seed: 0,

@@ -13,14 +13,15 @@ use std::io::{IsTerminal, Write};
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use elevator_core::{Histogram, Nanos};
+use elevator_fio::RunConfig;
+use elevator_fio::job::JobFile;
+use elevator_fio::result::RunResult;
 use elevator_sim::device::DeviceSpec;
-use elevator_sim::engine::{SimConfig, run as simulate};
-use elevator_sim::job::JobFile;
-use elevator_sim::result::RunResult;
+use elevator_sim::engine::run as simulate;
 use serde::Serialize;
 
-use crate::report::rate;
 use crate::run::OutputFormat;
+use elevator_fio::report::rate;
 
 /// The shipped job file of seed 004.
 const SEED004: (&str, &str) = (
@@ -282,7 +283,7 @@ pub fn run(args: &Args) -> Result<()> {
                 .chain(v.tunables.iter().copied())
                 .map(|(n, x)| (n.to_string(), x.to_string()))
                 .collect();
-            let cfg = SimConfig {
+            let cfg = RunConfig {
                 scheduler: v.scheduler.into(),
                 tunables,
                 seed: args.seed,

@@ -5,11 +5,11 @@
 
 mod bench_fio;
 mod bench_nbd;
+mod compare;
 mod cpu_time;
 mod experiment;
 mod list;
 mod microbench;
-mod report;
 mod run;
 mod serve;
 

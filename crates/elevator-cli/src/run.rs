@@ -8,14 +8,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use elevator_core::{Queue, QueueConfig};
+use elevator_fio::job::JobFile;
+use elevator_fio::result::RunResult;
+use elevator_fio::{Progress, RunConfig};
 use elevator_io::RealSpec;
 use elevator_sim::device::{DeviceSpec, presets};
-use elevator_sim::engine::{Progress, SimConfig, run as simulate};
-use elevator_sim::job::JobFile;
-use elevator_sim::result::RunResult;
+use elevator_sim::engine::run as simulate;
 
 use crate::cpu_time::thread_cpu_ns;
-use crate::report;
+use elevator_fio::report;
 
 /// The job `compare` runs when given none: 8 random readers at depth 4, a
 /// shipped file (`examples/default.fio`).
@@ -250,7 +251,7 @@ impl Bar {
 pub fn execute(
     jobs: &JobFile,
     target: &Target,
-    cfg: &SimConfig,
+    cfg: &RunConfig,
     bar: &mut Bar,
 ) -> Result<(RunResult, u64)> {
     match target {
@@ -303,7 +304,7 @@ fn speed_line(run: &RunResult, cpu_ns: u64) -> String {
 pub fn run(args: &RunArgs) -> Result<()> {
     let jobs = load(&args.jobfile)?;
     let dev = target(&args.device)?;
-    let cfg = SimConfig {
+    let cfg = RunConfig {
         scheduler: args.scheduler.clone(),
         tunables: parse_sets(&args.set)?,
         seed: args.seed,
@@ -350,7 +351,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let json = args.output_format == OutputFormat::Json;
     let mut runs = Vec::new();
     for sched in &args.schedulers {
-        let cfg = SimConfig {
+        let cfg = RunConfig {
             scheduler: sched.clone(),
             tunables: tunables.clone(),
             seed: args.seed,
@@ -367,14 +368,14 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     if json {
         serde_json::to_writer_pretty(
             &mut out,
-            &report::compare::render_json(&name, &args.device, &runs),
+            &crate::compare::render_json(&name, &args.device, &runs),
         )?;
         writeln!(out)?;
     } else {
         write!(
             out,
             "{}",
-            report::compare::render(&name, &runs[0].device, &runs)
+            crate::compare::render(&name, &runs[0].device, &runs)
         )?;
     }
     Ok(())

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Sector, Status};
-use elevator_sim::rng::Rng;
+use elevator_fio::rng::Rng;
 
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 

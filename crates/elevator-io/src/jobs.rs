@@ -1,6 +1,6 @@
 //! fio job files on a real device, on the real clock.
 //!
-//! The same workers as the simulation ([`elevator_sim::workload`]) generate
+//! The same workers as the simulation ([`elevator_fio::workload`]) generate
 //! the I/O; each I/O is a caller request through the [`Engine`] with its own
 //! aligned buffer (written with random bytes once, at start). A worker's
 //! batch of new I/Os goes in under one plug, as `io_submit` does. The loop
@@ -14,11 +14,11 @@
 //! (fio's measure).
 
 use elevator_core::{Nanos, Op, Scheduler};
-use elevator_sim::engine::{Progress, SimConfig};
-use elevator_sim::job::{JobError, JobFile};
-use elevator_sim::result::{CpuUse, RunResult};
-use elevator_sim::rng::Rng;
-use elevator_sim::workload::{self, State, Worker};
+use elevator_fio::job::{JobError, JobFile};
+use elevator_fio::result::{CpuUse, RunResult};
+use elevator_fio::rng::Rng;
+use elevator_fio::workload::{self, State, Worker};
+use elevator_fio::{Progress, RunConfig};
 use thiserror::Error;
 
 use crate::buf::{AlignedBuf, BufError, Slice};
@@ -76,7 +76,7 @@ pub fn memory_estimate(jobs: &JobFile) -> u64 {
 pub fn run<D: DataDevice>(
     jobs: &JobFile,
     device: D,
-    cfg: &SimConfig,
+    cfg: &RunConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunResult, JobRunError> {
     let depth = workload::total_depth(jobs).max(1);

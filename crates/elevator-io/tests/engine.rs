@@ -6,11 +6,11 @@ mod common;
 
 use common::{buf, config, mem_device};
 use elevator_core::{Device, IoContext, SCHEDULER_NAMES, Status};
+use elevator_fio::rng::Rng;
 use elevator_io::{
     AlignedBuf, Completion, DataDevice, DioError, DioRequest, Engine, FaultDevice, FaultSpec,
     FileDevice, FileOptions, MemDevice, Slice,
 };
-use elevator_sim::rng::Rng;
 
 const LBS: usize = 512;
 

@@ -654,7 +654,7 @@ fn tunables_changed_mid_flight() {
 /// every buffer is freed.
 fn random_mix<D: DataDevice>(dev: D, sched: &str, seed: u64) {
     use elevator_core::BioFlags;
-    use elevator_sim::rng::Rng;
+    use elevator_fio::rng::Rng;
     use std::collections::HashMap;
 
     let mut rng = Rng::new(seed);
@@ -873,7 +873,7 @@ static ALLOCATOR: counting::Counting = counting::Counting;
 #[test]
 fn no_allocation_per_io_once_warm() {
     use elevator_core::BioFlags;
-    use elevator_sim::rng::Rng;
+    use elevator_fio::rng::Rng;
 
     let a = counting::allocations();
     std::hint::black_box(vec![0u8; 64]);

@@ -2,10 +2,11 @@
 //! share its throughput evenly, and BFQ's idling keeps each reader's stream
 //! sequential (far more throughput than interleaving them would give).
 
+use elevator_fio::RunConfig;
+use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
+use elevator_fio::result::{READ, RunResult};
 use elevator_sim::device::DeviceSpec;
-use elevator_sim::engine::{SimConfig, run};
-use elevator_sim::job::{Amount, JobFile, JobSpec, RwMode};
-use elevator_sim::result::{READ, RunResult};
+use elevator_sim::engine::run;
 
 const GIB: u64 = 1 << 30;
 const SECOND: u64 = 1_000_000_000;
@@ -29,13 +30,13 @@ fn two_readers(bs: u64, sched: &str, tunables: &[(&str, &str)]) -> RunResult {
         warnings: vec![],
         jobs: vec![reader("a", bs), reader("b", bs)],
     };
-    let cfg = SimConfig {
+    let cfg = RunConfig {
         scheduler: sched.into(),
         tunables: tunables
             .iter()
             .map(|&(n, v)| (n.to_string(), v.to_string()))
             .collect(),
-        ..SimConfig::default()
+        ..RunConfig::default()
     };
     run(
         &jobs,

@@ -1,10 +1,11 @@
 //! CFQ through the simulator: two equal sequential readers share a disk
 //! fairly, and both CFQ behaviours run seed 004's workload to the end.
 
+use elevator_fio::RunConfig;
+use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
+use elevator_fio::result::READ;
 use elevator_sim::device::DeviceSpec;
-use elevator_sim::engine::{SimConfig, run};
-use elevator_sim::job::{Amount, JobFile, JobSpec, RwMode};
-use elevator_sim::result::READ;
+use elevator_sim::engine::run;
 
 fn reader(name: &str) -> JobSpec {
     let mut j = JobSpec::new(name, 1);
@@ -29,7 +30,7 @@ fn two_equal_sequential_readers_share_the_disk() {
         vec![],
         vec![("deep_seeky_idle".to_string(), "0".to_string())],
     ] {
-        let cfg = SimConfig {
+        let cfg = RunConfig {
             scheduler: "cfq".into(),
             tunables,
             seed: 0,

@@ -2,10 +2,11 @@
 //! up, runs are deterministic, time-based jobs stop on time, stonewall
 //! phases run one after another, think time spaces I/O out.
 
+use elevator_fio::RunConfig;
+use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
+use elevator_fio::result::{READ, RunResult, WRITE};
 use elevator_sim::device::DeviceSpec;
-use elevator_sim::engine::{SimConfig, run};
-use elevator_sim::job::{Amount, JobFile, JobSpec, RwMode};
-use elevator_sim::result::{READ, RunResult, WRITE};
+use elevator_sim::engine::run;
 
 fn file(jobs: Vec<JobSpec>) -> JobFile {
     JobFile {
@@ -26,9 +27,9 @@ fn job(name: &str, rw: RwMode, size: u64, depth: u32) -> JobSpec {
 }
 
 fn sim(jobs: &JobFile, dev: &str, sched: &str) -> RunResult {
-    let cfg = SimConfig {
+    let cfg = RunConfig {
         scheduler: sched.into(),
-        ..SimConfig::default()
+        ..RunConfig::default()
     };
     run(jobs, &DeviceSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
 }
@@ -116,7 +117,7 @@ fn time_standing_still_is_an_error_not_a_hang() {
     let mut j = job("forever", RwMode::RandRead, 1 << 20, 4);
     j.time_based = true;
     j.runtime = Some(1_000_000_000);
-    let cfg = SimConfig::default();
+    let cfg = RunConfig::default();
     let dev = DeviceSpec::parse("null").unwrap();
     let e = run(&file(vec![j]), &dev, &cfg, &mut |_| {})
         .unwrap_err()

@@ -2,10 +2,11 @@
 //! flash and on a disk, every byte accounted for, the same every run; its
 //! tunables are taken by name and text.
 
+use elevator_fio::RunConfig;
+use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
+use elevator_fio::result::{READ, RunResult, WRITE};
 use elevator_sim::device::DeviceSpec;
-use elevator_sim::engine::{SimConfig, run};
-use elevator_sim::job::{Amount, JobFile, JobSpec, RwMode};
-use elevator_sim::result::{READ, RunResult, WRITE};
+use elevator_sim::engine::run;
 
 fn file(jobs: Vec<JobSpec>) -> JobFile {
     JobFile {
@@ -26,13 +27,13 @@ fn job(name: &str, rw: RwMode, size: u64, depth: u32) -> JobSpec {
 }
 
 fn sim(jobs: &JobFile, dev: &str, tunables: &[(&str, &str)]) -> RunResult {
-    let cfg = SimConfig {
+    let cfg = RunConfig {
         scheduler: "kyber".into(),
         tunables: tunables
             .iter()
             .map(|&(n, v)| (n.to_string(), v.to_string()))
             .collect(),
-        ..SimConfig::default()
+        ..RunConfig::default()
     };
     run(jobs, &DeviceSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
 }
@@ -77,10 +78,10 @@ fn tunables_by_name() {
         &[("read_lat_nsec", "1ms"), ("write_lat_nsec", "20000000")],
     );
     assert_eq!(r.jobs[0].dirs[READ].bytes, 1 << 20);
-    let cfg = SimConfig {
+    let cfg = RunConfig {
         scheduler: "kyber".into(),
         tunables: vec![("read_lat_nsec".into(), "0".into())],
-        ..SimConfig::default()
+        ..RunConfig::default()
     };
     let dev = DeviceSpec::parse("ssd-sata").unwrap();
     let e = run(&jobs, &dev, &cfg, &mut |_| {}).unwrap_err().to_string();

@@ -3,10 +3,11 @@
 //! the next, as Linux's tag waiters are woken in turn. Without that, the first
 //! job to be woken took every freed tag and the others starved.
 
+use elevator_fio::RunConfig;
+use elevator_fio::job::{JobFile, JobSpec, RwMode};
+use elevator_fio::result::{READ, RunResult};
 use elevator_sim::device::DeviceSpec;
-use elevator_sim::engine::{SimConfig, run};
-use elevator_sim::job::{JobFile, JobSpec, RwMode};
-use elevator_sim::result::{READ, RunResult};
+use elevator_sim::engine::run;
 
 /// `n` equal time-based random readers, 4 KiB at iodepth 64, for 5 ms.
 fn readers(n: usize) -> JobFile {
@@ -16,7 +17,7 @@ fn readers(n: usize) -> JobFile {
             j.rw = RwMode::RandRead;
             j.bs = [4096, 4096];
             j.iodepth = 64;
-            j.size = Some(elevator_sim::job::Amount::Bytes(64 << 20));
+            j.size = Some(elevator_fio::job::Amount::Bytes(64 << 20));
             j.time_based = true;
             j.runtime = Some(5_000_000);
             j.direct = true;
@@ -32,10 +33,10 @@ fn readers(n: usize) -> JobFile {
 }
 
 fn sim(jobs: &JobFile, dev: &str, sched: &str, nr_requests: u32) -> RunResult {
-    let cfg = SimConfig {
+    let cfg = RunConfig {
         scheduler: sched.into(),
         tunables: vec![("nr_requests".into(), nr_requests.to_string())],
-        ..SimConfig::default()
+        ..RunConfig::default()
     };
     run(jobs, &DeviceSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
 }

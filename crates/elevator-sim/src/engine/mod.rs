@@ -27,32 +27,12 @@ use elevator_core::{
 };
 use thiserror::Error;
 
-use crate::workload::{self, State, Worker};
+use elevator_fio::job::{JobError, JobFile};
+use elevator_fio::result::RunResult;
+use elevator_fio::workload::{self, State, Worker};
+use elevator_fio::{Progress, RunConfig};
 
 use crate::device::{DeviceSpec, ParamError};
-use crate::job::{JobError, JobFile};
-use crate::result::RunResult;
-
-/// How to run a job file.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SimConfig {
-    /// The scheduler's name.
-    pub scheduler: String,
-    /// Queue and scheduler tunables to set, by name, from text.
-    pub tunables: Vec<(String, String)>,
-    /// Seed mixed into every job's random stream.
-    pub seed: u64,
-}
-
-impl Default for SimConfig {
-    fn default() -> SimConfig {
-        SimConfig {
-            scheduler: "mq-deadline".into(),
-            tunables: Vec::new(),
-            seed: 0,
-        }
-    }
-}
 
 /// Why a run could not happen.
 #[derive(Debug, Error)]
@@ -95,17 +75,6 @@ pub enum SimError {
         /// What was stuck.
         why: String,
     },
-}
-
-/// How far a run has got, for progress bars.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Progress {
-    /// Virtual time.
-    pub now: Nanos,
-    /// I/Os completed.
-    pub ios: u64,
-    /// Fraction done, 0..=1 (estimated from sizes and runtimes).
-    pub fraction: f64,
 }
 
 /// Events at one instant, while a time-based job runs, before the engine
@@ -152,7 +121,7 @@ const NO_IO: IoRecord = IoRecord {
 pub fn run(
     jobs: &JobFile,
     device: &DeviceSpec,
-    cfg: &SimConfig,
+    cfg: &RunConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunResult, SimError> {
     let mut engine = Engine::new(jobs, device, cfg)?;
@@ -191,7 +160,7 @@ struct Engine {
 }
 
 impl Engine {
-    fn new(jobs: &JobFile, spec: &DeviceSpec, cfg: &SimConfig) -> Result<Engine, SimError> {
+    fn new(jobs: &JobFile, spec: &DeviceSpec, cfg: &RunConfig) -> Result<Engine, SimError> {
         let device = spec.build()?;
         let limits = device.limits();
         let mut qcfg = QueueConfig::for_depth(limits, device.queue_depth());

@@ -11,8 +11,8 @@
 //! and fio too counts only a job's own thread), and the whole process's
 //! (io_uring workers included) under `elevator.cpu`.
 
-use elevator_sim::job::JobFile;
-use elevator_sim::result::{DirStats, RunResult, Summary};
+use crate::job::JobFile;
+use crate::result::{DirStats, RunResult, Summary};
 use serde_json::{Map, Value, json};
 
 use super::{PERCENTILES, rate, stanzas};

@@ -2,11 +2,11 @@
 
 use std::fmt::Write;
 
-use elevator_sim::result::RunResult;
+use elevator_fio::result::RunResult;
 use serde_json::{Value, json};
 
-use super::rate;
-use super::text::{iec, iops};
+use elevator_fio::report::rate;
+use elevator_fio::report::text::{iec, iops};
 
 /// Totals of one run, for a row of the comparison.
 pub struct Row<'a> {
@@ -56,7 +56,7 @@ fn ms(ns: f64) -> String {
 pub fn render(job: &str, device: &str, runs: &[RunResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{job} on {device}\n");
-    if let Some(note) = runs.first().and_then(super::no_time_note) {
+    if let Some(note) = runs.first().and_then(elevator_fio::report::no_time_note) {
         let _ = writeln!(out, "note: {note}\n");
     }
     let _ = writeln!(

@@ -1,6 +1,6 @@
 //! fio job files: `JobFile::parse` on good and bad input.
 
-use elevator_sim::job::{Amount, FileService, JobError, JobFile, JobSpec, RwMode};
+use elevator_fio::job::{Amount, FileService, JobError, JobFile, JobSpec, RwMode};
 
 const FILE: &str = "t.fio";
 

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use elevator_sim::job::JobFile;
-use elevator_sim::result::{DirStats, RunResult, Summary};
+use crate::job::JobFile;
+use crate::result::{DirStats, RunResult, Summary};
 
 use super::{PERCENTILES, groups, rate, stanzas};
 

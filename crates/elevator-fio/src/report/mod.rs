@@ -1,16 +1,15 @@
-//! Reports of a simulated run: fio's text (`text.rs`), fio's JSON
-//! (`json.rs`), and side-by-side comparisons (`compare.rs`).
+//! Reports of a run, simulated or real: fio's text ([`text`]) and fio's JSON
+//! ([`json`]).
 //!
 //! Reporting follows fio: a job stanza per job clone, or one per group when
 //! its jobs set `group_reporting`; then a "Run status group" line per group;
 //! then disk statistics, and elevator's own figures for the queue.
 
-pub mod compare;
 pub mod json;
 pub mod text;
 
-use elevator_sim::job::JobFile;
-use elevator_sim::result::{DirStats, JobResult, RunResult};
+use crate::job::JobFile;
+use crate::result::{DirStats, JobResult, RunResult};
 
 /// fio's default completion-latency percentiles.
 pub const PERCENTILES: [f64; 17] = [

@@ -1,0 +1,27 @@
+//! elevator-fio: fio's language, for every engine of elevator.
+//!
+//! What the simulator, the real-time engine and the NBD server share about
+//! workloads, so that none of them depends on another for it:
+//!
+//! - [`job`]: fio job files as data (the parser, its errors and warnings).
+//! - [`workload`]: jobs as workers that generate fio's I/O patterns, with
+//!   their files laid out on a device, and [`rng`], their seeded random
+//!   streams.
+//! - [`RunConfig`] (scheduler, tunables, seed) and [`Progress`]: what an
+//!   engine is given and what it reports while it runs.
+//! - [`result`]: what a run produced; [`report`]: fio's text and JSON
+//!   output of it.
+//!
+//! Pure: no clock, no I/O. Time is a number an engine passes in.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod job;
+pub mod report;
+pub mod result;
+pub mod rng;
+mod run;
+pub mod workload;
+
+pub use run::{Progress, RunConfig};

@@ -16,7 +16,7 @@ use elevator_core::{Histogram, Nanos};
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
 use elevator_fio::result::RunResult;
-use elevator_sim::device::DeviceSpec;
+use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run as simulate;
 use serde::Serialize;
 
@@ -271,7 +271,7 @@ pub fn run(args: &Args) -> Result<()> {
                 j.thinktime_blocks = 4;
             }
         }
-        let device = DeviceSpec::parse(sc.device)?;
+        let device = ModelSpec::parse(sc.device)?;
         let mut rows = Vec::new();
         for v in &VARIANTS {
             if progress {

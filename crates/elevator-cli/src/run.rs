@@ -12,7 +12,7 @@ use elevator_fio::job::JobFile;
 use elevator_fio::result::RunResult;
 use elevator_fio::{Progress, RunConfig};
 use elevator_io::RealSpec;
-use elevator_sim::device::{DeviceSpec, presets};
+use elevator_sim::device::{ModelSpec, presets};
 use elevator_sim::engine::run as simulate;
 
 use crate::cpu_time::thread_cpu_ns;
@@ -182,7 +182,7 @@ pub fn check_schedulers(
 /// Where a run goes: a model on the virtual clock or a real device.
 pub enum Target {
     /// A simulated device.
-    Sim(DeviceSpec),
+    Sim(ModelSpec),
     /// A file, block device or memory, on the real clock.
     Real(RealSpec),
 }
@@ -192,7 +192,7 @@ pub fn target(spec: &str) -> Result<Target> {
     if RealSpec::is_real(spec) {
         Ok(Target::Real(RealSpec::parse(spec)?))
     } else {
-        Ok(Target::Sim(DeviceSpec::parse(spec)?))
+        Ok(Target::Sim(ModelSpec::parse(spec)?))
     }
 }
 
@@ -384,9 +384,9 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
 /// Run `elevator devices`.
 pub fn devices() -> Result<()> {
     for (name, what) in presets() {
-        let spec = DeviceSpec::preset(name)?;
+        let spec = ModelSpec::preset(name)?;
         println!("{name}: {what}");
-        if let DeviceSpec::Raid0(p) = &spec {
+        if let ModelSpec::Raid0(p) = &spec {
             println!("    {:<20} {:<16} members' preset", "member", p.member);
         }
         for p in spec.params() {

@@ -18,7 +18,7 @@
 use elevator_core::Device;
 use elevator_io::spec::RealDevice;
 use elevator_io::{Engine, EngineConfig, EngineError, PacedDevice, RealSpec};
-use elevator_sim::device::{DeviceSpec, ParamError};
+use elevator_sim::device::{ModelSpec, ParamError};
 use thiserror::Error;
 
 use crate::pool::Buf;
@@ -45,7 +45,7 @@ pub enum DeviceChoice {
     /// `file:` or `mem:`.
     Real(RealSpec),
     /// A model, paced by the real clock.
-    Sim(DeviceSpec),
+    Sim(ModelSpec),
 }
 
 /// An export that cannot be had.
@@ -102,11 +102,11 @@ impl ExportSpec {
         let mut sim = if real {
             None
         } else {
-            Some(DeviceSpec::preset(head).map_err(|e| bad(e.to_string()))?)
+            Some(ModelSpec::preset(head).map_err(|e| bad(e.to_string()))?)
         };
         let mut spec = ExportSpec {
             name,
-            device: DeviceChoice::Sim(DeviceSpec::preset("null").map_err(|e| bad(e.to_string()))?),
+            device: DeviceChoice::Sim(ModelSpec::preset("null").map_err(|e| bad(e.to_string()))?),
             scheduler: "mq-deadline".into(),
             tunables: Vec::new(),
             read_only: false,

@@ -5,7 +5,7 @@
 use elevator_fio::RunConfig;
 use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
 use elevator_fio::result::{READ, RunResult};
-use elevator_sim::device::DeviceSpec;
+use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run;
 
 const GIB: u64 = 1 << 30;
@@ -40,7 +40,7 @@ fn two_readers(bs: u64, sched: &str, tunables: &[(&str, &str)]) -> RunResult {
     };
     run(
         &jobs,
-        &DeviceSpec::parse("hdd-7200").unwrap(),
+        &ModelSpec::parse("hdd-7200").unwrap(),
         &cfg,
         &mut |_| {},
     )

@@ -4,7 +4,7 @@
 use elevator_fio::RunConfig;
 use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
 use elevator_fio::result::READ;
-use elevator_sim::device::DeviceSpec;
+use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run;
 
 fn reader(name: &str) -> JobSpec {
@@ -35,7 +35,7 @@ fn two_equal_sequential_readers_share_the_disk() {
             tunables,
             seed: 0,
         };
-        let dev = DeviceSpec::parse("hdd-7200").unwrap();
+        let dev = ModelSpec::parse("hdd-7200").unwrap();
         let r = run(&jobs, &dev, &cfg, &mut |_| {}).unwrap();
         let a = r.jobs[0].dirs[READ].bytes as f64;
         let b = r.jobs[1].dirs[READ].bytes as f64;

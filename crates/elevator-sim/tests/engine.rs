@@ -5,7 +5,7 @@
 use elevator_fio::RunConfig;
 use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
 use elevator_fio::result::{READ, RunResult, WRITE};
-use elevator_sim::device::DeviceSpec;
+use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run;
 
 fn file(jobs: Vec<JobSpec>) -> JobFile {
@@ -31,7 +31,7 @@ fn sim(jobs: &JobFile, dev: &str, sched: &str) -> RunResult {
         scheduler: sched.into(),
         ..RunConfig::default()
     };
-    run(jobs, &DeviceSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
+    run(jobs, &ModelSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
 }
 
 #[test]
@@ -118,7 +118,7 @@ fn time_standing_still_is_an_error_not_a_hang() {
     j.time_based = true;
     j.runtime = Some(1_000_000_000);
     let cfg = RunConfig::default();
-    let dev = DeviceSpec::parse("null").unwrap();
+    let dev = ModelSpec::parse("null").unwrap();
     let e = run(&file(vec![j]), &dev, &cfg, &mut |_| {})
         .unwrap_err()
         .to_string();
@@ -129,7 +129,7 @@ fn time_standing_still_is_an_error_not_a_hang() {
         run(&file(vec![many]), &dev, &cfg, &mut |_| {}).unwrap().ios,
         2 << 20
     );
-    let dev = DeviceSpec::parse("null,latency=1").unwrap();
+    let dev = ModelSpec::parse("null,latency=1").unwrap();
     let mut j = job("timed", RwMode::RandRead, 1 << 20, 4);
     j.time_based = true;
     j.runtime = Some(10_000_000);

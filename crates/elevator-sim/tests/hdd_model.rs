@@ -4,7 +4,7 @@
 //! offsets from fixed seeds: these are model tests, not timing tests.
 
 use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome};
-use elevator_sim::device::{DeviceSpec, Hdd, HddParams, ParamError};
+use elevator_sim::device::{Hdd, HddParams, ModelSpec, ParamError};
 
 const MS: Nanos = 1_000_000;
 
@@ -126,7 +126,7 @@ fn presets_build_with_their_figures() {
             d.describe()
         );
         // Through the registry too.
-        let spec = DeviceSpec::parse(name).expect("spec");
+        let spec = ModelSpec::parse(name).expect("spec");
         assert_eq!(spec.model(), "hdd");
         assert!(spec.build().is_ok());
     }
@@ -148,7 +148,7 @@ fn every_parameter_lists_and_sets_by_name() {
             .unwrap_or_else(|e| panic!("{}: {e}", v.name));
         assert_eq!(q, p, "setting {} to its own value changes nothing", v.name);
     }
-    let d = DeviceSpec::parse("hdd-7200,rpm=5400,ncq=0,write_cache=off").expect("overrides");
+    let d = ModelSpec::parse("hdd-7200,rpm=5400,ncq=0,write_cache=off").expect("overrides");
     let dev = d.build().unwrap();
     assert_eq!(dev.queue_depth(), 1);
     assert!(dev.describe().contains("5400 rpm") && dev.describe().contains("FIFO"));
@@ -237,7 +237,7 @@ fn bad_parameters_are_refused_clearly() {
     let d = Hdd::new(&p).unwrap();
     assert!(d.limits().capacity > 400_000_000);
     // Through the registry the error names the spec.
-    let err = DeviceSpec::parse("hdd-7200,seek_avg=20")
+    let err = ModelSpec::parse("hdd-7200,seek_avg=20")
         .unwrap_err()
         .to_string();
     assert!(

@@ -5,7 +5,7 @@
 use elevator_fio::RunConfig;
 use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
 use elevator_fio::result::{READ, RunResult, WRITE};
-use elevator_sim::device::DeviceSpec;
+use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run;
 
 fn file(jobs: Vec<JobSpec>) -> JobFile {
@@ -35,7 +35,7 @@ fn sim(jobs: &JobFile, dev: &str, tunables: &[(&str, &str)]) -> RunResult {
             .collect(),
         ..RunConfig::default()
     };
-    run(jobs, &DeviceSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
+    run(jobs, &ModelSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
 }
 
 fn mixed() -> JobFile {
@@ -83,7 +83,7 @@ fn tunables_by_name() {
         tunables: vec![("read_lat_nsec".into(), "0".into())],
         ..RunConfig::default()
     };
-    let dev = DeviceSpec::parse("ssd-sata").unwrap();
+    let dev = ModelSpec::parse("ssd-sata").unwrap();
     let e = run(&jobs, &dev, &cfg, &mut |_| {}).unwrap_err().to_string();
     assert!(e.contains("read_lat_nsec"), "{e}");
 }

@@ -6,7 +6,7 @@
 use elevator_fio::RunConfig;
 use elevator_fio::job::{JobFile, JobSpec, RwMode};
 use elevator_fio::result::{READ, RunResult};
-use elevator_sim::device::DeviceSpec;
+use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run;
 
 /// `n` equal time-based random readers, 4 KiB at iodepth 64, for 5 ms.
@@ -38,7 +38,7 @@ fn sim(jobs: &JobFile, dev: &str, sched: &str, nr_requests: u32) -> RunResult {
         tunables: vec![("nr_requests".into(), nr_requests.to_string())],
         ..RunConfig::default()
     };
-    run(jobs, &DeviceSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
+    run(jobs, &ModelSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
 }
 
 /// Each job's share of the I/Os, in percent.

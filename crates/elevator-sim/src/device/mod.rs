@@ -60,7 +60,7 @@ pub enum SpecError {
 
 /// A model with its parameters, ready to build.
 #[derive(Clone, Debug, PartialEq)]
-pub enum DeviceSpec {
+pub enum ModelSpec {
     /// A null device.
     Null(NullParams),
     /// A flash SSD.
@@ -80,20 +80,20 @@ pub fn presets() -> Vec<(&'static str, &'static str)> {
     v
 }
 
-impl DeviceSpec {
+impl ModelSpec {
     /// The preset called `name`, with its default parameters.
-    pub fn preset(name: &str) -> Result<DeviceSpec, SpecError> {
+    pub fn preset(name: &str) -> Result<ModelSpec, SpecError> {
         if name == NullParams::PRESET.0 {
-            return Ok(DeviceSpec::Null(NullParams::default()));
+            return Ok(ModelSpec::Null(NullParams::default()));
         }
         if let Some(p) = SsdParams::preset(name) {
-            return Ok(DeviceSpec::Ssd(p));
+            return Ok(ModelSpec::Ssd(p));
         }
         if let Some(p) = HddParams::preset(name) {
-            return Ok(DeviceSpec::Hdd(p));
+            return Ok(ModelSpec::Hdd(p));
         }
         if let Some(p) = Raid0Params::preset(name) {
-            return Ok(DeviceSpec::Raid0(p));
+            return Ok(ModelSpec::Raid0(p));
         }
         let names: Vec<&str> = presets().iter().map(|(n, _)| *n).collect();
         let close: Vec<&str> = names
@@ -113,10 +113,10 @@ impl DeviceSpec {
     }
 
     /// Parse `PRESET[,name=value]...`, e.g. `hdd-7200,rpm=5400`.
-    pub fn parse(spec: &str) -> Result<DeviceSpec, SpecError> {
+    pub fn parse(spec: &str) -> Result<ModelSpec, SpecError> {
         let mut parts = spec.split(',').map(str::trim);
         let name = parts.next().unwrap_or_default();
-        let mut dev = DeviceSpec::preset(name)?;
+        let mut dev = ModelSpec::preset(name)?;
         for part in parts {
             let Some((k, v)) = part.split_once('=') else {
                 return Err(SpecError::Malformed {
@@ -140,10 +140,10 @@ impl DeviceSpec {
     /// Set a parameter by name from text.
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
         match self {
-            DeviceSpec::Null(p) => p.set(name, text),
-            DeviceSpec::Ssd(p) => p.set(name, text),
-            DeviceSpec::Hdd(p) => p.set(name, text),
-            DeviceSpec::Raid0(p) => p.set(name, text),
+            ModelSpec::Null(p) => p.set(name, text),
+            ModelSpec::Ssd(p) => p.set(name, text),
+            ModelSpec::Hdd(p) => p.set(name, text),
+            ModelSpec::Raid0(p) => p.set(name, text),
         }
     }
 
@@ -155,30 +155,30 @@ impl DeviceSpec {
     /// The parameters and their values.
     pub fn params(&self) -> Vec<ParamValue> {
         match self {
-            DeviceSpec::Null(p) => p.list(),
-            DeviceSpec::Ssd(p) => p.list(),
-            DeviceSpec::Hdd(p) => p.list(),
-            DeviceSpec::Raid0(p) => p.list(),
+            ModelSpec::Null(p) => p.list(),
+            ModelSpec::Ssd(p) => p.list(),
+            ModelSpec::Hdd(p) => p.list(),
+            ModelSpec::Raid0(p) => p.list(),
         }
     }
 
     /// The model's name (`null`, `ssd`, `hdd`, `raid0`).
     pub fn model(&self) -> &'static str {
         match self {
-            DeviceSpec::Null(_) => NullParams::MODEL,
-            DeviceSpec::Ssd(_) => SsdParams::MODEL,
-            DeviceSpec::Hdd(_) => HddParams::MODEL,
-            DeviceSpec::Raid0(_) => Raid0Params::MODEL,
+            ModelSpec::Null(_) => NullParams::MODEL,
+            ModelSpec::Ssd(_) => SsdParams::MODEL,
+            ModelSpec::Hdd(_) => HddParams::MODEL,
+            ModelSpec::Raid0(_) => Raid0Params::MODEL,
         }
     }
 
     /// Build the device.
     pub fn build(&self) -> Result<Box<dyn Device>, ParamError> {
         Ok(match self {
-            DeviceSpec::Null(p) => Box::new(NullDevice::new(p)?),
-            DeviceSpec::Ssd(p) => Box::new(Ssd::new(p)?),
-            DeviceSpec::Hdd(p) => Box::new(Hdd::new(p)?),
-            DeviceSpec::Raid0(p) => Box::new(Raid0::new(p)?),
+            ModelSpec::Null(p) => Box::new(NullDevice::new(p)?),
+            ModelSpec::Ssd(p) => Box::new(Ssd::new(p)?),
+            ModelSpec::Hdd(p) => Box::new(Hdd::new(p)?),
+            ModelSpec::Raid0(p) => Box::new(Raid0::new(p)?),
         })
     }
 }

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
 
-use super::DeviceSpec;
+use super::ModelSpec;
 use super::null::{checked_limits, unknown};
 use super::param::{ParamError, ParamUnit, ParamValue, parse_param};
 
@@ -176,13 +176,13 @@ impl Raid0 {
                 "a power of two from 4 KiB to 1 GiB",
             ));
         }
-        let spec = DeviceSpec::preset(&p.member).map_err(|e| ParamError::BadValue {
+        let spec = ModelSpec::preset(&p.member).map_err(|e| ParamError::BadValue {
             model: Raid0Params::MODEL,
             name: "member".into(),
             text: p.member.clone(),
             why: e.to_string(),
         })?;
-        if matches!(spec, DeviceSpec::Raid0(_)) {
+        if matches!(spec, ModelSpec::Raid0(_)) {
             return Err(ParamError::BadValue {
                 model: Raid0Params::MODEL,
                 name: "member".into(),

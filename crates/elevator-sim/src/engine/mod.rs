@@ -32,7 +32,7 @@ use elevator_fio::result::RunResult;
 use elevator_fio::workload::{self, State, Worker};
 use elevator_fio::{Progress, RunConfig};
 
-use crate::device::{DeviceSpec, ParamError};
+use crate::device::{ModelSpec, ParamError};
 
 /// Why a run could not happen.
 #[derive(Debug, Error)]
@@ -120,7 +120,7 @@ const NO_IO: IoRecord = IoRecord {
 /// called now and then.
 pub fn run(
     jobs: &JobFile,
-    device: &DeviceSpec,
+    device: &ModelSpec,
     cfg: &RunConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunResult, SimError> {
@@ -160,7 +160,7 @@ struct Engine {
 }
 
 impl Engine {
-    fn new(jobs: &JobFile, spec: &DeviceSpec, cfg: &RunConfig) -> Result<Engine, SimError> {
+    fn new(jobs: &JobFile, spec: &ModelSpec, cfg: &RunConfig) -> Result<Engine, SimError> {
         let device = spec.build()?;
         let limits = device.limits();
         let mut qcfg = QueueConfig::for_depth(limits, device.queue_depth());

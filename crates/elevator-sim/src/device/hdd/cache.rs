@@ -1,26 +1,33 @@
-//! The caches: the write cache's dirty data (`Extent`, `Dirty`: admission,
-//! merging, cleaning, and the what-if check of `Dirty::fits_after`), reads
-//! served from cache (dirty data, the read segment, riding on read-ahead),
-//! admitting writes that waited for room, starting a destage, and
-//! read-ahead (`Ahead`).
+//! The caches. Owns the drive's buffer ([`Cache`]): the write cache's dirty
+//! data (`Extent`, `Dirty`: admission, merging, cleaning, the what-if check
+//! of `Dirty::fits_after`, and which extent to destage next), the read
+//! segment (the last media read and its read-ahead), where read-ahead would
+//! start, and read-ahead under way ([`Ahead`]: its progress, reads riding on
+//! it, stopping it). It answers whether a read is served from the cache, and
+//! is told when the media starts and ends an operation.
+//!
+//! It knows commands only by their sectors and uses only the arm
+//! (`mechanics`); the drive (`drive`) holds the commands, keeps the
+//! read-ahead under way as its current media operation, and completes
+//! what the cache serves.
 
 use elevator_core::Nanos;
 
 use super::NEVER;
-use super::drive::{Media, State};
 use super::geometry::{Geo, Loc};
+use super::mechanics::{Mechanics, Run, sweep};
 
 /// Dirty data in the write cache: `[lba, lba + n)`, with where it starts.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Extent {
-    pub(super) lba: u64,
+struct Extent {
+    lba: u64,
     n: u64,
-    pub(super) loc: Loc,
-    pub(super) phase: u32,
+    loc: Loc,
+    phase: u32,
 }
 
 impl Extent {
-    pub(super) fn new(g: &Geo, lba: u64, n: u64) -> Extent {
+    fn new(g: &Geo, lba: u64, n: u64) -> Extent {
         let loc = g.locate(lba);
         Extent {
             lba,
@@ -38,9 +45,9 @@ impl Extent {
 /// The write cache's dirty data: disjoint, non-adjacent extents sorted by
 /// LBA, and so by cylinder.
 #[derive(Debug)]
-pub(super) struct Dirty {
-    pub(super) ext: Vec<Extent>,
-    pub(super) sectors: u64,
+struct Dirty {
+    ext: Vec<Extent>,
+    sectors: u64,
 }
 
 impl Clone for Dirty {
@@ -78,7 +85,7 @@ impl Dirty {
 
     /// Whether writing `[lo, hi)` into the cache keeps it within its size
     /// and segments.
-    pub(super) fn fits(&self, g: &Geo, lo: u64, hi: u64) -> bool {
+    fn fits(&self, g: &Geo, lo: u64, hi: u64) -> bool {
         let (i0, i1, covered) = self.span(lo, hi);
         let segments = self.ext.len() - (i1 - i0) + 1;
         self.sectors + (hi - lo - covered) <= g.cache_sectors && segments <= g.cache_segments
@@ -86,7 +93,7 @@ impl Dirty {
 
     /// [`Dirty::fits`] as it will be once `[c0, c1)` is clean, without
     /// changing anything.
-    pub(super) fn fits_after(&self, g: &Geo, lo: u64, hi: u64, c0: u64, c1: u64) -> bool {
+    fn fits_after(&self, g: &Geo, lo: u64, hi: u64, c0: u64, c1: u64) -> bool {
         // The extents cleaning touches become at most two pieces.
         let j0 = self.ext.partition_point(|x| x.end() <= c0);
         let j1 = self.ext.partition_point(|x| x.lba < c1).max(j0);
@@ -130,7 +137,7 @@ impl Dirty {
     }
 
     /// Write `[lo, hi)` into the cache (merging with what it touches).
-    pub(super) fn add(&mut self, g: &Geo, lo: u64, hi: u64) {
+    fn add(&mut self, g: &Geo, lo: u64, hi: u64) {
         let (i0, i1, covered) = self.span(lo, hi);
         if i1 == i0 + 1 && covered == hi - lo {
             return;
@@ -159,7 +166,7 @@ impl Dirty {
     }
 
     /// `[c0, c1)` is on the media now.
-    pub(super) fn clean(&mut self, g: &Geo, c0: u64, c1: u64) {
+    fn clean(&mut self, g: &Geo, c0: u64, c1: u64) {
         let mut i = self.ext.partition_point(|x| x.end() <= c0);
         while let Some(&x) = self.ext.get(i) {
             if x.lba >= c1 {
@@ -189,42 +196,107 @@ impl Dirty {
     }
 }
 
-/// Read-ahead in progress.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Ahead {
-    pub(super) start: Nanos,
-    /// First sector read ahead, and when it starts under the head.
-    pub(super) lba0: u64,
-    pub(super) t0: Nanos,
-    /// Checkpoint: a sector, when the sector before it has been read, and
-    /// when it starts under the head.
-    pub(super) ck_lba: u64,
-    ck_end: Nanos,
-    pub(super) ck_t: Nanos,
-    /// Where it stops unless stretched.
-    pub(super) target: u64,
-    pub(super) end: Nanos,
-    /// Latest data time of a read riding on it.
-    pub(super) rider_end: Nanos,
-    /// Set when stopped early: the first sector not read.
-    pub(super) stop: Option<u64>,
+/// The drive's buffer: dirty data, the read segment, where read-ahead would
+/// start.
+#[derive(Debug)]
+pub(super) struct Cache {
+    dirty: Dirty,
+    /// The read segment, `[start, end)`.
+    buf: (u64, u64),
+    /// Where read-ahead would start after the last media read.
+    ra_from: Option<u64>,
 }
 
-impl State {
-    pub(super) fn classify_read(&mut self, g: &Geo, s: u32, t: Nanos) {
-        let sl = self.slots[s as usize];
-        let (lo, hi) = (sl.lba, sl.lba + sl.n);
-        if self.dirty.covers(lo, hi) {
-            self.via_interface(g, s, t);
-            return;
+impl Clone for Cache {
+    fn clone(&self) -> Cache {
+        Cache {
+            dirty: self.dirty.clone(),
+            buf: self.buf,
+            ra_from: self.ra_from,
         }
-        if let Media::Ahead(mut ra) = self.media {
+    }
+
+    /// Field by field, reusing the allocations.
+    fn clone_from(&mut self, o: &Cache) {
+        self.dirty.clone_from(&o.dirty);
+        self.buf = o.buf;
+        self.ra_from = o.ra_from;
+    }
+}
+
+/// Where a read's data comes from.
+pub(super) enum ReadFrom {
+    /// The cache: complete through the interface.
+    Cache,
+    /// The read-ahead under way, which has read it by this time.
+    Ahead(Nanos),
+    /// The media: queue it.
+    Media,
+}
+
+impl Cache {
+    /// Empty, with room for `segments` dirty extents.
+    pub(super) fn new(segments: usize) -> Cache {
+        Cache {
+            dirty: Dirty {
+                ext: Vec::with_capacity(segments + 1),
+                sectors: 0,
+            },
+            buf: (0, 0),
+            ra_from: None,
+        }
+    }
+
+    /// Whether there is no dirty data.
+    #[inline]
+    pub(super) fn is_clean(&self) -> bool {
+        self.dirty.ext.is_empty()
+    }
+
+    /// Dirty sectors and extents.
+    #[inline]
+    pub(super) fn dirt(&self) -> (u64, u64) {
+        (self.dirty.sectors, self.dirty.ext.len() as u64)
+    }
+
+    /// Take a write of `[lo, hi)` into the write cache if it fits; whether
+    /// it did.
+    #[inline]
+    pub(super) fn admit(&mut self, g: &Geo, lo: u64, hi: u64) -> bool {
+        if !self.dirty.fits(g, lo, hi) {
+            return false;
+        }
+        self.dirty.add(g, lo, hi);
+        true
+    }
+
+    /// Whether a write of `[lo, hi)` would fit once `[c0, c1)` is clean,
+    /// without changing anything.
+    #[inline]
+    pub(super) fn fits_after(&self, g: &Geo, lo: u64, hi: u64, c0: u64, c1: u64) -> bool {
+        self.dirty.fits_after(g, lo, hi, c0, c1)
+    }
+
+    /// Where a read of `[lo, hi)` arriving at `t` is served from, with
+    /// `ahead` the read-ahead under way, if any (stretched if the read
+    /// rides on it).
+    pub(super) fn read(
+        &self,
+        g: &Geo,
+        ahead: Option<&mut Ahead>,
+        lo: u64,
+        hi: u64,
+        t: Nanos,
+    ) -> ReadFrom {
+        if self.dirty.covers(lo, hi) {
+            return ReadFrom::Cache;
+        }
+        if let Some(ra) = ahead {
             let limit = ra.stop.unwrap_or(NEVER);
             if lo >= self.buf.0 && lo <= ra.target && hi <= limit {
-                let te = ra_time_at(g, &ra, hi);
+                let te = ra_time_at(g, ra, hi);
                 if te <= t {
-                    self.via_interface(g, s, t);
-                    return;
+                    return ReadFrom::Cache;
                 }
                 if hi > ra.target {
                     ra.target = (hi + g.read_ahead).min(g.capacity);
@@ -238,61 +310,144 @@ impl State {
                     ra.ck_t = x.next_t;
                 }
                 ra.rider_end = ra.rider_end.max(te);
-                self.media = Media::Ahead(ra);
-                self.push_timed(s, te.max(sl.ready));
-                return;
+                return ReadFrom::Ahead(te);
             }
         } else if self.buf.0 <= lo && hi <= self.buf.1 {
-            self.via_interface(g, s, t);
-            return;
+            return ReadFrom::Cache;
         }
-        self.queue_media(g, s, false);
+        ReadFrom::Media
     }
 
-    pub(super) fn accept_waiting(&mut self, g: &Geo, t: Nanos) {
-        while let Some(&s) = self.waiting.first() {
-            let sl = self.slots[s as usize];
-            let (lo, hi) = (sl.lba, sl.lba + sl.n);
-            if !self.dirty.fits(g, lo, hi) {
-                break;
-            }
-            self.dirty.add(g, lo, hi);
-            self.waiting.remove(0);
-            self.via_interface(g, s, t);
-        }
+    /// The dirty extent with the shortest positioning time from the head
+    /// at `t`, if it beats `best` (ties: queued commands first, then the
+    /// lower LBA): its `(cost, tie-break)` and index.
+    pub(super) fn best_dirty(
+        &self,
+        g: &Geo,
+        m: &Mechanics,
+        t: Nanos,
+        best: (u64, u64),
+    ) -> ((u64, u64), Option<usize>) {
+        let phase0 = t % g.rev;
+        let ext = &self.dirty.ext;
+        let (best, j) = sweep(
+            g,
+            m.cyl(),
+            ext,
+            |x| x.loc.cyl,
+            |x, seek| {
+                let c = m.cost(g, t, phase0, seek, x.loc.head, x.phase, true, 0);
+                (c, (1 << 63) | x.lba)
+            },
+            best,
+        );
+        (best, (j != usize::MAX).then_some(j))
     }
 
-    /// Destage (the start of) dirty extent `j`, whose first sector comes
-    /// under the head `cost` after `t`.
-    pub(super) fn start_destage(&mut self, g: &Geo, t: Nanos, j: usize, cost: u64) {
-        let Some(&x) = self.dirty.ext.get(j) else {
-            return;
-        };
-        let n = x.n.min(g.chunk);
-        let t1 = t + cost;
-        let tr = g.transfer(x.loc, n, t1);
-        if x.lba < self.buf.1 && self.buf.0 < x.lba + n {
+    /// The media starts on `[lo, hi)` (a write, or a read): a write makes
+    /// an overlapping read segment stale, and read-ahead no longer follows
+    /// the last read.
+    #[inline]
+    pub(super) fn media_starts(&mut self, write: bool, lo: u64, hi: u64) {
+        if write && lo < self.buf.1 && self.buf.0 < hi {
             self.buf = (0, 0);
         }
-        self.media = Media::Destage {
-            lba: x.lba,
-            n,
-            end: tr.end,
-            pos: t1 - t + tr.gaps,
-            xfer: tr.end - t1 - tr.gaps,
-            cyl: tr.cyl,
-            head: tr.head,
-        };
         self.ra_from = None;
     }
 
-    pub(super) fn start_ahead(&mut self, g: &Geo, t: Nanos, from: u64) {
+    /// Start destaging (the start of) dirty extent `j`, whose first sector
+    /// comes under the head `cost` after `t`: its sectors and timing.
+    pub(super) fn destage(
+        &mut self,
+        g: &Geo,
+        t: Nanos,
+        j: usize,
+        cost: u64,
+    ) -> Option<(u64, u64, Run)> {
+        let &x = self.dirty.ext.get(j)?;
+        let n = x.n.min(g.chunk);
+        let run = Run::new(g, x.loc, n, t, t + cost);
+        self.media_starts(true, x.lba, x.lba + n);
+        Some((x.lba, n, run))
+    }
+
+    /// A destage of `[lo, hi)` has ended: it is clean.
+    #[inline]
+    pub(super) fn destaged(&mut self, g: &Geo, lo: u64, hi: u64) {
+        self.dirty.clean(g, lo, hi);
+    }
+
+    /// A media read of `[lo, hi)` has ended: it is the read segment, and
+    /// read-ahead would continue it.
+    #[inline]
+    pub(super) fn read_done(&mut self, lo: u64, hi: u64) {
+        self.buf = (lo, hi);
+        self.ra_from = Some(hi);
+    }
+
+    /// Where to read ahead now that the media is free, if anywhere (asked
+    /// once: the answer is used up).
+    #[inline]
+    pub(super) fn read_ahead_from(&mut self, g: &Geo) -> Option<u64> {
+        let from = self.ra_from.take()?;
+        (g.read_ahead > 0 && from < g.capacity).then_some(from)
+    }
+
+    /// Read-ahead `ra` has ended at `t`: the read segment grows by what it
+    /// read; its timing.
+    pub(super) fn ahead_done(&mut self, g: &Geo, ra: &Ahead, t: Nanos) -> Run {
+        let reached = ra.stop.unwrap_or(ra.target);
+        let last = if reached > ra.lba0 {
+            reached - 1
+        } else {
+            ra.lba0
+        };
+        let loc = g.locate(last.min(g.capacity - 1));
+        let t0 = ra.t0.min(t);
+        if self.buf.1 == ra.lba0 {
+            self.buf.1 = reached;
+        } else {
+            self.buf = (ra.lba0, reached);
+        }
+        Run {
+            end: t,
+            pos: t0 - ra.start.min(t0),
+            xfer: t - t0,
+            cyl: loc.cyl,
+            head: loc.head,
+        }
+    }
+}
+
+/// Read-ahead in progress.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ahead {
+    start: Nanos,
+    /// First sector read ahead, and when it starts under the head.
+    lba0: u64,
+    t0: Nanos,
+    /// Checkpoint: a sector, when the sector before it has been read, and
+    /// when it starts under the head.
+    ck_lba: u64,
+    ck_end: Nanos,
+    ck_t: Nanos,
+    /// Where it stops unless stretched.
+    target: u64,
+    end: Nanos,
+    /// Latest data time of a read riding on it.
+    rider_end: Nanos,
+    /// Set when stopped early: the first sector not read.
+    stop: Option<u64>,
+}
+
+impl Ahead {
+    /// Read ahead from `from`, the heads where `m` says, starting at `t`.
+    pub(super) fn start(g: &Geo, m: &Mechanics, t: Nanos, from: u64) -> Ahead {
         let loc = g.locate(from);
-        let arr = t + u64::from(g.lead(self.cyl, self.head, loc.cyl, loc.head, false));
-        let t0 = arr + g.wait_at(g.phase(&loc), arr);
+        let t0 = m.read_start(g, t, &loc);
         let target = (from + g.read_ahead).min(g.capacity);
         let end = g.transfer(loc, target - from, t0).end;
-        self.media = Media::Ahead(Ahead {
+        Ahead {
             start: t,
             lba0: from,
             t0,
@@ -303,12 +458,38 @@ impl State {
             end,
             rider_end: 0,
             stop: None,
-        });
+        }
+    }
+
+    /// When it ends.
+    #[inline]
+    pub(super) fn end(&self) -> Nanos {
+        self.end
+    }
+
+    /// Whether it has been stopped early.
+    #[inline]
+    pub(super) fn stopping(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    /// The media is needed from `t`: stop once the riders' data is read.
+    pub(super) fn stop_at(&mut self, g: &Geo, t: Nanos) {
+        // Riders' data is read by `end`, and the checkpoint is the end of
+        // the last rider (or the start).
+        let end = t.max(self.rider_end);
+        let stop = if end >= self.ck_t {
+            g.reached(self.ck_lba, self.ck_t, end, self.target)
+        } else {
+            self.ck_lba.min(self.target)
+        };
+        self.stop = Some(stop);
+        self.end = end;
     }
 }
 
 /// When a read-ahead has read every sector before `hi`.
-pub(super) fn ra_time_at(g: &Geo, ra: &Ahead, hi: u64) -> Nanos {
+fn ra_time_at(g: &Geo, ra: &Ahead, hi: u64) -> Nanos {
     if hi <= ra.lba0 {
         return 0;
     }

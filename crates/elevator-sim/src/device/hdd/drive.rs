@@ -1,18 +1,29 @@
-//! The drive's `State`: command slots, the event loop on the virtual clock
-//! (`advance`, `step`), completions, flush barriers, routing each command
-//! (`classify`), deciding the next media operation and ending one (`Media`).
+//! The drive. Owns the commands (`Slot`s by slot number, free slots, their
+//! sequence numbers), where each outstanding command is (held behind a flush
+//! barrier, the barrier, waiting for room in the write cache, completing at
+//! a known time, done), the interface (one transfer at a time), the current
+//! media operation ([`Media`]), busy time and statistics, and the parts
+//! below: the heads ([`Mechanics`]), the command queue ([`Queue`]) and the
+//! caches ([`Cache`]), in [`State`]. It runs the event loop on the virtual
+//! clock (`advance`, `step`), routes each command (`classify`), picks the
+//! next media operation (`decide`, `choose`: queued commands against
+//! destaging) and ends one (`end_media`), and answers when the next
+//! completion will be (`predict`).
+//!
+//! Dependencies point one way: `drive` uses `queue`, `cache` and
+//! `mechanics`; `queue` and `cache` use `mechanics` (not each other);
+//! `mechanics` uses only the geometry and timing.
 
-use std::collections::VecDeque;
-
-use elevator_core::{BioFlags, DeviceStats, Nanos, Op};
+use elevator_core::{BioFlags, DeviceIo, DeviceStats, Nanos, Op};
 
 use super::NEVER;
-use super::cache::{Ahead, Dirty};
+use super::cache::{Ahead, Cache, ReadFrom};
 use super::geometry::{Geo, Loc};
-use super::queue::{Pick, QEnt};
+use super::mechanics::{Mechanics, Run};
+use super::queue::Queue;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum SlotState {
+enum SlotState {
     Free,
     /// Submitted behind a flush barrier.
     Held,
@@ -29,22 +40,22 @@ pub(super) enum SlotState {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Slot {
-    pub(super) tag: u32,
-    pub(super) op: Op,
-    pub(super) flags: BioFlags,
-    pub(super) lba: u64,
-    pub(super) n: u64,
-    pub(super) seq: u64,
-    pub(super) arrival: Nanos,
-    pub(super) ready: Nanos,
-    pub(super) state: SlotState,
-    pub(super) preflush: bool,
-    pub(super) loc: Loc,
+struct Slot {
+    tag: u32,
+    op: Op,
+    flags: BioFlags,
+    lba: u64,
+    n: u64,
+    seq: u64,
+    arrival: Nanos,
+    ready: Nanos,
+    state: SlotState,
+    preflush: bool,
+    loc: Loc,
 }
 
 impl Slot {
-    pub(super) const FREE: Slot = Slot {
+    const FREE: Slot = Slot {
         tag: 0,
         op: Op::Read,
         flags: BioFlags::NONE,
@@ -67,70 +78,68 @@ impl Slot {
 
 /// A completion at a known time.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Timed {
-    pub(super) t: Nanos,
+struct Timed {
+    t: Nanos,
     seq: u64,
     slot: u32,
 }
 
+/// What the media is doing.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Media {
+enum Media {
     Idle,
+    /// Serving the command in `slot`.
     Req {
         slot: u32,
-        end: Nanos,
-        pos: u64,
-        xfer: u64,
-        cyl: u32,
-        head: u32,
+        run: Run,
     },
+    /// Writing dirty data `[lba, lba + n)` back.
     Destage {
         lba: u64,
         n: u64,
-        end: Nanos,
-        pos: u64,
-        xfer: u64,
-        cyl: u32,
-        head: u32,
+        run: Run,
     },
+    /// Reading ahead.
     Ahead(Ahead),
 }
 
+/// What to do next on the media.
+enum Pick {
+    None,
+    /// Serve the queued command at this index of the queue; its
+    /// positioning cost.
+    Queued(usize, u64),
+    /// Destage this dirty extent; its positioning cost.
+    Dirty(usize, u64),
+}
+
+/// The last answer of the writes-waiting fast path of [`State::predict`]:
+/// what it depends on, and whether the first waiting write fits.
+pub(super) type FitsMemo = Option<([u64; 6], bool)>;
+
 #[derive(Debug)]
 pub(super) struct State {
-    pub(super) slots: Vec<Slot>,
-    pub(super) free: Vec<u32>,
-    /// Commands queued for the media as `cylinder << 32 | slot`, sorted.
-    pub(super) by_cyl: Vec<u64>,
-    /// Their details, by slot.
-    pub(super) qent: Vec<QEnt>,
-    /// The same commands in arrival order, `(seq, slot)`. Entries of
-    /// commands that have left the queue are dropped when they reach the
-    /// front (which is therefore always a queued command) or on compaction.
-    pub(super) fifo: VecDeque<(u64, u32)>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
     /// Cached writes waiting for room, in arrival order.
-    pub(super) waiting: Vec<u32>,
+    waiting: Vec<u32>,
     /// Commands held behind a barrier, in arrival order.
     held: Vec<u32>,
     /// Completions at known times, latest first.
-    pub(super) timed: Vec<Timed>,
+    timed: Vec<Timed>,
     /// Completed and not yet reported, in completion order.
-    pub(super) done: Vec<(Nanos, u32)>,
-    pub(super) dirty: Dirty,
-    pub(super) barrier: Option<u32>,
-    pub(super) media: Media,
-    pub(super) cyl: u32,
-    pub(super) head: u32,
-    /// The read segment, `[start, end)`.
-    pub(super) buf: (u64, u64),
-    /// Where read-ahead would start after the last media read.
-    pub(super) ra_from: Option<u64>,
-    pub(super) iface_free: Nanos,
-    pub(super) seq: u64,
-    pub(super) clock: Nanos,
-    pub(super) inflight: u32,
-    pub(super) busy_since: Nanos,
-    pub(super) stats: DeviceStats,
+    done: Vec<(Nanos, u32)>,
+    barrier: Option<u32>,
+    media: Media,
+    iface_free: Nanos,
+    seq: u64,
+    clock: Nanos,
+    inflight: u32,
+    busy_since: Nanos,
+    stats: DeviceStats,
+    mech: Mechanics,
+    queue: Queue,
+    cache: Cache,
 }
 
 impl Clone for State {
@@ -145,26 +154,21 @@ impl Clone for State {
     fn clone_from(&mut self, o: &State) {
         self.slots.clone_from(&o.slots);
         self.free.clone_from(&o.free);
-        self.by_cyl.clone_from(&o.by_cyl);
-        self.qent.clone_from(&o.qent);
-        self.fifo.clone_from(&o.fifo);
         self.waiting.clone_from(&o.waiting);
         self.held.clone_from(&o.held);
         self.timed.clone_from(&o.timed);
         self.done.clone_from(&o.done);
-        self.dirty.clone_from(&o.dirty);
         self.barrier = o.barrier;
         self.media = o.media;
-        self.cyl = o.cyl;
-        self.head = o.head;
-        self.buf = o.buf;
-        self.ra_from = o.ra_from;
         self.iface_free = o.iface_free;
         self.seq = o.seq;
         self.clock = o.clock;
         self.inflight = o.inflight;
         self.busy_since = o.busy_since;
         self.stats = o.stats;
+        self.mech = o.mech;
+        self.queue.clone_from(&o.queue);
+        self.cache.clone_from(&o.cache);
     }
 }
 
@@ -173,37 +177,160 @@ impl State {
         State {
             slots: vec![Slot::FREE; depth],
             free: (0..depth as u32).rev().collect(),
-            by_cyl: Vec::with_capacity(depth),
-            qent: vec![QEnt::default(); depth],
-            fifo: VecDeque::with_capacity(4 * depth + 16),
             waiting: Vec::with_capacity(depth),
             held: Vec::with_capacity(depth),
             timed: Vec::with_capacity(depth),
             done: Vec::with_capacity(depth),
-            dirty: Dirty {
-                ext: Vec::with_capacity(segments + 1),
-                sectors: 0,
-            },
             barrier: None,
             media: Media::Idle,
-            cyl: 0,
-            head: 0,
-            buf: (0, 0),
-            ra_from: None,
             iface_free: 0,
             seq: 0,
             clock: 0,
             inflight: 0,
             busy_since: 0,
             stats: DeviceStats::default(),
+            mech: Mechanics::default(),
+            queue: Queue::new(depth),
+            cache: Cache::new(segments),
         }
+    }
+
+    /// The time of the last call.
+    #[inline]
+    pub(super) fn clock(&self) -> Nanos {
+        self.clock
+    }
+
+    /// Whether completions wait to be reported.
+    #[inline]
+    pub(super) fn has_done(&self) -> bool {
+        !self.done.is_empty()
+    }
+
+    /// The tags of the completions not yet reported, in completion order.
+    pub(super) fn take_done(&mut self) -> impl Iterator<Item = u32> + '_ {
+        self.done.drain(..).map(|(_, tag)| tag)
+    }
+
+    /// The statistics, with the busy period under way counted up to the
+    /// last call.
+    pub(super) fn stats(&self) -> DeviceStats {
+        let mut s = self.stats;
+        if self.inflight > 0 {
+            s.busy_ns += self.clock.saturating_sub(self.busy_since);
+        }
+        s
+    }
+
+    /// A command arrives at `now` (no earlier than the last call).
+    pub(super) fn submit(&mut self, g: &Geo, io: DeviceIo, now: Nanos) {
+        let now = now.max(self.clock);
+        self.advance(g, now);
+        let s = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                // More than the queue depth outstanding: keep going.
+                self.slots.push(Slot::FREE);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let (lba, n) = match io.op {
+            Op::Flush => (0, 0),
+            _ if io.sector >= g.capacity => (0, 0),
+            _ => (io.sector, u64::from(io.sectors).min(g.capacity - io.sector)),
+        };
+        self.slots[s as usize] = Slot {
+            tag: io.tag,
+            op: io.op,
+            flags: io.flags,
+            lba,
+            n,
+            seq: self.seq,
+            arrival: now,
+            ready: now,
+            state: SlotState::Free,
+            preflush: io.flags.contains(BioFlags::PREFLUSH),
+            loc: if n > 0 { g.locate(lba) } else { Loc::default() },
+        };
+        self.seq += 1;
+        if self.inflight == 0 {
+            self.busy_since = now;
+        }
+        self.inflight += 1;
+        self.classify(g, s, now);
+        self.kick(g, now);
+        self.advance(g, now);
+    }
+
+    /// Time of the next completion if nothing more is submitted; `scratch`
+    /// is where a simulation runs if one is needed.
+    pub(super) fn predict(
+        &self,
+        g: &Geo,
+        scratch: &mut State,
+        memo: &mut FitsMemo,
+    ) -> Option<Nanos> {
+        if let Some(&(t, _)) = self.done.first() {
+            return Some(t);
+        }
+        if self.inflight == 0 {
+            return None;
+        }
+        let m = self.timed.last().map_or(NEVER, |e| e.t);
+        let end = self.media_end();
+        match self.media {
+            Media::Req { .. } => return Some(m.min(end)),
+            Media::Idle if m != NEVER => return Some(m),
+            Media::Destage { .. } | Media::Ahead(_) if m <= end => {
+                return Some(m);
+            }
+            Media::Destage { lba, n, .. }
+                if self.queue.is_empty() && self.barrier.is_none() && !self.waiting.is_empty() =>
+            {
+                // Only writes waiting for room: when this destage ends, the
+                // first is accepted if it fits then, and nothing else can
+                // complete before it.
+                let w = &self.slots[self.waiting[0] as usize];
+                // What the answer depends on. The dirty data changes with
+                // its sector count, except in a destage's end, which also
+                // starts a new operation (a new `end`).
+                let (sectors, extents) = self.cache.dirt();
+                let key = [end, w.seq, sectors, extents, self.iface_free, m];
+                let fits = match *memo {
+                    Some((k, f)) if k == key => f,
+                    _ => {
+                        let f = self.cache.fits_after(g, w.lba, w.lba + w.n, lba, lba + n);
+                        *memo = Some((key, f));
+                        f
+                    }
+                };
+                if fits {
+                    let t = end.max(w.ready).max(self.iface_free) + g.iface(w.n);
+                    return Some(m.min(t));
+                }
+            }
+            _ => {}
+        }
+        scratch.clone_from(self);
+        // Every outstanding command completes within a bounded number of
+        // events; the bound only guards against a modelling error.
+        for _ in 0..100_000_000u64 {
+            if let Some(&(t, _)) = scratch.done.first() {
+                return Some(t);
+            }
+            if !scratch.step(g, NEVER) {
+                break;
+            }
+        }
+        debug_assert!(false, "hdd: an outstanding command never completes");
+        None
     }
 
     fn media_end(&self) -> Nanos {
         match self.media {
             Media::Idle => NEVER,
-            Media::Req { end, .. } | Media::Destage { end, .. } => end,
-            Media::Ahead(ra) => ra.end,
+            Media::Req { run, .. } | Media::Destage { run, .. } => run.end,
+            Media::Ahead(ra) => ra.end(),
         }
     }
 
@@ -218,7 +345,7 @@ impl State {
     }
 
     /// Process the earliest internal event if it is due by `now`.
-    pub(super) fn step(&mut self, g: &Geo, now: Nanos) -> bool {
+    fn step(&mut self, g: &Geo, now: Nanos) -> bool {
         let t_op = self.media_end();
         let t_c = self.timed.last().map_or(NEVER, |e| e.t);
         if t_c <= t_op {
@@ -239,7 +366,7 @@ impl State {
         true
     }
 
-    pub(super) fn push_timed(&mut self, slot: u32, t: Nanos) {
+    fn push_timed(&mut self, slot: u32, t: Nanos) {
         let seq = self.slots[slot as usize].seq;
         self.slots[slot as usize].state = SlotState::Timed;
         let i = self.timed.partition_point(|e| (e.t, e.seq) > (t, seq));
@@ -248,7 +375,7 @@ impl State {
 
     /// Complete through the interface: after the overhead, one transfer at
     /// a time.
-    pub(super) fn via_interface(&mut self, g: &Geo, slot: u32, t: Nanos) {
+    fn via_interface(&mut self, g: &Geo, slot: u32, t: Nanos) {
         let sl = &self.slots[slot as usize];
         let start = t.max(sl.ready).max(self.iface_free);
         let end = start + g.iface(sl.n);
@@ -298,7 +425,7 @@ impl State {
     }
 
     /// Route a command arriving (or released) at `t`.
-    pub(super) fn classify(&mut self, g: &Geo, s: u32, t: Nanos) {
+    fn classify(&mut self, g: &Geo, s: u32, t: Nanos) {
         let si = s as usize;
         self.slots[si].ready = t + g.overhead;
         if self.barrier.is_some() {
@@ -318,14 +445,23 @@ impl State {
         }
         let (lo, hi) = (sl.lba, sl.lba + sl.n);
         match sl.op {
-            Op::Read => self.classify_read(g, s, t),
+            Op::Read => {
+                let ahead = match &mut self.media {
+                    Media::Ahead(ra) => Some(ra),
+                    _ => None,
+                };
+                match self.cache.read(g, ahead, lo, hi, t) {
+                    ReadFrom::Cache => self.via_interface(g, s, t),
+                    ReadFrom::Ahead(te) => self.push_timed(s, te.max(sl.ready)),
+                    ReadFrom::Media => self.queue_media(g, s, false),
+                }
+            }
             Op::Write
                 if g.write_cache
                     && !sl.flags.contains(BioFlags::FUA)
                     && sl.n <= g.cache_sectors =>
             {
-                if self.waiting.is_empty() && self.dirty.fits(g, lo, hi) {
-                    self.dirty.add(g, lo, hi);
+                if self.waiting.is_empty() && self.cache.admit(g, lo, hi) {
                     self.via_interface(g, s, t);
                 } else {
                     self.slots[si].state = SlotState::Waiting;
@@ -336,27 +472,36 @@ impl State {
         }
     }
 
+    fn queue_media(&mut self, g: &Geo, s: u32, write: bool) {
+        let sl = &mut self.slots[s as usize];
+        sl.state = SlotState::Queued;
+        self.queue.push(g, s, &sl.loc, sl.ready, sl.seq, write);
+    }
+
+    /// Admit the waiting writes that fit, in arrival order.
+    fn accept_waiting(&mut self, g: &Geo, t: Nanos) {
+        while let Some(&s) = self.waiting.first() {
+            let sl = &self.slots[s as usize];
+            if !self.cache.admit(g, sl.lba, sl.lba + sl.n) {
+                break;
+            }
+            self.waiting.remove(0);
+            self.via_interface(g, s, t);
+        }
+    }
+
     /// Something happened at `t`: start the media if it is idle, stop
     /// read-ahead if the media is needed.
-    pub(super) fn kick(&mut self, g: &Geo, t: Nanos) {
+    fn kick(&mut self, g: &Geo, t: Nanos) {
         match self.media {
             Media::Idle => self.decide(g, t),
             Media::Ahead(mut ra)
-                if ra.stop.is_none()
-                    && (!self.fifo.is_empty()
+                if !ra.stopping()
+                    && (!self.queue.is_empty()
                         || !self.waiting.is_empty()
                         || self.barrier_ready()) =>
             {
-                // Riders' data is read by `end`, and the checkpoint is the
-                // end of the last rider (or the start).
-                let end = t.max(ra.rider_end);
-                let stop = if end >= ra.ck_t {
-                    g.reached(ra.ck_lba, ra.ck_t, end, ra.target)
-                } else {
-                    ra.ck_lba.min(ra.target)
-                };
-                ra.stop = Some(stop);
-                ra.end = end;
+                ra.stop_at(g, t);
                 self.media = Media::Ahead(ra);
             }
             _ => {}
@@ -372,7 +517,10 @@ impl State {
                     return;
                 }
                 if self.older_outstanding(b) == 0 {
-                    if let ((c, _), Some(j)) = self.best_dirty(g, t, (u64::MAX, u64::MAX)) {
+                    if let ((c, _), Some(j)) =
+                        self.cache
+                            .best_dirty(g, &self.mech, t, (u64::MAX, u64::MAX))
+                    {
                         self.start_destage(g, t, j, c);
                         return;
                     }
@@ -389,10 +537,10 @@ impl State {
                     continue;
                 }
             }
-            if !self.waiting.is_empty() && self.dirty.ext.is_empty() {
+            if !self.waiting.is_empty() && self.cache.is_clean() {
                 self.accept_waiting(g, t);
             }
-            if !self.fifo.is_empty() || !self.waiting.is_empty() {
+            if !self.queue.is_empty() || !self.waiting.is_empty() {
                 match self.choose(g, t) {
                     Pick::Queued(i, c) => self.start_req(g, t, i, c),
                     Pick::Dirty(j, c) => self.start_destage(g, t, j, c),
@@ -400,76 +548,113 @@ impl State {
                 }
                 return;
             }
-            if let Some(from) = self.ra_from.take()
-                && g.read_ahead > 0
-                && from < g.capacity
-            {
-                self.start_ahead(g, t, from);
+            if let Some(from) = self.cache.read_ahead_from(g) {
+                self.media = Media::Ahead(Ahead::start(g, &self.mech, t, from));
                 return;
             }
-            if let ((c, _), Some(j)) = self.best_dirty(g, t, (u64::MAX, u64::MAX)) {
+            if let ((c, _), Some(j)) = self
+                .cache
+                .best_dirty(g, &self.mech, t, (u64::MAX, u64::MAX))
+            {
                 self.start_destage(g, t, j, c);
             }
             return;
         }
     }
 
+    /// The next media operation among queued commands and, while a write
+    /// waits for room, dirty extents.
+    fn choose(&self, g: &Geo, t: Nanos) -> Pick {
+        let fq = self.queue.oldest().map(|s| (s, &self.slots[s as usize]));
+        let fw = self.waiting.first().map(|&s| &self.slots[s as usize]);
+        let (oldest_queued, arrival) = match (fq, fw) {
+            (Some((s, q)), Some(w)) => {
+                if q.seq < w.seq {
+                    (Some(s), q.arrival)
+                } else {
+                    (None, w.arrival)
+                }
+            }
+            (Some((s, q)), None) => (Some(s), q.arrival),
+            (None, Some(w)) => (None, w.arrival),
+            (None, None) => return Pick::None,
+        };
+        let aged = g.age_limit > 0 && arrival.saturating_add(g.age_limit) <= t;
+        if g.ncq <= 1 || aged {
+            return match oldest_queued {
+                Some(s) => {
+                    let (i, c) = self.queue.cost_of(g, &self.mech, t, s);
+                    Pick::Queued(i, c)
+                }
+                None => match self
+                    .cache
+                    .best_dirty(g, &self.mech, t, (u64::MAX, u64::MAX))
+                {
+                    ((c, _), Some(j)) => Pick::Dirty(j, c),
+                    _ => Pick::None,
+                },
+            };
+        }
+        let (best, q) = self.queue.best(g, &self.mech, t);
+        if !self.waiting.is_empty()
+            && let ((c, _), Some(j)) = self.cache.best_dirty(g, &self.mech, t, best)
+        {
+            return Pick::Dirty(j, c);
+        }
+        if q == usize::MAX {
+            Pick::None
+        } else {
+            Pick::Queued(q, best.0)
+        }
+    }
+
+    /// Serve the queued command at index `i`, whose first sector comes
+    /// under the head `cost` after `t`.
+    fn start_req(&mut self, g: &Geo, t: Nanos, i: usize, cost: u64) {
+        let Some((s, ready, write)) = self.queue.take(i) else {
+            return;
+        };
+        let sl = &mut self.slots[s as usize];
+        sl.state = SlotState::Media;
+        let run = Run::new(g, sl.loc, sl.n, t.max(ready), t + cost);
+        self.cache.media_starts(write, sl.lba, sl.lba + sl.n);
+        self.media = Media::Req { slot: s, run };
+    }
+
+    /// Destage (the start of) dirty extent `j`, whose first sector comes
+    /// under the head `cost` after `t`.
+    fn start_destage(&mut self, g: &Geo, t: Nanos, j: usize, cost: u64) {
+        if let Some((lba, n, run)) = self.cache.destage(g, t, j, cost) {
+            self.media = Media::Destage { lba, n, run };
+        }
+    }
+
+    /// A media operation has ended: the heads are where it left them.
+    fn ran(&mut self, run: &Run) {
+        self.mech.move_to(run.cyl, run.head);
+        self.stats.positioning_ns += run.pos;
+        self.stats.transfer_ns += run.xfer;
+    }
+
     fn end_media(&mut self, g: &Geo, t: Nanos) {
         match std::mem::replace(&mut self.media, Media::Idle) {
             Media::Idle => {}
-            Media::Req {
-                slot,
-                pos,
-                xfer,
-                cyl,
-                head,
-                ..
-            } => {
-                self.cyl = cyl;
-                self.head = head;
-                self.stats.positioning_ns += pos;
-                self.stats.transfer_ns += xfer;
+            Media::Req { slot, run } => {
+                self.ran(&run);
                 let sl = self.slots[slot as usize];
                 if sl.op == Op::Read {
-                    self.buf = (sl.lba, sl.lba + sl.n);
-                    self.ra_from = Some(sl.lba + sl.n);
+                    self.cache.read_done(sl.lba, sl.lba + sl.n);
                 }
                 self.finish(g, slot, t);
             }
-            Media::Destage {
-                lba,
-                n,
-                pos,
-                xfer,
-                cyl,
-                head,
-                ..
-            } => {
-                self.cyl = cyl;
-                self.head = head;
-                self.stats.positioning_ns += pos;
-                self.stats.transfer_ns += xfer;
-                self.dirty.clean(g, lba, lba + n);
+            Media::Destage { lba, n, run } => {
+                self.ran(&run);
+                self.cache.destaged(g, lba, lba + n);
                 self.accept_waiting(g, t);
             }
             Media::Ahead(ra) => {
-                let reached = ra.stop.unwrap_or(ra.target);
-                let last = if reached > ra.lba0 {
-                    reached - 1
-                } else {
-                    ra.lba0
-                };
-                let loc = g.locate(last.min(g.capacity - 1));
-                self.cyl = loc.cyl;
-                self.head = loc.head;
-                let t0 = ra.t0.min(t);
-                self.stats.positioning_ns += t0 - ra.start.min(t0);
-                self.stats.transfer_ns += t - t0;
-                if self.buf.1 == ra.lba0 {
-                    self.buf.1 = reached;
-                } else {
-                    self.buf = (ra.lba0, reached);
-                }
+                let run = self.cache.ahead_done(g, &ra, t);
+                self.ran(&run);
             }
         }
     }

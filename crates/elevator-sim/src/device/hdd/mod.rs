@@ -141,24 +141,28 @@
 // Layout: `params` (parameters, presets, validation helpers), `seek` (seek
 // curve fit and table), `geometry` (zones, LBA to location, the build-time
 // `Geo`), `timing` (rotation, positioning and transfer times on a `Geo`),
-// `drive` (the drive `State`: slots, events, barriers, media operations),
-// `queue` (the command queue and shortest-positioning selection), `cache`
-// (the write cache's dirty extents, read cache hits and read-ahead), and this
-// file (`Hdd` and its `Device` impl).
+// `mechanics` (where the heads are, positioning cost, the
+// shortest-positioning search), `queue` (the command queue: queued commands
+// by cylinder and in arrival order), `cache` (the write cache's dirty data,
+// the read segment and read-ahead), `drive` (the drive `State`: commands,
+// barriers, the event loop, choosing and ending media operations, over the
+// parts above), and this file (`Hdd` and its `Device` impl, through
+// `State`'s methods only). Dependencies point one way: `drive` → `queue`,
+// `cache` → `mechanics` → `geometry`, `timing`, `seek`.
 
 mod cache;
 mod drive;
 mod geometry;
+mod mechanics;
 mod params;
 mod queue;
 mod seek;
 mod timing;
 
-use elevator_core::{BioFlags, Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
+use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
 
-use self::cache::Ahead;
-use self::drive::{Media, Slot, SlotState, State};
-use self::geometry::{Geo, Loc};
+use self::drive::{FitsMemo, State};
+use self::geometry::Geo;
 use super::param::ParamError;
 
 pub use self::geometry::HddLocation;
@@ -181,7 +185,7 @@ pub struct Hdd {
     scratch: State,
     next_done: Option<Nanos>,
     /// The last answer of the writes-waiting fast path of `predict`.
-    fits_memo: Option<([u64; 6], bool)>,
+    fits_memo: FitsMemo,
     depth: u32,
     outstanding: u32,
 }
@@ -242,68 +246,8 @@ impl Hdd {
 
     /// Time of the next completion if nothing more is submitted.
     fn predict(&mut self) -> Option<Nanos> {
-        let st = &self.st;
-        if let Some(&(t, _)) = st.done.first() {
-            return Some(t);
-        }
-        if st.inflight == 0 {
-            return None;
-        }
-        let m = st.timed.last().map_or(NEVER, |e| e.t);
-        match st.media {
-            Media::Req { end, .. } => return Some(m.min(end)),
-            Media::Idle if m != NEVER => return Some(m),
-            Media::Destage { end, .. } | Media::Ahead(Ahead { end, .. }) if m <= end => {
-                return Some(m);
-            }
-            Media::Destage { lba, n, end, .. }
-                if st.by_cyl.is_empty() && st.barrier.is_none() && !st.waiting.is_empty() =>
-            {
-                // Only writes waiting for room: when this destage ends, the
-                // first is accepted if it fits then, and nothing else can
-                // complete before it.
-                let w = &st.slots[st.waiting[0] as usize];
-                // What the answer depends on. The dirty data changes with
-                // its sector count, except in a destage's end, which also
-                // starts a new operation (a new `end`).
-                let key = [
-                    end,
-                    w.seq,
-                    st.dirty.sectors,
-                    st.dirty.ext.len() as u64,
-                    st.iface_free,
-                    m,
-                ];
-                let fits = match self.fits_memo {
-                    Some((k, f)) if k == key => f,
-                    _ => {
-                        let f = st
-                            .dirty
-                            .fits_after(&self.geo, w.lba, w.lba + w.n, lba, lba + n);
-                        self.fits_memo = Some((key, f));
-                        f
-                    }
-                };
-                if fits {
-                    let t = end.max(w.ready).max(st.iface_free) + self.geo.iface(w.n);
-                    return Some(m.min(t));
-                }
-            }
-            _ => {}
-        }
-        self.scratch.clone_from(&self.st);
-        // Every outstanding command completes within a bounded number of
-        // events; the bound only guards against a modelling error.
-        for _ in 0..100_000_000u64 {
-            if let Some(&(t, _)) = self.scratch.done.first() {
-                return Some(t);
-            }
-            if !self.scratch.step(&self.geo, NEVER) {
-                break;
-            }
-        }
-        debug_assert!(false, "hdd: an outstanding command never completes");
-        None
+        self.st
+            .predict(&self.geo, &mut self.scratch, &mut self.fits_memo)
     }
 }
 
@@ -339,45 +283,8 @@ impl Device for Hdd {
     }
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
-        let g = &self.geo;
-        let now = now.max(self.st.clock);
-        self.st.advance(g, now);
-        let st = &mut self.st;
-        let s = match st.free.pop() {
-            Some(s) => s,
-            None => {
-                // More than the queue depth outstanding: keep going.
-                st.slots.push(Slot::FREE);
-                (st.slots.len() - 1) as u32
-            }
-        };
-        let (lba, n) = match io.op {
-            Op::Flush => (0, 0),
-            _ if io.sector >= g.capacity => (0, 0),
-            _ => (io.sector, u64::from(io.sectors).min(g.capacity - io.sector)),
-        };
-        st.slots[s as usize] = Slot {
-            tag: io.tag,
-            op: io.op,
-            flags: io.flags,
-            lba,
-            n,
-            seq: st.seq,
-            arrival: now,
-            ready: now,
-            state: SlotState::Free,
-            preflush: io.flags.contains(BioFlags::PREFLUSH),
-            loc: if n > 0 { g.locate(lba) } else { Loc::default() },
-        };
-        st.seq += 1;
-        if st.inflight == 0 {
-            st.busy_since = now;
-        }
-        st.inflight += 1;
+        self.st.submit(&self.geo, io, now);
         self.outstanding += 1;
-        st.classify(g, s, now);
-        st.kick(g, now);
-        st.advance(g, now);
         self.next_done = self.predict();
     }
 
@@ -386,12 +293,12 @@ impl Device for Hdd {
     }
 
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
-        let now = now.max(self.st.clock);
+        let now = now.max(self.st.clock());
         let moved = self.st.advance(&self.geo, now);
-        if !moved && self.st.done.is_empty() {
+        if !moved && !self.st.has_done() {
             return;
         }
-        for (_, tag) in self.st.done.drain(..) {
+        for tag in self.st.take_done() {
             self.outstanding = self.outstanding.saturating_sub(1);
             done(tag, Outcome::Done);
         }
@@ -403,11 +310,6 @@ impl Device for Hdd {
     }
 
     fn stats(&self) -> DeviceStats {
-        let mut s = self.st.stats;
-        if self.st.inflight > 0 {
-            // The busy period under way, up to the last call.
-            s.busy_ns += self.st.clock.saturating_sub(self.st.busy_since);
-        }
-        s
+        self.st.stats()
     }
 }

@@ -1,105 +1,92 @@
-//! The command queue (NCQ / TCQ): queued commands by cylinder and in
-//! arrival order (`QEnt`), the positioning cost, the shortest-positioning
-//! pick over queued commands and dirty extents (`sweep`, `Pick`), the age
-//! limit and FIFO, and starting the picked command on the media.
+//! The command queue (NCQ / TCQ). Owns the commands queued for the media
+//! ([`Queue`]): by cylinder (for the shortest-positioning pick) and in
+//! arrival order (for the age limit and FIFO service), with what choosing
+//! one needs (`QEnt`). It answers which queued command positions fastest
+//! from where the heads are, or where the oldest one is, and hands a chosen
+//! command over to the media.
+//!
+//! It knows commands only by slot number and uses only the arm
+//! (`mechanics`); the drive (`drive`) queues commands, combines the pick
+//! with destaging, and starts the media.
+
+use std::collections::VecDeque;
 
 use elevator_core::Nanos;
 
-use super::drive::{Media, SlotState, State};
-use super::geometry::Geo;
-
-/// What to do next on the media.
-pub(super) enum Pick {
-    None,
-    /// Serve the queued command at this index of `by_cyl`; its positioning
-    /// cost.
-    Queued(usize, u64),
-    /// Destage this dirty extent; its positioning cost.
-    Dirty(usize, u64),
-}
+use super::geometry::{Geo, Loc};
+use super::mechanics::{Mechanics, sweep};
 
 /// A command queued for the media: what choosing it needs (by slot).
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct QEnt {
+struct QEnt {
+    cyl: u32,
     head: u32,
     phase: u32,
+    /// Still queued (not yet handed to the media).
+    queued: bool,
+    write: bool,
     ready: Nanos,
     seq: u64,
-    write: bool,
 }
 
-/// Shortest-positioning search over a list sorted by cylinder. It walks
-/// outward from `cur`, first on the side whose nearest entry is closer, then
-/// on the other, and on each side stops once the seek alone exceeds the best
-/// cost found: the seek (non-decreasing with distance) is a lower bound of an
-/// entry's cost, so the answer is a full scan's: the least `key(entry, seek)`
-/// (cost, then tie-break), and its index, or `usize::MAX` if nothing beats
-/// `best`. (Branch-free updates: this loop is the model's hot path.)
-#[inline]
-fn sweep<T>(
-    g: &Geo,
-    cur: u32,
-    list: &[T],
-    cyl: impl Fn(&T) -> u32,
-    mut key: impl FnMut(&T, u32) -> (u64, u64),
-    best: (u64, u64),
-) -> ((u64, u64), usize) {
-    let start = list.partition_point(|x| cyl(x) < cur);
-    let (below, above) = list.split_at(start);
-    let mut best = u128::from(best.0) << 64 | u128::from(best.1);
-    let mut pick = usize::MAX;
-    let mut visit = |i: usize, x: &T, d: u32| -> bool {
-        let seek = g.seek.ns(d);
-        if u64::from(seek) > (best >> 64) as u64 {
-            return false;
-        }
-        let (c, t) = key(x, seek);
-        let k = u128::from(c) << 64 | u128::from(t);
-        pick = select(k < best, i as u64, pick as u64) as usize;
-        best = best.min(k);
-        true
-    };
-    let up_first = match (below.last(), above.first()) {
-        (Some(b), Some(a)) => cyl(a) - cur <= cur - cyl(b),
-        _ => true,
-    };
-    for pass in 0..2 {
-        if (pass == 0) == up_first {
-            for (k, x) in above.iter().enumerate() {
-                if !visit(start + k, x, cyl(x) - cur) {
-                    break;
-                }
-            }
-        } else {
-            for (k, x) in below.iter().enumerate().rev() {
-                if !visit(k, x, cur - cyl(x)) {
-                    break;
-                }
-            }
+/// The commands queued for the media.
+#[derive(Debug)]
+pub(super) struct Queue {
+    /// Commands queued for the media as `cylinder << 32 | slot`, sorted.
+    by_cyl: Vec<u64>,
+    /// Their details, by slot.
+    qent: Vec<QEnt>,
+    /// The same commands in arrival order, `(seq, slot)`. Entries of
+    /// commands that have left the queue are dropped when they reach the
+    /// front (which is therefore always a queued command) or on compaction.
+    fifo: VecDeque<(u64, u32)>,
+}
+
+impl Clone for Queue {
+    fn clone(&self) -> Queue {
+        let mut q = Queue::new(0);
+        q.clone_from(self);
+        q
+    }
+
+    /// Field by field, reusing the allocations.
+    fn clone_from(&mut self, o: &Queue) {
+        self.by_cyl.clone_from(&o.by_cyl);
+        self.qent.clone_from(&o.qent);
+        self.fifo.clone_from(&o.fifo);
+    }
+}
+
+impl Queue {
+    /// An empty queue with room for `depth` commands.
+    pub(super) fn new(depth: usize) -> Queue {
+        Queue {
+            by_cyl: Vec::with_capacity(depth),
+            qent: vec![QEnt::default(); depth],
+            fifo: VecDeque::with_capacity(4 * depth + 16),
         }
     }
-    (((best >> 64) as u64, best as u64), pick)
-}
 
-/// `if c { a } else { b }` without a branch.
-#[inline(always)]
-fn select(c: bool, a: u64, b: u64) -> u64 {
-    let m = u64::from(c).wrapping_neg();
-    (a & m) | (b & !m)
-}
+    /// Whether no command is queued.
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        debug_assert_eq!(self.fifo.is_empty(), self.by_cyl.is_empty());
+        self.fifo.is_empty()
+    }
 
-impl State {
-    pub(super) fn queue_media(&mut self, g: &Geo, s: u32, write: bool) {
-        let sl = &mut self.slots[s as usize];
-        sl.state = SlotState::Queued;
+    /// Queue slot `s`'s command (`seq`, at `loc`, ready to start at
+    /// `ready`).
+    pub(super) fn push(&mut self, g: &Geo, s: u32, loc: &Loc, ready: Nanos, seq: u64, write: bool) {
         let e = QEnt {
-            head: sl.loc.head,
-            phase: g.phase(&sl.loc),
-            ready: sl.ready,
-            seq: sl.seq,
+            cyl: loc.cyl,
+            head: loc.head,
+            phase: g.phase(loc),
+            queued: true,
             write,
+            ready,
+            seq,
         };
-        let key = u64::from(sl.loc.cyl) << 32 | u64::from(s);
+        let key = u64::from(loc.cyl) << 32 | u64::from(s);
         if self.qent.len() <= s as usize {
             self.qent.resize(s as usize + 1, QEnt::default());
         }
@@ -117,137 +104,63 @@ impl State {
         self.fifo.push_back((e.seq, s));
     }
 
+    /// The slot of the oldest queued command.
+    #[inline]
+    pub(super) fn oldest(&self) -> Option<u32> {
+        self.fifo.front().map(|&(_, s)| s)
+    }
+
     /// Whether a `fifo` entry is still a queued command.
     fn in_queue(&self, (seq, s): (u64, u32)) -> bool {
-        let sl = &self.slots[s as usize];
-        sl.state == SlotState::Queued && sl.seq == seq
+        let e = &self.qent[s as usize];
+        e.queued && e.seq == seq
     }
 
-    /// Positioning cost (overhead still to run, seek or switch, settle,
-    /// rotational wait) from the head at `t` (`phase0 = t mod rev`) to a
-    /// target `seek` away.
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    fn cost(
-        &self,
-        g: &Geo,
-        t: Nanos,
-        phase0: u64,
-        seek: u32,
-        head: u32,
-        phase: u32,
-        write: bool,
-        ready: Nanos,
-    ) -> u64 {
-        let lead = ready.saturating_sub(t) + u64::from(g.lead_after(seek, self.head, head, write));
-        let y = u64::from(phase) + g.kt - (phase0 + lead);
-        lead + u64::from(g.fastmod(y as u32))
-    }
-
-    /// The next media operation among queued commands and, while a write
-    /// waits for room, dirty extents.
-    pub(super) fn choose(&self, g: &Geo, t: Nanos) -> Pick {
-        let fq = self
-            .fifo
-            .front()
-            .map(|&(_, s)| (s, &self.slots[s as usize]));
-        let fw = self.waiting.first().map(|&s| &self.slots[s as usize]);
-        let (oldest_queued, arrival) = match (fq, fw) {
-            (Some((s, q)), Some(w)) => {
-                if q.seq < w.seq {
-                    (Some(s), q.arrival)
-                } else {
-                    (None, w.arrival)
-                }
-            }
-            (Some((s, q)), None) => (Some(s), q.arrival),
-            (None, Some(w)) => (None, w.arrival),
-            (None, None) => return Pick::None,
-        };
-        let aged = g.age_limit > 0 && arrival.saturating_add(g.age_limit) <= t;
-        if g.ncq <= 1 || aged {
-            let phase0 = t % g.rev;
-            return match oldest_queued {
-                Some(s) => {
-                    let cyl = self.slots[s as usize].loc.cyl;
-                    let key = u64::from(cyl) << 32 | u64::from(s);
-                    let i = self.by_cyl.partition_point(|&k| k < key);
-                    let e = &self.qent[s as usize];
-                    let seek = g.seek.ns(cyl.abs_diff(self.cyl));
-                    Pick::Queued(
-                        i,
-                        self.cost(g, t, phase0, seek, e.head, e.phase, e.write, e.ready),
-                    )
-                }
-                None => match self.best_dirty(g, t, (u64::MAX, u64::MAX)) {
-                    ((c, _), Some(j)) => Pick::Dirty(j, c),
-                    _ => Pick::None,
-                },
-            };
-        }
+    /// Queued slot `s`'s index (for [`Queue::take`]) and positioning cost
+    /// from the head at `t`.
+    pub(super) fn cost_of(&self, g: &Geo, m: &Mechanics, t: Nanos, s: u32) -> (usize, u64) {
         let phase0 = t % g.rev;
-        let (best, q) = sweep(
+        let e = &self.qent[s as usize];
+        let key = u64::from(e.cyl) << 32 | u64::from(s);
+        let i = self.by_cyl.partition_point(|&k| k < key);
+        let seek = g.seek.ns(e.cyl.abs_diff(m.cyl()));
+        (
+            i,
+            m.cost(g, t, phase0, seek, e.head, e.phase, e.write, e.ready),
+        )
+    }
+
+    /// The queued command with the shortest positioning time from the head
+    /// at `t` (ties to the oldest): its `(cost, seq)` and index (for
+    /// [`Queue::take`]), or `usize::MAX` if the queue is empty.
+    pub(super) fn best(&self, g: &Geo, m: &Mechanics, t: Nanos) -> ((u64, u64), usize) {
+        let phase0 = t % g.rev;
+        sweep(
             g,
-            self.cyl,
+            m.cyl(),
             &self.by_cyl,
             |&k| (k >> 32) as u32,
             |&k, seek| {
                 let e = &self.qent[k as u32 as usize];
-                let c = self.cost(g, t, phase0, seek, e.head, e.phase, e.write, e.ready);
+                let c = m.cost(g, t, phase0, seek, e.head, e.phase, e.write, e.ready);
                 (c, e.seq)
             },
             (u64::MAX, u64::MAX),
-        );
-        if !self.waiting.is_empty()
-            && let ((c, _), Some(j)) = self.best_dirty(g, t, best)
-        {
-            return Pick::Dirty(j, c);
-        }
-        if q == usize::MAX {
-            Pick::None
-        } else {
-            Pick::Queued(q, best.0)
-        }
+        )
     }
 
-    /// The dirty extent with the shortest positioning time, if it beats
-    /// `best` (ties: queued commands first, then the lower LBA).
-    pub(super) fn best_dirty(
-        &self,
-        g: &Geo,
-        t: Nanos,
-        best: (u64, u64),
-    ) -> ((u64, u64), Option<usize>) {
-        let phase0 = t % g.rev;
-        let ext = &self.dirty.ext;
-        let (best, j) = sweep(
-            g,
-            self.cyl,
-            ext,
-            |x| x.loc.cyl,
-            |x, seek| {
-                let c = self.cost(g, t, phase0, seek, x.loc.head, x.phase, true, 0);
-                (c, (1 << 63) | x.lba)
-            },
-            best,
-        );
-        (best, (j != usize::MAX).then_some(j))
-    }
-
-    /// Serve `by_cyl[i]`, whose first sector comes under the head `cost`
-    /// after `t`.
-    pub(super) fn start_req(&mut self, g: &Geo, t: Nanos, i: usize, cost: u64) {
-        let Some(&key) = self.by_cyl.get(i) else {
-            return;
-        };
+    /// Take the command at index `i` off the queue for the media: its
+    /// slot, when it is ready, and whether it writes.
+    pub(super) fn take(&mut self, i: usize) -> Option<(u32, Nanos, bool)> {
+        let &key = self.by_cyl.get(i)?;
         let v = &mut self.by_cyl[..];
         for j in i + 1..v.len() {
             v[j - 1] = v[j];
         }
         self.by_cyl.pop();
         let s = key as u32;
+        self.qent[s as usize].queued = false;
         let e = self.qent[s as usize];
-        self.slots[s as usize].state = SlotState::Media;
         while let Some(&f) = self.fifo.front() {
             if self.in_queue(f) {
                 break;
@@ -259,22 +172,7 @@ impl State {
             fifo.retain(|&f| self.in_queue(f));
             self.fifo = fifo;
         }
-        let sl = &self.slots[s as usize];
-        let t0 = t.max(e.ready);
-        let t1 = t + cost;
-        let x = g.transfer(sl.loc, sl.n, t1);
-        if e.write && sl.lba < self.buf.1 && self.buf.0 < sl.lba + sl.n {
-            self.buf = (0, 0);
-        }
-        self.media = Media::Req {
-            slot: s,
-            end: x.end,
-            pos: t1 - t0 + x.gaps,
-            xfer: x.end - t1 - x.gaps,
-            cyl: x.cyl,
-            head: x.head,
-        };
-        self.ra_from = None;
+        Some((s, e.ready, e.write))
     }
 }
 
@@ -282,8 +180,6 @@ impl State {
 mod tests {
     use super::*;
     use crate::device::hdd::HddParams;
-    use crate::device::hdd::drive::Slot;
-    use elevator_core::Op;
 
     /// The pruned, nearest-first search picks what a full scan with the
     /// plain formulas (`%`, no table tricks) picks, ties to the oldest.
@@ -302,51 +198,38 @@ mod tests {
             };
             for round in 0..3000 {
                 let depth = 1 + rnd(u64::from(p.ncq)) as usize;
-                let mut st = State::new(depth, 64);
+                let mut q = Queue::new(depth);
                 let t = 1_000_000_000 + rnd(1 << 40);
                 // Some rounds cluster the candidates (and duplicate them)
                 // so that ties and equal cylinders occur.
                 let span = if round % 3 == 0 { 50_000 } else { g.capacity };
+                let mut prev = 0;
                 for k in 0..depth as u32 {
-                    let s = st.free.pop().unwrap();
                     let lba = if round % 5 == 0 && k % 2 == 1 {
-                        st.slots[(s - 1) as usize].lba
+                        prev
                     } else {
                         rnd(span)
                     };
-                    st.slots[s as usize] = Slot {
-                        lba,
-                        n: 8,
-                        seq: u64::from(k),
-                        arrival: t,
-                        loc: g.locate(lba),
-                        ..Slot::FREE
-                    };
-                    st.classify(&g, s, t - rnd(3 * g.overhead));
-                    if st.slots[s as usize].state != SlotState::Queued {
-                        // A read-buffer hit; make it a media write instead.
-                        st.slots[s as usize].op = Op::Write;
-                        st.queue_media(&g, s, true);
-                    }
-                    if rnd(2) == 0 {
-                        st.qent[s as usize].write = true;
-                    }
+                    prev = lba;
+                    // Arrived up to three overheads ago.
+                    let ready = t - rnd(3 * g.overhead) + g.overhead;
+                    let write = rnd(2) == 0;
+                    q.push(&g, k, &g.locate(lba), ready, u64::from(k), write);
                 }
                 let cur = g.locate(rnd(g.capacity));
-                st.cyl = cur.cyl;
-                st.head = cur.head;
-                let Pick::Queued(i, cost) = st.choose(&g, t) else {
-                    panic!("nothing picked");
-                };
-                let picked = st.by_cyl[i] as u32;
-                let brute = st
+                let mut m = Mechanics::default();
+                m.move_to(cur.cyl, cur.head);
+                let ((cost, _), i) = q.best(&g, &m, t);
+                assert!(i != usize::MAX, "nothing picked");
+                let picked = q.by_cyl[i] as u32;
+                let brute = q
                     .by_cyl
                     .iter()
                     .map(|&k| {
                         let s = k as u32;
-                        let e = &st.qent[s as usize];
+                        let e = &q.qent[s as usize];
                         let t0 = t.max(e.ready);
-                        let l = g.lead(st.cyl, st.head, (k >> 32) as u32, e.head, e.write);
+                        let l = g.lead(cur.cyl, cur.head, (k >> 32) as u32, e.head, e.write);
                         let arr = t0 + u64::from(l);
                         let w = (u64::from(e.phase) + g.rev - arr % g.rev) % g.rev;
                         (arr + w - t, e.seq, s)

@@ -25,12 +25,11 @@ use anyhow::{Context, Result, bail};
 use elevator_core::Device;
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
-use elevator_io::RealSpec;
 use elevator_io::cpu::CpuTime;
-use elevator_io::spec::RealKind;
+use elevator_io::{DeviceKind, DeviceSpec};
 use serde_json::Value;
 
-use crate::run::{Bar, Target, execute};
+use crate::run::{Bar, execute};
 
 /// Options of `elevator bench-vs-fio`.
 #[derive(clap::Args, Debug)]
@@ -145,9 +144,9 @@ fn run_fio(fio: &str, job_path: &Path) -> Result<Figures> {
     Ok(f)
 }
 
-fn run_elevator(jobs: &JobFile, spec: &RealSpec, cfg: &RunConfig) -> Result<Figures> {
+fn run_elevator(jobs: &JobFile, spec: &DeviceSpec, cfg: &RunConfig) -> Result<Figures> {
     let mut bar = Bar::new(false, String::new());
-    let (run, _) = execute(jobs, &Target::Real(spec.clone()), cfg, &mut bar)?;
+    let (run, _) = execute(jobs, spec, cfg, &mut bar)?;
     let cpu = run.cpu.unwrap_or_default();
     let secs = run.elapsed.max(1) as f64 / 1e9;
     let bytes: u64 = run
@@ -171,8 +170,8 @@ fn median(mut rounds: Vec<Figures>) -> Figures {
 
 /// Run `elevator bench-vs-fio`.
 pub fn run(args: &Args) -> Result<()> {
-    let spec = RealSpec::parse(&args.device)?;
-    let RealKind::File { path, .. } = &spec.kind else {
+    let spec = DeviceSpec::parse(&args.device)?;
+    let DeviceKind::File { path, .. } = &spec.kind else {
         bail!("--device: bench-vs-fio needs file:PATH (fio cannot open elevator's memory)");
     };
     if spec.faults.is_active() {
@@ -214,7 +213,7 @@ type Results = (Figures, Vec<(String, Figures)>);
 
 fn bench(
     args: &Args,
-    spec: &RealSpec,
+    spec: &DeviceSpec,
     jobs: &JobFile,
     job_path: &Path,
     tunables: &[(String, String)],

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
-use elevator_core::{Queue, QueueConfig};
+use elevator_core::{BuildError, DeviceShape, Limits, Queue};
 use elevator_fio::job::JobFile;
 use elevator_fio::result::RunResult;
 use elevator_fio::{Progress, RunConfig};
-use elevator_io::RealSpec;
+use elevator_io::DeviceSpec;
 use elevator_sim::device::{ModelSpec, presets};
 use elevator_sim::engine::run as simulate;
 
@@ -121,16 +121,16 @@ fn machine_memory() -> Option<u64> {
 /// the machine's memory, before anything is allocated: such a run would be
 /// killed by the kernel partway (`numjobs=4096` with `iodepth=65536` grew to
 /// 23 GB and was).
-pub fn check_memory(jobs: &JobFile, target: &Target) -> Result<()> {
+pub fn check_memory(jobs: &JobFile, target: &DeviceSpec) -> Result<()> {
     let Some(total) = machine_memory() else {
         return Ok(());
     };
-    let (need, what) = match target {
-        Target::Sim(_) => (
+    let (need, what) = match target.model() {
+        Some(_) => (
             elevator_sim::engine::memory_estimate(jobs),
             "for its job clones and their I/O records",
         ),
-        Target::Real(_) => (
+        None => (
             elevator_io::jobs::memory_estimate(jobs),
             "for its job clones and their I/O buffers (iodepth × bs each)",
         ),
@@ -159,41 +159,34 @@ pub fn check_memory(jobs: &JobFile, target: &Target) -> Result<()> {
 /// scheduler; on a real device the engine's own `submit_batch` is checked
 /// by the engine's rule.
 pub fn check_schedulers(
-    target: &Target,
+    target: &DeviceSpec,
     schedulers: &[String],
     tunables: &[(String, String)],
 ) -> Result<()> {
-    for sched in schedulers {
-        let mut queue = Queue::with_scheduler(QueueConfig::default(), sched)?;
-        for (name, value) in tunables {
-            if matches!(target, Target::Real(_)) && name == elevator_io::engine::SUBMIT_BATCH {
-                elevator_io::engine::parse_batch(name, value)
-                    .with_context(|| format!("--set {name}={value}"))?;
-                continue;
-            }
-            queue
-                .set_str(name, value)
-                .with_context(|| format!("--set {name}={value} under {sched}"))?;
+    // The engine's own tunable, on a real device; the rest are the queue's.
+    let mut queue_tunables = Vec::with_capacity(tunables.len());
+    for (name, value) in tunables {
+        if target.model().is_none() && name == elevator_io::engine::SUBMIT_BATCH {
+            elevator_io::engine::parse_batch(name, value)
+                .with_context(|| format!("--set {name}={value}"))?;
+        } else {
+            queue_tunables.push((name.clone(), value.clone()));
         }
     }
-    Ok(())
-}
-
-/// Where a run goes: a model on the virtual clock or a real device.
-pub enum Target {
-    /// A simulated device.
-    Sim(ModelSpec),
-    /// A file, block device or memory, on the real clock.
-    Real(RealSpec),
-}
-
-/// Parse `--device`.
-pub fn target(spec: &str) -> Result<Target> {
-    if RealSpec::is_real(spec) {
-        Ok(Target::Real(RealSpec::parse(spec)?))
-    } else {
-        Ok(Target::Sim(ModelSpec::parse(spec)?))
+    let shape = DeviceShape {
+        limits: Limits::default(),
+        queue_depth: 32,
+        rotational: true,
+    };
+    for sched in schedulers {
+        Queue::for_device(shape, sched, &queue_tunables).map_err(|e| match e {
+            BuildError::Config(e) => anyhow::Error::from(e),
+            BuildError::Tunable { name, value, error } => {
+                anyhow::anyhow!("--set {name}={value} under {sched}: {error}")
+            }
+        })?;
     }
+    Ok(())
 }
 
 /// A progress bar on stderr, shown only for runs longer than a second, when
@@ -250,21 +243,21 @@ impl Bar {
 /// for a simulation; the process's user + system time, for a real device).
 pub fn execute(
     jobs: &JobFile,
-    target: &Target,
+    target: &DeviceSpec,
     cfg: &RunConfig,
     bar: &mut Bar,
 ) -> Result<(RunResult, u64)> {
-    match target {
-        Target::Sim(dev) => {
+    match target.model() {
+        Some(model) => {
             let t0 = thread_cpu_ns();
-            let result = simulate(jobs, dev, cfg, &mut |p| bar.update(p));
+            let result = simulate(jobs, model, cfg, &mut |p| bar.update(p));
             let cpu = thread_cpu_ns().saturating_sub(t0);
             bar.finish();
             Ok((result?, cpu))
         }
-        Target::Real(spec) => {
+        None => {
             bar.real = true;
-            let dev = spec.open()?;
+            let dev = target.open()?;
             let result = elevator_io::jobs::run(jobs, dev, cfg, &mut |p| bar.update(p));
             bar.finish();
             let result = result?;
@@ -303,7 +296,7 @@ fn speed_line(run: &RunResult, cpu_ns: u64) -> String {
 /// Run `elevator run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let jobs = load(&args.jobfile)?;
-    let dev = target(&args.device)?;
+    let dev = DeviceSpec::parse(&args.device)?;
     let cfg = RunConfig {
         scheduler: args.scheduler.clone(),
         tunables: parse_sets(&args.set)?,
@@ -344,7 +337,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     if args.schedulers.is_empty() {
         bail!("--schedulers: give at least one scheduler");
     }
-    let dev = target(&args.device)?;
+    let dev = DeviceSpec::parse(&args.device)?;
     let tunables = parse_sets(&args.set)?;
     check_schedulers(&dev, &args.schedulers, &tunables)?;
     check_memory(&jobs, &dev)?;

@@ -47,7 +47,7 @@ pub use bio::{
 pub use device::{Device, DeviceIo, DeviceStats};
 pub use error::{BioError, ConfigError, RequestError, SubmitError, TunableError, UnknownScheduler};
 pub use limits::Limits;
-pub use queue::{Dispatch, Outcome, Queue, QueueConfig, Submitted};
+pub use queue::{BuildError, DeviceShape, Dispatch, Outcome, Queue, QueueConfig, Submitted};
 pub use request::{BioView, Request, RequestId, Requests, RqState};
 pub use sched::{AnyScheduler, MergeKind, SCHEDULER_NAMES, SchedDispatch, Scheduler};
 pub use stats::{Histogram, QueueStats, Summary};

@@ -33,8 +33,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use elevator_core::{
-    AnyScheduler, Bio, BioCompletion, BioFlags, ConfigError, DeviceIo, Dispatch, IoContext, IoPrio,
-    Nanos, Op, Outcome, Queue, QueueConfig, RequestError, RequestId, Status, SubmitError,
+    Bio, BioCompletion, BioFlags, BuildError, ConfigError, DeviceIo, DeviceShape, Dispatch,
+    IoContext, IoPrio, Nanos, Op, Outcome, Queue, RequestError, RequestId, Status, SubmitError,
     TunableError,
 };
 use thiserror::Error;
@@ -228,13 +228,9 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
     /// An engine over `device` with the queue and scheduler of `cfg`.
     pub fn new(device: D, cfg: &EngineConfig) -> Result<Engine<D, B>, EngineError> {
         let limits = device.limits();
-        let mut qcfg = QueueConfig::for_depth(limits, device.queue_depth());
-        qcfg.rotational = device.rotational();
-        let mut queue = Queue::new(
-            qcfg,
-            AnyScheduler::by_name(&cfg.scheduler).map_err(ConfigError::from)?,
-        )?;
+        // The engine's own tunable; the rest are the queue's.
         let mut submit_batch = 1;
+        let mut queue_tunables = Vec::with_capacity(cfg.tunables.len());
         for (name, value) in &cfg.tunables {
             if name == SUBMIT_BATCH {
                 submit_batch = parse_batch(name, value).map_err(|error| EngineError::Tunable {
@@ -242,16 +238,22 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
                     value: value.clone(),
                     error,
                 })?;
-                continue;
+            } else {
+                queue_tunables.push((name.clone(), value.clone()));
             }
-            queue
-                .set_str(name, value)
-                .map_err(|error| EngineError::Tunable {
-                    name: name.clone(),
-                    value: value.clone(),
-                    error,
-                })?;
         }
+        let shape = DeviceShape {
+            limits,
+            queue_depth: device.queue_depth(),
+            rotational: device.rotational(),
+        };
+        let queue =
+            Queue::for_device(shape, &cfg.scheduler, &queue_tunables).map_err(|e| match e {
+                BuildError::Config(e) => EngineError::Queue(e),
+                BuildError::Tunable { name, value, error } => {
+                    EngineError::Tunable { name, value, error }
+                }
+            })?;
         let mut align = device.alignment();
         align.offset = align.offset.max(limits.logical_block_size);
         Ok(Engine {

@@ -43,4 +43,4 @@ pub use fault::{FaultDevice, FaultSpec};
 pub use file::{FileDevice, FileKind, FileOptions};
 pub use mem::{MemDevice, MemOptions, MemSlice};
 pub use paced::PacedDevice;
-pub use spec::{RealDevice, RealSpec, SpecError};
+pub use spec::{DeviceKind, DeviceSpec, OpenError, RealDevice, SpecError};

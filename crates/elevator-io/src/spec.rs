@@ -1,19 +1,29 @@
-//! Real device specs, as `--device` takes them, and the device they open.
+//! Device specs, as `--device` and `--export` name any device, and the
+//! device they open.
 //!
+//! One spec names every device elevator runs on:
+//!
+//! - a model, a preset with overrides (`hdd-7200`, `hdd-7200,rpm=5400`,
+//!   `null,latency=10`; `elevator devices` lists them): simulated on the
+//!   virtual clock, or run paced by the real clock;
 //! - `file:PATH[,queue_depth=N][,ro]`: a regular file or block device,
 //!   O_DIRECT through io_uring (the path may not contain commas);
 //! - `mem:SIZE[,lbs=N][,queue_depth=N][,huge_pages=0|1]`: memory, e.g.
 //!   `mem:1g`; SIZE must be a whole number of blocks (of `lbs` bytes, 512
 //!   by default);
-//! - on either, faults: `fail_rate=F` (a fraction of reads and writes fail
-//!   with EIO), `fail_sectors=A-B[:C-D...]` (I/O touching these 512-byte
-//!   sectors fails), `fail_seed=N`.
+//! - on a file or memory, faults: `fail_rate=F` (a fraction of reads and
+//!   writes fail with EIO), `fail_sectors=A-B[:C-D...]` (I/O touching these
+//!   512-byte sectors fails), `fail_seed=N`.
+//!
+//! [`DeviceSpec::parse`] reads it; [`DeviceSpec::parse_with`] hands the
+//! options it does not know to its caller (an NBD export's scheduler and
+//! tunables); [`DeviceSpec::open`] builds the device on the real clock.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
-use elevator_sim::device::{ParamUnit, parse_param};
+use elevator_sim::device::{ModelSpec, ParamError, ParamUnit, parse_param};
 use thiserror::Error;
 
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
@@ -22,9 +32,12 @@ use crate::file::{FileDevice, FileOptions};
 use crate::mem::{MemDevice, MemOptions};
 use crate::paced::PacedDevice;
 
-/// What kind of real device, with its options.
+/// What kind of device, with its options.
 #[derive(Clone, Debug, PartialEq)]
-pub enum RealKind {
+pub enum DeviceKind {
+    /// A model of a disk, flash or RAID: simulated, or paced by the real
+    /// clock.
+    Model(ModelSpec),
     /// A file or block device.
     File {
         /// Its path.
@@ -41,24 +54,21 @@ pub enum RealKind {
     },
 }
 
-/// A parsed real device spec.
+/// A parsed device spec: any device elevator runs on.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RealSpec {
+pub struct DeviceSpec {
     /// The device.
-    pub kind: RealKind,
-    /// Faults to inject (none by default).
+    pub kind: DeviceKind,
+    /// Faults to inject (none by default; files and memory only).
     pub faults: FaultSpec,
 }
 
 /// A spec that does not parse.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum SpecError {
-    /// Not `file:` or `mem:`.
-    #[error("'{spec}' is not a real device; use file:PATH or mem:SIZE")]
-    NotReal {
-        /// The spec.
-        spec: String,
-    },
+    /// A model's name, parameter or value is wrong.
+    #[error(transparent)]
+    Model(#[from] elevator_sim::device::SpecError),
     /// A `key=value` part is malformed or unknown.
     #[error("'{spec}': {why}")]
     Option {
@@ -69,24 +79,37 @@ pub enum SpecError {
     },
 }
 
-impl RealSpec {
-    /// Whether `spec` names a real device (rather than a simulated model).
+impl DeviceSpec {
+    /// Whether `spec` names a real device (`file:` or `mem:`) rather than a
+    /// model.
     pub fn is_real(spec: &str) -> bool {
         spec.starts_with("file:") || spec.starts_with("mem:")
     }
 
-    /// Parse a spec.
-    pub fn parse(spec: &str) -> Result<RealSpec, SpecError> {
+    /// Parse a spec; every option must be the device's own.
+    pub fn parse(spec: &str) -> Result<DeviceSpec, SpecError> {
+        DeviceSpec::parse_with(spec, &mut |_, _| Ok(false))
+    }
+
+    /// Parse a spec, offering every `key=value` (or bare `key`) option that
+    /// is not the device's own to `other`, which answers whether it took it
+    /// (or why it is wrong). An option nobody takes is an error that lists
+    /// the device's options.
+    pub fn parse_with(
+        spec: &str,
+        other: &mut dyn FnMut(&str, &str) -> Result<bool, String>,
+    ) -> Result<DeviceSpec, SpecError> {
         let bad = |why: String| SpecError::Option {
             spec: spec.to_string(),
             why,
         };
         let (head, rest) = spec.split_once(',').unwrap_or((spec, ""));
+        let head = head.trim();
         let mut kind = if let Some(path) = head.strip_prefix("file:") {
             if path.is_empty() {
                 return Err(bad("file: needs a path, e.g. file:/dev/shm/disk.img".into()));
             }
-            RealKind::File {
+            DeviceKind::File {
                 path: PathBuf::from(path),
                 opts: FileOptions::default(),
             }
@@ -98,18 +121,41 @@ impl RealSpec {
                     "mem:{size} is {bytes} bytes: not a whole number of bytes"
                 )));
             }
-            RealKind::Mem {
+            DeviceKind::Mem {
                 bytes: bytes as u64,
                 opts: MemOptions::default(),
             }
         } else {
-            return Err(SpecError::NotReal {
-                spec: spec.to_string(),
-            });
+            DeviceKind::Model(ModelSpec::preset(head)?)
         };
         let mut faults = FaultSpec::default();
         for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = part.split_once('=').unwrap_or((part, ""));
+            let (key, value) = part
+                .split_once('=')
+                .map_or((part, ""), |(k, v)| (k.trim(), v.trim()));
+            if let DeviceKind::Model(model) = &mut kind {
+                if value.is_empty() {
+                    if other(key, value).map_err(&bad)? {
+                        continue;
+                    }
+                    return Err(elevator_sim::device::SpecError::Malformed {
+                        spec: spec.to_string(),
+                        part: part.to_string(),
+                    }
+                    .into());
+                }
+                match model.set(key, value) {
+                    Ok(()) => continue,
+                    Err(ParamError::Unknown { .. }) if other(key, value).map_err(&bad)? => continue,
+                    Err(error) => {
+                        return Err(elevator_sim::device::SpecError::Param {
+                            spec: spec.to_string(),
+                            error,
+                        }
+                        .into());
+                    }
+                }
+            }
             let number = |unit| {
                 let n = parse_param("device", key, unit, value).map_err(|e| bad(e.to_string()))?;
                 if n.fract() != 0.0 || n > f64::from(u32::MAX) {
@@ -118,21 +164,21 @@ impl RealSpec {
                 Ok(n)
             };
             match (&mut kind, key) {
-                (RealKind::File { opts, .. }, "queue_depth") => {
+                (DeviceKind::File { opts, .. }, "queue_depth") => {
                     opts.queue_depth = Some(number(ParamUnit::Count)? as u32)
                 }
-                (RealKind::File { opts, .. }, "ro") => opts.read_only = true,
-                (RealKind::Mem { opts, .. }, "queue_depth") => {
+                (DeviceKind::File { opts, .. }, "ro" | "readonly") => opts.read_only = true,
+                (DeviceKind::Mem { opts, .. }, "queue_depth") => {
                     opts.queue_depth = number(ParamUnit::Count)? as u32
                 }
-                (RealKind::Mem { opts, .. }, "huge_pages") => {
+                (DeviceKind::Mem { opts, .. }, "huge_pages") => {
                     opts.huge_pages = match value {
                         "1" | "on" | "true" => true,
                         "0" | "off" | "false" => false,
                         _ => return Err(bad(format!("huge_pages={value}: expected 0 or 1"))),
                     }
                 }
-                (RealKind::Mem { opts, .. }, "lbs") => {
+                (DeviceKind::Mem { opts, .. }, "lbs") => {
                     opts.logical_block_size = number(ParamUnit::Bytes)? as u32
                 }
                 (_, "fail_rate") => {
@@ -162,10 +208,11 @@ impl RealSpec {
                         }
                     }
                 }
+                _ if other(key, value).map_err(&bad)? => {}
                 _ => {
                     let known = match kind {
-                        RealKind::File { .. } => "queue_depth, ro",
-                        RealKind::Mem { .. } => "lbs, queue_depth, huge_pages",
+                        DeviceKind::File { .. } => "queue_depth, ro",
+                        _ => "lbs, queue_depth, huge_pages",
                     };
                     return Err(bad(format!(
                         "unknown option '{part}'; options: {known}, fail_rate, fail_sectors, \
@@ -174,34 +221,57 @@ impl RealSpec {
                 }
             }
         }
-        if let RealKind::Mem { bytes, opts } = &kind {
-            let lbs = u64::from(opts.logical_block_size);
-            // (A block size that is no power of two, or out of range, is
-            // refused when the device is made, with its own message.)
-            if lbs.is_power_of_two() && bytes % lbs != 0 {
-                let size = head.strip_prefix("mem:").unwrap_or(head);
-                let (down, up) = (bytes / lbs * lbs, (bytes / lbs + 1) * lbs);
-                let such = if down == 0 {
-                    format!("{up}")
-                } else {
-                    format!("{down} or {up}")
-                };
-                return Err(bad(format!(
-                    "mem:{size} is {bytes} bytes, not a multiple of the {lbs}-byte block \
-                     size (lbs): give a whole number of blocks, such as {such}"
-                )));
+        match &kind {
+            DeviceKind::Model(model) => {
+                model
+                    .validate()
+                    .map_err(|error| elevator_sim::device::SpecError::Param {
+                        spec: spec.to_string(),
+                        error,
+                    })?
             }
+            DeviceKind::Mem { bytes, opts } => {
+                let lbs = u64::from(opts.logical_block_size);
+                // (A block size that is no power of two, or out of range, is
+                // refused when the device is made, with its own message.)
+                if lbs.is_power_of_two() && bytes % lbs != 0 {
+                    let size = head.strip_prefix("mem:").unwrap_or(head);
+                    let (down, up) = (bytes / lbs * lbs, (bytes / lbs + 1) * lbs);
+                    let such = if down == 0 {
+                        format!("{up}")
+                    } else {
+                        format!("{down} or {up}")
+                    };
+                    return Err(bad(format!(
+                        "mem:{size} is {bytes} bytes, not a multiple of the {lbs}-byte block \
+                         size (lbs): give a whole number of blocks, such as {such}"
+                    )));
+                }
+            }
+            DeviceKind::File { .. } => {}
         }
-        Ok(RealSpec { kind, faults })
+        Ok(DeviceSpec { kind, faults })
     }
 
-    /// Open the device.
-    pub fn open(&self) -> Result<RealDevice, DeviceError> {
+    /// The model, if the spec names one (rather than a file or memory).
+    pub fn model(&self) -> Option<&ModelSpec> {
+        match &self.kind {
+            DeviceKind::Model(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Open the device on the real clock: a file, memory, or the model
+    /// paced by the real clock; with its faults, if any.
+    pub fn open(&self) -> Result<RealDevice, OpenError> {
         let dev = match &self.kind {
-            RealKind::File { path, opts } => {
+            DeviceKind::Model(model) => {
+                RealDevice::Paced(Box::new(PacedDevice::new(model.build()?)))
+            }
+            DeviceKind::File { path, opts } => {
                 RealDevice::File(Box::new(FileDevice::open(path, opts)?))
             }
-            RealKind::Mem { bytes, opts } => RealDevice::Mem(MemDevice::new(*bytes, *opts)?),
+            DeviceKind::Mem { bytes, opts } => RealDevice::Mem(MemDevice::new(*bytes, *opts)?),
         };
         Ok(if self.faults.is_active() {
             RealDevice::Faulty(Box::new(FaultDevice::new(dev, &self.faults)))
@@ -209,6 +279,17 @@ impl RealSpec {
             dev
         })
     }
+}
+
+/// A device that cannot be opened.
+#[derive(Debug, Error)]
+pub enum OpenError {
+    /// The model's parameters do not work together.
+    #[error(transparent)]
+    Model(#[from] ParamError),
+    /// The file or memory cannot be had.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
 }
 
 impl RealDevice {
@@ -303,11 +384,11 @@ mod tests {
 
     #[test]
     fn specs_parse() {
-        let s = RealSpec::parse("mem:64m,lbs=4096,fail_rate=0.01,fail_sectors=8-16:100-101")
+        let s = DeviceSpec::parse("mem:64m,lbs=4096,fail_rate=0.01,fail_sectors=8-16:100-101")
             .expect("parses");
         assert_eq!(
             s.kind,
-            RealKind::Mem {
+            DeviceKind::Mem {
                 bytes: 64 << 20,
                 opts: MemOptions {
                     logical_block_size: 4096,
@@ -319,12 +400,12 @@ mod tests {
         assert_eq!(s.faults.bad_sectors, vec![(8, 16), (100, 101)]);
         // Whole blocks of any size parse.
         for ok in ["mem:1536", "mem:8k,lbs=4096", "mem:1.5k", "mem:64k,lbs=64k"] {
-            RealSpec::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            DeviceSpec::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
-        let h = RealSpec::parse("mem:4m,huge_pages=1").expect("parses");
+        let h = DeviceSpec::parse("mem:4m,huge_pages=1").expect("parses");
         assert!(matches!(
             h.kind,
-            RealKind::Mem {
+            DeviceKind::Mem {
                 opts: MemOptions {
                     huge_pages: true,
                     ..
@@ -332,10 +413,10 @@ mod tests {
                 ..
             }
         ));
-        let f = RealSpec::parse("file:/tmp/x,queue_depth=8,ro").expect("parses");
+        let f = DeviceSpec::parse("file:/tmp/x,queue_depth=8,ro").expect("parses");
         assert!(matches!(
             f.kind,
-            RealKind::File {
+            DeviceKind::File {
                 opts: FileOptions {
                     queue_depth: Some(8),
                     read_only: true
@@ -348,7 +429,10 @@ mod tests {
     #[test]
     fn bad_specs_say_what_is_wrong() {
         for (spec, needle) in [
-            ("hdd-7200", "not a real device"),
+            // One spec names models too: a model's mistakes are its own.
+            ("floppy", "unknown device 'floppy'"),
+            ("hdd-7200,rpm=fast", "rpm"),
+            ("hdd-7200,fail_rate=0.1", "fail_rate"),
             ("file:", "needs a path"),
             ("mem:lots", "mem"),
             ("mem:1g,colour=red", "unknown option 'colour=red'"),
@@ -375,7 +459,7 @@ mod tests {
             ),
             ("mem:1000.5", "not a whole number of bytes"),
         ] {
-            let e = RealSpec::parse(spec).expect_err(spec).to_string();
+            let e = DeviceSpec::parse(spec).expect_err(spec).to_string();
             assert!(e.contains(needle), "{spec}: {e}");
         }
     }

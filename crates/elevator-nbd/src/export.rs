@@ -17,8 +17,7 @@
 
 use elevator_core::Device;
 use elevator_io::spec::RealDevice;
-use elevator_io::{Engine, EngineConfig, EngineError, PacedDevice, RealSpec};
-use elevator_sim::device::{ModelSpec, ParamError};
+use elevator_io::{DeviceSpec, Engine, EngineConfig, EngineError};
 use thiserror::Error;
 
 use crate::pool::Buf;
@@ -30,22 +29,13 @@ pub struct ExportSpec {
     /// The name clients ask for.
     pub name: String,
     /// The device.
-    pub device: DeviceChoice,
+    pub device: DeviceSpec,
     /// The scheduler.
     pub scheduler: String,
     /// Tunables, by name.
     pub tunables: Vec<(String, String)>,
     /// Refuse writes.
     pub read_only: bool,
-}
-
-/// A real device or a simulated one.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DeviceChoice {
-    /// `file:` or `mem:`.
-    Real(RealSpec),
-    /// A model, paced by the real clock.
-    Sim(ModelSpec),
 }
 
 /// An export that cannot be had.
@@ -70,16 +60,6 @@ pub enum ExportError {
     },
 }
 
-const REAL_OPTIONS: [&str; 7] = [
-    "queue_depth",
-    "lbs",
-    "huge_pages",
-    "fail_rate",
-    "fail_sectors",
-    "fail_seed",
-    "ro",
-];
-
 impl ExportSpec {
     /// Parse `NAME=DEVICE[,OPTION...]`.
     pub fn parse(text: &str) -> Result<ExportSpec, ExportError> {
@@ -92,64 +72,30 @@ impl ExportSpec {
             Some((n, _)) if !n.contains(':') => (n.trim().to_string(), &text[n.len() + 1..]),
             _ => (String::new(), text),
         };
-        let mut parts = rest.split(',').map(str::trim);
-        let head = parts.next().unwrap_or_default();
-        if head.is_empty() {
+        if rest.split(',').next().is_none_or(|h| h.trim().is_empty()) {
             return Err(bad("no device: give file:PATH, mem:SIZE or a preset".into()));
         }
-        let real = RealSpec::is_real(head);
-        let mut real_text = head.to_string();
-        let mut sim = if real {
-            None
-        } else {
-            Some(ModelSpec::preset(head).map_err(|e| bad(e.to_string()))?)
-        };
-        let mut spec = ExportSpec {
-            name,
-            device: DeviceChoice::Sim(ModelSpec::preset("null").map_err(|e| bad(e.to_string()))?),
-            scheduler: "mq-deadline".into(),
-            tunables: Vec::new(),
-            read_only: false,
-        };
-        for part in parts.filter(|p| !p.is_empty()) {
-            let (k, v) = part
-                .split_once('=')
-                .map_or((part, ""), |(k, v)| (k.trim(), v.trim()));
+        let (mut scheduler, mut tunables, mut read_only) =
+            ("mq-deadline".to_string(), Vec::new(), false);
+        // What the device does not take is the export's: its scheduler,
+        // `ro`, or a tunable.
+        let device = DeviceSpec::parse_with(rest, &mut |k, v| {
             match k {
-                "scheduler" => spec.scheduler = v.to_string(),
-                "ro" | "readonly" if v.is_empty() || v == "1" => {
-                    spec.read_only = true;
-                    if real && real_text.starts_with("file:") {
-                        real_text.push_str(",ro");
-                    }
-                }
-                _ if real && REAL_OPTIONS.contains(&k) => {
-                    real_text.push(',');
-                    real_text.push_str(part);
-                }
-                _ if v.is_empty() => return Err(bad(format!("'{part}': expected NAME=VALUE"))),
-                _ => {
-                    if let Some(model) = sim.as_mut() {
-                        match model.set(k, v) {
-                            Ok(()) => continue,
-                            Err(ParamError::Unknown { .. }) => {}
-                            Err(e) => return Err(bad(e.to_string())),
-                        }
-                    }
-                    spec.tunables.push((k.to_string(), v.to_string()));
-                }
+                "scheduler" => scheduler = v.to_string(),
+                "ro" | "readonly" if v.is_empty() || v == "1" => read_only = true,
+                _ if v.is_empty() => return Err(format!("'{k}': expected NAME=VALUE")),
+                _ => tunables.push((k.to_string(), v.to_string())),
             }
-        }
-        spec.device = match sim {
-            Some(model) => {
-                model.validate().map_err(|e| bad(e.to_string()))?;
-                DeviceChoice::Sim(model)
-            }
-            None => {
-                DeviceChoice::Real(RealSpec::parse(&real_text).map_err(|e| bad(e.to_string()))?)
-            }
-        };
-        Ok(spec)
+            Ok(true)
+        })
+        .map_err(|e| bad(e.to_string()))?;
+        Ok(ExportSpec {
+            name,
+            device,
+            scheduler,
+            tunables,
+            read_only,
+        })
     }
 
     /// Open the device and build its queue.
@@ -158,13 +104,7 @@ impl ExportSpec {
             name: self.name.clone(),
             source,
         };
-        let device = match &self.device {
-            DeviceChoice::Real(r) => r.open().map_err(|e| fail(Box::new(e)))?,
-            DeviceChoice::Sim(s) => {
-                let model = s.build().map_err(|e| fail(Box::new(e)))?;
-                RealDevice::Paced(Box::new(PacedDevice::new(model)))
-            }
-        };
+        let device = self.device.open().map_err(|e| fail(Box::new(e)))?;
         let read_only = self.read_only || matches!(&device, RealDevice::File(f) if f.read_only());
         let describe = device.describe();
         let rotational = device.rotational();
@@ -237,10 +177,10 @@ mod tests {
         assert_eq!(d.name, "");
         let h =
             ExportSpec::parse("slow=hdd-7200,rpm=5400,scheduler=cfq,nomerges=2").expect("parses");
-        assert!(matches!(h.device, DeviceChoice::Sim(_)));
+        assert!(h.device.model().is_some());
         assert_eq!(h.tunables, vec![("nomerges".to_string(), "2".to_string())]);
         let f = ExportSpec::parse("f=file:/tmp/x.img,queue_depth=8,fail_rate=0.1").expect("parses");
-        assert!(matches!(f.device, DeviceChoice::Real(_)));
+        assert!(f.device.model().is_none());
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! `max_segments`, `max_segment_size`, `chunk_sectors`, `queue_depth`; then
 //! the scheduler's own.
 
+mod build;
 mod check;
 mod hash;
 mod merge;
@@ -40,6 +41,7 @@ use crate::sched::{AnyScheduler, MergeKind, MergeLookup, SchedDispatch, Schedule
 use crate::stats::{QueueStats, elapsed};
 use crate::tunable::{TunableSpec, Unit, find_spec, parse_value};
 
+pub use build::{BuildError, DeviceShape};
 use hash::MergeHash;
 
 /// A plug holds at most this many requests before it flushes (Linux

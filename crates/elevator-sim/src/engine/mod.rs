@@ -22,8 +22,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use elevator_core::{
-    AnyScheduler, BioCompletion, ConfigError, DeviceIo, Dispatch, Nanos, Op, Outcome, Queue,
-    QueueConfig, RequestId, Scheduler, Status, SubmitError, TunableError,
+    BioCompletion, BuildError, ConfigError, DeviceIo, DeviceShape, Dispatch, Nanos, Op, Outcome,
+    Queue, RequestId, Scheduler, Status, SubmitError, TunableError,
 };
 use thiserror::Error;
 
@@ -163,23 +163,18 @@ impl Engine {
     fn new(jobs: &JobFile, spec: &ModelSpec, cfg: &RunConfig) -> Result<Engine, SimError> {
         let device = spec.build()?;
         let limits = device.limits();
-        let mut qcfg = QueueConfig::for_depth(limits, device.queue_depth());
-        qcfg.rotational = device.rotational();
-        // Linux: nr_requests = 2 × min(queue_depth, 128), at least 4.
-        qcfg.nr_requests = qcfg.nr_requests.max(4);
-        let mut queue = Queue::new(
-            qcfg,
-            AnyScheduler::by_name(&cfg.scheduler).map_err(ConfigError::from)?,
-        )?;
-        for (name, value) in &cfg.tunables {
-            queue
-                .set_str(name, value)
-                .map_err(|error| SimError::Tunable {
-                    name: name.clone(),
-                    value: value.clone(),
-                    error,
-                })?;
-        }
+        let shape = DeviceShape {
+            limits,
+            queue_depth: device.queue_depth(),
+            rotational: device.rotational(),
+        };
+        let queue =
+            Queue::for_device(shape, &cfg.scheduler, &cfg.tunables).map_err(|e| match e {
+                BuildError::Config(e) => SimError::Queue(e),
+                BuildError::Tunable { name, value, error } => {
+                    SimError::Tunable { name, value, error }
+                }
+            })?;
         let (workers, phases) = workload::workers(jobs, limits.capacity * 512, cfg.seed)?;
         let depth = workload::total_depth(jobs);
         let nworkers = workers.len();

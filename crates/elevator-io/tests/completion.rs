@@ -128,8 +128,8 @@ impl DataDevice for Stray {
 /// after completion, on any path, including ... errors returned from
 /// poll/drain midway". `poll` reports the stray completion as an error, but
 /// the real completions the device handed over in the same batch must not
-/// be dropped on the floor: before, those requests never completed, drain
-/// said Stalled, and Drop leaked their buffers.
+/// be dropped on the floor (those requests would never complete, drain
+/// would say Stalled, and Drop would leak their buffers).
 #[test]
 fn a_stray_completion_does_not_lose_the_real_ones() {
     let dev = Stray {
@@ -252,9 +252,8 @@ impl DataDevice for Full {
 
 /// README: the caller gets "the status of the first failed bio in file
 /// order". The device underneath failed the write at byte 0 with ENOSPC;
-/// the injected bad sector is at byte 2048. The first failure is ENOSPC, but
-/// the fault device turned every failure it touched into EIO (and likewise
-/// turned `Cancelled` at shutdown into EIO).
+/// the injected bad sector is at byte 2048. The first failure is ENOSPC, and
+/// the fault device must not turn it (or `Cancelled` at shutdown) into EIO.
 #[test]
 fn faults_keep_the_status_of_an_earlier_real_failure() {
     let faults = FaultSpec {
@@ -301,9 +300,10 @@ fn faults_keep_the_status_of_an_earlier_real_failure() {
 /// README: "It sleeps in `io_uring_enter` until a completion arrives, or
 /// until a timeout". A timeout beyond what the kernel's clock holds (here
 /// `Duration::MAX`, "no limit" to many callers; a scheduler's or a job's
-/// far-off deadline is the same) overflowed in the kernel into a time in the
-/// past: the wait returned at once with nothing done, and a caller looping on
-/// `poll` spun. With a read in flight, one poll must come back with it.
+/// far-off deadline is the same) must not overflow in the kernel into a
+/// time in the past, which would end the wait at once with nothing done and
+/// make a caller looping on `poll` spin. With a read in flight, one poll
+/// must come back with it.
 #[test]
 fn a_very_long_timeout_still_sleeps_until_a_completion() {
     let Some(file) = common::scratch_file(Path::new("/dev/shm"), "timeout", 1 << 20).ok() else {

@@ -16,9 +16,9 @@ fn mem(kib: u64, queue_depth: u32) -> MemDevice {
 }
 
 /// README: "The loop never busy-polls"; `drain` runs "until every accepted
-/// request has completed". With the caller's plug held, poll(None) returned
-/// at once without sleeping or dispatching, and drain said Stalled though
-/// nothing was wrong (Linux flushes a plug whenever the task sleeps).
+/// request has completed". With the caller's plug held, poll(None) must
+/// still dispatch and sleep, and drain must not say Stalled (Linux flushes a
+/// plug whenever the task sleeps).
 #[test]
 fn drain_with_the_plug_held_completes_everything() {
     let mut e: Engine<MemDevice> =
@@ -78,9 +78,8 @@ fn drain_with_the_plug_held_and_tag_waits_completes_everything() {
 }
 
 /// README: "No buffer is held after completion, on any path, including ...
-/// Drop". Dropping an engine whose caller still held the plug found nothing
-/// it could drain (the requests sat on the plug) and leaked every buffer
-/// although none had ever reached the device.
+/// Drop". Dropping an engine whose caller still holds the plug frees every
+/// buffer sitting on the plug, although none has reached the device.
 #[test]
 fn dropping_a_plugged_engine_frees_every_buffer() {
     let freed = Rc::new(Cell::new(0));

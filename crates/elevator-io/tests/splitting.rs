@@ -86,9 +86,9 @@ impl DataDevice for Picky {
 }
 
 /// README: "every segment's address ... checked against the device's
-/// alignment". The caller's segments were, but the engine then cut a segment
-/// at `max_piece_bytes` (here `max_sectors_kb=6`: 6 KiB pieces) and handed
-/// the device a piece starting 6 KiB into a buffer: off the 4 KiB DMA
+/// alignment". The caller's segments are, and so must be the pieces the
+/// engine cuts them into at `max_piece_bytes` (here `max_sectors_kb=6`:
+/// 6 KiB pieces): a piece starting 6 KiB into a buffer is off the 4 KiB DMA
 /// alignment, which O_DIRECT refuses with EINVAL. Pieces that end inside a
 /// segment must end on the memory alignment.
 #[test]

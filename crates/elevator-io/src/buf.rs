@@ -324,68 +324,6 @@ unsafe impl<B: IoBuf> IoBuf for Slice<B> {
     }
 }
 
-/// Memory for one I/O: a buffer of the caller's, or a window on a memory
-/// device's own bytes ([`crate::mem::MemSlice`]), for servers that move data
-/// straight between sockets and the device.
-#[derive(Debug)]
-pub enum IoMem {
-    /// An aligned buffer (or part of one).
-    Buf(Slice<AlignedBuf>),
-    /// A window on a memory device.
-    Window(crate::mem::MemSlice),
-}
-
-impl IoMem {
-    /// The aligned buffer, if it is one.
-    pub fn into_buf(self) -> Option<Slice<AlignedBuf>> {
-        match self {
-            IoMem::Buf(b) => Some(b),
-            IoMem::Window(_) => None,
-        }
-    }
-}
-
-// SAFETY: both kinds keep IoBuf's promises; this only forwards to them.
-unsafe impl IoBuf for IoMem {
-    fn as_ptr(&self) -> *const u8 {
-        match self {
-            IoMem::Buf(b) => b.as_ptr(),
-            IoMem::Window(w) => w.as_ptr(),
-        }
-    }
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        match self {
-            IoMem::Buf(b) => b.as_mut_ptr(),
-            IoMem::Window(w) => w.as_mut_ptr(),
-        }
-    }
-    fn len(&self) -> usize {
-        match self {
-            IoMem::Buf(b) => IoBuf::len(b),
-            IoMem::Window(w) => IoBuf::len(w),
-        }
-    }
-}
-
-impl Deref for IoMem {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            IoMem::Buf(b) => b,
-            IoMem::Window(w) => w,
-        }
-    }
-}
-
-impl DerefMut for IoMem {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        match self {
-            IoMem::Buf(b) => b,
-            IoMem::Window(w) => w,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

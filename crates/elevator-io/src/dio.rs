@@ -2,8 +2,7 @@
 //! ([`DioRequest`]), what is refused before anything starts ([`DioError`]),
 //! and what the caller learns at the end ([`Completion`]).
 //!
-//! Rules, as Linux's block-device direct I/O keeps them (and as the review of
-//! seed 001 asked for them to be kept):
+//! Rules, as Linux's block-device direct I/O keeps them:
 //!
 //! - **Alignment is checked on every segment, before any I/O starts.** The
 //!   file offset must be a multiple of the device's offset alignment (its

@@ -1,11 +1,15 @@
 //! elevator-io: elevator on real devices, on the real clock.
 //!
+//! - [`buf`]: buffers the kernel reads and writes while I/O is in flight;
+//!   [`device`]: what a device that moves data adds to
+//!   [`elevator_core::Device`] ([`DataDevice`]), its alignment and errors;
+//!   [`clock`]: the real clock in the engine's nanoseconds.
 //! - [`file`](mod@file): a regular file or block device opened with O_DIRECT, driven
-//!   through io_uring; [`mem`]: a device in memory; [`fault`]: a wrapper that
-//!   fails chosen sectors or a fraction of I/Os; [`paced`]: a simulated disk
-//!   on the real clock, its data in memory. All of them sit behind the same
-//!   [`elevator_core::Device`] trait the simulated devices use, plus
-//!   [`DataDevice`] for the data.
+//!   through io_uring; [`mem`]: a device in memory (and windows on it);
+//!   [`fault`]: a wrapper that fails chosen sectors or a fraction of I/Os;
+//!   [`paced`]: a simulated disk on the real clock, its data in memory. All
+//!   of them sit behind the same [`elevator_core::Device`] trait the
+//!   simulated devices use, plus [`DataDevice`] for the data.
 //! - [`dio`]: the direct-I/O submission path's rules: a caller's request
 //!   (op, offset, a list of buffers) is checked whole before anything is
 //!   submitted, and its completion follows one rule for partial failure.
@@ -15,8 +19,14 @@
 //! - [`jobs`]: fio job files run through the engine; [`spec`]: `file:PATH`
 //!   and `mem:SIZE` device specs; [`cpu`]: CPU time used.
 //!
-//! Unsafe code in elevator lives here, in the buffer and io_uring code, each
-//! block with a `SAFETY:` comment.
+//! Dependencies point one way: [`buf`] names no other module, [`device`]
+//! only [`buf`], the devices only those two (and io_uring's wrapper), and
+//! the engine, jobs and specs sit above the devices.
+//!
+//! Unsafe code in elevator lives here: the buffers, the memory devices'
+//! stores, the io_uring code, a `getrusage` call, and the devices passing on
+//! [`DataDevice::submit_data`]'s contract; each block has a `SAFETY:`
+//! comment.
 
 #![warn(missing_docs)]
 
@@ -34,13 +44,13 @@ pub mod paced;
 pub mod spec;
 mod uring;
 
-pub use buf::{AlignedBuf, BufError, IoBuf, IoMem, Slice};
+pub use buf::{AlignedBuf, BufError, IoBuf, Slice};
 pub use clock::Clock;
 pub use device::{Alignment, DataDevice, DataSegment, DeviceError};
 pub use dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use fault::{FaultDevice, FaultSpec};
 pub use file::{FileDevice, FileKind, FileOptions};
-pub use mem::{MemDevice, MemOptions, MemSlice};
+pub use mem::{IoMem, MemDevice, MemOptions, MemSlice};
 pub use paced::PacedDevice;
 pub use spec::{DeviceKind, DeviceSpec, OpenError, RealDevice, SpecError};

@@ -6,6 +6,11 @@
 //! layer's own cost), as an NBD export that forgets everything on exit, and
 //! in tests. It keeps the same rules as a real disk: its logical block size
 //! (512 unless told otherwise) and a DMA alignment equal to it.
+//!
+//! It also lends windows on its bytes ([`MemSlice`], from
+//! [`MemDevice::map`]) for I/O that moves data straight between a socket and
+//! the device, and [`IoMem`] is the memory for one I/O that may be either a
+//! caller's buffer or such a window.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -16,7 +21,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::rc::Rc;
 
-use crate::buf::{AlignedBuf, IoBuf};
+use crate::buf::{AlignedBuf, BufError, IoBuf, Slice};
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 
 /// How to build a [`MemDevice`].
@@ -97,8 +102,7 @@ impl MemDevice {
         // transparent huge pages when asked to.
         let huge = 2 << 20;
         let mut owner = AlignedBuf::new(len, if len >= huge { huge } else { 4096 })?;
-        let base =
-            NonNull::new(owner.as_mut_ptr()).ok_or(crate::buf::BufError::OutOfMemory { len })?;
+        let base = NonNull::new(owner.as_mut_ptr()).ok_or(BufError::OutOfMemory { len })?;
         if len >= huge && opts.huge_pages {
             // SAFETY: the range is exactly the store's own allocation;
             // MADV_HUGEPAGE only changes how the kernel backs it, never its
@@ -366,5 +370,67 @@ impl std::ops::DerefMut for MemSlice {
         // SAFETY: as in `deref`; `&mut self` makes this window's access
         // unique for the slice's life.
         unsafe { std::slice::from_raw_parts_mut(IoBuf::as_mut_ptr(self), self.len) }
+    }
+}
+
+/// Memory for one I/O: a buffer of the caller's, or a window on a memory
+/// device's own bytes ([`MemSlice`]), for servers that move data
+/// straight between sockets and the device.
+#[derive(Debug)]
+pub enum IoMem {
+    /// An aligned buffer (or part of one).
+    Buf(Slice<AlignedBuf>),
+    /// A window on a memory device.
+    Window(MemSlice),
+}
+
+impl IoMem {
+    /// The aligned buffer, if it is one.
+    pub fn into_buf(self) -> Option<Slice<AlignedBuf>> {
+        match self {
+            IoMem::Buf(b) => Some(b),
+            IoMem::Window(_) => None,
+        }
+    }
+}
+
+// SAFETY: both kinds keep IoBuf's promises; this only forwards to them.
+unsafe impl IoBuf for IoMem {
+    fn as_ptr(&self) -> *const u8 {
+        match self {
+            IoMem::Buf(b) => b.as_ptr(),
+            IoMem::Window(w) => w.as_ptr(),
+        }
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            IoMem::Buf(b) => b.as_mut_ptr(),
+            IoMem::Window(w) => w.as_mut_ptr(),
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            IoMem::Buf(b) => IoBuf::len(b),
+            IoMem::Window(w) => IoBuf::len(w),
+        }
+    }
+}
+
+impl std::ops::Deref for IoMem {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            IoMem::Buf(b) => b,
+            IoMem::Window(w) => w,
+        }
+    }
+}
+
+impl std::ops::DerefMut for IoMem {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            IoMem::Buf(b) => b,
+            IoMem::Window(w) => w,
+        }
     }
 }

@@ -1,8 +1,9 @@
-//! The io_uring ring under a [`FileDevice`](crate::file::FileDevice): it owns
-//! the ring, the table of in-flight I/Os (one slot per queue-depth tag, each
-//! with its own preallocated iovec array) and the list of I/Os that finished
-//! without reaching the kernel. It turns [`DeviceIo`]s into SQEs, CQEs back
-//! into [`Outcome`]s, and makes sure the kernel never touches memory after the
+//! An io_uring ring that a device drives its I/O through (the file and
+//! block devices opened with O_DIRECT do): it owns the ring, the table of
+//! in-flight I/Os (one slot per queue-depth tag, each with its own
+//! preallocated iovec array) and the list of I/Os that finished without
+//! reaching the kernel. It turns [`DeviceIo`]s into SQEs, CQEs back into
+//! [`Outcome`]s, and makes sure the kernel never touches memory after the
 //! ring is gone.
 //!
 //! Nothing here allocates per I/O and nothing makes a system call except

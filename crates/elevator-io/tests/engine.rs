@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::{buf, config, mem_device};
 use elevator_core::{Device, IoContext, SCHEDULER_NAMES, Status};
 use elevator_fio::rng::Rng;
@@ -205,31 +207,12 @@ fn data_survives_every_scheduler_and_nomerges() {
     }
 }
 
-/// A scratch file of `mib` MiB in `dir`, removed when dropped.
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn new(dir: &str, name: &str, mib: u64) -> Option<Scratch> {
-        let path =
-            std::path::Path::new(dir).join(format!("elevator-io-{name}-{}", std::process::id()));
-        let f = std::fs::File::create(&path).ok()?;
-        f.set_len(mib << 20).ok()?;
-        Some(Scratch(path))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// The same, through io_uring onto real files: tmpfs (whose direct I/O
 /// io_uring runs on worker threads) and the root file system.
 #[test]
 fn data_survives_on_real_files() {
     for dir in ["/dev/shm", "/var/tmp"] {
-        let Some(file) = Scratch::new(dir, "integrity", 4) else {
+        let Some(file) = common::scratch_file(Path::new(dir), "integrity", 4 << 20).ok() else {
             common::skip(
                 "data_survives_on_real_files",
                 &format!("cannot create a file in {dir}"),
@@ -240,12 +223,12 @@ fn data_survives_on_real_files() {
             // Start from zeroes, as the shadow copy does.
             let f = std::fs::OpenOptions::new()
                 .write(true)
-                .open(&file.0)
+                .open(&file)
                 .expect("open");
             f.set_len(0).expect("truncate");
             f.set_len(4 << 20).expect("extend");
             drop(f);
-            let dev = FileDevice::open(&file.0, &FileOptions::default()).expect("open");
+            let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
             let nomerges = (i % 3) as u8;
             integrity(dev, sched, nomerges, 77 + i as u64, 6);
         }
@@ -256,7 +239,7 @@ fn data_survives_on_real_files() {
 /// completes exactly once, with its buffers.
 #[test]
 fn cancellation_with_io_in_the_kernel() {
-    let Some(file) = Scratch::new("/dev/shm", "cancel", 8) else {
+    let Some(file) = common::scratch_file(Path::new("/dev/shm"), "cancel", 8 << 20).ok() else {
         common::skip(
             "cancellation_with_io_in_the_kernel",
             "cannot create a file in /dev/shm",
@@ -265,7 +248,7 @@ fn cancellation_with_io_in_the_kernel() {
     };
     for sched in ["none", "bfq"] {
         let dev = FileDevice::open(
-            &file.0,
+            &file,
             &FileOptions {
                 queue_depth: Some(16),
                 read_only: false,

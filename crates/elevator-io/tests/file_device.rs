@@ -12,25 +12,14 @@ use elevator_core::{BioFlags, Device, DeviceIo, Op, Outcome, Status};
 use elevator_io::{
     AlignedBuf, DataDevice, DataSegment, DeviceError, FileDevice, FileKind, FileOptions, IoBuf,
 };
+use tempfile::TempPath;
 
 const MIB: u64 = 1 << 20;
 
-/// A file that is removed when the test ends (even by a panic).
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(dir: &Path, test: &str, size: u64) -> TempFile {
-        let path = dir.join(format!("elevator-io-{}-{test}", std::process::id()));
-        let f = std::fs::File::create(&path).expect("create test file");
-        f.set_len(size).expect("size test file");
-        TempFile(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// A file of `size` bytes in `dir`, removed when the test ends (even by a
+/// panic).
+fn temp_file(dir: &Path, test: &str, size: u64) -> TempPath {
+    common::scratch_file(dir, test, size).expect("create test file")
 }
 
 /// The two file systems to test on: tmpfs and the root file system (ext4).
@@ -137,8 +126,8 @@ fn write(dev: &mut FileDevice, offset: u64, data: &[u8], flags: BioFlags) -> Out
 #[test]
 fn writev_then_read_back() {
     for dir in dirs() {
-        let file = TempFile::new(&dir, "writev", 8 * MIB);
-        let mut dev = open(&file.0);
+        let file = temp_file(&dir, "writev", 8 * MIB);
+        let mut dev = open(&file);
         let lbs = u64::from(dev.limits().logical_block_size);
         let mut rng = Rng(0x1234_5678);
         for round in 0..8u32 {
@@ -176,8 +165,8 @@ fn writev_then_read_back() {
 #[test]
 fn many_in_flight_each_reported_once() {
     for dir in dirs() {
-        let file = TempFile::new(&dir, "many", 4 * MIB);
-        let mut dev = open(&file.0);
+        let file = temp_file(&dir, "many", 4 * MIB);
+        let mut dev = open(&file);
         let qd = dev.queue_depth() as usize;
         let mut bufs: Vec<AlignedBuf> = (0..qd).map(|_| buffer(&dev, 4096)).collect();
         for (i, b) in bufs.iter_mut().enumerate() {
@@ -199,8 +188,8 @@ fn many_in_flight_each_reported_once() {
 #[test]
 fn fua_and_preflush_writes() {
     for dir in dirs() {
-        let file = TempFile::new(&dir, "fua", MIB);
-        let mut dev = open(&file.0);
+        let file = temp_file(&dir, "fua", MIB);
+        let mut dev = open(&file);
         let mut rng = Rng(7);
         for (i, flags) in [
             BioFlags::FUA,
@@ -226,8 +215,8 @@ fn fua_and_preflush_writes() {
 #[test]
 fn flush() {
     for dir in dirs() {
-        let file = TempFile::new(&dir, "flush", MIB);
-        let mut dev = open(&file.0);
+        let file = temp_file(&dir, "flush", MIB);
+        let mut dev = open(&file);
         assert_eq!(
             write(&mut dev, 0, &[5; 4096], BioFlags::NONE),
             Outcome::Done
@@ -245,8 +234,8 @@ fn flush() {
 #[test]
 fn discard_reads_zeroes() {
     for dir in dirs() {
-        let file = TempFile::new(&dir, "discard", MIB);
-        let mut dev = open(&file.0);
+        let file = temp_file(&dir, "discard", MIB);
+        let mut dev = open(&file);
         assert_eq!(
             write(&mut dev, 0, &[0xab; 65536], BioFlags::NONE),
             Outcome::Done
@@ -269,8 +258,8 @@ fn write_zeroes_reads_zeroes() {
     // a hole punch; later ones punch at once. Several in flight at once
     // exercise both paths.
     for dir in dirs() {
-        let file = TempFile::new(&dir, "zeroes", MIB);
-        let mut dev = open(&file.0);
+        let file = temp_file(&dir, "zeroes", MIB);
+        let mut dev = open(&file);
         for round in 0..2 {
             assert_eq!(
                 write(&mut dev, 0, &[0xcd; 65536], BioFlags::NONE),
@@ -305,8 +294,8 @@ fn write_zeroes_reads_zeroes() {
 #[test]
 fn short_read_reports_good_bytes() {
     for dir in dirs() {
-        let file = TempFile::new(&dir, "short", MIB);
-        let mut dev = open(&file.0);
+        let file = temp_file(&dir, "short", MIB);
+        let mut dev = open(&file);
         // The device ends 4096 bytes into this read (the core would never
         // send it, but the file could shrink under us).
         let mut buf = buffer(&dev, 8192);
@@ -322,8 +311,8 @@ fn short_read_reports_good_bytes() {
 
 #[test]
 fn core_submit_of_read_is_not_supported() {
-    let file = TempFile::new(Path::new("/dev/shm"), "coreread", MIB);
-    let mut dev = open(&file.0);
+    let file = temp_file(Path::new("/dev/shm"), "coreread", MIB);
+    let mut dev = open(&file);
     dev.submit(dio(7, Op::Read, 0, 4096, BioFlags::NONE), 0);
     dev.submit(dio(8, Op::Write, 0, 4096, BioFlags::NONE), 0);
     assert_eq!(dev.outstanding(), 2);
@@ -338,9 +327,9 @@ fn core_submit_of_read_is_not_supported() {
 
 #[test]
 fn read_only_refuses_writes() {
-    let file = TempFile::new(Path::new("/dev/shm"), "readonly", MIB);
+    let file = temp_file(Path::new("/dev/shm"), "readonly", MIB);
     {
-        let mut dev = open(&file.0);
+        let mut dev = open(&file);
         assert_eq!(
             write(&mut dev, 0, &[9; 4096], BioFlags::NONE),
             Outcome::Done
@@ -350,7 +339,7 @@ fn read_only_refuses_writes() {
         read_only: true,
         ..FileOptions::default()
     };
-    let mut dev = FileDevice::open(&file.0, &opts).expect("open read-only");
+    let mut dev = FileDevice::open(&file, &opts).expect("open read-only");
     assert!(dev.read_only());
     let not_supported = Outcome::Failed {
         status: Status::NotSupported,
@@ -386,8 +375,8 @@ fn open_errors_name_the_path() {
     assert_eq!(kind(Path::new("/dev/shm")), "directory");
     assert_eq!(kind(Path::new("/dev/null")), "character device");
 
-    let fifo = std::env::temp_dir().join(format!("elevator-io-{}-fifo", std::process::id()));
-    let _ = std::fs::remove_file(&fifo);
+    let special = tempfile::tempdir().expect("temporary directory");
+    let fifo = special.path().join("fifo");
     assert!(
         Command::new("mkfifo")
             .arg(&fifo)
@@ -395,15 +384,12 @@ fn open_errors_name_the_path() {
             .is_ok_and(|s| s.success())
     );
     let k = kind(&fifo);
-    let _ = std::fs::remove_file(&fifo);
     assert_eq!(k, "fifo");
 
-    let sock = std::env::temp_dir().join(format!("elevator-io-{}-sock", std::process::id()));
-    let _ = std::fs::remove_file(&sock);
+    let sock = special.path().join("sock");
     let listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
     let k = kind(&sock);
     drop(listener);
-    let _ = std::fs::remove_file(&sock);
     assert_eq!(k, "socket");
 
     // procfs takes no O_DIRECT.
@@ -412,11 +398,11 @@ fn open_errors_name_the_path() {
     assert!(e.to_string().contains("/proc/version"), "{e}");
 
     for dir in dirs() {
-        let empty = TempFile::new(&dir, "empty", 0);
-        let e = FileDevice::open(&empty.0, &FileOptions::default()).unwrap_err();
+        let empty = temp_file(&dir, "empty", 0);
+        let e = FileDevice::open(&empty, &FileOptions::default()).unwrap_err();
         assert!(matches!(e, DeviceError::Geometry { .. }), "{e}");
         assert!(e.to_string().contains("truncate -s"), "{e}");
-        assert!(e.to_string().contains(&*empty.0.to_string_lossy()), "{e}");
+        assert!(e.to_string().contains(&*empty.to_string_lossy()), "{e}");
     }
 }
 
@@ -424,8 +410,8 @@ fn open_errors_name_the_path() {
 fn limits_and_alignment_are_sane() {
     for dir in dirs() {
         let size = 3 * MIB + 1000; // not a whole number of blocks
-        let file = TempFile::new(&dir, "limits", size);
-        let dev = open(&file.0);
+        let file = temp_file(&dir, "limits", size);
+        let dev = open(&file);
         let l = dev.limits();
         l.validate().expect("limits validate");
         let a = dev.alignment();
@@ -435,13 +421,13 @@ fn limits_and_alignment_are_sane() {
         let lbs = u64::from(l.logical_block_size);
         assert_eq!(l.capacity << 9, size / lbs * lbs);
         assert_eq!(dev.kind(), FileKind::Regular);
-        assert_eq!(dev.path(), file.0);
+        assert_eq!(dev.path(), &*file);
         assert!(!dev.read_only());
         assert!((1..=128).contains(&dev.queue_depth()));
         assert_eq!(dev.next_completion(), None);
         let d = dev.describe();
         assert!(
-            !d.contains('\n') && d.contains(&*file.0.to_string_lossy()),
+            !d.contains('\n') && d.contains(&*file.to_string_lossy()),
             "{d}"
         );
         // The bytes past the last whole block are not served, and it says so.
@@ -454,29 +440,27 @@ fn limits_and_alignment_are_sane() {
             )),
             "{d}"
         );
-        let whole = TempFile::new(&dir, "whole", 3 * MIB);
-        let w = open(&whole.0);
+        let whole = temp_file(&dir, "whole", 3 * MIB);
+        let w = open(&whole);
         assert_eq!(w.unserved_tail(), 0);
         assert!(!w.describe().contains("not served"), "{}", w.describe());
         println!("{d} [ring: {}]", dev.ring_setup());
     }
     // tmpfs has no block device under it: not rotational.
-    let file = TempFile::new(Path::new("/dev/shm"), "rot", MIB);
-    assert!(!open(&file.0).rotational());
+    let file = temp_file(Path::new("/dev/shm"), "rot", MIB);
+    assert!(!open(&file).rotational());
 }
 
 #[test]
 fn queue_depth_option_is_clamped() {
-    let file = TempFile::new(Path::new("/dev/shm"), "qd", MIB);
+    let file = temp_file(Path::new("/dev/shm"), "qd", MIB);
     for (ask, get) in [(Some(0), 1), (Some(3), 3), (Some(100_000), 4096)] {
         let opts = FileOptions {
             queue_depth: ask,
             ..FileOptions::default()
         };
         assert_eq!(
-            FileDevice::open(&file.0, &opts)
-                .expect("open")
-                .queue_depth(),
+            FileDevice::open(&file, &opts).expect("open").queue_depth(),
             get
         );
     }
@@ -485,7 +469,7 @@ fn queue_depth_option_is_clamped() {
         queue_depth: Some(1),
         ..FileOptions::default()
     };
-    let mut dev = FileDevice::open(&file.0, &opts).expect("open");
+    let mut dev = FileDevice::open(&file, &opts).expect("open");
     for i in 0..4u8 {
         assert_eq!(
             write(&mut dev, 0, &[i; 4096], BioFlags::PREFLUSH),
@@ -496,8 +480,8 @@ fn queue_depth_option_is_clamped() {
 
 #[test]
 fn busy_time_follows_the_clock_passed_in() {
-    let file = TempFile::new(Path::new("/dev/shm"), "busy", MIB);
-    let mut dev = open(&file.0);
+    let file = temp_file(Path::new("/dev/shm"), "busy", MIB);
+    let mut dev = open(&file);
     let mut buf = buffer(&dev, 4096);
     // SAFETY: `buf` outlives the reaping below.
     unsafe {
@@ -524,8 +508,8 @@ fn busy_time_follows_the_clock_passed_in() {
 
 #[test]
 fn wait_returns_with_nothing_in_flight() {
-    let file = TempFile::new(Path::new("/dev/shm"), "idle", MIB);
-    let mut dev = open(&file.0);
+    let file = temp_file(Path::new("/dev/shm"), "idle", MIB);
+    let mut dev = open(&file);
     dev.wait(None).expect("wait without timeout");
     dev.wait(Some(std::time::Duration::from_millis(1)))
         .expect("wait with timeout");
@@ -537,12 +521,12 @@ fn wait_returns_with_nothing_in_flight() {
 #[test]
 fn cancel_all_reports_every_tag_once() {
     for dir in dirs() {
-        let file = TempFile::new(&dir, "cancel", 16 * MIB);
+        let file = temp_file(&dir, "cancel", 16 * MIB);
         let opts = FileOptions {
             queue_depth: Some(128),
             ..FileOptions::default()
         };
-        let mut dev = FileDevice::open(&file.0, &opts).expect("open");
+        let mut dev = FileDevice::open(&file, &opts).expect("open");
         let mut bufs: Vec<AlignedBuf> = (0..128).map(|_| buffer(&dev, 65536)).collect();
         for (i, b) in bufs.iter_mut().enumerate() {
             let (op, flags) = match i % 4 {
@@ -586,12 +570,12 @@ fn cancel_all_reports_every_tag_once() {
 #[test]
 fn drop_with_io_in_flight_returns() {
     for dir in dirs() {
-        let file = TempFile::new(&dir, "drop", 16 * MIB);
+        let file = temp_file(&dir, "drop", 16 * MIB);
         // The buffers are declared first, so they outlive the device.
         let mut bufs: Vec<AlignedBuf> = (0..64)
             .map(|_| AlignedBuf::new(65536, 4096).expect("buf"))
             .collect();
-        let mut dev = open(&file.0);
+        let mut dev = open(&file);
         for (i, b) in bufs.iter_mut().enumerate() {
             let op = if i % 2 == 0 { Op::Read } else { Op::Write };
             let io = dio(i as u32, op, i as u64 * 65536, 65536, BioFlags::PREFLUSH);
@@ -601,7 +585,7 @@ fn drop_with_io_in_flight_returns() {
         dev.kick().expect("kick");
         drop(dev);
         // Queued but never kicked: the drop submits, cancels and reaps.
-        let mut dev = open(&file.0);
+        let mut dev = open(&file);
         for (i, b) in bufs.iter_mut().enumerate() {
             let io = dio(i as u32, Op::Read, i as u64 * 65536, 65536, BioFlags::NONE);
             // SAFETY: as above.
@@ -628,10 +612,10 @@ fn loop_block_device() {
         return;
     }
     let dir = &dirs()[1];
-    let file = TempFile::new(dir, "loop", 32 * MIB);
+    let file = temp_file(dir, "loop", 32 * MIB);
     let out = match Command::new("losetup")
         .args(["--find", "--show", "--direct-io=on"])
-        .arg(&file.0)
+        .arg(&file)
         .output()
     {
         Ok(out) if out.status.success() => out,

@@ -4,7 +4,7 @@
 
 use crate::conn::{Conn, Phase};
 use crate::proto::{self, ClientOption, OptionHeader, info, opt, rep, tflag};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// The export a client asks for by `name`: the one of that name, or for the
 /// empty name the first export.

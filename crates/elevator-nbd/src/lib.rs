@@ -4,19 +4,31 @@
 //! each export ([`export`]) is a device (a file or block device through
 //! io_uring, memory, or a simulated disk on the real clock) with its own
 //! scheduler and tunables; each client connection is its own I/O context.
-//! [`proto`] is the wire format (pure, fuzzed), [`conn`] one connection's
-//! buffers, `handshake` and `transmit` (private) the two phases of the
-//! protocol, [`pool`] the reusable data buffers.
+//!
+//! The modules, each using only those listed after it:
+//! - [`server`]: listeners, connections and the event loop; it owns the
+//!   state below and hands each message to the phase it belongs to;
+//! - `handshake` and `transmit` (private): the two phases of the protocol,
+//!   option haggling, then requests and their replies;
+//! - `shared` (private): the state both phases work on (exports, requests
+//!   in flight, the buffer pool, the configuration);
+//! - [`ServerConfig`] (`config`, private): how to serve;
+//! - [`conn`]: one connection's socket and buffers;
+//! - [`export`]: what `--export` names, opened;
+//! - [`pool`]: the reusable data buffers;
+//! - [`proto`]: the wire format (pure, fuzzed).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod config;
 pub mod conn;
 pub mod export;
 mod handshake;
 pub mod pool;
 pub mod proto;
 pub mod server;
+mod shared;
 mod transmit;
 
 pub use export::{ExportError, ExportSpec};

@@ -39,55 +39,12 @@ use elevator_io::{Completion, DataDevice};
 use rustix::event::{Timespec, epoll};
 use thiserror::Error;
 
-use crate::conn::{Conn, Message, Stream};
-use crate::export::{Export, ExportError, ExportSpec};
+pub use crate::config::ServerConfig;
+use crate::conn::{Conn, Message, Phase, Stream};
+use crate::export::{ExportError, ExportSpec};
 use crate::pool::{Buf, Pool};
-use crate::transmit;
-
-/// How to serve.
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    /// The exports; the first also answers to the empty name.
-    pub exports: Vec<ExportSpec>,
-    /// TCP addresses to listen on.
-    pub tcp: Vec<SocketAddr>,
-    /// Unix-domain socket paths to listen on.
-    pub unix: Vec<PathBuf>,
-    /// Requests in flight per connection before the server stops reading
-    /// from it. Default 128.
-    pub max_inflight: u32,
-    /// Largest read or write, in bytes. Default 32 MiB.
-    pub max_request: u32,
-    /// Connections at once. Default 256.
-    pub max_connections: u32,
-    /// How long a connection may stay in the handshake (from accept until
-    /// it chooses an export) before it is closed. Default 10 s.
-    pub handshake_timeout: Duration,
-}
-
-impl Default for ServerConfig {
-    fn default() -> ServerConfig {
-        ServerConfig {
-            exports: Vec::new(),
-            tcp: Vec::new(),
-            unix: Vec::new(),
-            max_inflight: 128,
-            max_request: 32 << 20,
-            max_connections: 256,
-            handshake_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-impl ServerConfig {
-    /// How many connection slots connections still in the handshake may hold
-    /// at once: `max_connections` less a reserve of a quarter (at least one
-    /// when `max_connections` is above 1) kept for clients past it.
-    pub fn handshake_slots(&self) -> u32 {
-        let max = self.max_connections;
-        if max > 1 { max - (max / 4).max(1) } else { max }
-    }
-}
+use crate::shared::Shared;
+use crate::{handshake, proto, transmit};
 
 /// The server cannot start or go on.
 #[derive(Debug, Error)]
@@ -126,16 +83,6 @@ enum Listener {
     Unix(UnixListener, PathBuf),
 }
 
-/// A request at an engine: whom to answer and how.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct InFlight {
-    pub conn: u32,
-    pub generation: u32,
-    pub cookie: u64,
-    pub kind: u16,
-    pub offset: u64,
-}
-
 const KIND_SHIFT: u32 = 60;
 const LISTENER: u64 = 1;
 const STOP: u64 = 2;
@@ -148,16 +95,6 @@ const STOP_GRACE: Duration = Duration::from_secs(30);
 
 fn token(kind: u64, generation: u32, index: u32) -> u64 {
     (kind << KIND_SHIFT) | (u64::from(generation & 0x0FFF_FFFF) << 32) | u64::from(index)
-}
-
-/// The state every connection's handling needs.
-pub(crate) struct Shared {
-    pub exports: Vec<Export>,
-    pub inflight: Vec<InFlight>,
-    pub free_inflight: Vec<u32>,
-    pub pool: Pool,
-    pub cfg: ServerConfig,
-    pub stopping: bool,
 }
 
 /// An NBD server, bound and ready to run.
@@ -519,7 +456,7 @@ impl Server {
             handshaking += 1;
             // Not even the client's flags yet, and nothing known to be
             // waiting to be read.
-            let quiet = c.phase == crate::conn::Phase::ClientFlags && !c.readable;
+            let quiet = c.phase == Phase::ClientFlags && !c.readable;
             if quiet && silent.is_none_or(|(_, t)| c.started < t) {
                 silent = Some((i, c.started));
             }
@@ -615,15 +552,15 @@ impl Server {
 
     fn handle(&mut self, c: &mut Conn, index: u32, m: Message) {
         match m {
-            Message::ClientFlags(f) => match crate::proto::client_flags(f) {
+            Message::ClientFlags(f) => match proto::client_flags(f) {
                 Ok(no_zeroes) => {
                     c.no_zeroes = no_zeroes;
-                    c.phase = crate::conn::Phase::Options;
+                    c.phase = Phase::Options;
                 }
                 Err(e) => c.fail(&format!("handshake: {e}")),
             },
-            Message::Option(h, data) => crate::handshake::option(c, &self.shared, h, &data),
-            Message::OptionTooBig(h) => crate::handshake::too_big(c, h),
+            Message::Option(h, data) => handshake::option(c, &self.shared, h, &data),
+            Message::OptionTooBig(h) => handshake::too_big(c, h),
             Message::Request(r) => transmit::request(c, index, &mut self.shared, r),
             Message::Payload(r, buf) => transmit::payload(c, index, &mut self.shared, r, buf),
             Message::Broken(e) => c.fail(&format!("protocol error: {e}")),
@@ -689,7 +626,7 @@ impl Server {
         };
         let _ = epoll::delete(&self.epoll, c.stream.fd());
         c.drop_output(&mut self.shared.pool);
-        if let crate::conn::Phase::Transmission(e) = c.phase {
+        if let Phase::Transmission(e) = c.phase {
             self.shared.exports[e].engine.context_gone(c.ctx);
         }
         let reason = c.closing.clone().unwrap_or_else(|| {
@@ -723,7 +660,7 @@ impl Server {
             }
         }
         for c in self.conns.iter_mut().flatten() {
-            if !matches!(c.phase, crate::conn::Phase::Transmission(_)) {
+            if !matches!(c.phase, Phase::Transmission(_)) {
                 c.fail("server shutting down");
             } else if c.in_payload() {
                 // A write still arriving never reached the device: it ends
@@ -779,5 +716,5 @@ impl Server {
 
 /// Whether `c` is still in the handshake (and not already closing).
 fn in_handshake(c: &Conn) -> bool {
-    c.closing.is_none() && !matches!(c.phase, crate::conn::Phase::Transmission(_))
+    c.closing.is_none() && !matches!(c.phase, Phase::Transmission(_))
 }

@@ -16,7 +16,7 @@ use elevator_io::{Completion, DioRequest};
 use crate::conn::{Conn, Phase};
 use crate::pool::Buf;
 use crate::proto::{self, Request, cflag, chunk, cmd, err};
-use crate::server::{InFlight, Shared};
+use crate::shared::{InFlight, Shared};
 
 /// Output queued on a connection beyond which it is not read from.
 const OUT_CAP: usize = 64 << 20;

@@ -1345,8 +1345,8 @@ fn df_is_advertised_when_it_is_accepted() {
 
 #[test]
 fn bind_rejects_bad_configurations() {
-    let dir = common::TempDir::new("bind");
-    let sock = dir.join("s.sock");
+    let dir = common::temp_dir("bind");
+    let sock = dir.path().join("s.sock");
     let disk = ExportSpec::parse("disk=mem:1m").expect("parses");
     let log = || Box::new(|_: &str| {}) as Box<dyn FnMut(&str) + Send>;
     let bind = |exports: Vec<ExportSpec>, unix: Vec<std::path::PathBuf>| {
@@ -1385,7 +1385,7 @@ fn bind_rejects_bad_configurations() {
         let e = msg(Server::bind(cfg, log()).map(|_| ()));
         assert!(e.contains(needle), "{e}");
     }
-    let nodir = dir.join("no/such/dir/s.sock");
+    let nodir = dir.path().join("no/such/dir/s.sock");
     let e = msg(bind(vec![disk.clone()], vec![nodir.clone()]));
     assert!(e.contains(&nodir.display().to_string()), "{e}");
     let e = common::chain(&ExportSpec::parse("disk=floppy").expect_err("floppy"));

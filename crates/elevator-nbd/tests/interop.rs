@@ -12,20 +12,22 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    DEADLINE, Json, TempDir, TestServer, assert_same_file, run, run_ok, wait_for, write_image,
+    DEADLINE, Json, JsonExt, TempDir, TestServer, assert_same_file, run, run_ok, temp_dir,
+    temp_dir_in, wait_for, write_image,
 };
 
 const MIB: u64 = 1 << 20;
 
 fn nbdinfo_json(uri: &str) -> Json {
     let out = run_ok(Command::new("nbdinfo").arg("--json").arg(uri));
-    Json::parse(&out).unwrap_or_else(|e| panic!("nbdinfo --json {uri}: {e}:\n{out}"))
+    serde_json::from_str::<Json>(&out)
+        .unwrap_or_else(|e| panic!("nbdinfo --json {uri}: {e}:\n{out}"))
 }
 
 #[test]
 fn a_missing_tool_names_its_package() {
     // Each tool, where no PATH finds it.
-    let empty = TempDir::new("nopath");
+    let empty = temp_dir("nopath");
     for (program, package) in [
         ("nbdinfo", "libnbd-bin"),
         ("nbdcopy", "libnbd-bin"),
@@ -167,7 +169,8 @@ fn nbdinfo_describes_every_export() {
             .arg("--json")
             .arg(server.uri("")),
     );
-    let j = Json::parse(&list).unwrap_or_else(|e| panic!("nbdinfo --list --json: {e}:\n{list}"));
+    let j = serde_json::from_str::<Json>(&list)
+        .unwrap_or_else(|e| panic!("nbdinfo --list --json: {e}:\n{list}"));
     let exports = j.at("exports").arr();
     let names: Vec<&str> = exports.iter().map(|e| e.at("export-name").str()).collect();
     assert_eq!(names, ["disk", "slow", "ro", "big"]);
@@ -198,14 +201,14 @@ fn tcp_listener_serves_nbdinfo_and_nbdcopy() {
         32 * MIB
     );
 
-    let dir = TempDir::new("tcp");
-    let (img, out) = (dir.join("in.img"), dir.join("out.img"));
+    let dir = temp_dir("tcp");
+    let (img, out) = (dir.path().join("in.img"), dir.path().join("out.img"));
     write_image(&img, 32 * MIB, 7);
     run_ok(Command::new("nbdcopy").arg("--flush").arg(&img).arg(&uri));
     run_ok(Command::new("nbdcopy").arg(&uri).arg(&out));
     assert_same_file(&img, &out);
     // The Unix socket sees the same export.
-    let out2 = dir.join("out2.img");
+    let out2 = dir.path().join("out2.img");
     run_ok(Command::new("nbdcopy").arg(server.uri("disk")).arg(&out2));
     assert_same_file(&img, &out2);
     assert!(
@@ -237,8 +240,8 @@ fn qemu_img_in_and_out(img: &Path, uri: &str, out: &Path) {
 #[test]
 fn qemu_img_round_trip_mem() {
     let server = TestServer::start(&["a=mem:256m"]);
-    let dir = TempDir::new("qemu");
-    let (img, out) = (dir.join("in.img"), dir.join("out.img"));
+    let dir = temp_dir("qemu");
+    let (img, out) = (dir.path().join("in.img"), dir.path().join("out.img"));
     write_image(&img, 256 * MIB, 1);
     qemu_img_in_and_out(&img, &server.uri("a"), &out);
     assert_same_file(&img, &out);
@@ -250,8 +253,8 @@ fn qemu_img_round_trip_mem() {
 #[test]
 fn nbdcopy_round_trip_mem() {
     let server = TestServer::start(&["b=mem:256m,scheduler=bfq"]);
-    let dir = TempDir::new("nbdcopy");
-    let (img, out) = (dir.join("in.img"), dir.join("out.img"));
+    let dir = temp_dir("nbdcopy");
+    let (img, out) = (dir.path().join("in.img"), dir.path().join("out.img"));
     write_image(&img, 256 * MIB, 2);
     run_ok(
         Command::new("nbdcopy")
@@ -267,16 +270,16 @@ fn nbdcopy_round_trip_mem() {
 #[test]
 fn file_export_round_trip() {
     // O_DIRECT wants a real filesystem: /var/tmp, not a tmpfs.
-    let dir = TempDir::under(Path::new("/var/tmp"), "file-export");
-    let backing = dir.join("disk.img");
+    let dir = temp_dir_in(Path::new("/var/tmp"), "file-export");
+    let backing = dir.path().join("disk.img");
     std::fs::File::create(&backing)
         .and_then(|f| f.set_len(256 * MIB))
         .expect("creating the backing file");
     let spec = format!("f=file:{},scheduler=mq-deadline", backing.display());
     let (img, out1, out2) = (
-        dir.join("in.img"),
-        dir.join("out1.img"),
-        dir.join("out2.img"),
+        dir.path().join("in.img"),
+        dir.path().join("out1.img"),
+        dir.path().join("out2.img"),
     );
     write_image(&img, 256 * MIB, 3);
     {
@@ -342,7 +345,7 @@ fn fio_job(uri: &str, rw: &str, extra: &[&str], dir: &Path) -> Json {
     let json = &stdout[stdout
         .find('{')
         .unwrap_or_else(|| panic!("no JSON from fio:\n{stdout}"))..];
-    let j = Json::parse(json).unwrap_or_else(|e| panic!("fio JSON: {e}:\n{json}"));
+    let j = serde_json::from_str::<Json>(json).unwrap_or_else(|e| panic!("fio JSON: {e}:\n{json}"));
     for job in j.at("jobs").arr() {
         assert_eq!(
             job.at("error").num(),
@@ -356,7 +359,7 @@ fn fio_job(uri: &str, rw: &str, extra: &[&str], dir: &Path) -> Json {
 fn fio_write_then_read_verify(scheduler: &str) {
     let server = TestServer::start(&[&format!("disk=mem:64m,scheduler={scheduler}")]);
     let uri = server.uri("disk");
-    let dir = TempDir::new("fio");
+    let dir = temp_dir("fio");
     // Random writes of checksummed blocks, verified by reading them back...
     let w = fio_job(&uri, "randwrite", &["--do_verify=1"], dir.path());
     let written = w.at("jobs").arr()[0].at("write").at("io_bytes").num() as u64;
@@ -383,8 +386,8 @@ fn fio_verify_bfq() {
 #[test]
 fn concurrent_multi_connection_copies() {
     let server = TestServer::start(&["a=mem:64m", "b=mem:64m,scheduler=bfq"]);
-    let dir = TempDir::new("multi");
-    let (img_a, img_b) = (dir.join("a.img"), dir.join("b.img"));
+    let dir = temp_dir("multi");
+    let (img_a, img_b) = (dir.path().join("a.img"), dir.path().join("b.img"));
     write_image(&img_a, 64 * MIB, 11);
     write_image(&img_b, 64 * MIB, 12);
     let copy = |src: String, dst: String| {
@@ -403,7 +406,7 @@ fn concurrent_multi_connection_copies() {
     let t2 = copy(s(&img_b), server.uri("b"));
     t1.join().expect("copy into a");
     t2.join().expect("copy into b");
-    let (out_a, out_b) = (dir.join("a.out"), dir.join("b.out"));
+    let (out_a, out_b) = (dir.path().join("a.out"), dir.path().join("b.out"));
     let t1 = copy(server.uri("a"), s(&out_a));
     let t2 = copy(server.uri("b"), s(&out_b));
     t1.join().expect("copy out of a");
@@ -435,8 +438,8 @@ fn concurrent_multi_connection_copies() {
 #[test]
 fn read_only_export_refuses_writes() {
     let server = TestServer::start(&["ro=mem:16m,ro", "disk=mem:16m"]);
-    let dir = TempDir::new("ro");
-    let img = dir.join("in.img");
+    let dir = temp_dir("ro");
+    let img = dir.path().join("in.img");
     write_image(&img, 16 * MIB, 5);
     let out = run(Command::new("nbdcopy").arg(&img).arg(server.uri("ro")));
     assert!(
@@ -452,7 +455,7 @@ fn read_only_export_refuses_writes() {
         "qemu-img into a read-only export succeeded"
     );
     // Nothing was written: it still reads as zeroes.
-    let back = dir.join("ro.out");
+    let back = dir.path().join("ro.out");
     run_ok(Command::new("nbdcopy").arg(server.uri("ro")).arg(&back));
     let data = std::fs::read(&back).expect("read");
     assert_eq!(data.len() as u64, 16 * MIB);
@@ -504,8 +507,8 @@ impl Fuse {
         work: &TempDir,
         n: u32,
     ) -> Result<Fuse, String> {
-        let pidfile = work.join(&format!("nbdfuse{n}.pid"));
-        let stderr = work.join(&format!("nbdfuse{n}.err"));
+        let pidfile = work.path().join(format!("nbdfuse{n}.pid"));
+        let stderr = work.path().join(format!("nbdfuse{n}.err"));
         // Unmounting needs it: check now, not in a clean-up.
         common::require("fusermount3");
         let mut cmd = Command::new("nbdfuse");
@@ -679,10 +682,10 @@ fn nbdfuse_loop_ext4() {
         return;
     }
     // Dropped last: after every guard below.
-    let work = TempDir::new("fuse");
+    let work = temp_dir("fuse");
     let server = TestServer::start(&["disk=mem:64m"]);
     let uri = server.uri("disk");
-    let (fuse_dir, mnt) = (work.join("fuse"), work.join("mnt"));
+    let (fuse_dir, mnt) = (work.path().join("fuse"), work.path().join("mnt"));
     std::fs::create_dir(&fuse_dir).expect("mkdir");
     std::fs::create_dir(&mnt).expect("mkdir");
     let files: Vec<(String, Vec<u8>)> = vec![

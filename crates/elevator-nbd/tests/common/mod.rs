@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: a server on its own thread,
 //! temporary directories, external commands run with a deadline, random
 //! images compared without loading them whole, a raw NBD client speaking
-//! bytes, and a small JSON reader for the tools' `--json` output.
+//! bytes, and accessors for the tools' `--json` output.
 //!
 //! Nothing here sleeps for correctness: waits poll with generous deadlines.
 
@@ -15,10 +15,9 @@ use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use elevator_nbd::proto::{self, Request, cmd, info, opt, rep};
 use elevator_nbd::{ExportSpec, Server, ServerConfig};
@@ -60,52 +59,20 @@ pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 // ---------------------------------------------------------------------------
 // Temporary directories.
 
-/// A fresh directory, removed (with its contents) when dropped.
-pub struct TempDir {
-    path: PathBuf,
+pub use tempfile::TempDir;
+
+/// A fresh directory under `/tmp` (short paths: Unix socket names must fit
+/// in 108 bytes), removed with its contents when dropped.
+pub fn temp_dir(tag: &str) -> TempDir {
+    temp_dir_in(Path::new("/tmp"), tag)
 }
 
-impl TempDir {
-    /// A new directory under `/tmp`.
-    pub fn new(tag: &str) -> TempDir {
-        TempDir::under(Path::new("/tmp"), tag)
-    }
-
-    /// A new directory under `base`.
-    pub fn under(base: &Path, tag: &str) -> TempDir {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        loop {
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = base.join(format!(
-                "elevator-{tag}-{}-{n}-{nanos:x}",
-                std::process::id()
-            ));
-            match std::fs::create_dir(&path) {
-                Ok(()) => return TempDir { path },
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => panic!("creating {}: {e}", path.display()),
-            }
-        }
-    }
-
-    /// Its path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// A path inside it.
-    pub fn join(&self, name: &str) -> PathBuf {
-        self.path.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
+/// A fresh directory under `base`, removed with its contents when dropped.
+pub fn temp_dir_in(base: &Path, tag: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("elevator-{tag}-"))
+        .tempdir_in(base)
+        .unwrap_or_else(|e| panic!("creating a directory in {}: {e}", base.display()))
 }
 
 // ---------------------------------------------------------------------------
@@ -135,8 +102,8 @@ impl TestServer {
     /// Serve `exports`, with `tweak` applied to the configuration (to add a
     /// TCP listener or change a limit).
     pub fn start_with(exports: &[&str], tweak: impl FnOnce(&mut ServerConfig)) -> TestServer {
-        let dir = TempDir::new("nbd");
-        let sock = dir.join("nbd.sock");
+        let dir = temp_dir("nbd");
+        let sock = dir.path().join("nbd.sock");
         let mut cfg = ServerConfig {
             exports: exports
                 .iter()
@@ -991,230 +958,51 @@ pub fn assert_one_reply_each(expected: &[u64], got: &[u64]) {
 }
 
 // ---------------------------------------------------------------------------
-// JSON, just enough for `nbdinfo --json` and `fio --output-format=json`.
+// JSON: the tools' `--json` output, read with serde_json.
 
 /// A JSON value.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Json {
-    /// `null`.
-    Null,
-    /// `true` or `false`.
-    Bool(bool),
-    /// A number.
-    Num(f64),
-    /// A string.
-    Str(String),
-    /// An array.
-    Arr(Vec<Json>),
-    /// An object, in order.
-    Obj(Vec<(String, Json)>),
+pub type Json = serde_json::Value;
+
+/// Accessors that fail the test, saying what was there, when the value is
+/// not what the tools are documented to print.
+pub trait JsonExt {
+    /// A member that must be there.
+    fn at(&self, key: &str) -> &Json;
+    /// As a bool.
+    fn bool(&self) -> bool;
+    /// As a number.
+    fn num(&self) -> f64;
+    /// As a string.
+    fn str(&self) -> &str;
+    /// As an array.
+    fn arr(&self) -> &[Json];
 }
 
-impl Json {
-    /// Parse `text` (which must hold exactly one value).
-    pub fn parse(text: &str) -> Result<Json, String> {
-        let mut p = JsonParser {
-            b: text.as_bytes(),
-            i: 0,
-        };
-        let v = p.value()?;
-        p.ws();
-        if p.i != p.b.len() {
-            return Err(format!("trailing text at byte {}", p.i));
-        }
-        Ok(v)
-    }
-
-    /// A member of an object.
-    pub fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Obj(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    /// A member that must be there.
-    pub fn at(&self, key: &str) -> &Json {
+impl JsonExt for Json {
+    fn at(&self, key: &str) -> &Json {
         self.get(key)
             .unwrap_or_else(|| panic!("no {key:?} in {self:?}"))
     }
 
-    /// As a bool.
-    pub fn bool(&self) -> bool {
-        match self {
-            Json::Bool(b) => *b,
-            other => panic!("not a bool: {other:?}"),
-        }
+    fn bool(&self) -> bool {
+        self.as_bool()
+            .unwrap_or_else(|| panic!("not a bool: {self:?}"))
     }
 
-    /// As a number.
-    pub fn num(&self) -> f64 {
-        match self {
-            Json::Num(n) => *n,
-            other => panic!("not a number: {other:?}"),
-        }
+    fn num(&self) -> f64 {
+        self.as_f64()
+            .unwrap_or_else(|| panic!("not a number: {self:?}"))
     }
 
-    /// As a string.
-    pub fn str(&self) -> &str {
-        match self {
-            Json::Str(s) => s,
-            other => panic!("not a string: {other:?}"),
-        }
+    fn str(&self) -> &str {
+        self.as_str()
+            .unwrap_or_else(|| panic!("not a string: {self:?}"))
     }
 
-    /// As an array.
-    pub fn arr(&self) -> &[Json] {
-        match self {
-            Json::Arr(a) => a,
-            other => panic!("not an array: {other:?}"),
-        }
-    }
-}
-
-struct JsonParser<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl JsonParser<'_> {
-    fn ws(&mut self) {
-        while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, c: u8) -> Result<(), String> {
-        self.ws();
-        if self.b.get(self.i) == Some(&c) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(format!("expected '{}' at byte {}", c as char, self.i))
-        }
-    }
-
-    fn value(&mut self) -> Result<Json, String> {
-        self.ws();
-        match self.b.get(self.i) {
-            Some(b'{') => {
-                self.i += 1;
-                let mut m = Vec::new();
-                self.ws();
-                if self.b.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(Json::Obj(m));
-                }
-                loop {
-                    self.ws();
-                    let k = self.string()?;
-                    self.eat(b':')?;
-                    m.push((k, self.value()?));
-                    self.ws();
-                    match self.b.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Json::Obj(m));
-                        }
-                        _ => return Err(format!("expected ',' or '}}' at byte {}", self.i)),
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.i += 1;
-                let mut a = Vec::new();
-                self.ws();
-                if self.b.get(self.i) == Some(&b']') {
-                    self.i += 1;
-                    return Ok(Json::Arr(a));
-                }
-                loop {
-                    a.push(self.value()?);
-                    self.ws();
-                    match self.b.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Json::Arr(a));
-                        }
-                        _ => return Err(format!("expected ',' or ']' at byte {}", self.i)),
-                    }
-                }
-            }
-            Some(b'"') => Ok(Json::Str(self.string()?)),
-            Some(b't') => self.word("true", Json::Bool(true)),
-            Some(b'f') => self.word("false", Json::Bool(false)),
-            Some(b'n') => self.word("null", Json::Null),
-            Some(_) => {
-                let start = self.i;
-                while self.i < self.b.len()
-                    && matches!(
-                        self.b[self.i],
-                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-                    )
-                {
-                    self.i += 1;
-                }
-                let t = std::str::from_utf8(&self.b[start..self.i]).map_err(|e| e.to_string())?;
-                t.parse()
-                    .map(Json::Num)
-                    .map_err(|_| format!("bad number {t:?} at byte {start}"))
-            }
-            None => Err("unexpected end".into()),
-        }
-    }
-
-    fn word(&mut self, w: &str, v: Json) -> Result<Json, String> {
-        if self.b[self.i..].starts_with(w.as_bytes()) {
-            self.i += w.len();
-            Ok(v)
-        } else {
-            Err(format!("bad literal at byte {}", self.i))
-        }
-    }
-
-    fn string(&mut self) -> Result<String, String> {
-        if self.b.get(self.i) != Some(&b'"') {
-            return Err(format!("expected a string at byte {}", self.i));
-        }
-        self.i += 1;
-        let mut out = Vec::new();
-        loop {
-            let Some(&c) = self.b.get(self.i) else {
-                return Err("unterminated string".into());
-            };
-            self.i += 1;
-            match c {
-                b'"' => return String::from_utf8(out).map_err(|e| e.to_string()),
-                b'\\' => {
-                    let Some(&e) = self.b.get(self.i) else {
-                        return Err("unterminated escape".into());
-                    };
-                    self.i += 1;
-                    match e {
-                        b'n' => out.push(b'\n'),
-                        b't' => out.push(b'\t'),
-                        b'r' => out.push(b'\r'),
-                        b'b' => out.push(8),
-                        b'f' => out.push(12),
-                        b'u' => {
-                            let hex = self.b.get(self.i..self.i + 4).ok_or("short \\u escape")?;
-                            let code = u32::from_str_radix(
-                                std::str::from_utf8(hex).map_err(|e| e.to_string())?,
-                                16,
-                            )
-                            .map_err(|e| e.to_string())?;
-                            self.i += 4;
-                            let ch = char::from_u32(code).unwrap_or('\u{FFFD}');
-                            out.extend_from_slice(ch.to_string().as_bytes());
-                        }
-                        other => out.push(other),
-                    }
-                }
-                other => out.push(other),
-            }
-        }
+    fn arr(&self) -> &[Json] {
+        self.as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_else(|| panic!("not an array: {self:?}"))
     }
 }
 

@@ -859,7 +859,26 @@ impl<S: Scheduler> Queue<S> {
         }
     }
 
+    /// Rebuild the tag pool for `nr` requests. Everything is checked before
+    /// anything changes: a refused value leaves the queue as it was.
     fn set_nr_requests(&mut self, nr: u32) -> Result<(), TunableError> {
+        let limit = QueueConfig {
+            nr_requests: nr,
+            max_bios: self.max_bios,
+            ..QueueConfig::default()
+        }
+        .bio_limit();
+        if limit < nr {
+            // Every request holds a bio: max_bios bounds the pool.
+            let spec = find_spec(&QUEUE_TUNABLES, "queue", "nr_requests")?;
+            return Err(TunableError::OutOfRange {
+                name: spec.name,
+                value: u64::from(nr),
+                min: spec.min,
+                max: spec.max.min(u64::from(limit)),
+                unit: spec.unit.name(),
+            });
+        }
         if !self.is_idle() {
             return Err(TunableError::Busy {
                 name: "nr_requests",
@@ -870,18 +889,6 @@ impl<S: Scheduler> Queue<S> {
         self.hash = MergeHash::new(nr);
         self.bypass = VecDeque::with_capacity(nr as usize);
         self.last_merge = None;
-        let limit = QueueConfig {
-            nr_requests: nr,
-            max_bios: self.max_bios,
-            ..QueueConfig::default()
-        }
-        .bio_limit();
-        if limit < nr {
-            return Err(TunableError::Busy {
-                name: "nr_requests",
-                why: "it would exceed max_bios: every request holds a bio",
-            });
-        }
         self.bios = Slab::new(nr.saturating_mul(4), limit);
         self.splits = Slab::new(64, limit);
         self.sched.resize(nr);

@@ -1,6 +1,10 @@
 //! Tunables set by name: a refused set changes nothing.
 
-use elevator_core::{Bio, Dispatch, Outcome, Queue, QueueConfig, SubmitError, TunableError};
+use elevator_core::queue::QUEUE_TUNABLES;
+use elevator_core::{
+    Bio, Dispatch, Outcome, Queue, QueueConfig, SCHEDULER_NAMES, SubmitError, TunableError,
+    TunableSpec,
+};
 
 /// Dispatch and complete everything.
 fn drain(q: &mut Queue) {
@@ -66,5 +70,43 @@ fn refused_nr_requests_over_max_bios_changes_nothing() {
         assert_eq!(q.get("nr_requests").unwrap(), 32);
         q.set("nr_requests", u64::from(max_bios)).unwrap();
         assert_eq!(q.get("nr_requests").unwrap(), u64::from(max_bios));
+    }
+}
+
+/// Each tunable is declared once: a new queue reads every scheduler tunable
+/// at its listed default, and every settable value reads back as set.
+#[test]
+fn declared_defaults_read_back_and_values_round_trip() {
+    for sched in SCHEDULER_NAMES {
+        let mut q = Queue::with_scheduler(QueueConfig::default(), sched).unwrap();
+        let specs: Vec<TunableSpec> = q.tunables().copied().collect();
+        assert_eq!(
+            specs[..QUEUE_TUNABLES.len()],
+            QUEUE_TUNABLES,
+            "the queue's tunables come first"
+        );
+        for s in &specs {
+            assert!(
+                s.read_only || (s.min..=s.max).contains(&s.default),
+                "{sched} {}: default {} outside {}..={}",
+                s.name,
+                s.default,
+                s.min,
+                s.max
+            );
+            let own = specs.iter().filter(|o| o.name == s.name).count();
+            assert_eq!(own, 1, "{sched}: {} declared twice", s.name);
+        }
+        for s in &specs[QUEUE_TUNABLES.len()..] {
+            assert_eq!(q.get(s.name).unwrap(), s.default, "{sched} {}", s.name);
+            for v in [s.min, s.max, s.default] {
+                q.set(s.name, v).unwrap();
+                assert_eq!(q.get(s.name).unwrap(), v, "{sched} {}", s.name);
+            }
+        }
+        for (name, v) in [("nomerges", 2), ("nomerges", 0), ("max_sectors_kb", 64)] {
+            q.set(name, v).unwrap();
+            assert_eq!(q.get(name).unwrap(), v, "{sched} {name}");
+        }
     }
 }

@@ -142,8 +142,15 @@ pub struct Tunable<T> {
 impl<T> Tunable<T> {
     /// A settable tunable: `get` reads it in the spec's unit, `store` writes a
     /// value already checked against the spec's range.
+    ///
+    /// Checked when the table is compiled: the spec is settable and its
+    /// default lies in its range (defaults are stored without a check).
     pub const fn new(spec: TunableSpec, get: fn(&T) -> u64, store: fn(&mut T, u64)) -> Self {
         assert!(!spec.read_only, "a settable tunable with a read-only spec");
+        assert!(
+            spec.min <= spec.default && spec.default <= spec.max,
+            "a tunable's default outside its range"
+        );
         Tunable {
             spec,
             get,

@@ -3,6 +3,15 @@
 //! Each tunable has a [`TunableSpec`]: its Linux name, default, range and unit.
 //! Values are integers in the unit Linux uses in sysfs (milliseconds for times,
 //! 0/1 for switches). Text values are parsed with [`parse_value`].
+//!
+//! Each owner (the queue, each scheduler) declares its tunables once, in a
+//! table of [`Tunable`]s: the spec beside how to read the value from the owner
+//! and how to store it (as the kernel declares a scheduler's sysfs attributes
+//! once, with their show and store functions). Reading and setting by name,
+//! validation, the default values and the listing ([`specs`]) all come from
+//! that table. A store function cannot fail: every check (the spec's range,
+//! read-only, and the owner's own checks of [`Tunable::checked`]) runs before
+//! it, so a refused value changes nothing.
 
 use crate::error::TunableError;
 
@@ -114,6 +123,159 @@ impl TunableSpec {
     }
 }
 
+/// An owner's own check of a value for the tunable `spec`, beyond the
+/// spec's range; it changes nothing.
+pub type Check<T> = fn(owner: &T, spec: &TunableSpec, value: u64) -> Result<(), TunableError>;
+
+/// A tunable of `T` as its owner declares it: the spec, how to read the
+/// value from `T` and how to store a value into `T`.
+pub struct Tunable<T> {
+    /// Name, default, range, unit, meaning.
+    pub spec: TunableSpec,
+    get: fn(&T) -> u64,
+    /// The owner's own checks, beyond the spec's range; changes nothing.
+    check: Option<Check<T>>,
+    /// Stores a value that passed every check; `None` when read-only.
+    store: Option<fn(&mut T, u64)>,
+}
+
+impl<T> Tunable<T> {
+    /// A settable tunable: `get` reads it in the spec's unit, `store` writes a
+    /// value already checked against the spec's range.
+    ///
+    /// Checked when the table is compiled: the spec is settable and its
+    /// default lies in its range (defaults are stored without a check).
+    pub const fn new(spec: TunableSpec, get: fn(&T) -> u64, store: fn(&mut T, u64)) -> Self {
+        assert!(!spec.read_only, "a settable tunable with a read-only spec");
+        assert!(
+            spec.min <= spec.default && spec.default <= spec.max,
+            "a tunable's default outside its range"
+        );
+        Tunable {
+            spec,
+            get,
+            check: None,
+            store: Some(store),
+        }
+    }
+
+    /// A read-only attribute.
+    pub const fn read_only(spec: TunableSpec, get: fn(&T) -> u64) -> Self {
+        assert!(spec.read_only, "a read-only attribute with a settable spec");
+        Tunable {
+            spec,
+            get,
+            check: None,
+            store: None,
+        }
+    }
+
+    /// A settable tunable with a further check of a value against the
+    /// owner's state (a range that depends on the device, a setting possible
+    /// only while idle), run after the spec's range check and before `store`.
+    pub const fn checked(
+        spec: TunableSpec,
+        get: fn(&T) -> u64,
+        store: fn(&mut T, u64),
+        check: Check<T>,
+    ) -> Self {
+        Tunable {
+            check: Some(check),
+            ..Tunable::new(spec, get, store)
+        }
+    }
+
+    /// The value in `owner`.
+    #[inline]
+    pub fn get(&self, owner: &T) -> u64 {
+        (self.get)(owner)
+    }
+
+    /// Whether `owner` would take `value`: every check, nothing changes.
+    pub fn validate(&self, owner: &T, value: u64) -> Result<(), TunableError> {
+        self.spec.check(value)?;
+        match self.check {
+            Some(check) => check(owner, &self.spec, value),
+            None => Ok(()),
+        }
+    }
+
+    /// Check `value` fully, then store it; a refused value changes nothing.
+    pub fn set(&self, owner: &mut T, value: u64) -> Result<(), TunableError> {
+        self.validate(owner, value)?;
+        let Some(store) = self.store else {
+            return Err(TunableError::ReadOnly {
+                name: self.spec.name,
+            });
+        };
+        store(owner, value);
+        Ok(())
+    }
+}
+
+/// The specs of a table, in its order: what [`crate::Scheduler::tunables`]
+/// lists.
+pub const fn specs<T, const N: usize>(table: &[Tunable<T>; N]) -> [TunableSpec; N] {
+    let mut out = [TunableSpec::read_only("", Unit::Count, ""); N];
+    let mut i = 0;
+    while i < N {
+        out[i] = table[i].spec;
+        i += 1;
+    }
+    out
+}
+
+/// Find `name` in `table`, or say which names exist.
+pub fn find<'a, T>(
+    table: &'a [Tunable<T>],
+    owner: &str,
+    name: &str,
+) -> Result<&'a Tunable<T>, TunableError> {
+    table
+        .iter()
+        .find(|t| t.spec.name == name)
+        .ok_or_else(|| TunableError::Unknown {
+            name: name.to_string(),
+            owner: owner.to_string(),
+            known: table
+                .iter()
+                .map(|t| t.spec.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// Read tunable `name` of `owner` (called `owner_name` in errors).
+pub fn get<T>(
+    table: &[Tunable<T>],
+    owner_name: &str,
+    owner: &T,
+    name: &str,
+) -> Result<u64, TunableError> {
+    Ok(find(table, owner_name, name)?.get(owner))
+}
+
+/// Set tunable `name` of `owner` to `value`, after every check.
+pub fn set<T>(
+    table: &[Tunable<T>],
+    owner_name: &str,
+    owner: &mut T,
+    name: &str,
+    value: u64,
+) -> Result<(), TunableError> {
+    find(table, owner_name, name)?.set(owner, value)
+}
+
+/// Store every settable tunable's default into `owner`: constructors take
+/// their defaults from the table, so each default is written once.
+pub fn apply_defaults<T>(table: &[Tunable<T>], owner: &mut T) {
+    for t in table {
+        if let Some(store) = t.store {
+            store(owner, t.spec.default);
+        }
+    }
+}
+
 /// Find `name` in `specs`, or say which names exist.
 pub fn find_spec(
     specs: &'static [TunableSpec],
@@ -188,6 +350,12 @@ pub fn parse_value(spec: &TunableSpec, text: &str) -> Result<u64, TunableError> 
         return Err(bad("not a whole number of the tunable's unit"));
     }
     Ok(total / unit)
+}
+
+/// Nanoseconds to whole milliseconds.
+#[inline]
+pub(crate) fn ns_to_ms(ns: u64) -> u64 {
+    ns / 1_000_000
 }
 
 /// Milliseconds to nanoseconds, saturating.

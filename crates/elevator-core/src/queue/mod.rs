@@ -39,7 +39,7 @@ use crate::limits::Limits;
 use crate::request::{BioSlot, Bios, Request, RequestId, Requests, RqState, SplitRecord};
 use crate::sched::{AnyScheduler, MergeKind, MergeLookup, SchedDispatch, Scheduler};
 use crate::stats::{QueueStats, elapsed};
-use crate::tunable::{TunableSpec, Unit, find_spec, parse_value};
+use crate::tunable::{self, Tunable, TunableSpec, Unit, find_spec, parse_value, specs};
 
 pub use build::{BuildError, DeviceShape};
 use hash::MergeHash;
@@ -138,56 +138,9 @@ pub enum Outcome {
     },
 }
 
-/// The queue's own tunables (the scheduler adds its own).
-pub const QUEUE_TUNABLES: [TunableSpec; 10] = [
-    TunableSpec::new(
-        "nomerges",
-        0,
-        0,
-        2,
-        Unit::Count,
-        "0: merge; 1: only the one-hit cache; 2: never merge",
-    ),
-    TunableSpec::new(
-        "nr_requests",
-        64,
-        4,
-        65536,
-        Unit::Count,
-        "size of the tag pool (only while the queue is empty)",
-    ),
-    TunableSpec::new(
-        "max_sectors_kb",
-        4096,
-        1,
-        (u32::MAX >> 10) as u64,
-        Unit::KiB,
-        "largest read/write request, up to max_hw_sectors_kb",
-    ),
-    TunableSpec::read_only("max_hw_sectors_kb", Unit::KiB, "device's largest request"),
-    TunableSpec::read_only(
-        "logical_block_size",
-        Unit::Bytes,
-        "smallest addressable unit",
-    ),
-    TunableSpec::read_only("max_segments", Unit::Count, "data segments per request"),
-    TunableSpec::read_only("max_segment_size", Unit::Bytes, "largest data segment"),
-    TunableSpec::read_only(
-        "chunk_sectors",
-        Unit::Sectors,
-        "boundary requests never cross",
-    ),
-    TunableSpec::read_only(
-        "queue_depth",
-        Unit::Count,
-        "requests the device takes at once",
-    ),
-    TunableSpec::read_only(
-        "rotational",
-        Unit::Bool,
-        "whether the device has moving parts",
-    ),
-];
+/// The queue's own tunables (the scheduler adds its own), with Linux names
+/// and defaults; declared once, in `Queue::TABLE`.
+pub const QUEUE_TUNABLES: [TunableSpec; 10] = specs(&Queue::<AnyScheduler>::TABLE);
 
 fn piece_max(limits: &Limits) -> [u32; 5] {
     Op::ALL.map(|op| limits.max_piece_bytes(op))
@@ -226,6 +179,93 @@ impl Queue<AnyScheduler> {
 }
 
 impl<S: Scheduler> Queue<S> {
+    /// The queue's tunables, declared once: listing, get, set and their
+    /// checks come from here.
+    const TABLE: [Tunable<Self>; 10] = [
+        Tunable::new(
+            TunableSpec::new(
+                "nomerges",
+                0,
+                0,
+                2,
+                Unit::Count,
+                "0: merge; 1: only the one-hit cache; 2: never merge",
+            ),
+            |q| u64::from(q.nomerges),
+            |q, v| q.store_nomerges(v as u8),
+        ),
+        Tunable::checked(
+            TunableSpec::new(
+                "nr_requests",
+                64,
+                4,
+                65536,
+                Unit::Count,
+                "size of the tag pool (only while the queue is empty)",
+            ),
+            |q| u64::from(q.rqs.capacity()),
+            |q, v| q.store_nr_requests(v as u32),
+            Self::check_nr_requests,
+        ),
+        Tunable::checked(
+            TunableSpec::new(
+                "max_sectors_kb",
+                4096,
+                1,
+                (u32::MAX >> 10) as u64,
+                Unit::KiB,
+                "largest read/write request, up to max_hw_sectors_kb",
+            ),
+            |q| u64::from(q.limits.max_sectors / 2),
+            |q, v| q.store_max_sectors_kb(v),
+            Self::check_max_sectors_kb,
+        ),
+        Tunable::read_only(
+            TunableSpec::read_only("max_hw_sectors_kb", Unit::KiB, "device's largest request"),
+            |q| u64::from(q.max_hw_sectors / 2),
+        ),
+        Tunable::read_only(
+            TunableSpec::read_only(
+                "logical_block_size",
+                Unit::Bytes,
+                "smallest addressable unit",
+            ),
+            |q| u64::from(q.limits.logical_block_size),
+        ),
+        Tunable::read_only(
+            TunableSpec::read_only("max_segments", Unit::Count, "data segments per request"),
+            |q| u64::from(q.limits.max_segments),
+        ),
+        Tunable::read_only(
+            TunableSpec::read_only("max_segment_size", Unit::Bytes, "largest data segment"),
+            |q| u64::from(q.limits.max_segment_size),
+        ),
+        Tunable::read_only(
+            TunableSpec::read_only(
+                "chunk_sectors",
+                Unit::Sectors,
+                "boundary requests never cross",
+            ),
+            |q| u64::from(q.limits.chunk_sectors),
+        ),
+        Tunable::read_only(
+            TunableSpec::read_only(
+                "queue_depth",
+                Unit::Count,
+                "requests the device takes at once",
+            ),
+            |q| u64::from(q.queue_depth),
+        ),
+        Tunable::read_only(
+            TunableSpec::read_only(
+                "rotational",
+                Unit::Bool,
+                "whether the device has moving parts",
+            ),
+            |q| u64::from(q.rotational),
+        ),
+    ];
+
     /// A queue over `sched`.
     pub fn new(config: QueueConfig, mut sched: S) -> Result<Self, ConfigError> {
         config.limits.validate()?;
@@ -763,58 +803,22 @@ impl<S: Scheduler> Queue<S> {
 
     /// Read a tunable of the queue or its scheduler by name.
     pub fn get(&self, name: &str) -> Result<u64, TunableError> {
-        let l = &self.limits;
-        Ok(match name {
-            "nomerges" => u64::from(self.nomerges),
-            "nr_requests" => u64::from(self.rqs.capacity()),
-            "max_sectors_kb" => u64::from(l.max_sectors / 2),
-            "max_hw_sectors_kb" => u64::from(self.max_hw_sectors / 2),
-            "logical_block_size" => u64::from(l.logical_block_size),
-            "max_segments" => u64::from(l.max_segments),
-            "max_segment_size" => u64::from(l.max_segment_size),
-            "chunk_sectors" => u64::from(l.chunk_sectors),
-            "queue_depth" => u64::from(self.queue_depth),
-            "rotational" => u64::from(self.rotational),
-            _ => return self.sched.get_tunable(name).map_err(|e| self.unknown(e)),
-        })
+        match tunable::find(&Self::TABLE, "queue", name) {
+            Ok(t) => Ok(t.get(self)),
+            Err(_) => self.sched.get_tunable(name).map_err(|e| self.unknown(e)),
+        }
     }
 
-    /// Set a tunable of the queue or its scheduler by name.
+    /// Set a tunable of the queue or its scheduler by name. Every check runs
+    /// before anything changes: a refused value leaves the queue as it was.
     pub fn set(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        let Ok(spec) = find_spec(&QUEUE_TUNABLES, "queue", name) else {
-            return self
+        match tunable::find(&Self::TABLE, "queue", name) {
+            Ok(t) => t.set(self, value),
+            Err(_) => self
                 .sched
                 .set_tunable(name, value)
-                .map_err(|e| self.unknown(e));
-        };
-        let v = spec.check(value)?;
-        match name {
-            "nomerges" => {
-                let was = self.nomerges;
-                self.nomerges = v as u8;
-                if was != 0 && v == 0 {
-                    self.rehash_queued();
-                }
-            }
-            "nr_requests" => self.set_nr_requests(v as u32)?,
-            _ => {
-                // max_sectors_kb
-                let sectors = v.saturating_mul(2);
-                let min = u64::from(self.limits.block_sectors());
-                if sectors > u64::from(self.max_hw_sectors) || sectors < min {
-                    return Err(TunableError::OutOfRange {
-                        name: spec.name,
-                        value: v,
-                        min: min.div_ceil(2),
-                        max: u64::from(self.max_hw_sectors / 2),
-                        unit: "KiB",
-                    });
-                }
-                self.limits.max_sectors = sectors as u32;
-                self.piece_max = piece_max(&self.limits);
-            }
+                .map_err(|e| self.unknown(e)),
         }
-        Ok(())
     }
 
     /// Set a tunable from text (`"250"`, `"2s"`, `"on"`).
@@ -861,32 +865,80 @@ impl<S: Scheduler> Queue<S> {
         }
     }
 
-    fn set_nr_requests(&mut self, nr: u32) -> Result<(), TunableError> {
-        if !self.is_idle() {
-            return Err(TunableError::Busy {
-                name: "nr_requests",
-                why: "requests exist; change it while the queue is idle",
+    fn store_nomerges(&mut self, nomerges: u8) {
+        let was = self.nomerges;
+        self.nomerges = nomerges;
+        if was != 0 && nomerges == 0 {
+            self.rehash_queued();
+        }
+    }
+
+    /// `max_sectors_kb` stays within what the device takes and holds at least
+    /// one logical block.
+    fn check_max_sectors_kb(&self, spec: &TunableSpec, kb: u64) -> Result<(), TunableError> {
+        let sectors = kb.saturating_mul(2);
+        let min = u64::from(self.limits.block_sectors());
+        if sectors > u64::from(self.max_hw_sectors) || sectors < min {
+            return Err(TunableError::OutOfRange {
+                name: spec.name,
+                value: kb,
+                min: min.div_ceil(2),
+                max: u64::from(self.max_hw_sectors / 2),
+                unit: spec.unit.name(),
             });
         }
-        self.rqs = Requests::new(nr);
-        self.hash = MergeHash::new(nr);
-        self.bypass = VecDeque::with_capacity(nr as usize);
-        self.last_merge = None;
-        let limit = QueueConfig {
+        Ok(())
+    }
+
+    fn store_max_sectors_kb(&mut self, kb: u64) {
+        // Checked: within max_hw_sectors, a u32.
+        self.limits.max_sectors = (kb * 2) as u32;
+        self.piece_max = piece_max(&self.limits);
+    }
+
+    /// The bio table's size for a tag pool of `nr`.
+    fn bio_limit_for(&self, nr: u32) -> u32 {
+        QueueConfig {
             nr_requests: nr,
             max_bios: self.max_bios,
             ..QueueConfig::default()
         }
-        .bio_limit();
-        if limit < nr {
-            return Err(TunableError::Busy {
-                name: "nr_requests",
-                why: "it would exceed max_bios: every request holds a bio",
+        .bio_limit()
+    }
+
+    /// `nr_requests` fits in the bio table (every request holds a bio), and
+    /// changes only while no request exists.
+    fn check_nr_requests(&self, spec: &TunableSpec, nr: u64) -> Result<(), TunableError> {
+        // The spec's range keeps nr within u32.
+        let limit = self.bio_limit_for(nr as u32);
+        if u64::from(limit) < nr {
+            return Err(TunableError::OutOfRange {
+                name: spec.name,
+                value: nr,
+                min: spec.min,
+                max: spec.max.min(u64::from(limit)),
+                unit: spec.unit.name(),
             });
         }
+        if !self.is_idle() {
+            return Err(TunableError::Busy {
+                name: spec.name,
+                why: "requests exist; change it while the queue is idle",
+            });
+        }
+        Ok(())
+    }
+
+    /// Rebuild the tag pool for `nr` requests (checked: the queue is idle and
+    /// the bio table holds them).
+    fn store_nr_requests(&mut self, nr: u32) {
+        let limit = self.bio_limit_for(nr);
+        self.rqs = Requests::new(nr);
+        self.hash = MergeHash::new(nr);
+        self.bypass = VecDeque::with_capacity(nr as usize);
+        self.last_merge = None;
         self.bios = Slab::new(nr.saturating_mul(4), limit);
         self.splits = Slab::new(64, limit);
         self.sched.resize(nr);
-        Ok(())
     }
 }

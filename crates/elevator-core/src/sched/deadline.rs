@@ -59,7 +59,7 @@ use crate::bio::{Bio, Dir, Nanos, Sector};
 use crate::error::TunableError;
 use crate::index::{BTreeForest, BTreeRoot, ListHead, ListLinks, NIL, RbForest, RbRoot};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{TunableSpec, Unit, find_spec, ms_to_ns};
+use crate::tunable::{self, Tunable, TunableSpec, Unit, ms_to_ns, ns_to_ms, specs};
 
 /// A sorted index of handles by a `u64` key, with many sorted sequences
 /// (`Root`s) sharing one link store. Equal keys keep insertion order; `find`
@@ -184,57 +184,9 @@ const RT: usize = 0;
 const BE: usize = 1;
 const IDLE: usize = 2;
 
-/// mq-deadline's tunables, with Linux defaults.
-pub const TUNABLES: [TunableSpec; 6] = [
-    TunableSpec::new(
-        "read_expire",
-        500,
-        0,
-        3_600_000,
-        Unit::Millis,
-        "deadline of a read",
-    ),
-    TunableSpec::new(
-        "write_expire",
-        5000,
-        0,
-        3_600_000,
-        Unit::Millis,
-        "deadline of a write",
-    ),
-    TunableSpec::new(
-        "writes_starved",
-        2,
-        0,
-        1_000_000,
-        Unit::Count,
-        "times reads may be preferred over waiting writes",
-    ),
-    TunableSpec::new(
-        "fifo_batch",
-        16,
-        0,
-        1_000_000,
-        Unit::Count,
-        "requests dispatched in one sweep batch",
-    ),
-    TunableSpec::new(
-        "front_merges",
-        1,
-        0,
-        1,
-        Unit::Bool,
-        "look up front merges in the sort tree",
-    ),
-    TunableSpec::new(
-        "prio_aging_expire",
-        10_000,
-        0,
-        3_600_000,
-        Unit::Millis,
-        "age after which lower-priority requests are served first",
-    ),
-];
+/// mq-deadline's tunables, with Linux defaults (the same for
+/// `deadline-rbtree` and `deadline-list`).
+pub const TUNABLES: [TunableSpec; 6] = specs(&MqDeadline::TABLE);
 
 #[derive(Clone, Copy, Debug)]
 struct Level<R> {
@@ -306,6 +258,84 @@ impl Default for Deadline<RbForest> {
 }
 
 impl<I: SortIndex> Deadline<I> {
+    /// The tunables, declared once: listing, defaults, get and set come from
+    /// here. Times are kept in nanoseconds.
+    const TABLE: [Tunable<Self>; 6] = [
+        Tunable::new(
+            TunableSpec::new(
+                "read_expire",
+                500,
+                0,
+                3_600_000,
+                Unit::Millis,
+                "deadline of a read",
+            ),
+            |d| ns_to_ms(d.expire_ns[0]),
+            |d, v| d.expire_ns[0] = ms_to_ns(v),
+        ),
+        Tunable::new(
+            TunableSpec::new(
+                "write_expire",
+                5000,
+                0,
+                3_600_000,
+                Unit::Millis,
+                "deadline of a write",
+            ),
+            |d| ns_to_ms(d.expire_ns[1]),
+            |d, v| d.expire_ns[1] = ms_to_ns(v),
+        ),
+        // The ranges of the counts keep them within u32.
+        Tunable::new(
+            TunableSpec::new(
+                "writes_starved",
+                2,
+                0,
+                1_000_000,
+                Unit::Count,
+                "times reads may be preferred over waiting writes",
+            ),
+            |d| u64::from(d.writes_starved),
+            |d, v| d.writes_starved = v as u32,
+        ),
+        Tunable::new(
+            TunableSpec::new(
+                "fifo_batch",
+                16,
+                0,
+                1_000_000,
+                Unit::Count,
+                "requests dispatched in one sweep batch",
+            ),
+            |d| u64::from(d.fifo_batch),
+            |d, v| d.fifo_batch = v as u32,
+        ),
+        Tunable::new(
+            TunableSpec::new(
+                "front_merges",
+                1,
+                0,
+                1,
+                Unit::Bool,
+                "look up front merges in the sort tree",
+            ),
+            |d| u64::from(d.front_merges),
+            |d, v| d.front_merges = v != 0,
+        ),
+        Tunable::new(
+            TunableSpec::new(
+                "prio_aging_expire",
+                10_000,
+                0,
+                3_600_000,
+                Unit::Millis,
+                "age after which lower-priority requests are served first",
+            ),
+            |d| ns_to_ms(d.prio_aging_expire_ns),
+            |d, v| d.prio_aging_expire_ns = ms_to_ns(v),
+        ),
+    ];
+
     /// The deadline scheduler over `I`, reporting itself as `name`.
     pub(crate) fn with_name(name: &'static str) -> Self {
         let level = Level {
@@ -316,13 +346,14 @@ impl<I: SortIndex> Deadline<I> {
             cursor_key: [u64::MAX; 2],
             outstanding: 0,
         };
-        Deadline {
+        let mut d = Deadline {
             name,
-            expire_ns: [ms_to_ns(TUNABLES[0].default), ms_to_ns(TUNABLES[1].default)],
-            writes_starved: TUNABLES[2].default as u32,
-            fifo_batch: TUNABLES[3].default as u32,
-            front_merges: TUNABLES[4].default != 0,
-            prio_aging_expire_ns: ms_to_ns(TUNABLES[5].default),
+            // Tunables: set from the table's defaults below.
+            expire_ns: [0; 2],
+            writes_starved: 0,
+            fifo_batch: 0,
+            front_merges: false,
+            prio_aging_expire_ns: 0,
             index: I::with_capacity(0),
             fifo_links: ListLinks::new(0),
             fifo_time: Vec::new(),
@@ -331,7 +362,9 @@ impl<I: SortIndex> Deadline<I> {
             batching: 0,
             starved: 0,
             queued: 0,
-        }
+        };
+        tunable::apply_defaults(&Self::TABLE, &mut d);
+        d
     }
 
     #[inline]
@@ -623,29 +656,10 @@ impl<I: SortIndex> Scheduler for Deadline<I> {
     }
 
     fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        let spec = find_spec(&TUNABLES, self.name, name)?;
-        Ok(match spec.name {
-            "read_expire" => self.expire_ns[0] / 1_000_000,
-            "write_expire" => self.expire_ns[1] / 1_000_000,
-            "writes_starved" => u64::from(self.writes_starved),
-            "fifo_batch" => u64::from(self.fifo_batch),
-            "front_merges" => u64::from(self.front_merges),
-            _ => self.prio_aging_expire_ns / 1_000_000,
-        })
+        tunable::get(&Self::TABLE, self.name, self, name)
     }
 
     fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        let spec = find_spec(&TUNABLES, self.name, name)?;
-        let v = spec.check(value)?;
-        match spec.name {
-            "read_expire" => self.expire_ns[0] = ms_to_ns(v),
-            "write_expire" => self.expire_ns[1] = ms_to_ns(v),
-            // Ranges keep these within u32.
-            "writes_starved" => self.writes_starved = v as u32,
-            "fifo_batch" => self.fifo_batch = v as u32,
-            "front_merges" => self.front_merges = v != 0,
-            _ => self.prio_aging_expire_ns = ms_to_ns(v),
-        }
-        Ok(())
+        tunable::set(&Self::TABLE, self.name, self, name, value)
     }
 }

@@ -97,7 +97,7 @@ use crate::bio::{Nanos, Op};
 use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{TunableSpec, Unit, find_spec};
+use crate::tunable::{self, Tunable, TunableSpec, Unit, specs};
 
 /// How many recent requests a bio is tried against (as `none`: Linux 8).
 pub const SCAN_DEPTH: u8 = 8;
@@ -190,25 +190,37 @@ enum Latency {
     Io = 1,
 }
 
-/// kyber's tunables, with Linux defaults.
-pub const TUNABLES: [TunableSpec; 2] = [
-    TunableSpec::new(
-        "read_lat_nsec",
-        2_000_000,
-        1,
-        u64::MAX,
-        Unit::Nanos,
-        "latency target of reads",
+/// kyber's tunables, declared once: listing, defaults, get and set come
+/// from here.
+const TABLE: [Tunable<Kyber>; 2] = [
+    Tunable::new(
+        TunableSpec::new(
+            "read_lat_nsec",
+            2_000_000,
+            1,
+            u64::MAX,
+            Unit::Nanos,
+            "latency target of reads",
+        ),
+        |k| k.targets[Domain::Read.index()],
+        |k, v| k.targets[Domain::Read.index()] = v,
     ),
-    TunableSpec::new(
-        "write_lat_nsec",
-        10_000_000,
-        1,
-        u64::MAX,
-        Unit::Nanos,
-        "latency target of writes",
+    Tunable::new(
+        TunableSpec::new(
+            "write_lat_nsec",
+            10_000_000,
+            1,
+            u64::MAX,
+            Unit::Nanos,
+            "latency target of writes",
+        ),
+        |k| k.targets[Domain::Write.index()],
+        |k, v| k.targets[Domain::Write.index()] = v,
     ),
 ];
+
+/// kyber's tunables, with Linux defaults.
+pub const TUNABLES: [TunableSpec; 2] = specs(&TABLE);
 
 /// One latency histogram, bucketed relative to its domain's target, and the
 /// time its current window started.
@@ -288,8 +300,9 @@ pub struct Kyber {
 impl Kyber {
     /// kyber with Linux's default tunables and every domain at its most tokens.
     pub fn new() -> Kyber {
-        Kyber {
-            targets: [TUNABLES[0].default, TUNABLES[1].default, DISCARD_LAT_NS],
+        let mut k = Kyber {
+            // READ and WRITE: set from the table's defaults below.
+            targets: [0, 0, DISCARD_LAT_NS],
             links: ListLinks::new(0),
             fifo: [ListHead::EMPTY; DOMAINS],
             arrival_links: ListLinks::new(0),
@@ -304,7 +317,9 @@ impl Kyber {
             next_eval: None,
             evaluations: 0,
             queued: 0,
-        }
+        };
+        tunable::apply_defaults(&TABLE, &mut k);
+        k
     }
 
     /// The current token depth of `domain`.
@@ -484,20 +499,10 @@ impl Scheduler for Kyber {
     }
 
     fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        let spec = find_spec(&TUNABLES, "kyber", name)?;
-        Ok(match spec.name {
-            "read_lat_nsec" => self.targets[Domain::Read.index()],
-            _ => self.targets[Domain::Write.index()],
-        })
+        tunable::get(&TABLE, "kyber", self, name)
     }
 
     fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        let spec = find_spec(&TUNABLES, "kyber", name)?;
-        let v = spec.check(value)?;
-        match spec.name {
-            "read_lat_nsec" => self.targets[Domain::Read.index()] = v,
-            _ => self.targets[Domain::Write.index()] = v,
-        }
-        Ok(())
+        tunable::set(&TABLE, "kyber", self, name, value)
     }
 }

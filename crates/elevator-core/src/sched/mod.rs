@@ -181,13 +181,16 @@ pub trait Scheduler {
     /// Number of requests it holds (inserted, not yet dispatched).
     fn queued(&self) -> u32;
 
-    /// Its tunables, with Linux names and defaults.
+    /// Its tunables, with Linux names and defaults. Each scheduler declares
+    /// them once, in a table of [`crate::tunable::Tunable`]s from which this
+    /// list, its defaults, `get_tunable` and `set_tunable` all come.
     fn tunables(&self) -> &'static [TunableSpec];
 
     /// Read a tunable by name.
     fn get_tunable(&self, name: &str) -> Result<u64, TunableError>;
 
-    /// Set a tunable by name (value in the tunable's unit).
+    /// Set a tunable by name (value in the tunable's unit). A refused value
+    /// changes nothing.
     fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError>;
 }
 

@@ -19,10 +19,14 @@ use crate::bio::Nanos;
 use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{TunableSpec, find_spec};
+use crate::tunable::{self, Tunable, TunableSpec};
 
 /// How many recent requests a bio is tried against (Linux: 8).
 pub const SCAN_DEPTH: u8 = 8;
+
+/// `none` has no tunables: an empty table, so that reading or setting a name
+/// says which names exist (none).
+const TABLE: [Tunable<Noop>; 0] = [];
 
 /// The `none` scheduler: a FIFO.
 #[derive(Clone, Debug)]
@@ -103,10 +107,10 @@ impl Scheduler for Noop {
     }
 
     fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        find_spec(&[], "none", name).map(|s| s.default)
+        tunable::get(&TABLE, "none", self, name)
     }
 
-    fn set_tunable(&mut self, name: &str, _value: u64) -> Result<(), TunableError> {
-        find_spec(&[], "none", name).map(|_| ())
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        tunable::set(&TABLE, "none", self, name, value)
     }
 }

@@ -205,7 +205,7 @@ use crate::bio::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Sector};
 use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks, NIL, RbForest};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{TunableSpec, Unit, find_spec, ms_to_ns};
+use crate::tunable::{self, Tunable, TunableSpec, Unit, ms_to_ns, specs};
 
 use bfqq::{Bfqq, NEVER, NO_SLOT, Place, Raise};
 use rate::{PeakRate, SEQ_DISTANCE};
@@ -261,81 +261,121 @@ const EXTRA_QUEUES: usize = 66;
 const WEIGHT_SLOTS: usize = 3 * 8 * 2;
 const IDLE_CLASS: u8 = 2;
 
-/// BFQ's tunables, with Linux defaults.
-pub const TUNABLES: [TunableSpec; 9] = [
-    TunableSpec::new(
-        "low_latency",
-        1,
-        0,
-        1,
-        Unit::Bool,
-        "raise the weight of interactive and soft real-time queues",
+/// BFQ's tunables, declared once: listing, defaults, get and set come from
+/// here. Times are kept in nanoseconds.
+const TABLE: [Tunable<Bfq>; 9] = [
+    Tunable::new(
+        TunableSpec::new(
+            "low_latency",
+            1,
+            0,
+            1,
+            Unit::Bool,
+            "raise the weight of interactive and soft real-time queues",
+        ),
+        |b| u64::from(b.low_latency),
+        |b, v| b.set_low_latency(v != 0),
     ),
-    TunableSpec::new(
-        "slice_idle",
-        8,
-        0,
-        60_000,
-        Unit::Millis,
-        "how long to wait for the next request of the queue in service",
+    Tunable::new(
+        TunableSpec::new(
+            "slice_idle",
+            8,
+            0,
+            60_000,
+            Unit::Millis,
+            "how long to wait for the next request of the queue in service",
+        ),
+        |b| b.slice_idle / MS,
+        |b, v| b.slice_idle = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "timeout_sync",
-        125,
-        1,
-        60_000,
-        Unit::Millis,
-        "longest service slot of a queue",
+    Tunable::new(
+        TunableSpec::new(
+            "timeout_sync",
+            125,
+            1,
+            60_000,
+            Unit::Millis,
+            "longest service slot of a queue",
+        ),
+        |b| b.timeout_sync / MS,
+        |b, v| b.timeout_sync = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "max_budget",
-        0,
-        0,
-        1 << 31,
-        Unit::Sectors,
-        "largest budget of a queue; 0 = peak rate × timeout_sync",
+    Tunable::new(
+        TunableSpec::new(
+            "max_budget",
+            0,
+            0,
+            1 << 31,
+            Unit::Sectors,
+            "largest budget of a queue; 0 = peak rate × timeout_sync",
+        ),
+        |b| b.user_max_budget,
+        |b, v| b.user_max_budget = v,
     ),
-    TunableSpec::new(
-        "fifo_expire_sync",
-        125,
-        0,
-        3_600_000,
-        Unit::Millis,
-        "deadline of a sync request",
+    Tunable::new(
+        TunableSpec::new(
+            "fifo_expire_sync",
+            125,
+            0,
+            3_600_000,
+            Unit::Millis,
+            "deadline of a sync request",
+        ),
+        |b| b.fifo_expire[1] / MS,
+        |b, v| b.fifo_expire[1] = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "fifo_expire_async",
-        250,
-        0,
-        3_600_000,
-        Unit::Millis,
-        "deadline of an async request",
+    Tunable::new(
+        TunableSpec::new(
+            "fifo_expire_async",
+            250,
+            0,
+            3_600_000,
+            Unit::Millis,
+            "deadline of an async request",
+        ),
+        |b| b.fifo_expire[0] / MS,
+        |b, v| b.fifo_expire[0] = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "back_seek_max",
-        16384,
-        0,
-        u32::MAX as u64,
-        Unit::KiB,
-        "farthest backward seek preferred to a forward one",
+    Tunable::new(
+        TunableSpec::new(
+            "back_seek_max",
+            16384,
+            0,
+            u32::MAX as u64,
+            Unit::KiB,
+            "farthest backward seek preferred to a forward one",
+        ),
+        |b| b.back_seek_max,
+        |b, v| b.back_seek_max = v,
     ),
-    TunableSpec::new(
-        "back_seek_penalty",
-        2,
-        1,
-        1_000_000,
-        Unit::Count,
-        "cost of a backward seek relative to a forward one",
+    Tunable::new(
+        TunableSpec::new(
+            "back_seek_penalty",
+            2,
+            1,
+            1_000_000,
+            Unit::Count,
+            "cost of a backward seek relative to a forward one",
+        ),
+        |b| b.back_seek_penalty,
+        |b, v| b.back_seek_penalty = v,
     ),
-    TunableSpec::new(
-        "strict_guarantees",
-        0,
-        0,
-        1,
-        Unit::Bool,
-        "always idle for sync queues and keep one request in the device",
+    Tunable::new(
+        TunableSpec::new(
+            "strict_guarantees",
+            0,
+            0,
+            1,
+            Unit::Bool,
+            "always idle for sync queues and keep one request in the device",
+        ),
+        |b| u64::from(b.strict_guarantees),
+        |b, v| b.strict_guarantees = v != 0,
     ),
 ];
+
+/// BFQ's tunables, with Linux defaults.
+pub const TUNABLES: [TunableSpec; 9] = specs(&TABLE);
 
 /// Why a service slot ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -443,15 +483,16 @@ impl Default for Bfq {
 impl Bfq {
     /// BFQ with Linux's default tunables.
     pub fn new() -> Bfq {
-        Bfq {
-            low_latency: TUNABLES[0].default != 0,
-            slice_idle: ms_to_ns(TUNABLES[1].default),
-            timeout_sync: ms_to_ns(TUNABLES[2].default),
-            user_max_budget: TUNABLES[3].default,
-            fifo_expire: [ms_to_ns(TUNABLES[5].default), ms_to_ns(TUNABLES[4].default)],
-            back_seek_max: TUNABLES[6].default,
-            back_seek_penalty: TUNABLES[7].default,
-            strict_guarantees: TUNABLES[8].default != 0,
+        let mut b = Bfq {
+            // Tunables: set from the table's defaults below.
+            low_latency: false,
+            slice_idle: 0,
+            timeout_sync: 0,
+            user_max_budget: 0,
+            fifo_expire: [0; 2],
+            back_seek_max: 0,
+            back_seek_penalty: 0,
+            strict_guarantees: false,
             rotational: true,
             hw_queueing: true,
             sort: RbForest::new(0),
@@ -476,6 +517,19 @@ impl Bfq {
             rate: PeakRate::default(),
             queued: 0,
             dispatched: 0,
+        };
+        tunable::apply_defaults(&TABLE, &mut b);
+        b
+    }
+
+    /// Turn weight raising on or off (`low_latency`). Off ends every raise;
+    /// weights follow when queues next join their trees.
+    fn set_low_latency(&mut self, on: bool) {
+        self.low_latency = on;
+        if !on {
+            for q in &mut self.queues {
+                q.raise = Raise::Off;
+            }
         }
     }
 
@@ -1215,43 +1269,10 @@ impl Scheduler for Bfq {
     }
 
     fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        let spec = find_spec(&TUNABLES, "bfq", name)?;
-        Ok(match spec.name {
-            "low_latency" => u64::from(self.low_latency),
-            "slice_idle" => self.slice_idle / MS,
-            "timeout_sync" => self.timeout_sync / MS,
-            "max_budget" => self.user_max_budget,
-            "fifo_expire_sync" => self.fifo_expire[1] / MS,
-            "fifo_expire_async" => self.fifo_expire[0] / MS,
-            "back_seek_max" => self.back_seek_max,
-            "back_seek_penalty" => self.back_seek_penalty,
-            _ => u64::from(self.strict_guarantees),
-        })
+        tunable::get(&TABLE, "bfq", self, name)
     }
 
     fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        let spec = find_spec(&TUNABLES, "bfq", name)?;
-        let v = spec.check(value)?;
-        match spec.name {
-            "low_latency" => {
-                self.low_latency = v != 0;
-                if !self.low_latency {
-                    // End every raise; weights follow when queues next join
-                    // their trees.
-                    for q in &mut self.queues {
-                        q.raise = Raise::Off;
-                    }
-                }
-            }
-            "slice_idle" => self.slice_idle = ms_to_ns(v),
-            "timeout_sync" => self.timeout_sync = ms_to_ns(v),
-            "max_budget" => self.user_max_budget = v,
-            "fifo_expire_sync" => self.fifo_expire[1] = ms_to_ns(v),
-            "fifo_expire_async" => self.fifo_expire[0] = ms_to_ns(v),
-            "back_seek_max" => self.back_seek_max = v,
-            "back_seek_penalty" => self.back_seek_penalty = v,
-            _ => self.strict_guarantees = v != 0,
-        }
-        Ok(())
+        tunable::set(&TABLE, "bfq", self, name, value)
     }
 }

@@ -92,118 +92,175 @@ use crate::bio::{Bio, BioFlags, IoContext, Nanos, PrioClass};
 use crate::error::TunableError;
 use crate::index::{IdMap, ListLinks, NIL, RbForest, RbRoot};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{TunableSpec, Unit, find_spec, ms_to_ns};
+use crate::tunable::{self, Tunable, TunableSpec, Unit, ms_to_ns, ns_to_ms, specs};
 
-/// CFQ's tunables, with Linux defaults.
-pub const TUNABLES: [TunableSpec; 13] = [
-    TunableSpec::new(
-        "quantum",
-        8,
-        1,
-        65536,
-        Unit::Count,
-        "requests a queue dispatches at once, at most",
+/// CFQ's tunables, declared once: listing, defaults, get and set come from
+/// here. Times are kept in nanoseconds, `back_seek_max` in sectors; the
+/// ranges of the counts keep them within u32.
+const TABLE: [Tunable<Tunables>; 13] = [
+    Tunable::new(
+        TunableSpec::new(
+            "quantum",
+            8,
+            1,
+            65536,
+            Unit::Count,
+            "requests a queue dispatches at once, at most",
+        ),
+        |t| u64::from(t.quantum),
+        |t, v| t.quantum = v as u32,
     ),
-    TunableSpec::new(
-        "fifo_expire_sync",
-        125,
-        1,
-        3_600_000,
-        Unit::Millis,
-        "deadline of a sync request",
+    Tunable::new(
+        TunableSpec::new(
+            "fifo_expire_sync",
+            125,
+            1,
+            3_600_000,
+            Unit::Millis,
+            "deadline of a sync request",
+        ),
+        |t| ns_to_ms(t.fifo_expire[1]),
+        |t, v| t.fifo_expire[1] = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "fifo_expire_async",
-        250,
-        1,
-        3_600_000,
-        Unit::Millis,
-        "deadline of an async request",
+    Tunable::new(
+        TunableSpec::new(
+            "fifo_expire_async",
+            250,
+            1,
+            3_600_000,
+            Unit::Millis,
+            "deadline of an async request",
+        ),
+        |t| ns_to_ms(t.fifo_expire[0]),
+        |t, v| t.fifo_expire[0] = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "back_seek_max",
-        16384,
-        0,
-        1 << 30,
-        Unit::KiB,
-        "longest backward seek taken for the next request",
+    Tunable::new(
+        TunableSpec::new(
+            "back_seek_max",
+            16384,
+            0,
+            1 << 30,
+            Unit::KiB,
+            "longest backward seek taken for the next request",
+        ),
+        |t| t.back_max / 2,
+        |t, v| t.back_max = v * 2,
     ),
-    TunableSpec::new(
-        "back_seek_penalty",
-        2,
-        1,
-        1000,
-        Unit::Count,
-        "cost of a backward seek against a forward one",
+    Tunable::new(
+        TunableSpec::new(
+            "back_seek_penalty",
+            2,
+            1,
+            1000,
+            Unit::Count,
+            "cost of a backward seek against a forward one",
+        ),
+        |t| t.back_penalty,
+        |t, v| t.back_penalty = v,
     ),
-    TunableSpec::new(
-        "slice_sync",
-        100,
-        1,
-        3_600_000,
-        Unit::Millis,
-        "time slice of a sync queue (priority 4)",
+    Tunable::new(
+        TunableSpec::new(
+            "slice_sync",
+            100,
+            1,
+            3_600_000,
+            Unit::Millis,
+            "time slice of a sync queue (priority 4)",
+        ),
+        |t| ns_to_ms(t.slice[1]),
+        |t, v| t.slice[1] = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "slice_async",
-        40,
-        1,
-        3_600_000,
-        Unit::Millis,
-        "time slice of an async queue (priority 4)",
+    Tunable::new(
+        TunableSpec::new(
+            "slice_async",
+            40,
+            1,
+            3_600_000,
+            Unit::Millis,
+            "time slice of an async queue (priority 4)",
+        ),
+        |t| ns_to_ms(t.slice[0]),
+        |t, v| t.slice[0] = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "slice_async_rq",
-        2,
-        1,
-        65536,
-        Unit::Count,
-        "async requests per slice, scaled by priority",
+    Tunable::new(
+        TunableSpec::new(
+            "slice_async_rq",
+            2,
+            1,
+            65536,
+            Unit::Count,
+            "async requests per slice, scaled by priority",
+        ),
+        |t| u64::from(t.slice_async_rq),
+        |t, v| t.slice_async_rq = v as u32,
     ),
-    TunableSpec::new(
-        "slice_idle",
-        8,
-        0,
-        3_600_000,
-        Unit::Millis,
-        "wait for a sync queue's next request (0 on non-rotational)",
+    Tunable::new(
+        TunableSpec::new(
+            "slice_idle",
+            8,
+            0,
+            3_600_000,
+            Unit::Millis,
+            "wait for a sync queue's next request (0 on non-rotational)",
+        ),
+        |t| ns_to_ms(t.slice_idle),
+        |t, v| t.slice_idle = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "group_idle",
-        8,
-        0,
-        3_600_000,
-        Unit::Millis,
-        "wait for the group's next request",
+    Tunable::new(
+        TunableSpec::new(
+            "group_idle",
+            8,
+            0,
+            3_600_000,
+            Unit::Millis,
+            "wait for the group's next request",
+        ),
+        |t| ns_to_ms(t.group_idle),
+        |t, v| t.group_idle = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "low_latency",
-        1,
-        0,
-        1,
-        Unit::Bool,
-        "fit every busy queue's slice in target_latency",
+    Tunable::new(
+        TunableSpec::new(
+            "low_latency",
+            1,
+            0,
+            1,
+            Unit::Bool,
+            "fit every busy queue's slice in target_latency",
+        ),
+        |t| u64::from(t.low_latency),
+        |t, v| t.low_latency = v != 0,
     ),
-    TunableSpec::new(
-        "target_latency",
-        300,
-        1,
-        3_600_000,
-        Unit::Millis,
-        "time in which every busy queue should be served",
+    Tunable::new(
+        TunableSpec::new(
+            "target_latency",
+            300,
+            1,
+            3_600_000,
+            Unit::Millis,
+            "time in which every busy queue should be served",
+        ),
+        |t| ns_to_ms(t.target_latency),
+        |t, v| t.target_latency = ms_to_ns(v),
     ),
-    TunableSpec::new(
-        "deep_seeky_idle",
-        1,
-        0,
-        1,
-        Unit::Bool,
-        "1: seeky queues once seen deep may idle (Linux, 2011); 0: only while idling is measured to pay (the fix)",
+    Tunable::new(
+        TunableSpec::new(
+            "deep_seeky_idle",
+            1,
+            0,
+            1,
+            Unit::Bool,
+            "1: seeky queues once seen deep may idle (Linux, 2011); 0: only while idling is measured to pay (the fix)",
+        ),
+        |t| u64::from(t.deep_seeky_idle),
+        |t, v| t.deep_seeky_idle = v != 0,
     ),
 ];
 
+/// CFQ's tunables, with Linux defaults.
+pub const TUNABLES: [TunableSpec; 13] = specs(&TABLE);
+
 /// Tunable values, in nanoseconds where they are times.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Tunables {
     pub quantum: u32,
     /// FIFO deadline: [async, sync].
@@ -222,21 +279,11 @@ struct Tunables {
 }
 
 impl Tunables {
-    fn default() -> Tunables {
-        let t = |i: usize| TUNABLES[i].default;
-        Tunables {
-            quantum: t(0) as u32,
-            fifo_expire: [ms_to_ns(t(2)), ms_to_ns(t(1))],
-            back_max: t(3) * 2,
-            back_penalty: t(4),
-            slice: [ms_to_ns(t(6)), ms_to_ns(t(5))],
-            slice_async_rq: t(7) as u32,
-            slice_idle: ms_to_ns(t(8)),
-            group_idle: ms_to_ns(t(9)),
-            low_latency: t(10) != 0,
-            target_latency: ms_to_ns(t(11)),
-            deep_seeky_idle: t(12) != 0,
-        }
+    /// Linux's defaults, from the table.
+    fn linux() -> Tunables {
+        let mut t = Tunables::default();
+        tunable::apply_defaults(&TABLE, &mut t);
+        t
     }
 }
 
@@ -368,7 +415,7 @@ impl Cfq {
     /// CFQ with Linux's defaults.
     pub fn new() -> Cfq {
         Cfq {
-            t: Tunables::default(),
+            t: Tunables::linux(),
             rotational: true,
             rq_queue: Vec::new(),
             fifo_time: Vec::new(),
@@ -750,46 +797,11 @@ impl Scheduler for Cfq {
     }
 
     fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        let spec = find_spec(&TUNABLES, "cfq", name)?;
-        let t = &self.t;
-        let ms = |ns: Nanos| ns / 1_000_000;
-        Ok(match spec.name {
-            "quantum" => u64::from(t.quantum),
-            "fifo_expire_sync" => ms(t.fifo_expire[1]),
-            "fifo_expire_async" => ms(t.fifo_expire[0]),
-            "back_seek_max" => t.back_max / 2,
-            "back_seek_penalty" => t.back_penalty,
-            "slice_sync" => ms(t.slice[1]),
-            "slice_async" => ms(t.slice[0]),
-            "slice_async_rq" => u64::from(t.slice_async_rq),
-            "slice_idle" => ms(t.slice_idle),
-            "group_idle" => ms(t.group_idle),
-            "low_latency" => u64::from(t.low_latency),
-            "target_latency" => ms(t.target_latency),
-            _ => u64::from(t.deep_seeky_idle),
-        })
+        tunable::get(&TABLE, "cfq", &self.t, name)
     }
 
     fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        let spec = find_spec(&TUNABLES, "cfq", name)?;
-        let v = spec.check(value)?;
-        let t = &mut self.t;
-        match spec.name {
-            "quantum" => t.quantum = v as u32,
-            "fifo_expire_sync" => t.fifo_expire[1] = ms_to_ns(v),
-            "fifo_expire_async" => t.fifo_expire[0] = ms_to_ns(v),
-            "back_seek_max" => t.back_max = v * 2,
-            "back_seek_penalty" => t.back_penalty = v,
-            "slice_sync" => t.slice[1] = ms_to_ns(v),
-            "slice_async" => t.slice[0] = ms_to_ns(v),
-            "slice_async_rq" => t.slice_async_rq = v as u32,
-            "slice_idle" => t.slice_idle = ms_to_ns(v),
-            "group_idle" => t.group_idle = ms_to_ns(v),
-            "low_latency" => t.low_latency = v != 0,
-            "target_latency" => t.target_latency = ms_to_ns(v),
-            _ => t.deep_seeky_idle = v != 0,
-        }
-        Ok(())
+        tunable::set(&TABLE, "cfq", &mut self.t, name, value)
     }
 }
 

@@ -1,7 +1,8 @@
-//! `elevator experiment`: the seeds' experiments, each with its table and a
-//! check of the shape the seed reported.
+//! `elevator experiment`: experiments from the Linux discussions elevator
+//! grew from, each with its table and a check of the shape the original
+//! report found.
 //!
-//! `cfq-idling` reproduces seed 004 (LKML 2011, "CFQ: fixing performance
+//! `cfq-idling` reproduces the 2011 report on CFQ's idling (LKML, "CFQ: fixing performance
 //! issues"): eight processes writing 4 KiB O_DIRECT blocks round-robin over
 //! four 16 MiB files each (`examples/seed004.fio`), once on a 7200 rpm disk
 //! with no think time, once on an eight-disk RAID-0 with 1 ms of think time
@@ -23,7 +24,7 @@ use serde::Serialize;
 use crate::run::OutputFormat;
 use elevator_fio::report::rate;
 
-/// The shipped job file of seed 004.
+/// The shipped job file of the 2011 CFQ idling report's workload.
 const SEED004: (&str, &str) = (
     "examples/seed004.fio",
     include_str!("../../../examples/seed004.fio"),
@@ -32,7 +33,8 @@ const SEED004: (&str, &str) = (
 /// Which experiment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Which {
-    /// Seed 004: CFQ idling on deep seeky queues, on a slow disk and a fast RAID.
+    /// CFQ idling on deep seeky queues (LKML 2011), on a slow disk and a fast
+    /// RAID.
     CfqIdling,
 }
 
@@ -194,7 +196,7 @@ fn mb(rows: &[Row], label: &str) -> f64 {
         .map_or(0.0, |r| r.mb_s)
 }
 
-/// The shapes seed 004 reported, checked against the rows.
+/// The shapes the 2011 report found, checked against the rows.
 fn shapes(results: &[ScenarioResult]) -> Vec<Shape> {
     let mut out = Vec::new();
     // Each claim: value, comparison, factor × reference.
@@ -266,7 +268,7 @@ pub fn run(args: &Args) -> Result<()> {
         let mut jobs = base.clone();
         if sc.think > 0 {
             for j in &mut jobs.jobs {
-                // The seed's aio-stress slept 1 ms after each batch it submitted.
+                // The 2011 report's aio-stress slept 1 ms after each batch it submitted.
                 j.thinktime = sc.think;
                 j.thinktime_blocks = 4;
             }
@@ -277,7 +279,7 @@ pub fn run(args: &Args) -> Result<()> {
             if progress {
                 eprint!("\r{:<5} {:<20}", sc.name, v.label);
             }
-            // The seed's kernel (3.1) predates blk-mq: its request queue had
+            // The 2011 report's kernel (3.1) predates blk-mq: its request queue had
             // 128 requests whatever the device's depth.
             let tunables = std::iter::once(("nr_requests", "128"))
                 .chain(v.tunables.iter().copied())

@@ -1,4 +1,4 @@
-//! Each merge rule of `reference/linux-block-layer.md` §1, one test each:
+//! Each of Linux's merge rules, one test each:
 //! what may merge with what, the limits that stop a merge and mark the
 //! request, neighbour merges, insert-time merges, plugging, and each
 //! `nomerges` level. Also tags, completion, splitting and bad input.

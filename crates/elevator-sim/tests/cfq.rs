@@ -1,5 +1,6 @@
 //! CFQ through the simulator: two equal sequential readers share a disk
-//! fairly, and both CFQ behaviours run seed 004's workload to the end.
+//! fairly, and both CFQ behaviours run the eight O_DIRECT writers of
+//! `examples/seed004.fio` to the end.
 
 use elevator_fio::RunConfig;
 use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};

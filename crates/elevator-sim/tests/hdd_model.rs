@@ -294,7 +294,7 @@ fn random_reads_at_depth_1_give_the_datasheet_iops() {
         (70.0..=110.0).contains(&iops),
         "hdd-7200 QD1: {iops:.1} IOPS"
     );
-    // The SAS presets near prior-art.md's ~140 and ~185.
+    // The SAS presets near typical datasheet figures, ~140 and ~185.
     let mut d = hdd("hdd-sas-10k", &[]);
     let iops = random_read_iops(&mut d, 1, 3000, 2);
     println!("hdd-sas-10k 4 KiB random reads QD1: {iops:.1} IOPS");

@@ -5,8 +5,8 @@
 //! first: adding touches only the bucket and the request itself, and with at
 //! least twice as many buckets as requests a request being unhashed is almost
 //! always its chain's head. Linux
-//! uses 64 buckets whatever the queue depth (seed 002 saw chains grow long at
-//! 4096 requests); here the table has one bucket per request tag, rounded up
+//! uses 64 buckets whatever the queue depth (the 2002 discussion of deadline's
+//! rbtree saw its chains grow long at 4096 requests); here the table has one bucket per request tag, rounded up
 //! to a power of two. A request is rehashed eagerly when its end moves and
 //! removed when it stops being mergeable, so lookups never meet stale entries.
 

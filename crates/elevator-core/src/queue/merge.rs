@@ -1,5 +1,5 @@
 //! Merging: which bio may join which request, and which requests may join
-//! each other (`reference/linux-block-layer.md` §1).
+//! each other, by the rules of Linux's blk-merge.
 //!
 //! - A bio may merge into a request if both are mergeable (not FLUSH or
 //!   WRITE_ZEROES, no FUA / PREFLUSH / NOMERGE, the request not dispatched),

@@ -2,7 +2,7 @@
 //! pool, hands requests to the scheduler and the device, and completes every
 //! bio exactly once.
 //!
-//! The life of a bio (see `reference/linux-block-layer.md` §1, §6):
+//! The life of a bio (as in Linux's block layer):
 //! 1. [`Queue::submit`] checks it against the [`Limits`] (a bad bio is refused
 //!    with a [`SubmitError`] and nothing changes) and splits it into pieces that
 //!    fit; split pieces never merge.

@@ -15,7 +15,8 @@
 //!
 //! Parameters: `members` (8), `member` (a preset name, `hdd-sas-10k`), `chunk`
 //! (64 KiB), `queue_depth` (0 = automatic).
-//! Preset: `raid0-8x-sas-10k`, eight 10K SAS disks, the fast RAID of seed 004.
+//! Preset: `raid0-8x-sas-10k`, eight 10K SAS disks, like the fast RAID of the 2011 report on
+//! CFQ's idling (LKML, "CFQ: fixing performance issues").
 
 use std::collections::VecDeque;
 
@@ -44,7 +45,7 @@ impl Raid0Params {
     /// Its presets.
     pub const PRESETS: [(&'static str, &'static str); 1] = [(
         "raid0-8x-sas-10k",
-        "RAID-0 of eight 10K SAS disks, 64 KiB chunks (seed 004's fast RAID)",
+        "RAID-0 of eight 10K SAS disks, 64 KiB chunks (the fast RAID of the 2011 CFQ idling report)",
     )];
 
     /// The preset called `name`.

@@ -13,7 +13,7 @@
 //! reorders; an SSD's parallelism comes from its channels and its deep queue.
 //! No garbage collection or wear is modelled.
 //!
-//! Presets (from typical datasheets; see `reference/prior-art.md` on MQSim):
+//! Presets (from typical datasheets; channels as MQSim models them):
 //! - `ssd-sata`: 960 GB, 8 channels, 80 µs reads, 25 µs buffered writes,
 //!   200 MB/s per channel, 550 MB/s SATA link, NCQ 32 (about 10k IOPS at
 //!   depth 1, 80k at depth 32, 530 MB/s sequential).

@@ -77,7 +77,7 @@ impl HddParams {
 
     /// The preset called `name`.
     pub fn preset(name: &str) -> Option<HddParams> {
-        // Sources: prior-art.md's table of typical 7200 / 10K / 15K drives
+        // Sources: typical datasheet figures for 7200 / 10K / 15K drives
         // (revolution, average / track-to-track / full-stroke seek, media
         // rate), DiskSim's Seagate Barracuda (head switch 0.10 ms),
         // ublk-disksim (NCQ age limit 500 ms), IDEMA LBA1-03 (capacities).
@@ -162,7 +162,7 @@ impl HddParams {
                 "rpm",
                 self.rpm,
                 Rpm,
-                "spindle speed; presets 7200 / 10000 / 15000 (prior-art.md table: 8.33 / 6.0 / 4.0 ms revolutions)",
+                "spindle speed; presets 7200 / 10000 / 15000 (typical datasheets: 8.33 / 6.0 / 4.0 ms revolutions)",
             ),
             p(
                 "cylinders",
@@ -186,7 +186,7 @@ impl HddParams {
                 "outer_rate",
                 self.outer_rate,
                 MBps,
-                "media rate of the outermost zone; presets 200 / 150 / 200 MB/s (prior-art.md table)",
+                "media rate of the outermost zone; presets 200 / 150 / 200 MB/s (typical datasheet figures)",
             ),
             p(
                 "inner_rate",
@@ -210,19 +210,19 @@ impl HddParams {
                 "seek_t2t",
                 self.seek_t2t,
                 Millis,
-                "single-cylinder seek; presets 0.8 / 0.3 / 0.2 ms (prior-art.md table)",
+                "single-cylinder seek; presets 0.8 / 0.3 / 0.2 ms (typical datasheet figures)",
             ),
             p(
                 "seek_avg",
                 self.seek_avg,
                 Millis,
-                "mean seek over random cylinder pairs (the datasheet average); presets 8.5 / 4.5 / 3.5 ms (prior-art.md table)",
+                "mean seek over random cylinder pairs (the datasheet average); presets 8.5 / 4.5 / 3.5 ms (typical datasheet figures)",
             ),
             p(
                 "seek_full",
                 self.seek_full,
                 Millis,
-                "full-stroke seek; presets 16 / 10.6 / 6.5 ms (prior-art.md table; DiskSim's Barracuda 16.7, Cheetah 9LP 10.6)",
+                "full-stroke seek; presets 16 / 10.6 / 6.5 ms (typical datasheet figures; DiskSim's Barracuda 16.7, Cheetah 9LP 10.6)",
             ),
             p(
                 "head_switch",

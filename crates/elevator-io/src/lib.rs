@@ -16,8 +16,9 @@
 //! - [`engine`]: one queue over one device on the real clock: requests
 //!   become bios, bios become requests, schedulers' wake-ups become io_uring
 //!   timeouts.
-//! - [`jobs`]: fio job files run through the engine; [`spec`]: `file:PATH`
-//!   and `mem:SIZE` device specs; [`cpu`]: CPU time used.
+//! - [`jobs`]: fio job files run through the engine; [`spec`]: the one
+//!   device spec (`file:PATH`, `mem:SIZE`, or a model, which runs paced by
+//!   the real clock) and the device it opens; [`cpu`]: CPU time used.
 //!
 //! Dependencies point one way: [`buf`] names no other module, [`device`]
 //! only [`buf`], the devices only those two (and io_uring's wrapper), and

@@ -198,6 +198,7 @@ mod bfqq;
 mod check;
 mod rate;
 mod table;
+mod tunables;
 mod wf2q;
 
 use super::{MergeKind, SchedDispatch, Scheduler};
@@ -205,11 +206,13 @@ use crate::bio::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Sector};
 use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks, NIL, RbForest};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{self, Tunable, TunableSpec, Unit, ms_to_ns, specs};
+use crate::tunable::{self, TunableSpec};
 
 use bfqq::{Bfqq, NEVER, NO_SLOT, Place, Raise};
 use rate::{PeakRate, SEQ_DISTANCE};
 use table::QueueTable;
+use tunables::TABLE;
+pub use tunables::TUNABLES;
 use wf2q::Wf2q;
 
 const MS: Nanos = 1_000_000;
@@ -260,122 +263,6 @@ const EXTRA_QUEUES: usize = 66;
 /// Asymmetry counters: class × level × raised.
 const WEIGHT_SLOTS: usize = 3 * 8 * 2;
 const IDLE_CLASS: u8 = 2;
-
-/// BFQ's tunables, declared once: listing, defaults, get and set come from
-/// here. Times are kept in nanoseconds.
-const TABLE: [Tunable<Bfq>; 9] = [
-    Tunable::new(
-        TunableSpec::new(
-            "low_latency",
-            1,
-            0,
-            1,
-            Unit::Bool,
-            "raise the weight of interactive and soft real-time queues",
-        ),
-        |b| u64::from(b.low_latency),
-        |b, v| b.set_low_latency(v != 0),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "slice_idle",
-            8,
-            0,
-            60_000,
-            Unit::Millis,
-            "how long to wait for the next request of the queue in service",
-        ),
-        |b| b.slice_idle / MS,
-        |b, v| b.slice_idle = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "timeout_sync",
-            125,
-            1,
-            60_000,
-            Unit::Millis,
-            "longest service slot of a queue",
-        ),
-        |b| b.timeout_sync / MS,
-        |b, v| b.timeout_sync = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "max_budget",
-            0,
-            0,
-            1 << 31,
-            Unit::Sectors,
-            "largest budget of a queue; 0 = peak rate × timeout_sync",
-        ),
-        |b| b.user_max_budget,
-        |b, v| b.user_max_budget = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "fifo_expire_sync",
-            125,
-            0,
-            3_600_000,
-            Unit::Millis,
-            "deadline of a sync request",
-        ),
-        |b| b.fifo_expire[1] / MS,
-        |b, v| b.fifo_expire[1] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "fifo_expire_async",
-            250,
-            0,
-            3_600_000,
-            Unit::Millis,
-            "deadline of an async request",
-        ),
-        |b| b.fifo_expire[0] / MS,
-        |b, v| b.fifo_expire[0] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "back_seek_max",
-            16384,
-            0,
-            u32::MAX as u64,
-            Unit::KiB,
-            "farthest backward seek preferred to a forward one",
-        ),
-        |b| b.back_seek_max,
-        |b, v| b.back_seek_max = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "back_seek_penalty",
-            2,
-            1,
-            1_000_000,
-            Unit::Count,
-            "cost of a backward seek relative to a forward one",
-        ),
-        |b| b.back_seek_penalty,
-        |b, v| b.back_seek_penalty = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "strict_guarantees",
-            0,
-            0,
-            1,
-            Unit::Bool,
-            "always idle for sync queues and keep one request in the device",
-        ),
-        |b| u64::from(b.strict_guarantees),
-        |b, v| b.strict_guarantees = v != 0,
-    ),
-];
-
-/// BFQ's tunables, with Linux defaults.
-pub const TUNABLES: [TunableSpec; 9] = specs(&TABLE);
 
 /// Why a service slot ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

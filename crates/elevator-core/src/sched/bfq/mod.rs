@@ -132,23 +132,13 @@
 //! A new weight takes effect when the queue next joins its tree. Setting
 //! `low_latency` to 0 ends all raising.
 //!
-//! # Queue lifetime and memory
+//! # Queue lifetime and memory (`queues.rs`)
 //!
-//! Queues live in a slab sized by [`Scheduler::resize`] (twice the tags plus
-//! 66), found by key in an open-addressing table (`table.rs`): contexts are
-//! arbitrary `u32`s. A queue is freed when it has nothing queued, nothing
-//! dispatched and is not in service: it leaves every scheduling structure and
-//! its slot may be reused; its history (think time, seeks, budget, raising,
-//! finish time) stays in the slot, on an LRU list, until the slot is needed,
-//! like Linux keeps a process's queue while the process lives. The idle wait
-//! belongs to the queue in service, which is never freed, and nothing else
-//! refers to a queue by handle, so a timer that fires late acts on nothing
-//! stale. Nothing allocates per I/O once sized.
-//!
-//! When a context is gone ([`Scheduler::context_gone`]), its sync queues are
-//! never idled for again (an idle wait for one in service ends at once),
-//! their requests still queued are served, and their history is dropped once
-//! they are freed.
+//! Queues live in a slab sized by [`Scheduler::resize`], found by key
+//! (`table.rs`). A queue with nothing queued, nothing in flight and not in
+//! service is freed; its history stays until its slot is needed. The sync
+//! queues of a context that is gone are not idled for again. Nothing
+//! allocates per I/O once sized.
 //!
 //! Costs: insert, dispatch and completion are O(log n) in the requests of a
 //! queue and in the number of busy queues (red-black trees keyed by sector,
@@ -196,19 +186,21 @@
 
 mod bfqq;
 mod check;
+mod queues;
 mod rate;
 mod table;
 mod tunables;
 mod wf2q;
 
 use super::{MergeKind, SchedDispatch, Scheduler};
-use crate::bio::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Sector};
+use crate::bio::{Bio, BioFlags, IoContext, Nanos, Sector};
 use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks, NIL, RbForest};
 use crate::request::{RequestId, Requests};
 use crate::tunable::{self, TunableSpec};
 
 use bfqq::{Bfqq, NEVER, NO_SLOT, Place, Raise};
+use queues::{EXTRA_QUEUES, bio_is_sync, key_of, queue_key, rq_key};
 use rate::{PeakRate, SEQ_DISTANCE};
 use table::QueueTable;
 use tunables::TABLE;
@@ -258,8 +250,6 @@ const BURST_INTERVAL: Nanos = 180 * MS;
 /// A burst of this many queue creations is large: none of them is raised.
 const LARGE_BURST: u32 = 8;
 
-/// Queue slots beyond twice the tags.
-const EXTRA_QUEUES: usize = 66;
 /// Asymmetry counters: class × level × raised.
 const WEIGHT_SLOTS: usize = 3 * 8 * 2;
 const IDLE_CLASS: u8 = 2;
@@ -274,38 +264,6 @@ enum Expiry {
     Preempted,
     /// Idling, with every tag held and nothing in the device.
     TagsHeld,
-}
-
-/// The queue a request goes to: sync queues by context and priority, async
-/// queues by priority alone.
-#[inline]
-fn queue_key(ctx: u32, sync: bool, prio: IoPrio) -> u64 {
-    key_of(ctx, sync, prio.class().index(), prio.level())
-}
-
-#[inline]
-fn key_of(ctx: u32, sync: bool, class: usize, level: u8) -> u64 {
-    let p = ((class as u64) << 3) | u64::from(level & 7);
-    if sync {
-        (1 << 40) | (p << 32) | u64::from(ctx)
-    } else {
-        p << 32
-    }
-}
-
-/// Linux `op_is_sync` for a bio.
-#[inline]
-fn bio_is_sync(bio: &Bio) -> bool {
-    bio.op == Op::Read
-        || bio
-            .flags
-            .intersects(BioFlags::SYNC | BioFlags::FUA | BioFlags::PREFLUSH)
-}
-
-#[inline]
-fn rq_key(rqs: &Requests, rq: RequestId) -> u64 {
-    let r = &rqs[rq];
-    queue_key(r.ctx().0, r.is_sync(), r.prio())
 }
 
 /// The BFQ scheduler.
@@ -542,73 +500,6 @@ impl Bfq {
         } else {
             self.slice_idle
         }
-    }
-
-    /// The queue for `key`, created (or taken back from the freed ones) if
-    /// needed.
-    fn get_queue(&mut self, key: u64, sync: bool, prio: IoPrio) -> u32 {
-        if let Some(h) = self.table.get(key) {
-            let q = &mut self.queues[h as usize];
-            if q.place == Place::Retained {
-                self.lru_links.remove(&mut self.lru, h);
-                q.place = Place::Idle;
-            }
-            return h;
-        }
-        let h = match self.free.pop() {
-            Some(h) => h,
-            None => {
-                // Live queues never outnumber the tags plus one, and the slab
-                // holds twice as many: a freed queue is always there.
-                let h = self
-                    .lru_links
-                    .pop_front(&mut self.lru)
-                    .expect("bfq: every queue slot is live (resize not called?)");
-                self.table.remove(self.queues[h as usize].key);
-                if self.burst_links.is_linked(h) {
-                    self.burst_links.remove(&mut self.burst, h);
-                }
-                h
-            }
-        };
-        let q = Bfqq::new(key, sync, prio);
-        self.wf2q.reset(h, usize::from(q.class));
-        self.queues[h as usize] = q;
-        self.table.insert(key, h);
-        h
-    }
-
-    /// Free queue `h`: it leaves every scheduling structure; its history stays
-    /// until the slot is reused.
-    fn release(&mut self, h: u32) {
-        let q = &mut self.queues[h as usize];
-        debug_assert!(
-            q.queued == 0 && q.dispatched == 0 && self.in_service != h,
-            "freeing a queue in use"
-        );
-        debug_assert_eq!(q.weight_slot, NO_SLOT);
-        q.idle_until = NEVER;
-        if q.exited {
-            self.forget(h);
-            return;
-        }
-        q.place = Place::Retained;
-        self.lru_links.push_back(&mut self.lru, h);
-    }
-
-    /// Drop freed queue `h`'s history: its slot is free again.
-    fn forget(&mut self, h: u32) {
-        let q = &mut self.queues[h as usize];
-        debug_assert!(q.queued == 0 && q.dispatched == 0 && self.in_service != h);
-        if q.place == Place::Retained {
-            self.lru_links.remove(&mut self.lru, h);
-        }
-        if self.burst_links.is_linked(h) {
-            self.burst_links.remove(&mut self.burst, h);
-        }
-        self.table.remove(q.key);
-        *q = Bfqq::FREE;
-        self.free.push(h);
     }
 
     /// Queue `h` just got its first queued request (of `sectors`) and is not in

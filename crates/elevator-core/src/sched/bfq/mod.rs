@@ -8,13 +8,11 @@
 //! in a sort tree by start sector and a FIFO, each request stamped with
 //! `insert time + fifo_expire_sync / fifo_expire_async`.
 //!
-//! Inside the queue in service, the next request is the better of the two
-//! around the head position (the end of the last dispatched request), by
-//! CFQ/BFQ's rule: sync before async, META before the rest, then the smaller
-//! distance, where a request ahead counts its distance, one behind within
-//! `back_seek_max` counts its distance × `back_seek_penalty`, and one further
-//! behind only wins when both are (then the lower sector). Once per service
-//! slot, at its first dispatch, an expired FIFO head is served first.
+//! Inside the queue in service, an expired FIFO head is served first (checked
+//! once per service slot); otherwise the better of the two requests around
+//! the head position: sync before async, META first, then the nearer, a
+//! backward seek within `back_seek_max` costing `back_seek_penalty` times a
+//! forward one (`choose.rs`).
 //!
 //! # Service: budgets and B-WF2Q+ (`wf2q.rs`)
 //!
@@ -186,6 +184,7 @@
 
 mod bfqq;
 mod check;
+mod choose;
 mod queues;
 mod rate;
 mod table;
@@ -193,7 +192,7 @@ mod tunables;
 mod wf2q;
 
 use super::{MergeKind, SchedDispatch, Scheduler};
-use crate::bio::{Bio, BioFlags, IoContext, Nanos, Sector};
+use crate::bio::{Bio, IoContext, Nanos, Sector};
 use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks, NIL, RbForest};
 use crate::request::{RequestId, Requests};
@@ -668,82 +667,6 @@ impl Bfq {
             }
         }
         false
-    }
-
-    /// CFQ/BFQ's choice between two queued requests of one queue, from head
-    /// position `head`.
-    fn choose_req(&self, rqs: &Requests, a: u32, b: u32, head: Sector) -> u32 {
-        if a == b {
-            return a;
-        }
-        let (ra, rb) = (&rqs[RequestId::from_raw(a)], &rqs[RequestId::from_raw(b)]);
-        if ra.is_sync() != rb.is_sync() {
-            return if ra.is_sync() { a } else { b };
-        }
-        let (ma, mb) = (
-            ra.flags().contains(BioFlags::META),
-            rb.flags().contains(BioFlags::META),
-        );
-        if ma != mb {
-            return if ma { a } else { b };
-        }
-        let back_max = self.back_seek_max.saturating_mul(2);
-        let distance = |s: Sector| -> Option<u64> {
-            if s >= head {
-                Some(s - head)
-            } else if head - s <= back_max {
-                Some((head - s).saturating_mul(self.back_seek_penalty))
-            } else {
-                None
-            }
-        };
-        let (sa, sb) = (ra.sector(), rb.sector());
-        match (distance(sa), distance(sb)) {
-            (Some(x), Some(y)) => {
-                if x <= y {
-                    a
-                } else {
-                    b
-                }
-            }
-            (Some(_), None) => a,
-            (None, Some(_)) => b,
-            (None, None) => {
-                if sa <= sb {
-                    a
-                } else {
-                    b
-                }
-            }
-        }
-    }
-
-    /// The request in-service queue `h` should dispatch next.
-    fn choose(&mut self, rqs: &Requests, h: u32, now: Nanos) -> u32 {
-        let q = &mut self.queues[h as usize];
-        if !q.fifo_checked {
-            q.fifo_checked = true;
-            if let Some(f) = q.fifo.front()
-                && now >= self.fifo_time[f as usize]
-            {
-                return f;
-            }
-        }
-        let q = &self.queues[h as usize];
-        let head = self.last_pos;
-        let ahead = self.sort.lower_bound(&q.sort, head);
-        let behind = match ahead {
-            Some(a) => self.sort.prev(a),
-            None => self.sort.last(&q.sort),
-        };
-        // Nothing ahead: the sweep would wrap to the lowest sector.
-        let ahead = ahead.or_else(|| self.sort.first(&q.sort));
-        match (ahead, behind) {
-            (Some(a), Some(b)) => self.choose_req(rqs, a, b, head),
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (None, None) => unreachable!("choosing from an empty queue"),
-        }
     }
 
     /// Hand request `id` of in-service queue `h` to the device.

@@ -2,7 +2,8 @@
 
 use super::bfqq::{NO_SLOT, Place};
 use super::queues::rq_key;
-use super::{Bfq, LARGE_BURST, WEIGHT_SLOTS};
+use super::raise::LARGE_BURST;
+use super::{Bfq, WEIGHT_SLOTS};
 use crate::request::{RequestId, Requests};
 
 impl Bfq {

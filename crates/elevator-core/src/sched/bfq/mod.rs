@@ -104,31 +104,13 @@
 //! requests in flight, and at most one request is in the device at a time, so
 //! the device's own reordering cannot break the schedule.
 //!
-//! # Weight raising (`low_latency`)
+//! # Weight raising (`low_latency`, `raise.rs`)
 //!
-//! With `low_latency` = 1, a sync queue (not IDLE class) gets its weight
-//! raised ×30:
-//! - **interactive**: it becomes busy after being idle for at least 2 s, or
-//!   is new (an application starting). The raise lasts the time to read
-//!   512 MiB at the estimated peak rate, kept within 3..13 s (Linux's bounds;
-//!   before an estimate the rate is taken as 100 MB/s rotational, 400 MB/s
-//!   otherwise), and ends early once the queue has received 110K sectors
-//!   (Linux's figure for one process of a large application starting): past
-//!   that it is an I/O-bound process, not a start-up;
-//! - **soft real-time**: it becomes busy, with nothing in flight, no earlier
-//!   than `soft_rt_next_start`, computed when it last went idle as the later of
-//!   (when it became backlogged + its service since then / 7000 sectors/s) and
-//!   (now + `slice_idle` + 4 ms): a queue that issues little, periodically,
-//!   and does not come straight back. Raised for 300 ms, renewed each time.
-//!
-//! **Bursts**: queue creations less than 180 ms apart form a burst; once a
-//! burst reaches 8 queues, none of its queues (and none created while it
-//! goes on) is raised: many processes started together (a `git grep`, a
-//! boot, fio's clones) want throughput, and raising them all would only make
-//! each hold the device in turn.
-//!
-//! A new weight takes effect when the queue next joins its tree. Setting
-//! `low_latency` to 0 ends all raising.
+//! With `low_latency` = 1, a sync queue that looks interactive (busy again
+//! after 2 s idle, or new: an application starting) or soft real-time (little
+//! I/O, periodically) gets its weight raised ×30 for a while, unless it was
+//! created in a burst of many queues at once. A new weight takes effect when
+//! the queue next joins its tree.
 //!
 //! # Queue lifetime and memory (`queues.rs`)
 //!
@@ -186,6 +168,7 @@ mod bfqq;
 mod check;
 mod choose;
 mod queues;
+mod raise;
 mod rate;
 mod table;
 mod tunables;
@@ -220,34 +203,6 @@ const MIN_BUDGET_DIVISOR: u64 = 32;
 const ASYNC_CHARGE_FACTOR: u64 = 3;
 /// Longest idle wait for a seeky queue idled for throughput only.
 const MIN_TT: Nanos = 2 * MS;
-
-/// Weight-raising factor (Linux `wr_coeff`).
-const WR_COEFF: u64 = 30;
-/// Idle time after which a queue becoming busy counts as interactive.
-const WR_MIN_IDLE: Nanos = 2 * SEC;
-/// Duration of a soft real-time raise (Linux `wr_rt_max_time`).
-const WR_RT_MAX_TIME: Nanos = 300 * MS;
-/// Highest rate of a soft real-time queue, sectors per second.
-const WR_MAX_SOFTRT_RATE: u64 = 7000;
-/// Slack added to `slice_idle` before a returning queue may be soft real-time.
-const SOFTRT_SLACK: Nanos = 4 * MS;
-/// An interactive raise lasts the time to transfer this many sectors (512 MiB)...
-const WR_REF_SECTORS: u64 = 1 << 20;
-/// ...at least this long...
-const WR_MIN_DURATION: Nanos = 3 * SEC;
-/// ...and at most this long.
-const WR_MAX_DURATION: Nanos = 13 * SEC;
-/// An interactive raise ends once the queue received this much service,
-/// sectors (Linux: about 110K sectors, what one process of a large
-/// application transfers while it starts).
-const WR_MAX_SERVICE: u64 = 110 * 1024;
-/// Assumed peak rates before an estimate, sectors per second, indexed by
-/// `rotational`: 400 MB/s, 100 MB/s.
-const REF_RATE: [u64; 2] = [781_250, 195_312];
-/// Queue creations less than this apart belong to one burst.
-const BURST_INTERVAL: Nanos = 180 * MS;
-/// A burst of this many queue creations is large: none of them is raised.
-const LARGE_BURST: u32 = 8;
 
 /// Asymmetry counters: class × level × raised.
 const WEIGHT_SLOTS: usize = 3 * 8 * 2;
@@ -366,17 +321,6 @@ impl Bfq {
         b
     }
 
-    /// Turn weight raising on or off (`low_latency`). Off ends every raise;
-    /// weights follow when queues next join their trees.
-    fn set_low_latency(&mut self, on: bool) {
-        self.low_latency = on;
-        if !on {
-            for q in &mut self.queues {
-                q.raise = Raise::Off;
-            }
-        }
-    }
-
     /// The largest budget now, sectors.
     fn max_budget(&self) -> u64 {
         if self.user_max_budget != 0 {
@@ -388,19 +332,6 @@ impl Bfq {
                 .max(MIN_AUTO_MAX_BUDGET),
             None => DEFAULT_MAX_BUDGET,
         }
-    }
-
-    /// The peak rate, or the assumed one before an estimate (sectors/s).
-    fn peak_rate(&self) -> u64 {
-        self.rate
-            .peak()
-            .unwrap_or(REF_RATE[usize::from(self.rotational)])
-    }
-
-    /// How long an interactive raise lasts.
-    fn wr_duration(&self) -> Nanos {
-        let t = u128::from(WR_REF_SECTORS) * u128::from(SEC) / u128::from(self.peak_rate().max(1));
-        (t.min(u128::from(WR_MAX_DURATION)) as Nanos).max(WR_MIN_DURATION)
     }
 
     /// The budget queue `h` gets for its next slot.
@@ -427,16 +358,6 @@ impl Bfq {
             s
         } else {
             s * ASYNC_CHARGE_FACTOR
-        }
-    }
-
-    /// Queue `h`'s weight at `now`, raising included.
-    fn weight(&self, h: u32, now: Nanos) -> u64 {
-        let q = &self.queues[h as usize];
-        if q.raised(now, self.low_latency) {
-            q.base_weight() * WR_COEFF
-        } else {
-            q.base_weight()
         }
     }
 
@@ -504,29 +425,8 @@ impl Bfq {
     /// Queue `h` just got its first queued request (of `sectors`) and is not in
     /// service: decide on weight raising and put it on its tree.
     fn activate(&mut self, h: u32, sectors: u32, now: Nanos) {
-        if self.queues[h as usize].fresh {
-            self.handle_burst(h, now);
-        }
-        let wr_duration = self.wr_duration();
+        self.raise_on_activation(h, now);
         let q = &mut self.queues[h as usize];
-        if self.low_latency && q.sync && q.class != IDLE_CLASS && !q.in_large_burst {
-            let interactive = q.fresh || now >= q.idle_since.saturating_add(WR_MIN_IDLE);
-            if interactive {
-                q.raise = Raise::Interactive;
-                q.wr_until = now.saturating_add(wr_duration);
-                q.wr_service = 0;
-            } else if q.dispatched == 0
-                && now >= q.soft_rt_next_start
-                && !(q.raised(now, true) && q.wr_until > now.saturating_add(WR_RT_MAX_TIME))
-            {
-                q.raise = Raise::SoftRt;
-                q.wr_until = now.saturating_add(WR_RT_MAX_TIME);
-            }
-        }
-        if q.dispatched == 0 {
-            q.backlogged_since = now;
-            q.service_from_backlogged = 0;
-        }
         let history = !q.fresh;
         q.fresh = false;
         let budget = self.queue_budget(h).max(self.charge(h, sectors));
@@ -536,35 +436,6 @@ impl Bfq {
         self.wf2q.activate(h, budget, weight, history);
         self.count_weight(h, now);
         self.maybe_preempt(h, now);
-    }
-
-    /// New queue `h` is activated for the first time: count it in the
-    /// current burst of queue creations (a new burst starts when the last
-    /// creation is more than [`BURST_INTERVAL`] ago). When a burst reaches
-    /// [`LARGE_BURST`] queues, all of them, and any created while it lasts,
-    /// are marked and lose their raise: many processes started together
-    /// (a `git grep`, a boot, fio's clones) want throughput, not latency.
-    fn handle_burst(&mut self, h: u32, now: Nanos) {
-        if self.burst_last == NEVER || now > self.burst_last.saturating_add(BURST_INTERVAL) {
-            while self.burst_links.pop_front(&mut self.burst).is_some() {}
-            self.burst_size = 0;
-            self.burst_large = false;
-        }
-        self.burst_last = now;
-        self.burst_size += 1;
-        if !self.burst_large && self.burst_size >= LARGE_BURST {
-            self.burst_large = true;
-            while let Some(m) = self.burst_links.pop_front(&mut self.burst) {
-                let q = &mut self.queues[m as usize];
-                q.in_large_burst = true;
-                q.raise = Raise::Off;
-            }
-        }
-        if self.burst_large {
-            self.queues[h as usize].in_large_burst = true;
-        } else {
-            self.burst_links.push_back(&mut self.burst, h);
-        }
     }
 
     /// Busy queue `h` preempts the queue in service if it has a higher class,
@@ -628,18 +499,8 @@ impl Bfq {
             self.count_weight(h, now);
         } else {
             self.wf2q.deactivate(h, charged);
-            let slice_idle = self.slice_idle;
+            self.went_idle(h, now);
             let q = &mut self.queues[h as usize];
-            q.idle_since = now;
-            if q.sync {
-                let paced = q.backlogged_since.saturating_add(
-                    (u128::from(q.service_from_backlogged) * u128::from(SEC)
-                        / u128::from(WR_MAX_SOFTRT_RATE))
-                    .min(u128::from(NEVER / 2)) as Nanos,
-                );
-                q.soft_rt_next_start =
-                    paced.max(now.saturating_add(slice_idle).saturating_add(SOFTRT_SLACK));
-            }
             if q.dispatched == 0 {
                 self.release(h);
             } else {
@@ -681,14 +542,7 @@ impl Bfq {
         q.service += charge;
         q.service_from_backlogged = q.service_from_backlogged.saturating_add(charge);
         q.idle_until = NEVER;
-        if q.raise == Raise::Interactive {
-            q.wr_service += charge;
-            if q.wr_service > WR_MAX_SERVICE {
-                // Not an application starting: an I/O-bound process. The
-                // weight drops when it next joins its tree.
-                q.raise = Raise::Off;
-            }
-        }
+        raise::charged(q, charge);
         let class = usize::from(q.class);
         self.queued -= 1;
         let sequential = r.sector().abs_diff(self.last_pos) <= SEQ_DISTANCE;

@@ -64,45 +64,18 @@
 //!
 //! Async queues always get `max_budget`.
 //!
-//! # Idling
+//! # Idling (`idle.rs`)
 //!
 //! When the queue in service has dispatched everything, BFQ may keep the
-//! device for it rather than switch: it waits for its requests in flight to
-//! complete, and after the last completion waits up to `slice_idle` for its
-//! next request (dispatch answers [`SchedDispatch::WaitUntil`]); a request for
-//! it ends the wait, and the end of the wait expires it (too idle). A queue
-//! is idled for if it is sync, not IDLE class, has a short think time (mean
-//! gap between a completion and its next request, over arrivals that find it
-//! with nothing pending, within `slice_idle`; no samples yet counts as short),
-//! and either
-//! - idling boosts throughput: the device is rotational without command
-//!   queueing (`queue_depth` 1), or it is rotational or lacks queueing and the
-//!   queue is not seeky (more than 4 of its last 32 requests more than 800
-//!   sectors from the previous one); or
-//! - idling is needed for guarantees: the active sync queues do not all have
-//!   the same class, weight and raising (an asymmetric scenario), or the
-//!   queue is weight-raised.
-//!
-//! The wait is given up at once (the queue expires, its budget unchanged)
-//! when every tag is in use and nothing BFQ dispatched is in the device:
-//! other queues' requests, held back by the wait, hold the tags, so the
-//! queue's owner cannot allocate the request waited for and no completion
-//! will free a tag; idling would only run out its time with the device idle.
-//! (Linux gets the same from its tag allocation: legacy CFQ and BFQ let the
-//! process of a queue being waited for allocate past `nr_requests`, and
-//! blk-mq BFQ keeps each queue from taking more than its weight's share of
-//! the tags, `bfq_limit_depth`. Here the engines' tag waiters stand in one
-//! first-come line, so the scheduler gives up the wait instead.)
-//!
-//! A seeky queue that is idled for only because of throughput, not raised,
-//! waits at most 2 ms (Linux `BFQ_MIN_TT`). `slice_idle` is 8 ms on every
-//! device, as in Linux's BFQ; on a non-rotational device with queueing the
-//! rule above idles only to protect guarantees.
-//!
-//! `strict_guarantees` = 1: every sync queue is idled for (whatever its think
-//! time or seekiness), the queue in service is never expired while it has
-//! requests in flight, and at most one request is in the device at a time, so
-//! the device's own reordering cannot break the schedule.
+//! device for it rather than switch: it waits for its requests in flight,
+//! then up to `slice_idle` (8 ms, on every device) for its next request. It
+//! idles for a sync queue with a short think time when idling boosts
+//! throughput (a rotational device without command queueing; or, for a queue
+//! that is not seeky, one that is rotational or lacks queueing) or is needed
+//! for guarantees (active sync queues of different class, weight or raising,
+//! or the queue is raised). The wait is given up when every tag is held and
+//! nothing BFQ dispatched is in the device. `strict_guarantees` = 1 idles for
+//! every sync queue and keeps one request in the device at a time.
 //!
 //! # Weight raising (`low_latency`, `raise.rs`)
 //!
@@ -167,6 +140,7 @@
 mod bfqq;
 mod check;
 mod choose;
+mod idle;
 mod queues;
 mod raise;
 mod rate;
@@ -181,7 +155,7 @@ use crate::index::{ListHead, ListLinks, NIL, RbForest};
 use crate::request::{RequestId, Requests};
 use crate::tunable::{self, TunableSpec};
 
-use bfqq::{Bfqq, NEVER, NO_SLOT, Place, Raise};
+use bfqq::{Bfqq, NEVER, Place, Raise};
 use queues::{EXTRA_QUEUES, bio_is_sync, key_of, queue_key, rq_key};
 use rate::{PeakRate, SEQ_DISTANCE};
 use table::QueueTable;
@@ -201,9 +175,6 @@ const MIN_AUTO_MAX_BUDGET: u64 = 256;
 const MIN_BUDGET_DIVISOR: u64 = 32;
 /// Async requests are charged this many times their size.
 const ASYNC_CHARGE_FACTOR: u64 = 3;
-/// Longest idle wait for a seeky queue idled for throughput only.
-const MIN_TT: Nanos = 2 * MS;
-
 /// Asymmetry counters: class × level × raised.
 const WEIGHT_SLOTS: usize = 3 * 8 * 2;
 const IDLE_CLASS: u8 = 2;
@@ -358,67 +329,6 @@ impl Bfq {
             s
         } else {
             s * ASYNC_CHARGE_FACTOR
-        }
-    }
-
-    /// Count sync queue `h` as active at its current weight.
-    fn count_weight(&mut self, h: u32, now: Nanos) {
-        let q = &self.queues[h as usize];
-        if !q.sync {
-            return;
-        }
-        debug_assert_eq!(q.weight_slot, NO_SLOT, "queue {h} counted twice");
-        let raised = q.raised(now, self.low_latency);
-        let slot = usize::from(q.class) * 16 + usize::from(q.level) * 2 + usize::from(raised);
-        self.weight_counts[slot] += 1;
-        if self.weight_counts[slot] == 1 {
-            self.distinct_weights += 1;
-        }
-        self.queues[h as usize].weight_slot = slot as u8;
-    }
-
-    fn uncount_weight(&mut self, h: u32) {
-        let slot = self.queues[h as usize].weight_slot;
-        if slot == NO_SLOT {
-            return;
-        }
-        let slot = usize::from(slot);
-        self.weight_counts[slot] -= 1;
-        if self.weight_counts[slot] == 0 {
-            self.distinct_weights -= 1;
-        }
-        self.queues[h as usize].weight_slot = NO_SLOT;
-    }
-
-    /// Whether idling for in-service queue `h` is worth it.
-    fn may_idle(&self, h: u32, now: Nanos) -> bool {
-        let q = &self.queues[h as usize];
-        if !q.sync || q.class == IDLE_CLASS || q.exited {
-            return false;
-        }
-        if self.strict_guarantees {
-            return true;
-        }
-        if self.slice_idle == 0 || !q.short_think_time(self.slice_idle) {
-            return false;
-        }
-        let boosts_throughput = (self.rotational && !self.hw_queueing)
-            || ((self.rotational || !self.hw_queueing) && !q.seeky());
-        let needed_for_guarantees = self.distinct_weights > 1 || q.raised(now, self.low_latency);
-        boosts_throughput || needed_for_guarantees
-    }
-
-    /// How long to wait for in-service queue `h`'s next request.
-    fn idle_time(&self, h: u32, now: Nanos) -> Nanos {
-        let q = &self.queues[h as usize];
-        if !self.strict_guarantees
-            && q.seeky()
-            && !q.raised(now, self.low_latency)
-            && self.distinct_weights <= 1
-        {
-            self.slice_idle.min(MIN_TT)
-        } else {
-            self.slice_idle
         }
     }
 

@@ -14,7 +14,7 @@
 //! backward seek within `back_seek_max` costing `back_seek_penalty` times a
 //! forward one (`choose.rs`).
 //!
-//! # Service: budgets and B-WF2Q+ (`wf2q.rs`)
+//! # Service: budgets and B-WF2Q+ (`service.rs`, `wf2q.rs`)
 //!
 //! The queue in service may dispatch requests worth its budget (sectors;
 //! async requests are charged 3× their size, as Linux's async charge factor,
@@ -29,40 +29,13 @@
 //! class with a higher weight than the one in service, preempts it. Weight:
 //! `(8 − level) × 10` (BE level 4, the default: 40), in every class.
 //!
-//! A service slot ends (the queue "expires") when:
-//! - **budget exhausted**: the next request does not fit in what is left of
-//!   the budget (the first request of a slot always fits: the budget grows to
-//!   it);
-//! - **timeout**: `timeout_sync` has passed since the slot's first completion
-//!   (so the wait for another queue's requests still in the device is not
-//!   charged). The queue is charged its whole budget, whatever it used: a
-//!   seeky queue that moves few sectors in its time still pays a full budget,
-//!   so seeky queues get a time share rather than a sector share;
-//! - **too idle**: it had nothing queued and its idle wait ran out;
-//! - **tags held**: it was idled for while every tag was in use and the
-//!   device empty (see Idling);
-//! - **no more requests**: it has nothing queued and is not worth idling for;
-//! - **preempted** (see above).
-//!
-//! It is then charged (service, or the whole budget on timeout), its finish
-//! time moves to `S + charged/weight`, and it goes back to its tree (with
-//! `S = F`) if it still has requests, else it goes idle keeping `F` (coming
-//! back while `F > V` it restarts at `F`: no gain from going idle).
-//!
-//! # Budget feedback
-//!
-//! `max_budget` (0 = automatic: estimated peak rate × `timeout_sync`, and
-//! 16384 sectors before the first estimate, Linux's default). The peak rate
-//! is estimated from observed service (`rate.rs`). Each sync queue keeps its
-//! own budget, starting at 2/3 of `max_budget`, kept within `[max_budget/32,
-//! max_budget]`, and adjusted when it expires:
-//! - budget exhausted: ×4 (it had more to do);
-//! - timeout: ×2;
-//! - too idle: −4 × `max_budget/32` (down to `max_budget/32`);
-//! - no more requests: what it used (at least `max_budget/32`);
-//! - preempted, tags held: unchanged.
-//!
-//! Async queues always get `max_budget`.
+//! A service slot ends (the queue "expires") when its budget is exhausted,
+//! after `timeout_sync` (it is then charged its whole budget, so seeky queues
+//! get a time share), when its idle wait runs out or is given up, when it has
+//! nothing more to do, or when it is preempted. Each sync queue's budget
+//! adapts to how its slots end, up to `max_budget` (by default the estimated
+//! peak rate, `rate.rs`, × `timeout_sync`). Slots, expiry, charging and the
+//! budget feedback are in `service.rs`.
 //!
 //! # Idling (`idle.rs`)
 //!
@@ -144,6 +117,7 @@ mod idle;
 mod queues;
 mod raise;
 mod rate;
+mod service;
 mod table;
 mod tunables;
 mod wf2q;
@@ -155,9 +129,10 @@ use crate::index::{ListHead, ListLinks, NIL, RbForest};
 use crate::request::{RequestId, Requests};
 use crate::tunable::{self, TunableSpec};
 
-use bfqq::{Bfqq, NEVER, Place, Raise};
+use bfqq::{Bfqq, NEVER, Place};
 use queues::{EXTRA_QUEUES, bio_is_sync, key_of, queue_key, rq_key};
-use rate::{PeakRate, SEQ_DISTANCE};
+use rate::PeakRate;
+use service::Expiry;
 use table::QueueTable;
 use tunables::TABLE;
 pub use tunables::TUNABLES;
@@ -166,30 +141,9 @@ use wf2q::Wf2q;
 const MS: Nanos = 1_000_000;
 const SEC: Nanos = 1_000_000_000;
 
-/// `max_budget` before the peak rate is known (Linux
-/// `bfq_default_max_budget`), sectors.
-const DEFAULT_MAX_BUDGET: u64 = 16 * 1024;
-/// Smallest automatic `max_budget`, sectors.
-const MIN_AUTO_MAX_BUDGET: u64 = 256;
-/// The smallest budget is `max_budget` / this.
-const MIN_BUDGET_DIVISOR: u64 = 32;
-/// Async requests are charged this many times their size.
-const ASYNC_CHARGE_FACTOR: u64 = 3;
 /// Asymmetry counters: class × level × raised.
 const WEIGHT_SLOTS: usize = 3 * 8 * 2;
 const IDLE_CLASS: u8 = 2;
-
-/// Why a service slot ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Expiry {
-    BudgetExhausted,
-    Timeout,
-    TooIdle,
-    NoMoreRequests,
-    Preempted,
-    /// Idling, with every tag held and nothing in the device.
-    TagsHeld,
-}
 
 /// The BFQ scheduler.
 #[derive(Clone, Debug)]
@@ -290,177 +244,6 @@ impl Bfq {
         };
         tunable::apply_defaults(&TABLE, &mut b);
         b
-    }
-
-    /// The largest budget now, sectors.
-    fn max_budget(&self) -> u64 {
-        if self.user_max_budget != 0 {
-            return self.user_max_budget;
-        }
-        match self.rate.peak() {
-            Some(peak) => ((u128::from(peak) * u128::from(self.timeout_sync) / u128::from(SEC))
-                as u64)
-                .max(MIN_AUTO_MAX_BUDGET),
-            None => DEFAULT_MAX_BUDGET,
-        }
-    }
-
-    /// The budget queue `h` gets for its next slot.
-    fn queue_budget(&self, h: u32) -> u64 {
-        let q = &self.queues[h as usize];
-        let max = self.max_budget();
-        if !q.sync {
-            return max;
-        }
-        let min = (max / MIN_BUDGET_DIVISOR).max(1);
-        let b = if q.max_budget == 0 {
-            max * 2 / 3
-        } else {
-            q.max_budget
-        };
-        b.clamp(min, max)
-    }
-
-    /// What dispatching `sectors` from queue `h` costs it.
-    #[inline]
-    fn charge(&self, h: u32, sectors: u32) -> u64 {
-        let s = u64::from(sectors.max(1));
-        if self.queues[h as usize].sync {
-            s
-        } else {
-            s * ASYNC_CHARGE_FACTOR
-        }
-    }
-
-    /// Queue `h` just got its first queued request (of `sectors`) and is not in
-    /// service: decide on weight raising and put it on its tree.
-    fn activate(&mut self, h: u32, sectors: u32, now: Nanos) {
-        self.raise_on_activation(h, now);
-        let q = &mut self.queues[h as usize];
-        let history = !q.fresh;
-        q.fresh = false;
-        let budget = self.queue_budget(h).max(self.charge(h, sectors));
-        let weight = self.weight(h, now);
-        self.queues[h as usize].budget = budget;
-        self.queues[h as usize].place = Place::Busy;
-        self.wf2q.activate(h, budget, weight, history);
-        self.count_weight(h, now);
-        self.maybe_preempt(h, now);
-    }
-
-    /// Busy queue `h` preempts the queue in service if it has a higher class,
-    /// or the same class and a higher weight.
-    fn maybe_preempt(&mut self, h: u32, now: Nanos) {
-        let s = self.in_service;
-        if s == NIL || s == h {
-            return;
-        }
-        let (q, sq) = (&self.queues[h as usize], &self.queues[s as usize]);
-        let preempt = q.class < sq.class
-            || (q.class == sq.class && self.wf2q.weight(h) > self.wf2q.weight(s));
-        if preempt {
-            self.expire(s, Expiry::Preempted, now);
-        }
-    }
-
-    /// End the service slot of in-service queue `h`.
-    fn expire(&mut self, h: u32, why: Expiry, now: Nanos) {
-        debug_assert_eq!(self.in_service, h, "expiring a queue not in service");
-        self.in_service = NIL;
-        let max = self.max_budget();
-        let min = (max / MIN_BUDGET_DIVISOR).max(1);
-        let budget = self.queue_budget(h);
-        let q = &mut self.queues[h as usize];
-        let served = q.service;
-        let charged = if why == Expiry::Timeout {
-            served.max(q.budget)
-        } else {
-            served
-        };
-        q.max_budget = if q.sync {
-            match why {
-                Expiry::BudgetExhausted => budget.saturating_mul(4).min(max),
-                Expiry::Timeout => budget.saturating_mul(2).min(max),
-                Expiry::TooIdle if budget > 5 * min => budget - 4 * min,
-                Expiry::TooIdle => min,
-                Expiry::NoMoreRequests => served.clamp(min, max),
-                Expiry::Preempted | Expiry::TagsHeld => budget,
-            }
-        } else {
-            max
-        };
-        q.idle_until = NEVER;
-        q.budget_timeout = NEVER;
-        if q.raise != Raise::Off && !q.raised(now, self.low_latency) {
-            q.raise = Raise::Off;
-        }
-        let class = usize::from(q.class);
-        if charged > served {
-            self.wf2q.served(class, charged - served);
-        }
-        self.uncount_weight(h);
-        if self.queues[h as usize].queued > 0 {
-            let budget = self.queue_budget(h);
-            let weight = self.weight(h, now);
-            let q = &mut self.queues[h as usize];
-            q.budget = budget;
-            q.place = Place::Busy;
-            self.wf2q.requeue(h, charged, budget, weight);
-            self.count_weight(h, now);
-        } else {
-            self.wf2q.deactivate(h, charged);
-            self.went_idle(h, now);
-            let q = &mut self.queues[h as usize];
-            if q.dispatched == 0 {
-                self.release(h);
-            } else {
-                q.place = Place::Idle;
-            }
-        }
-    }
-
-    /// Put the next queue in service; false if no queue is busy.
-    fn start_next(&mut self) -> bool {
-        for class in 0..3 {
-            if !self.wf2q.has_busy(class) {
-                continue;
-            }
-            if let Some(h) = self.wf2q.pick(class) {
-                let q = &mut self.queues[h as usize];
-                debug_assert!(q.place == Place::Busy && q.queued > 0);
-                q.place = Place::InService;
-                q.service = 0;
-                q.fifo_checked = false;
-                q.budget_timeout = NEVER;
-                q.idle_until = NEVER;
-                self.in_service = h;
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Hand request `id` of in-service queue `h` to the device.
-    fn take(&mut self, rqs: &Requests, h: u32, id: u32, charge: u64, now: Nanos) -> RequestId {
-        let rq = RequestId::from_raw(id);
-        let r = &rqs[rq];
-        let q = &mut self.queues[h as usize];
-        self.sort.remove(&mut q.sort, id);
-        self.fifo.remove(&mut q.fifo, id);
-        q.queued -= 1;
-        q.dispatched += 1;
-        q.service += charge;
-        q.service_from_backlogged = q.service_from_backlogged.saturating_add(charge);
-        q.idle_until = NEVER;
-        raise::charged(q, charge);
-        let class = usize::from(q.class);
-        self.queued -= 1;
-        let sequential = r.sector().abs_diff(self.last_pos) <= SEQ_DISTANCE;
-        self.rate.dispatched(now, self.dispatched, sequential);
-        self.dispatched += 1;
-        self.last_pos = r.end();
-        self.wf2q.served(class, charge);
-        rq
     }
 }
 

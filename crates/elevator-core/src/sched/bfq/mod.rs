@@ -1,5 +1,12 @@
 //! `bfq`: Budget Fair Queueing, modelled on Linux's BFQ with one cgroup.
 //!
+//! This file holds the scheduler's state ([`Bfq`]) and its [`Scheduler`]
+//! implementation (insert, merge hooks, dispatch, completion); each section
+//! below names the file that holds the rest of its concern. Also here:
+//! `bfqq.rs` (one queue: its place, budget, think time and seek history),
+//! `tunables.rs` (the tunables table) and `check.rs` (invariant checks for
+//! tests).
+//!
 //! # Queues
 //!
 //! Sync requests (reads; writes flagged SYNC, FUA or PREFLUSH) go to one

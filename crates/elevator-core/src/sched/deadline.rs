@@ -49,7 +49,7 @@
 //! - `deadline-rbtree`: red-black trees ([`RbForest`]), the structure Linux has
 //!   used since 2002, kept to compare against.
 //! - `deadline-list` (`deadline_list.rs`): the sorted linked lists of the
-//!   pre-2002 deadline (seed 002).
+//!   pre-2002 deadline.
 //!
 //! Dispatch needs no search: each level and direction keeps its sweep cursor,
 //! `lower_bound(latest_pos)`, up to date on every insert and removal.

@@ -1,7 +1,7 @@
 //! `deadline-list`: the deadline scheduler as it was before Linux 2.5.46, with
 //! each direction's requests kept in a sector-sorted linked list.
 //!
-//! Seed 002 (Jens Axboe, LKML 2002) measured that list: every new bio walked it
+//! That list was slow (Jens Axboe, LKML 2002): every new bio walked it
 //! backwards from the tail to find its insertion point and a front-merge
 //! candidate, O(N) per bio, and `deadline_merge` topped the kernel profile at
 //! 4096 queued requests. The fix replaced the lists with red-black trees: that

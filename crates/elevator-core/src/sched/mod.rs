@@ -14,9 +14,9 @@
 //! | `none` | `none.rs` | FIFO, no sorting (Linux `none`) |
 //! | `mq-deadline` | `deadline.rs` | per-direction sector sweep with FIFO deadlines and priority levels, over B+trees |
 //! | `deadline-rbtree` | `deadline.rs` | the same over red-black trees, Linux's structure, for comparison |
-//! | `deadline-list` | `deadline_list.rs` | the same over O(N) sorted lists: the pre-2002 deadline, for seed 002 |
-//! | `cfq` | `cfq.rs` | per-process time slices with idling (Linux 3.x/4.x CFQ), and the fix for seed 004 |
-//! | `bfq` | `bfq.rs` | per-process budgets served by B-WF2Q+ in virtual time, weighted by priority |
+//! | `deadline-list` | `deadline_list.rs` | the same over O(N) sorted lists: the pre-2002 deadline, whose insert and front-merge lookup walk the list |
+//! | `cfq` | `cfq/` | per-process time slices with idling (Linux 3.x/4.x CFQ), and a fix for its idling on deep seeky queues |
+//! | `bfq` | `bfq/` | per-process budgets served by B-WF2Q+ in virtual time, weighted by priority |
 //! | `kyber` | `kyber.rs` | latency targets per operation class, enforced by token depths |
 
 pub mod bfq;

@@ -1,7 +1,9 @@
 //! BFQ's internal invariants, checked in full on demand (tests).
 
 use super::bfqq::{NO_SLOT, Place};
-use super::{Bfq, LARGE_BURST, WEIGHT_SLOTS, rq_key};
+use super::queues::rq_key;
+use super::raise::LARGE_BURST;
+use super::{Bfq, WEIGHT_SLOTS};
 use crate::request::{RequestId, Requests};
 
 impl Bfq {

@@ -1,5 +1,12 @@
 //! `bfq`: Budget Fair Queueing, modelled on Linux's BFQ with one cgroup.
 //!
+//! This file holds the scheduler's state ([`Bfq`]) and its [`Scheduler`]
+//! implementation (insert, merge hooks, dispatch, completion); each section
+//! below names the file that holds the rest of its concern. Also here:
+//! `bfqq.rs` (one queue: its place, budget, think time and seek history),
+//! `tunables.rs` (the tunables table) and `check.rs` (invariant checks for
+//! tests).
+//!
 //! # Queues
 //!
 //! Sync requests (reads; writes flagged SYNC, FUA or PREFLUSH) go to one
@@ -8,15 +15,13 @@
 //! in a sort tree by start sector and a FIFO, each request stamped with
 //! `insert time + fifo_expire_sync / fifo_expire_async`.
 //!
-//! Inside the queue in service, the next request is the better of the two
-//! around the head position (the end of the last dispatched request), by
-//! CFQ/BFQ's rule: sync before async, META before the rest, then the smaller
-//! distance, where a request ahead counts its distance, one behind within
-//! `back_seek_max` counts its distance × `back_seek_penalty`, and one further
-//! behind only wins when both are (then the lower sector). Once per service
-//! slot, at its first dispatch, an expired FIFO head is served first.
+//! Inside the queue in service, an expired FIFO head is served first (checked
+//! once per service slot); otherwise the better of the two requests around
+//! the head position: sync before async, META first, then the nearer, a
+//! backward seek within `back_seek_max` costing `back_seek_penalty` times a
+//! forward one (`choose.rs`).
 //!
-//! # Service: budgets and B-WF2Q+ (`wf2q.rs`)
+//! # Service: budgets and B-WF2Q+ (`service.rs`, `wf2q.rs`)
 //!
 //! The queue in service may dispatch requests worth its budget (sectors;
 //! async requests are charged 3× their size, as Linux's async charge factor,
@@ -31,124 +36,42 @@
 //! class with a higher weight than the one in service, preempts it. Weight:
 //! `(8 − level) × 10` (BE level 4, the default: 40), in every class.
 //!
-//! A service slot ends (the queue "expires") when:
-//! - **budget exhausted**: the next request does not fit in what is left of
-//!   the budget (the first request of a slot always fits: the budget grows to
-//!   it);
-//! - **timeout**: `timeout_sync` has passed since the slot's first completion
-//!   (so the wait for another queue's requests still in the device is not
-//!   charged). The queue is charged its whole budget, whatever it used: a
-//!   seeky queue that moves few sectors in its time still pays a full budget,
-//!   so seeky queues get a time share rather than a sector share;
-//! - **too idle**: it had nothing queued and its idle wait ran out;
-//! - **tags held**: it was idled for while every tag was in use and the
-//!   device empty (see Idling);
-//! - **no more requests**: it has nothing queued and is not worth idling for;
-//! - **preempted** (see above).
+//! A service slot ends (the queue "expires") when its budget is exhausted,
+//! after `timeout_sync` (it is then charged its whole budget, so seeky queues
+//! get a time share), when its idle wait runs out or is given up, when it has
+//! nothing more to do, or when it is preempted. Each sync queue's budget
+//! adapts to how its slots end, up to `max_budget` (by default the estimated
+//! peak rate, `rate.rs`, × `timeout_sync`). Slots, expiry, charging and the
+//! budget feedback are in `service.rs`.
 //!
-//! It is then charged (service, or the whole budget on timeout), its finish
-//! time moves to `S + charged/weight`, and it goes back to its tree (with
-//! `S = F`) if it still has requests, else it goes idle keeping `F` (coming
-//! back while `F > V` it restarts at `F`: no gain from going idle).
-//!
-//! # Budget feedback
-//!
-//! `max_budget` (0 = automatic: estimated peak rate × `timeout_sync`, and
-//! 16384 sectors before the first estimate, Linux's default). The peak rate
-//! is estimated from observed service (`rate.rs`). Each sync queue keeps its
-//! own budget, starting at 2/3 of `max_budget`, kept within `[max_budget/32,
-//! max_budget]`, and adjusted when it expires:
-//! - budget exhausted: ×4 (it had more to do);
-//! - timeout: ×2;
-//! - too idle: −4 × `max_budget/32` (down to `max_budget/32`);
-//! - no more requests: what it used (at least `max_budget/32`);
-//! - preempted, tags held: unchanged.
-//!
-//! Async queues always get `max_budget`.
-//!
-//! # Idling
+//! # Idling (`idle.rs`)
 //!
 //! When the queue in service has dispatched everything, BFQ may keep the
-//! device for it rather than switch: it waits for its requests in flight to
-//! complete, and after the last completion waits up to `slice_idle` for its
-//! next request (dispatch answers [`SchedDispatch::WaitUntil`]); a request for
-//! it ends the wait, and the end of the wait expires it (too idle). A queue
-//! is idled for if it is sync, not IDLE class, has a short think time (mean
-//! gap between a completion and its next request, over arrivals that find it
-//! with nothing pending, within `slice_idle`; no samples yet counts as short),
-//! and either
-//! - idling boosts throughput: the device is rotational without command
-//!   queueing (`queue_depth` 1), or it is rotational or lacks queueing and the
-//!   queue is not seeky (more than 4 of its last 32 requests more than 800
-//!   sectors from the previous one); or
-//! - idling is needed for guarantees: the active sync queues do not all have
-//!   the same class, weight and raising (an asymmetric scenario), or the
-//!   queue is weight-raised.
+//! device for it rather than switch: it waits for its requests in flight,
+//! then up to `slice_idle` (8 ms, on every device) for its next request. It
+//! idles for a sync queue with a short think time when idling boosts
+//! throughput (a rotational device without command queueing; or, for a queue
+//! that is not seeky, one that is rotational or lacks queueing) or is needed
+//! for guarantees (active sync queues of different class, weight or raising,
+//! or the queue is raised). The wait is given up when every tag is held and
+//! nothing BFQ dispatched is in the device. `strict_guarantees` = 1 idles for
+//! every sync queue and keeps one request in the device at a time.
 //!
-//! The wait is given up at once (the queue expires, its budget unchanged)
-//! when every tag is in use and nothing BFQ dispatched is in the device:
-//! other queues' requests, held back by the wait, hold the tags, so the
-//! queue's owner cannot allocate the request waited for and no completion
-//! will free a tag; idling would only run out its time with the device idle.
-//! (Linux gets the same from its tag allocation: legacy CFQ and BFQ let the
-//! process of a queue being waited for allocate past `nr_requests`, and
-//! blk-mq BFQ keeps each queue from taking more than its weight's share of
-//! the tags, `bfq_limit_depth`. Here the engines' tag waiters stand in one
-//! first-come line, so the scheduler gives up the wait instead.)
+//! # Weight raising (`low_latency`, `raise.rs`)
 //!
-//! A seeky queue that is idled for only because of throughput, not raised,
-//! waits at most 2 ms (Linux `BFQ_MIN_TT`). `slice_idle` is 8 ms on every
-//! device, as in Linux's BFQ; on a non-rotational device with queueing the
-//! rule above idles only to protect guarantees.
+//! With `low_latency` = 1, a sync queue that looks interactive (busy again
+//! after 2 s idle, or new: an application starting) or soft real-time (little
+//! I/O, periodically) gets its weight raised ×30 for a while, unless it was
+//! created in a burst of many queues at once. A new weight takes effect when
+//! the queue next joins its tree.
 //!
-//! `strict_guarantees` = 1: every sync queue is idled for (whatever its think
-//! time or seekiness), the queue in service is never expired while it has
-//! requests in flight, and at most one request is in the device at a time, so
-//! the device's own reordering cannot break the schedule.
+//! # Queue lifetime and memory (`queues.rs`)
 //!
-//! # Weight raising (`low_latency`)
-//!
-//! With `low_latency` = 1, a sync queue (not IDLE class) gets its weight
-//! raised ×30:
-//! - **interactive**: it becomes busy after being idle for at least 2 s, or
-//!   is new (an application starting). The raise lasts the time to read
-//!   512 MiB at the estimated peak rate, kept within 3..13 s (Linux's bounds;
-//!   before an estimate the rate is taken as 100 MB/s rotational, 400 MB/s
-//!   otherwise), and ends early once the queue has received 110K sectors
-//!   (Linux's figure for one process of a large application starting): past
-//!   that it is an I/O-bound process, not a start-up;
-//! - **soft real-time**: it becomes busy, with nothing in flight, no earlier
-//!   than `soft_rt_next_start`, computed when it last went idle as the later of
-//!   (when it became backlogged + its service since then / 7000 sectors/s) and
-//!   (now + `slice_idle` + 4 ms): a queue that issues little, periodically,
-//!   and does not come straight back. Raised for 300 ms, renewed each time.
-//!
-//! **Bursts**: queue creations less than 180 ms apart form a burst; once a
-//! burst reaches 8 queues, none of its queues (and none created while it
-//! goes on) is raised: many processes started together (a `git grep`, a
-//! boot, fio's clones) want throughput, and raising them all would only make
-//! each hold the device in turn.
-//!
-//! A new weight takes effect when the queue next joins its tree. Setting
-//! `low_latency` to 0 ends all raising.
-//!
-//! # Queue lifetime and memory
-//!
-//! Queues live in a slab sized by [`Scheduler::resize`] (twice the tags plus
-//! 66), found by key in an open-addressing table (`table.rs`): contexts are
-//! arbitrary `u32`s. A queue is freed when it has nothing queued, nothing
-//! dispatched and is not in service: it leaves every scheduling structure and
-//! its slot may be reused; its history (think time, seeks, budget, raising,
-//! finish time) stays in the slot, on an LRU list, until the slot is needed,
-//! like Linux keeps a process's queue while the process lives. The idle wait
-//! belongs to the queue in service, which is never freed, and nothing else
-//! refers to a queue by handle, so a timer that fires late acts on nothing
-//! stale. Nothing allocates per I/O once sized.
-//!
-//! When a context is gone ([`Scheduler::context_gone`]), its sync queues are
-//! never idled for again (an idle wait for one in service ends at once),
-//! their requests still queued are served, and their history is dropped once
-//! they are freed.
+//! Queues live in a slab sized by [`Scheduler::resize`], found by key
+//! (`table.rs`). A queue with nothing queued, nothing in flight and not in
+//! service is freed; its history stays until its slot is needed. The sync
+//! queues of a context that is gone are not idled for again. Nothing
+//! allocates per I/O once sized.
 //!
 //! Costs: insert, dispatch and completion are O(log n) in the requests of a
 //! queue and in the number of busy queues (red-black trees keyed by sector,
@@ -196,230 +119,38 @@
 
 mod bfqq;
 mod check;
+mod choose;
+mod idle;
+mod queues;
+mod raise;
 mod rate;
+mod service;
 mod table;
+mod tunables;
 mod wf2q;
 
 use super::{MergeKind, SchedDispatch, Scheduler};
-use crate::bio::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Sector};
+use crate::bio::{Bio, IoContext, Nanos, Sector};
 use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks, NIL, RbForest};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{self, Tunable, TunableSpec, Unit, ms_to_ns, specs};
+use crate::tunable::{self, TunableSpec};
 
-use bfqq::{Bfqq, NEVER, NO_SLOT, Place, Raise};
-use rate::{PeakRate, SEQ_DISTANCE};
+use bfqq::{Bfqq, NEVER, Place};
+use queues::{EXTRA_QUEUES, bio_is_sync, key_of, queue_key, rq_key};
+use rate::PeakRate;
+use service::Expiry;
 use table::QueueTable;
+use tunables::TABLE;
+pub use tunables::TUNABLES;
 use wf2q::Wf2q;
 
 const MS: Nanos = 1_000_000;
 const SEC: Nanos = 1_000_000_000;
 
-/// `max_budget` before the peak rate is known (Linux
-/// `bfq_default_max_budget`), sectors.
-const DEFAULT_MAX_BUDGET: u64 = 16 * 1024;
-/// Smallest automatic `max_budget`, sectors.
-const MIN_AUTO_MAX_BUDGET: u64 = 256;
-/// The smallest budget is `max_budget` / this.
-const MIN_BUDGET_DIVISOR: u64 = 32;
-/// Async requests are charged this many times their size.
-const ASYNC_CHARGE_FACTOR: u64 = 3;
-/// Longest idle wait for a seeky queue idled for throughput only.
-const MIN_TT: Nanos = 2 * MS;
-
-/// Weight-raising factor (Linux `wr_coeff`).
-const WR_COEFF: u64 = 30;
-/// Idle time after which a queue becoming busy counts as interactive.
-const WR_MIN_IDLE: Nanos = 2 * SEC;
-/// Duration of a soft real-time raise (Linux `wr_rt_max_time`).
-const WR_RT_MAX_TIME: Nanos = 300 * MS;
-/// Highest rate of a soft real-time queue, sectors per second.
-const WR_MAX_SOFTRT_RATE: u64 = 7000;
-/// Slack added to `slice_idle` before a returning queue may be soft real-time.
-const SOFTRT_SLACK: Nanos = 4 * MS;
-/// An interactive raise lasts the time to transfer this many sectors (512 MiB)...
-const WR_REF_SECTORS: u64 = 1 << 20;
-/// ...at least this long...
-const WR_MIN_DURATION: Nanos = 3 * SEC;
-/// ...and at most this long.
-const WR_MAX_DURATION: Nanos = 13 * SEC;
-/// An interactive raise ends once the queue received this much service,
-/// sectors (Linux: about 110K sectors, what one process of a large
-/// application transfers while it starts).
-const WR_MAX_SERVICE: u64 = 110 * 1024;
-/// Assumed peak rates before an estimate, sectors per second, indexed by
-/// `rotational`: 400 MB/s, 100 MB/s.
-const REF_RATE: [u64; 2] = [781_250, 195_312];
-/// Queue creations less than this apart belong to one burst.
-const BURST_INTERVAL: Nanos = 180 * MS;
-/// A burst of this many queue creations is large: none of them is raised.
-const LARGE_BURST: u32 = 8;
-
-/// Queue slots beyond twice the tags.
-const EXTRA_QUEUES: usize = 66;
 /// Asymmetry counters: class × level × raised.
 const WEIGHT_SLOTS: usize = 3 * 8 * 2;
 const IDLE_CLASS: u8 = 2;
-
-/// BFQ's tunables, declared once: listing, defaults, get and set come from
-/// here. Times are kept in nanoseconds.
-const TABLE: [Tunable<Bfq>; 9] = [
-    Tunable::new(
-        TunableSpec::new(
-            "low_latency",
-            1,
-            0,
-            1,
-            Unit::Bool,
-            "raise the weight of interactive and soft real-time queues",
-        ),
-        |b| u64::from(b.low_latency),
-        |b, v| b.set_low_latency(v != 0),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "slice_idle",
-            8,
-            0,
-            60_000,
-            Unit::Millis,
-            "how long to wait for the next request of the queue in service",
-        ),
-        |b| b.slice_idle / MS,
-        |b, v| b.slice_idle = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "timeout_sync",
-            125,
-            1,
-            60_000,
-            Unit::Millis,
-            "longest service slot of a queue",
-        ),
-        |b| b.timeout_sync / MS,
-        |b, v| b.timeout_sync = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "max_budget",
-            0,
-            0,
-            1 << 31,
-            Unit::Sectors,
-            "largest budget of a queue; 0 = peak rate × timeout_sync",
-        ),
-        |b| b.user_max_budget,
-        |b, v| b.user_max_budget = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "fifo_expire_sync",
-            125,
-            0,
-            3_600_000,
-            Unit::Millis,
-            "deadline of a sync request",
-        ),
-        |b| b.fifo_expire[1] / MS,
-        |b, v| b.fifo_expire[1] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "fifo_expire_async",
-            250,
-            0,
-            3_600_000,
-            Unit::Millis,
-            "deadline of an async request",
-        ),
-        |b| b.fifo_expire[0] / MS,
-        |b, v| b.fifo_expire[0] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "back_seek_max",
-            16384,
-            0,
-            u32::MAX as u64,
-            Unit::KiB,
-            "farthest backward seek preferred to a forward one",
-        ),
-        |b| b.back_seek_max,
-        |b, v| b.back_seek_max = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "back_seek_penalty",
-            2,
-            1,
-            1_000_000,
-            Unit::Count,
-            "cost of a backward seek relative to a forward one",
-        ),
-        |b| b.back_seek_penalty,
-        |b, v| b.back_seek_penalty = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "strict_guarantees",
-            0,
-            0,
-            1,
-            Unit::Bool,
-            "always idle for sync queues and keep one request in the device",
-        ),
-        |b| u64::from(b.strict_guarantees),
-        |b, v| b.strict_guarantees = v != 0,
-    ),
-];
-
-/// BFQ's tunables, with Linux defaults.
-pub const TUNABLES: [TunableSpec; 9] = specs(&TABLE);
-
-/// Why a service slot ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Expiry {
-    BudgetExhausted,
-    Timeout,
-    TooIdle,
-    NoMoreRequests,
-    Preempted,
-    /// Idling, with every tag held and nothing in the device.
-    TagsHeld,
-}
-
-/// The queue a request goes to: sync queues by context and priority, async
-/// queues by priority alone.
-#[inline]
-fn queue_key(ctx: u32, sync: bool, prio: IoPrio) -> u64 {
-    key_of(ctx, sync, prio.class().index(), prio.level())
-}
-
-#[inline]
-fn key_of(ctx: u32, sync: bool, class: usize, level: u8) -> u64 {
-    let p = ((class as u64) << 3) | u64::from(level & 7);
-    if sync {
-        (1 << 40) | (p << 32) | u64::from(ctx)
-    } else {
-        p << 32
-    }
-}
-
-/// Linux `op_is_sync` for a bio.
-#[inline]
-fn bio_is_sync(bio: &Bio) -> bool {
-    bio.op == Op::Read
-        || bio
-            .flags
-            .intersects(BioFlags::SYNC | BioFlags::FUA | BioFlags::PREFLUSH)
-}
-
-#[inline]
-fn rq_key(rqs: &Requests, rq: RequestId) -> u64 {
-    let r = &rqs[rq];
-    queue_key(r.ctx().0, r.is_sync(), r.prio())
-}
 
 /// The BFQ scheduler.
 #[derive(Clone, Debug)]
@@ -520,482 +251,6 @@ impl Bfq {
         };
         tunable::apply_defaults(&TABLE, &mut b);
         b
-    }
-
-    /// Turn weight raising on or off (`low_latency`). Off ends every raise;
-    /// weights follow when queues next join their trees.
-    fn set_low_latency(&mut self, on: bool) {
-        self.low_latency = on;
-        if !on {
-            for q in &mut self.queues {
-                q.raise = Raise::Off;
-            }
-        }
-    }
-
-    /// The largest budget now, sectors.
-    fn max_budget(&self) -> u64 {
-        if self.user_max_budget != 0 {
-            return self.user_max_budget;
-        }
-        match self.rate.peak() {
-            Some(peak) => ((u128::from(peak) * u128::from(self.timeout_sync) / u128::from(SEC))
-                as u64)
-                .max(MIN_AUTO_MAX_BUDGET),
-            None => DEFAULT_MAX_BUDGET,
-        }
-    }
-
-    /// The peak rate, or the assumed one before an estimate (sectors/s).
-    fn peak_rate(&self) -> u64 {
-        self.rate
-            .peak()
-            .unwrap_or(REF_RATE[usize::from(self.rotational)])
-    }
-
-    /// How long an interactive raise lasts.
-    fn wr_duration(&self) -> Nanos {
-        let t = u128::from(WR_REF_SECTORS) * u128::from(SEC) / u128::from(self.peak_rate().max(1));
-        (t.min(u128::from(WR_MAX_DURATION)) as Nanos).max(WR_MIN_DURATION)
-    }
-
-    /// The budget queue `h` gets for its next slot.
-    fn queue_budget(&self, h: u32) -> u64 {
-        let q = &self.queues[h as usize];
-        let max = self.max_budget();
-        if !q.sync {
-            return max;
-        }
-        let min = (max / MIN_BUDGET_DIVISOR).max(1);
-        let b = if q.max_budget == 0 {
-            max * 2 / 3
-        } else {
-            q.max_budget
-        };
-        b.clamp(min, max)
-    }
-
-    /// What dispatching `sectors` from queue `h` costs it.
-    #[inline]
-    fn charge(&self, h: u32, sectors: u32) -> u64 {
-        let s = u64::from(sectors.max(1));
-        if self.queues[h as usize].sync {
-            s
-        } else {
-            s * ASYNC_CHARGE_FACTOR
-        }
-    }
-
-    /// Queue `h`'s weight at `now`, raising included.
-    fn weight(&self, h: u32, now: Nanos) -> u64 {
-        let q = &self.queues[h as usize];
-        if q.raised(now, self.low_latency) {
-            q.base_weight() * WR_COEFF
-        } else {
-            q.base_weight()
-        }
-    }
-
-    /// Count sync queue `h` as active at its current weight.
-    fn count_weight(&mut self, h: u32, now: Nanos) {
-        let q = &self.queues[h as usize];
-        if !q.sync {
-            return;
-        }
-        debug_assert_eq!(q.weight_slot, NO_SLOT, "queue {h} counted twice");
-        let raised = q.raised(now, self.low_latency);
-        let slot = usize::from(q.class) * 16 + usize::from(q.level) * 2 + usize::from(raised);
-        self.weight_counts[slot] += 1;
-        if self.weight_counts[slot] == 1 {
-            self.distinct_weights += 1;
-        }
-        self.queues[h as usize].weight_slot = slot as u8;
-    }
-
-    fn uncount_weight(&mut self, h: u32) {
-        let slot = self.queues[h as usize].weight_slot;
-        if slot == NO_SLOT {
-            return;
-        }
-        let slot = usize::from(slot);
-        self.weight_counts[slot] -= 1;
-        if self.weight_counts[slot] == 0 {
-            self.distinct_weights -= 1;
-        }
-        self.queues[h as usize].weight_slot = NO_SLOT;
-    }
-
-    /// Whether idling for in-service queue `h` is worth it.
-    fn may_idle(&self, h: u32, now: Nanos) -> bool {
-        let q = &self.queues[h as usize];
-        if !q.sync || q.class == IDLE_CLASS || q.exited {
-            return false;
-        }
-        if self.strict_guarantees {
-            return true;
-        }
-        if self.slice_idle == 0 || !q.short_think_time(self.slice_idle) {
-            return false;
-        }
-        let boosts_throughput = (self.rotational && !self.hw_queueing)
-            || ((self.rotational || !self.hw_queueing) && !q.seeky());
-        let needed_for_guarantees = self.distinct_weights > 1 || q.raised(now, self.low_latency);
-        boosts_throughput || needed_for_guarantees
-    }
-
-    /// How long to wait for in-service queue `h`'s next request.
-    fn idle_time(&self, h: u32, now: Nanos) -> Nanos {
-        let q = &self.queues[h as usize];
-        if !self.strict_guarantees
-            && q.seeky()
-            && !q.raised(now, self.low_latency)
-            && self.distinct_weights <= 1
-        {
-            self.slice_idle.min(MIN_TT)
-        } else {
-            self.slice_idle
-        }
-    }
-
-    /// The queue for `key`, created (or taken back from the freed ones) if
-    /// needed.
-    fn get_queue(&mut self, key: u64, sync: bool, prio: IoPrio) -> u32 {
-        if let Some(h) = self.table.get(key) {
-            let q = &mut self.queues[h as usize];
-            if q.place == Place::Retained {
-                self.lru_links.remove(&mut self.lru, h);
-                q.place = Place::Idle;
-            }
-            return h;
-        }
-        let h = match self.free.pop() {
-            Some(h) => h,
-            None => {
-                // Live queues never outnumber the tags plus one, and the slab
-                // holds twice as many: a freed queue is always there.
-                let h = self
-                    .lru_links
-                    .pop_front(&mut self.lru)
-                    .expect("bfq: every queue slot is live (resize not called?)");
-                self.table.remove(self.queues[h as usize].key);
-                if self.burst_links.is_linked(h) {
-                    self.burst_links.remove(&mut self.burst, h);
-                }
-                h
-            }
-        };
-        let q = Bfqq::new(key, sync, prio);
-        self.wf2q.reset(h, usize::from(q.class));
-        self.queues[h as usize] = q;
-        self.table.insert(key, h);
-        h
-    }
-
-    /// Free queue `h`: it leaves every scheduling structure; its history stays
-    /// until the slot is reused.
-    fn release(&mut self, h: u32) {
-        let q = &mut self.queues[h as usize];
-        debug_assert!(
-            q.queued == 0 && q.dispatched == 0 && self.in_service != h,
-            "freeing a queue in use"
-        );
-        debug_assert_eq!(q.weight_slot, NO_SLOT);
-        q.idle_until = NEVER;
-        if q.exited {
-            self.forget(h);
-            return;
-        }
-        q.place = Place::Retained;
-        self.lru_links.push_back(&mut self.lru, h);
-    }
-
-    /// Drop freed queue `h`'s history: its slot is free again.
-    fn forget(&mut self, h: u32) {
-        let q = &mut self.queues[h as usize];
-        debug_assert!(q.queued == 0 && q.dispatched == 0 && self.in_service != h);
-        if q.place == Place::Retained {
-            self.lru_links.remove(&mut self.lru, h);
-        }
-        if self.burst_links.is_linked(h) {
-            self.burst_links.remove(&mut self.burst, h);
-        }
-        self.table.remove(q.key);
-        *q = Bfqq::FREE;
-        self.free.push(h);
-    }
-
-    /// Queue `h` just got its first queued request (of `sectors`) and is not in
-    /// service: decide on weight raising and put it on its tree.
-    fn activate(&mut self, h: u32, sectors: u32, now: Nanos) {
-        if self.queues[h as usize].fresh {
-            self.handle_burst(h, now);
-        }
-        let wr_duration = self.wr_duration();
-        let q = &mut self.queues[h as usize];
-        if self.low_latency && q.sync && q.class != IDLE_CLASS && !q.in_large_burst {
-            let interactive = q.fresh || now >= q.idle_since.saturating_add(WR_MIN_IDLE);
-            if interactive {
-                q.raise = Raise::Interactive;
-                q.wr_until = now.saturating_add(wr_duration);
-                q.wr_service = 0;
-            } else if q.dispatched == 0
-                && now >= q.soft_rt_next_start
-                && !(q.raised(now, true) && q.wr_until > now.saturating_add(WR_RT_MAX_TIME))
-            {
-                q.raise = Raise::SoftRt;
-                q.wr_until = now.saturating_add(WR_RT_MAX_TIME);
-            }
-        }
-        if q.dispatched == 0 {
-            q.backlogged_since = now;
-            q.service_from_backlogged = 0;
-        }
-        let history = !q.fresh;
-        q.fresh = false;
-        let budget = self.queue_budget(h).max(self.charge(h, sectors));
-        let weight = self.weight(h, now);
-        self.queues[h as usize].budget = budget;
-        self.queues[h as usize].place = Place::Busy;
-        self.wf2q.activate(h, budget, weight, history);
-        self.count_weight(h, now);
-        self.maybe_preempt(h, now);
-    }
-
-    /// New queue `h` is activated for the first time: count it in the
-    /// current burst of queue creations (a new burst starts when the last
-    /// creation is more than [`BURST_INTERVAL`] ago). When a burst reaches
-    /// [`LARGE_BURST`] queues, all of them, and any created while it lasts,
-    /// are marked and lose their raise: many processes started together
-    /// (a `git grep`, a boot, fio's clones) want throughput, not latency.
-    fn handle_burst(&mut self, h: u32, now: Nanos) {
-        if self.burst_last == NEVER || now > self.burst_last.saturating_add(BURST_INTERVAL) {
-            while self.burst_links.pop_front(&mut self.burst).is_some() {}
-            self.burst_size = 0;
-            self.burst_large = false;
-        }
-        self.burst_last = now;
-        self.burst_size += 1;
-        if !self.burst_large && self.burst_size >= LARGE_BURST {
-            self.burst_large = true;
-            while let Some(m) = self.burst_links.pop_front(&mut self.burst) {
-                let q = &mut self.queues[m as usize];
-                q.in_large_burst = true;
-                q.raise = Raise::Off;
-            }
-        }
-        if self.burst_large {
-            self.queues[h as usize].in_large_burst = true;
-        } else {
-            self.burst_links.push_back(&mut self.burst, h);
-        }
-    }
-
-    /// Busy queue `h` preempts the queue in service if it has a higher class,
-    /// or the same class and a higher weight.
-    fn maybe_preempt(&mut self, h: u32, now: Nanos) {
-        let s = self.in_service;
-        if s == NIL || s == h {
-            return;
-        }
-        let (q, sq) = (&self.queues[h as usize], &self.queues[s as usize]);
-        let preempt = q.class < sq.class
-            || (q.class == sq.class && self.wf2q.weight(h) > self.wf2q.weight(s));
-        if preempt {
-            self.expire(s, Expiry::Preempted, now);
-        }
-    }
-
-    /// End the service slot of in-service queue `h`.
-    fn expire(&mut self, h: u32, why: Expiry, now: Nanos) {
-        debug_assert_eq!(self.in_service, h, "expiring a queue not in service");
-        self.in_service = NIL;
-        let max = self.max_budget();
-        let min = (max / MIN_BUDGET_DIVISOR).max(1);
-        let budget = self.queue_budget(h);
-        let q = &mut self.queues[h as usize];
-        let served = q.service;
-        let charged = if why == Expiry::Timeout {
-            served.max(q.budget)
-        } else {
-            served
-        };
-        q.max_budget = if q.sync {
-            match why {
-                Expiry::BudgetExhausted => budget.saturating_mul(4).min(max),
-                Expiry::Timeout => budget.saturating_mul(2).min(max),
-                Expiry::TooIdle if budget > 5 * min => budget - 4 * min,
-                Expiry::TooIdle => min,
-                Expiry::NoMoreRequests => served.clamp(min, max),
-                Expiry::Preempted | Expiry::TagsHeld => budget,
-            }
-        } else {
-            max
-        };
-        q.idle_until = NEVER;
-        q.budget_timeout = NEVER;
-        if q.raise != Raise::Off && !q.raised(now, self.low_latency) {
-            q.raise = Raise::Off;
-        }
-        let class = usize::from(q.class);
-        if charged > served {
-            self.wf2q.served(class, charged - served);
-        }
-        self.uncount_weight(h);
-        if self.queues[h as usize].queued > 0 {
-            let budget = self.queue_budget(h);
-            let weight = self.weight(h, now);
-            let q = &mut self.queues[h as usize];
-            q.budget = budget;
-            q.place = Place::Busy;
-            self.wf2q.requeue(h, charged, budget, weight);
-            self.count_weight(h, now);
-        } else {
-            self.wf2q.deactivate(h, charged);
-            let slice_idle = self.slice_idle;
-            let q = &mut self.queues[h as usize];
-            q.idle_since = now;
-            if q.sync {
-                let paced = q.backlogged_since.saturating_add(
-                    (u128::from(q.service_from_backlogged) * u128::from(SEC)
-                        / u128::from(WR_MAX_SOFTRT_RATE))
-                    .min(u128::from(NEVER / 2)) as Nanos,
-                );
-                q.soft_rt_next_start =
-                    paced.max(now.saturating_add(slice_idle).saturating_add(SOFTRT_SLACK));
-            }
-            if q.dispatched == 0 {
-                self.release(h);
-            } else {
-                q.place = Place::Idle;
-            }
-        }
-    }
-
-    /// Put the next queue in service; false if no queue is busy.
-    fn start_next(&mut self) -> bool {
-        for class in 0..3 {
-            if !self.wf2q.has_busy(class) {
-                continue;
-            }
-            if let Some(h) = self.wf2q.pick(class) {
-                let q = &mut self.queues[h as usize];
-                debug_assert!(q.place == Place::Busy && q.queued > 0);
-                q.place = Place::InService;
-                q.service = 0;
-                q.fifo_checked = false;
-                q.budget_timeout = NEVER;
-                q.idle_until = NEVER;
-                self.in_service = h;
-                return true;
-            }
-        }
-        false
-    }
-
-    /// CFQ/BFQ's choice between two queued requests of one queue, from head
-    /// position `head`.
-    fn choose_req(&self, rqs: &Requests, a: u32, b: u32, head: Sector) -> u32 {
-        if a == b {
-            return a;
-        }
-        let (ra, rb) = (&rqs[RequestId::from_raw(a)], &rqs[RequestId::from_raw(b)]);
-        if ra.is_sync() != rb.is_sync() {
-            return if ra.is_sync() { a } else { b };
-        }
-        let (ma, mb) = (
-            ra.flags().contains(BioFlags::META),
-            rb.flags().contains(BioFlags::META),
-        );
-        if ma != mb {
-            return if ma { a } else { b };
-        }
-        let back_max = self.back_seek_max.saturating_mul(2);
-        let distance = |s: Sector| -> Option<u64> {
-            if s >= head {
-                Some(s - head)
-            } else if head - s <= back_max {
-                Some((head - s).saturating_mul(self.back_seek_penalty))
-            } else {
-                None
-            }
-        };
-        let (sa, sb) = (ra.sector(), rb.sector());
-        match (distance(sa), distance(sb)) {
-            (Some(x), Some(y)) => {
-                if x <= y {
-                    a
-                } else {
-                    b
-                }
-            }
-            (Some(_), None) => a,
-            (None, Some(_)) => b,
-            (None, None) => {
-                if sa <= sb {
-                    a
-                } else {
-                    b
-                }
-            }
-        }
-    }
-
-    /// The request in-service queue `h` should dispatch next.
-    fn choose(&mut self, rqs: &Requests, h: u32, now: Nanos) -> u32 {
-        let q = &mut self.queues[h as usize];
-        if !q.fifo_checked {
-            q.fifo_checked = true;
-            if let Some(f) = q.fifo.front()
-                && now >= self.fifo_time[f as usize]
-            {
-                return f;
-            }
-        }
-        let q = &self.queues[h as usize];
-        let head = self.last_pos;
-        let ahead = self.sort.lower_bound(&q.sort, head);
-        let behind = match ahead {
-            Some(a) => self.sort.prev(a),
-            None => self.sort.last(&q.sort),
-        };
-        // Nothing ahead: the sweep would wrap to the lowest sector.
-        let ahead = ahead.or_else(|| self.sort.first(&q.sort));
-        match (ahead, behind) {
-            (Some(a), Some(b)) => self.choose_req(rqs, a, b, head),
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (None, None) => unreachable!("choosing from an empty queue"),
-        }
-    }
-
-    /// Hand request `id` of in-service queue `h` to the device.
-    fn take(&mut self, rqs: &Requests, h: u32, id: u32, charge: u64, now: Nanos) -> RequestId {
-        let rq = RequestId::from_raw(id);
-        let r = &rqs[rq];
-        let q = &mut self.queues[h as usize];
-        self.sort.remove(&mut q.sort, id);
-        self.fifo.remove(&mut q.fifo, id);
-        q.queued -= 1;
-        q.dispatched += 1;
-        q.service += charge;
-        q.service_from_backlogged = q.service_from_backlogged.saturating_add(charge);
-        q.idle_until = NEVER;
-        if q.raise == Raise::Interactive {
-            q.wr_service += charge;
-            if q.wr_service > WR_MAX_SERVICE {
-                // Not an application starting: an I/O-bound process. The
-                // weight drops when it next joins its tree.
-                q.raise = Raise::Off;
-            }
-        }
-        let class = usize::from(q.class);
-        self.queued -= 1;
-        let sequential = r.sector().abs_diff(self.last_pos) <= SEQ_DISTANCE;
-        self.rate.dispatched(now, self.dispatched, sequential);
-        self.dispatched += 1;
-        self.last_pos = r.end();
-        self.wf2q.served(class, charge);
-        rq
     }
 }
 

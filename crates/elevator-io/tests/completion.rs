@@ -9,9 +9,14 @@ use std::time::Duration;
 use common::{Hook, Hooked, buf, drained, engine, mem, short_of_tags};
 use elevator_core::{Device, DeviceIo, Nanos, Outcome, Status};
 use elevator_io::{
-    AlignedBuf, Completion, DataDevice, DataSegment, DioFailure, DioRequest, Engine, FaultDevice,
-    FaultSpec, MemDevice,
+    AlignedBuf, Completion, DataSegment, DioFailure, DioRequest, Engine, FaultDevice, FaultSpec,
+    MemDevice,
 };
+
+/// The result of a request that failed with `status` after `done` bytes.
+fn failed(done: u64, status: Status) -> Result<u64, DioFailure> {
+    Err(DioFailure { done, status })
+}
 
 // ---------------------------------------------------------------------------
 // A flush cancelled before it reached the queue is not reported done.
@@ -36,10 +41,7 @@ fn a_flush_cancelled_while_waiting_for_a_tag_is_not_reported_done() {
         let flush = out.iter().find(|c| c.user_data == 2).expect("flush");
         assert_eq!(
             flush.result,
-            Err(DioFailure {
-                done: 0,
-                status: Status::Cancelled
-            }),
+            failed(0, Status::Cancelled),
             "{sched}: a flush that never reached the device reported success"
         );
     }
@@ -138,20 +140,13 @@ impl Hook for Full {
         })
     }
 
-    unsafe fn submit_data(
-        &mut self,
-        inner: &mut MemDevice,
-        io: DeviceIo,
-        data: &[DataSegment],
-        now: Nanos,
-    ) {
+    fn submitting(&mut self, io: &DeviceIo, _: &[DataSegment]) -> bool {
         let i = io.tag as usize;
         if self.writes.len() <= i {
             self.writes.resize(i + 1, false);
         }
         self.writes[i] = io.op == elevator_core::Op::Write;
-        // SAFETY: passed on; our caller keeps the contract.
-        unsafe { inner.submit_data(io, data, now) }
+        true
     }
 }
 
@@ -173,24 +168,12 @@ fn faults_keep_the_status_of_an_earlier_real_failure() {
     e.submit(DioRequest::write(0, vec![buf(4096)], 1))
         .expect("accepted");
     let out = drained(&mut e);
-    assert_eq!(
-        out[0].result,
-        Err(DioFailure {
-            done: 0,
-            status: Status::NoSpace
-        })
-    );
+    assert_eq!(out[0].result, failed(0, Status::NoSpace));
     // A read (which the device serves) still fails at the bad sector.
     e.submit(DioRequest::read(0, vec![buf(4096)], 2))
         .expect("accepted");
     let out = drained(&mut e);
-    assert_eq!(
-        out[0].result,
-        Err(DioFailure {
-            done: 2048,
-            status: Status::IoError
-        })
-    );
+    assert_eq!(out[0].result, failed(2048, Status::IoError));
 }
 
 // ---------------------------------------------------------------------------

@@ -11,18 +11,25 @@ use common::{Counted, buf, drained, engine, mem, short_of_tags};
 use elevator_core::Status;
 use elevator_io::{DioRequest, Engine, MemDevice};
 
+/// An engine under `sched` holding `n` 4 KiB writes, 8 KiB apart, on the
+/// caller's plug.
+fn plugged(sched: &str, n: u64) -> Engine<MemDevice> {
+    let mut e: Engine<MemDevice> = engine(mem(1024, 4), sched, &[]);
+    e.plug();
+    for id in 0..n {
+        e.submit(DioRequest::write(id * 8192, vec![buf(4096)], id))
+            .expect("accepted");
+    }
+    e
+}
+
 /// README: "The loop never busy-polls"; `drain` runs "until every accepted
 /// request has completed". With the caller's plug held, poll(None) must
 /// still dispatch and sleep, and drain must not say Stalled (Linux flushes a
 /// plug whenever the task sleeps).
 #[test]
 fn drain_with_the_plug_held_completes_everything() {
-    let mut e: Engine<MemDevice> = engine(mem(1024, 4), "mq-deadline", &[]);
-    e.plug();
-    for id in 0..4u64 {
-        e.submit(DioRequest::write(id * 8192, vec![buf(4096)], id))
-            .expect("accepted");
-    }
+    let mut e = plugged("mq-deadline", 4);
     let mut out = Vec::new();
     e.drain(&mut out)
         .expect("drain must flush the plug rather than stall");
@@ -83,12 +90,7 @@ fn dropping_a_plugged_engine_frees_every_buffer() {
 /// its buffers, and none stalls on the plug.
 #[test]
 fn cancel_with_the_plug_held_completes_everything() {
-    let mut e: Engine<MemDevice> = engine(mem(1024, 4), "bfq", &[]);
-    e.plug();
-    for id in 0..6u64 {
-        e.submit(DioRequest::write(id * 8192, vec![buf(4096)], id))
-            .expect("accepted");
-    }
+    let mut e = plugged("bfq", 6);
     e.cancel();
     let mut out = Vec::new();
     e.drain(&mut out).expect("drain after cancel");

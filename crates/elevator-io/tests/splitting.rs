@@ -9,8 +9,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use common::{Hook, Hooked, buf, drained, engine, mem};
-use elevator_core::{Device, DeviceIo, IoContext, Nanos};
-use elevator_io::{Alignment, DataDevice, DataSegment, DioRequest, Engine, MemDevice};
+use elevator_core::{DeviceIo, IoContext};
+use elevator_io::{Alignment, DataSegment, DioRequest, Engine, MemDevice};
 
 /// A memory device whose DMA alignment (4096) is larger than its logical
 /// block (512), which fails any I/O with a segment off that alignment, as
@@ -20,26 +20,12 @@ struct Picky {
 }
 
 impl Hook for Picky {
-    unsafe fn submit_data(
-        &mut self,
-        inner: &mut MemDevice,
-        io: DeviceIo,
-        data: &[DataSegment],
-        now: Nanos,
-    ) {
-        if data.iter().any(|s| !(s.addr as usize).is_multiple_of(4096)) {
+    fn submitting(&mut self, _: &DeviceIo, data: &[DataSegment]) -> bool {
+        let aligned = data.iter().all(|s| (s.addr as usize).is_multiple_of(4096));
+        if !aligned {
             self.misaligned.set(self.misaligned.get() + 1);
-            // Refused without touching memory: a read through the data-less
-            // path completes with NotSupported.
-            let failed = DeviceIo {
-                op: elevator_core::Op::Read,
-                ..io
-            };
-            inner.submit(failed, now);
-            return;
         }
-        // SAFETY: passed on; our caller keeps the contract.
-        unsafe { inner.submit_data(io, data, now) }
+        aligned
     }
     fn alignment(&self, _inner: &MemDevice) -> Alignment {
         Alignment {

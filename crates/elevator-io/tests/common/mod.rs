@@ -11,7 +11,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
+use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
 use elevator_io::{
     AlignedBuf, Alignment, Completion, DataDevice, DataSegment, DeviceError, Engine, EngineConfig,
     FileDevice, FileOptions, IoBuf, MemDevice, MemOptions,
@@ -45,20 +45,12 @@ pub trait Hook {
         inner.complete(now, done)
     }
 
-    /// Hand `io` with its `data` to `inner`.
-    ///
-    /// # Safety
-    ///
-    /// As for [`DataDevice::submit_data`].
-    unsafe fn submit_data(
-        &mut self,
-        inner: &mut MemDevice,
-        io: DeviceIo,
-        data: &[DataSegment],
-        now: Nanos,
-    ) {
-        // SAFETY: passed on; our caller keeps the contract.
-        unsafe { inner.submit_data(io, data, now) }
+    /// See `io` with its `data` before the device does; `false` refuses
+    /// it without touching memory (a read through the data-less path, which
+    /// completes with NotSupported).
+    fn submitting(&mut self, io: &DeviceIo, data: &[DataSegment]) -> bool {
+        let _ = (io, data);
+        true
     }
 
     /// The memory alignment the device asks for.
@@ -113,8 +105,13 @@ impl<H: Hook> Device for Hooked<H> {
 
 impl<H: Hook> DataDevice for Hooked<H> {
     unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
-        // SAFETY: passed on; our caller keeps the contract.
-        unsafe { self.hook.submit_data(&mut self.inner, io, data, now) }
+        if self.hook.submitting(&io, data) {
+            // SAFETY: passed on; our caller keeps the contract.
+            unsafe { self.inner.submit_data(io, data, now) }
+        } else {
+            let failed = DeviceIo { op: Op::Read, ..io };
+            self.inner.submit(failed, now);
+        }
     }
     fn kick(&mut self) -> Result<(), DeviceError> {
         Ok(())

@@ -12,44 +12,31 @@
 //! - `deadline-list` and `mq-deadline` dispatch the same requests for the same
 //!   input when no deadline expires.
 
+mod common;
+
 use std::collections::HashMap;
 
+use common::{Driven, Model, Setup, submit};
 use elevator_core::{
-    Bio, BioError, BioFlags, Dispatch, IoContext, IoPrio, Limits, Op, Outcome, PrioClass, Queue,
-    QueueConfig, RequestId, SCHEDULER_NAMES, Status, SubmitError, Submitted,
+    Bio, BioError, Dispatch, Op, Outcome, RequestId, SCHEDULER_NAMES, Status, SubmitError,
+    Submitted,
 };
 use proptest::prelude::*;
 
+/// Submitting bios the queue must refuse (misaligned, beyond the device).
 #[derive(Clone, Debug)]
-enum Step {
-    Submit {
-        op: u8,
-        block: u16,
-        blocks: u16,
-        flags: u8,
-        prio: u8,
-        ctx: u8,
-    },
-    Misaligned,
-    Plug,
-    Unplug,
-    Dispatch,
-    Complete {
-        pick: u8,
-        fail: Option<(u8, u16)>,
-    },
-    Requeue {
-        pick: u8,
-    },
-    Advance(u16),
-}
+struct Misaligned;
+
+/// A completion fails (with a status and good bytes drawn from these) or
+/// not.
+type Fail = Option<(u8, u16)>;
+
+type Step = common::Step<Fail, Misaligned>;
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        8 => (0u8..20, 0u16..96, 1u16..24, 0u8..40, 0u8..8, 0u8..3).prop_map(
-            |(op, block, blocks, flags, prio, ctx)| Step::Submit { op, block, blocks, flags, prio, ctx }
-        ),
-        1 => Just(Step::Misaligned),
+        8 => submit().prop_map(Step::Submit),
+        1 => Just(Step::Extra(Misaligned)),
         1 => Just(Step::Plug),
         1 => Just(Step::Unplug),
         5 => Just(Step::Dispatch),
@@ -60,16 +47,8 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Setup {
-    lbs: u32,
-    max_sectors: u32,
-    max_segments: u16,
-    chunk_sectors: u32,
-    nr_requests: u32,
-    queue_depth: u32,
-}
-
+/// Limits from small to large, with chunks or not; `nomerges` is drawn
+/// apart, the device rotates.
 fn setup() -> impl Strategy<Value = Setup> {
     (
         prop_oneof![Just(512u32), Just(4096)],
@@ -91,83 +70,10 @@ fn setup() -> impl Strategy<Value = Setup> {
                 },
                 nr_requests,
                 queue_depth,
+                nomerges: 0,
+                rotational: true,
             },
         )
-}
-
-fn make_queue(s: &Setup, sched: &str, nomerges: u8) -> Queue {
-    let limits = Limits {
-        logical_block_size: s.lbs,
-        max_sectors: s.max_sectors,
-        max_segments: s.max_segments,
-        max_segment_size: 4096,
-        chunk_sectors: s.chunk_sectors,
-        capacity: 1 << 20,
-        ..Limits::default()
-    };
-    let cfg = QueueConfig {
-        limits,
-        nr_requests: s.nr_requests,
-        queue_depth: s.queue_depth,
-        nomerges,
-        max_bios: Some(64),
-        rotational: true,
-    };
-    Queue::with_scheduler(cfg, sched).expect("valid setup")
-}
-
-fn make_bio(s: &Setup, step: &Step, token: u64) -> Option<Bio> {
-    let Step::Submit {
-        op,
-        block,
-        blocks,
-        flags,
-        prio,
-        ctx,
-    } = *step
-    else {
-        return None;
-    };
-    let bs = u64::from(s.lbs / 512);
-    let op = match op {
-        0..=8 => Op::Read,
-        9..=15 => Op::Write,
-        16 => Op::Flush,
-        17..=18 => Op::Discard,
-        _ => Op::WriteZeroes,
-    };
-    let mut f = BioFlags::NONE;
-    for (bit, flag) in [
-        (1, BioFlags::SYNC),
-        (2, BioFlags::META),
-        (4, BioFlags::FUA),
-        (8, BioFlags::PREFLUSH),
-        (16, BioFlags::NOMERGE),
-    ] {
-        // Rare no-merge flags, so that merges still happen often.
-        if flags & bit != 0 && (bit < 4 || flags >= 32) {
-            f |= flag;
-        }
-    }
-    let class = match prio {
-        0 => PrioClass::Rt,
-        7 => PrioClass::Idle,
-        _ => PrioClass::Be,
-    };
-    let (sector, len) = if op == Op::Flush {
-        (0, 0)
-    } else {
-        (u64::from(block) * bs, u32::from(blocks) * s.lbs)
-    };
-    Some(Bio {
-        op,
-        sector,
-        len,
-        flags: f,
-        ctx: IoContext(u32::from(ctx)),
-        prio: IoPrio::new(class, 4).expect("level 4"),
-        token,
-    })
 }
 
 /// What the model knows of an accepted bio.
@@ -184,31 +90,23 @@ struct Pending {
 }
 
 struct Harness {
-    q: Queue,
-    setup: Setup,
-    now: u64,
-    next_token: u64,
+    d: Driven,
     pending: HashMap<u64, Pending>,
-    in_flight: Vec<RequestId>,
     dispatched: Vec<(u64, u32, Vec<u64>)>,
 }
 
 impl Harness {
     fn new(setup: Setup, sched: &str, nomerges: u8) -> Harness {
         Harness {
-            q: make_queue(&setup, sched, nomerges),
-            setup,
-            now: 0,
-            next_token: 0,
+            d: Driven::new(Setup { nomerges, ..setup }, sched),
             pending: HashMap::new(),
-            in_flight: vec![],
             dispatched: vec![],
         }
     }
 
     fn check_request(&self, id: RequestId) {
-        let rq = self.q.request(id);
-        let l = self.q.limits();
+        let rq = self.d.q.request(id);
+        let l = self.d.q.limits();
         if rq.op() != Op::Flush {
             assert!(
                 rq.sectors() <= l.max_sectors_for(rq.op()),
@@ -220,7 +118,7 @@ impl Harness {
             !l.crosses_chunk(rq.sector(), u64::from(rq.sectors())),
             "request crosses a chunk"
         );
-        let bios: Vec<_> = self.q.bios(id).collect();
+        let bios: Vec<_> = self.d.q.bios(id).collect();
         assert_eq!(bios.len() as u32, rq.nr_bios());
         let mut sector = rq.sector();
         for b in &bios {
@@ -240,8 +138,78 @@ impl Harness {
         assert_eq!(sector, rq.end());
     }
 
-    fn complete(&mut self, idx: usize, fail: Option<(u8, u16)>) {
-        let id = self.in_flight.swap_remove(idx);
+    fn drain(&mut self) {
+        self.drain_queue(true);
+        assert!(self.d.in_flight.is_empty());
+        assert!(
+            self.pending.is_empty(),
+            "bios never completed: {:?}",
+            self.pending.keys()
+        );
+        let s = self.d.q.stats();
+        assert_eq!(
+            s.bios, s.bios_completed,
+            "every accepted bio completes once"
+        );
+    }
+}
+
+impl Model for Harness {
+    type Fail = Fail;
+    type Extra = Misaligned;
+
+    fn driven(&mut self) -> &mut Driven {
+        &mut self.d
+    }
+
+    fn submit(&mut self, bio: Bio) {
+        let token = bio.token;
+        let pieces = self.d.q.limits().pieces(&bio);
+        match self.d.q.submit(&bio, self.d.now) {
+            Ok(sub) => {
+                if let Submitted::Split(n) = sub {
+                    assert_eq!(n, pieces);
+                }
+                self.pending.insert(
+                    token,
+                    Pending {
+                        op: bio.op,
+                        len: bio.len,
+                        no_merge: !bio.mergeable(),
+                        split: pieces > 1,
+                        pieces_left: pieces,
+                        first_failure: None,
+                    },
+                );
+            }
+            Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {}
+            Err(SubmitError::Bio(BioError::TooLarge { pieces: p, .. })) => {
+                assert_eq!(p, pieces);
+                assert!(
+                    pieces > self.d.setup.nr_requests || pieces >= 64,
+                    "{pieces} pieces refused as too large with {} tags",
+                    self.d.setup.nr_requests
+                );
+            }
+            Err(e) => panic!("valid bio refused: {e}"),
+        }
+    }
+
+    fn dispatch(&mut self) {
+        if let Dispatch::Request(id) = self.d.q.dispatch(self.d.now) {
+            self.check_request(id);
+            let rq = self.d.q.request(id);
+            self.dispatched.push((
+                rq.sector(),
+                rq.sectors(),
+                self.d.q.bios(id).map(|b| b.token).collect(),
+            ));
+            self.d.in_flight.push(id);
+        }
+    }
+
+    fn complete(&mut self, idx: usize, fail: Fail) {
+        let id = self.d.in_flight.swap_remove(idx);
         let (outcome, status, good) = match fail {
             None => (Outcome::Done, Status::Ok, u64::MAX),
             Some((s, good)) => {
@@ -253,7 +221,7 @@ impl Harness {
                 ][usize::from(s) % 4];
                 let good = u64::from(good % 48) * 256; // lands inside most requests
                 // The queue counts whole logical blocks only.
-                let counted = good - good % u64::from(self.setup.lbs);
+                let counted = good - good % u64::from(self.d.setup.lbs);
                 (
                     Outcome::Failed {
                         status,
@@ -267,7 +235,7 @@ impl Harness {
         // The model's own account of what each bio of the request gets.
         let mut expected = HashMap::new();
         let mut offset = 0u64;
-        for b in self.q.bios(id).collect::<Vec<_>>() {
+        for b in self.d.q.bios(id).collect::<Vec<_>>() {
             let end = offset + u64::from(b.len);
             let p = self
                 .pending
@@ -292,8 +260,9 @@ impl Harness {
             }
         }
         let mut done = HashMap::new();
-        self.q
-            .complete(id, outcome, self.now, &mut |c| {
+        self.d
+            .q
+            .complete(id, outcome, self.d.now, &mut |c| {
                 assert!(
                     done.insert(c.token, (c.status, c.bytes)).is_none(),
                     "token {} completed twice",
@@ -319,125 +288,36 @@ impl Harness {
         }
     }
 
-    fn run(&mut self, step: &Step) {
-        match step {
-            Step::Submit { .. } => {
-                let token = self.next_token;
-                self.next_token += 1;
-                let bio = make_bio(&self.setup, step, token).expect("a submit step");
-                let pieces = self.q.limits().pieces(&bio);
-                match self.q.submit(&bio, self.now) {
-                    Ok(sub) => {
-                        if let Submitted::Split(n) = sub {
-                            assert_eq!(n, pieces);
-                        }
-                        self.pending.insert(
-                            token,
-                            Pending {
-                                op: bio.op,
-                                len: bio.len,
-                                no_merge: !bio.mergeable(),
-                                split: pieces > 1,
-                                pieces_left: pieces,
-                                first_failure: None,
-                            },
-                        );
-                    }
-                    Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {}
-                    Err(SubmitError::Bio(BioError::TooLarge { pieces: p, .. })) => {
-                        assert_eq!(p, pieces);
-                        assert!(
-                            pieces > self.setup.nr_requests || pieces >= 64,
-                            "{pieces} pieces refused as too large with {} tags",
-                            self.setup.nr_requests
-                        );
-                    }
-                    Err(e) => panic!("valid bio refused: {e}"),
-                }
-            }
-            Step::Misaligned => {
-                let before = self.q.stats().bios;
-                let mut bad = vec![
-                    Bio::read(0, 100, u64::MAX),
-                    Bio::read(1 << 20, 4096, u64::MAX),
-                ];
-                if self.setup.lbs > 512 {
-                    bad.push(Bio::read(1, self.setup.lbs, u64::MAX));
-                }
-                for bio in bad {
-                    let r = self.q.submit(&bio, self.now);
-                    assert!(
-                        matches!(r, Err(SubmitError::Bio(_))),
-                        "bad bio accepted: {bio:?}"
-                    );
-                }
-                assert_eq!(self.q.stats().bios, before);
-            }
-            Step::Plug => self.q.plug(),
-            Step::Unplug => self.q.unplug(self.now),
-            Step::Dispatch => {
-                if let Dispatch::Request(id) = self.q.dispatch(self.now) {
-                    self.check_request(id);
-                    let rq = self.q.request(id);
-                    self.dispatched.push((
-                        rq.sector(),
-                        rq.sectors(),
-                        self.q.bios(id).map(|b| b.token).collect(),
-                    ));
-                    self.in_flight.push(id);
-                }
-            }
-            Step::Complete { pick, fail } => {
-                if !self.in_flight.is_empty() {
-                    let idx = usize::from(*pick) % self.in_flight.len();
-                    self.complete(idx, *fail);
-                }
-            }
-            Step::Requeue { pick } => {
-                if !self.in_flight.is_empty() {
-                    let idx = usize::from(*pick) % self.in_flight.len();
-                    let id = self.in_flight.swap_remove(idx);
-                    self.q.requeue(id).unwrap();
-                }
-            }
-            Step::Advance(ms) => self.now += u64::from(*ms) * 1_000_000,
+    fn extra(&mut self, _: &Misaligned) {
+        let before = self.d.q.stats().bios;
+        let mut bad = vec![
+            Bio::read(0, 100, u64::MAX),
+            Bio::read(1 << 20, 4096, u64::MAX),
+        ];
+        if self.d.setup.lbs > 512 {
+            bad.push(Bio::read(1, self.d.setup.lbs, u64::MAX));
         }
-        self.q.check_invariants();
+        for bio in bad {
+            let r = self.d.q.submit(&bio, self.d.now);
+            assert!(
+                matches!(r, Err(SubmitError::Bio(_))),
+                "bad bio accepted: {bio:?}"
+            );
+        }
+        assert_eq!(self.d.q.stats().bios, before);
     }
 
-    fn drain(&mut self) {
-        self.q.unplug(self.now);
-        let mut guard = 0;
-        while !self.q.is_idle() {
-            guard += 1;
-            assert!(guard < 100_000, "queue does not drain");
-            match self.q.dispatch(self.now) {
-                Dispatch::Request(id) => {
-                    self.check_request(id);
-                    self.in_flight.push(id);
-                }
-                Dispatch::WaitUntil(t) => self.now = t,
-                Dispatch::Blocked | Dispatch::Empty => {
-                    assert!(
-                        !self.in_flight.is_empty(),
-                        "work queued, nothing in flight, nothing dispatched"
-                    );
-                    self.complete(0, None);
-                }
-            }
-            self.q.check_invariants();
-        }
-        assert!(self.in_flight.is_empty());
+    fn drained(&mut self, id: RequestId) {
+        self.check_request(id);
+        self.d.in_flight.push(id);
+    }
+
+    fn stalled(&mut self) {
         assert!(
-            self.pending.is_empty(),
-            "bios never completed: {:?}",
-            self.pending.keys()
+            !self.d.in_flight.is_empty(),
+            "work queued, nothing in flight, nothing dispatched"
         );
-        let s = self.q.stats();
-        assert_eq!(
-            s.bios, s.bios_completed,
-            "every accepted bio completes once"
-        );
+        self.complete(0, None);
     }
 }
 
@@ -478,7 +358,7 @@ proptest! {
         }
         a.drain();
         b.drain();
-        prop_assert_eq!(a.q.stats().bio_merges(), b.q.stats().bio_merges());
-        prop_assert_eq!(a.q.stats().request_merges, b.q.stats().request_merges);
+        prop_assert_eq!(a.d.q.stats().bio_merges(), b.d.q.stats().bio_merges());
+        prop_assert_eq!(a.d.q.stats().request_merges, b.d.q.stats().request_merges);
     }
 }

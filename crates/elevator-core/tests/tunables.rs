@@ -4,10 +4,13 @@
 //! text, read-only, unknown, beyond the device or `max_bios`, `nr_requests`
 //! while requests exist), and both must behave identically throughout.
 
+mod common;
+
+use common::{Driven, Model, Setup, submit};
 use elevator_core::queue::QUEUE_TUNABLES;
 use elevator_core::{
-    Bio, BioFlags, Dispatch, IoContext, IoPrio, Limits, Op, Outcome, PrioClass, Queue, QueueConfig,
-    RequestId, SCHEDULER_NAMES, Status, SubmitError, TunableError, TunableSpec,
+    Bio, Dispatch, Limits, Outcome, Queue, QueueConfig, RequestId, SCHEDULER_NAMES, Status,
+    SubmitError, TunableError, TunableSpec,
 };
 use proptest::prelude::*;
 
@@ -116,43 +119,22 @@ fn declared_defaults_read_back_and_values_round_trip() {
     }
 }
 
+/// The steps only one twin takes.
 #[derive(Clone, Debug)]
-enum Step {
-    Submit {
-        op: u8,
-        block: u16,
-        blocks: u16,
-        flags: u8,
-        prio: u8,
-        ctx: u8,
-    },
-    Plug,
-    Unplug,
-    Dispatch,
-    Complete {
-        pick: u8,
-        fail: bool,
-    },
-    Requeue {
-        pick: u8,
-    },
-    Advance(u16),
-    /// A set that must be refused, given to one twin only.
-    Refused {
-        pick: u16,
-        kind: u8,
-        value: u64,
-    },
+enum Refusal {
+    /// A set that must be refused.
+    Refused { pick: u16, kind: u8, value: u64 },
     /// `nr_requests` to a value in range while requests exist (refused as
-    /// busy), to one twin only; nothing when the queue is idle.
+    /// busy); nothing when the queue is idle.
     ResizeWhileBusy(u16),
 }
 
+/// A completion fails (with EIO after its first block) or not.
+type Step = common::Step<bool, Refusal>;
+
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        8 => (0u8..20, 0u16..96, 1u16..24, 0u8..40, 0u8..8, 0u8..3).prop_map(
-            |(op, block, blocks, flags, prio, ctx)| Step::Submit { op, block, blocks, flags, prio, ctx }
-        ),
+        8 => submit().prop_map(Step::Submit),
         1 => Just(Step::Plug),
         1 => Just(Step::Unplug),
         5 => Just(Step::Dispatch),
@@ -161,20 +143,14 @@ fn step() -> impl Strategy<Value = Step> {
         1 => any::<u8>().prop_map(|pick| Step::Requeue { pick }),
         1 => (0u16..200).prop_map(Step::Advance),
         2 => (any::<u16>(), 0u8..4, any::<u64>())
-            .prop_map(|(pick, kind, value)| Step::Refused { pick, kind, value }),
-        1 => any::<u16>().prop_map(Step::ResizeWhileBusy),
+            .prop_map(|(pick, kind, value)| Step::Extra(Refusal::Refused { pick, kind, value })),
+        1 => any::<u16>().prop_map(|v| Step::Extra(Refusal::ResizeWhileBusy(v))),
     ]
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Setup {
-    lbs: u32,
-    nr_requests: u32,
-    queue_depth: u32,
-    nomerges: u8,
-    rotational: bool,
-}
-
+/// A device of one block size, `max_hw_sectors_kb` 32 (a larger
+/// `max_sectors_kb` is refused) and the default segments and chunks; with
+/// `max_bios` 64, `nr_requests` above 64 is refused.
 fn setup() -> impl Strategy<Value = Setup> {
     (
         prop_oneof![Just(512u32), Just(4096)],
@@ -186,86 +162,15 @@ fn setup() -> impl Strategy<Value = Setup> {
         .prop_map(
             |(lbs, nr_requests, queue_depth, nomerges, rotational)| Setup {
                 lbs,
+                max_sectors: 64,
+                max_segments: Limits::default().max_segments,
+                chunk_sectors: Limits::default().chunk_sectors,
                 nr_requests,
                 queue_depth,
                 nomerges,
                 rotational,
             },
         )
-}
-
-fn make_queue(s: &Setup, sched: &str) -> Queue {
-    let limits = Limits {
-        logical_block_size: s.lbs,
-        // max_hw_sectors_kb = 32: larger max_sectors_kb is refused.
-        max_sectors: 64,
-        max_segment_size: 4096,
-        capacity: 1 << 20,
-        ..Limits::default()
-    };
-    let cfg = QueueConfig {
-        limits,
-        nr_requests: s.nr_requests,
-        queue_depth: s.queue_depth,
-        nomerges: s.nomerges,
-        // nr_requests above 64 is refused.
-        max_bios: Some(64),
-        rotational: s.rotational,
-    };
-    Queue::with_scheduler(cfg, sched).expect("valid setup")
-}
-
-fn make_bio(s: &Setup, step: &Step, token: u64) -> Option<Bio> {
-    let Step::Submit {
-        op,
-        block,
-        blocks,
-        flags,
-        prio,
-        ctx,
-    } = *step
-    else {
-        return None;
-    };
-    let bs = u64::from(s.lbs / 512);
-    let op = match op {
-        0..=8 => Op::Read,
-        9..=15 => Op::Write,
-        16 => Op::Flush,
-        17..=18 => Op::Discard,
-        _ => Op::WriteZeroes,
-    };
-    let mut f = BioFlags::NONE;
-    for (bit, flag) in [
-        (1, BioFlags::SYNC),
-        (2, BioFlags::META),
-        (4, BioFlags::FUA),
-        (8, BioFlags::PREFLUSH),
-        (16, BioFlags::NOMERGE),
-    ] {
-        if flags & bit != 0 && (bit < 4 || flags >= 32) {
-            f |= flag;
-        }
-    }
-    let class = match prio {
-        0 => PrioClass::Rt,
-        7 => PrioClass::Idle,
-        _ => PrioClass::Be,
-    };
-    let (sector, len) = if op == Op::Flush {
-        (0, 0)
-    } else {
-        (u64::from(block) * bs, u32::from(blocks) * s.lbs)
-    };
-    Some(Bio {
-        op,
-        sector,
-        len,
-        flags: f,
-        ctx: IoContext(u32::from(ctx)),
-        prio: IoPrio::new(class, 4).expect("level 4"),
-        token,
-    })
 }
 
 /// Try a set that must be refused on `q`; panics if it takes or if the queue
@@ -326,119 +231,100 @@ fn refuse(q: &mut Queue, pick: u16, kind: u8, value: u64) {
     );
 }
 
-/// One queue driven by the stream, with the log of everything it answered.
+/// One queue driven by the stream, with the log of everything it answered;
+/// it takes the refusal steps only if `refusals`.
 struct Twin {
-    q: Queue,
-    setup: Setup,
-    now: u64,
-    next_token: u64,
-    in_flight: Vec<RequestId>,
+    d: Driven,
+    refusals: bool,
     log: Vec<String>,
 }
 
 impl Twin {
-    fn new(setup: Setup, sched: &str) -> Twin {
+    fn new(setup: Setup, sched: &str, refusals: bool) -> Twin {
         Twin {
-            q: make_queue(&setup, sched),
-            setup,
-            now: 0,
-            next_token: 0,
-            in_flight: vec![],
+            d: Driven::new(setup, sched),
+            refusals,
             log: vec![],
         }
     }
 
-    fn complete(&mut self, idx: usize, fail: bool) {
-        let id = self.in_flight.swap_remove(idx);
-        let outcome = if fail {
-            Outcome::Failed {
-                status: Status::IoError,
-                good_bytes: u64::from(self.setup.lbs),
-            }
-        } else {
-            Outcome::Done
-        };
-        let mut done = vec![];
-        self.q
-            .complete(id, outcome, self.now, &mut |c| done.push(c))
-            .unwrap();
-        self.log.push(format!("complete {id:?}: {done:?}"));
-    }
-
     fn dispatched(&mut self, id: RequestId) {
-        let rq = self.q.request(id);
-        let tokens: Vec<u64> = self.q.bios(id).map(|b| b.token).collect();
+        let rq = self.d.q.request(id);
+        let tokens: Vec<u64> = self.d.q.bios(id).map(|b| b.token).collect();
         self.log.push(format!(
             "dispatch {id:?} {} {} {tokens:?}",
             rq.sector(),
             rq.sectors()
         ));
-        self.in_flight.push(id);
+        self.d.in_flight.push(id);
+    }
+}
+
+impl Model for Twin {
+    type Fail = bool;
+    type Extra = Refusal;
+
+    fn driven(&mut self) -> &mut Driven {
+        &mut self.d
     }
 
-    /// Run `step`; refused sets only when `refusals`.
-    fn run(&mut self, step: &Step, refusals: bool) {
-        match *step {
-            Step::Submit { .. } => {
-                let token = self.next_token;
-                self.next_token += 1;
-                let bio = make_bio(&self.setup, step, token).expect("a submit step");
-                let r = self.q.submit(&bio, self.now);
-                self.log.push(format!("submit {token}: {r:?}"));
+    fn submit(&mut self, bio: Bio) {
+        let r = self.d.q.submit(&bio, self.d.now);
+        self.log.push(format!("submit {}: {r:?}", bio.token));
+    }
+
+    fn dispatch(&mut self) {
+        match self.d.q.dispatch(self.d.now) {
+            Dispatch::Request(id) => self.dispatched(id),
+            other => self.log.push(format!("dispatch: {other:?}")),
+        }
+    }
+
+    fn complete(&mut self, idx: usize, fail: bool) {
+        let id = self.d.in_flight.swap_remove(idx);
+        let outcome = if fail {
+            Outcome::Failed {
+                status: Status::IoError,
+                good_bytes: u64::from(self.d.setup.lbs),
             }
-            Step::Plug => self.q.plug(),
-            Step::Unplug => self.q.unplug(self.now),
-            Step::Dispatch => match self.q.dispatch(self.now) {
-                Dispatch::Request(id) => self.dispatched(id),
-                other => self.log.push(format!("dispatch: {other:?}")),
-            },
-            Step::Complete { pick, fail } => {
-                if !self.in_flight.is_empty() {
-                    let idx = usize::from(pick) % self.in_flight.len();
-                    self.complete(idx, fail);
-                }
-            }
-            Step::Requeue { pick } => {
-                if !self.in_flight.is_empty() {
-                    let idx = usize::from(pick) % self.in_flight.len();
-                    let id = self.in_flight.swap_remove(idx);
-                    self.q.requeue(id).unwrap();
-                }
-            }
-            Step::Advance(ms) => self.now += u64::from(ms) * 1_000_000,
-            Step::Refused { pick, kind, value } => {
-                if refusals {
-                    refuse(&mut self.q, pick, kind, value);
-                }
-            }
-            Step::ResizeWhileBusy(v) => {
-                if refusals && !self.q.is_idle() {
-                    let before = format!("{:?}", self.q);
-                    let r = self.q.set("nr_requests", 4 + u64::from(v) % 61);
+        } else {
+            Outcome::Done
+        };
+        let mut done = vec![];
+        self.d
+            .q
+            .complete(id, outcome, self.d.now, &mut |c| done.push(c))
+            .unwrap();
+        self.log.push(format!("complete {id:?}: {done:?}"));
+    }
+
+    fn extra(&mut self, refusal: &Refusal) {
+        if !self.refusals {
+            return;
+        }
+        match *refusal {
+            Refusal::Refused { pick, kind, value } => refuse(&mut self.d.q, pick, kind, value),
+            Refusal::ResizeWhileBusy(v) => {
+                if !self.d.q.is_idle() {
+                    let before = format!("{:?}", self.d.q);
+                    let r = self.d.q.set("nr_requests", 4 + u64::from(v) % 61);
                     assert!(matches!(r, Err(TunableError::Busy { .. })), "{r:?}");
                     assert_eq!(
                         before,
-                        format!("{:?}", self.q),
+                        format!("{:?}", self.d.q),
                         "a refused resize changed the queue"
                     );
                 }
             }
         }
-        self.q.check_invariants();
     }
 
-    fn drain(&mut self) {
-        self.q.unplug(self.now);
-        let mut guard = 0;
-        while !self.q.is_idle() {
-            guard += 1;
-            assert!(guard < 100_000, "queue does not drain");
-            match self.q.dispatch(self.now) {
-                Dispatch::Request(id) => self.dispatched(id),
-                Dispatch::WaitUntil(t) => self.now = t,
-                Dispatch::Blocked | Dispatch::Empty => self.complete(0, false),
-            }
-        }
+    fn drained(&mut self, id: RequestId) {
+        self.dispatched(id);
+    }
+
+    fn stalled(&mut self) {
+        self.complete(0, false);
     }
 }
 
@@ -454,17 +340,17 @@ proptest! {
         steps in proptest::collection::vec(step(), 1..200),
     ) {
         for sched in SCHEDULER_NAMES {
-            let mut a = Twin::new(setup, sched);
-            let mut b = Twin::new(setup, sched);
+            let mut a = Twin::new(setup, sched, true);
+            let mut b = Twin::new(setup, sched, false);
             for s in &steps {
-                a.run(s, true);
-                b.run(s, false);
+                a.run(s);
+                b.run(s);
                 prop_assert_eq!(a.log.last(), b.log.last(), "{} after {:?}", sched, s);
             }
-            a.drain();
-            b.drain();
+            a.drain_queue(false);
+            b.drain_queue(false);
             prop_assert_eq!(&a.log, &b.log, "{}", sched);
-            prop_assert_eq!(format!("{:?}", a.q), format!("{:?}", b.q), "{}", sched);
+            prop_assert_eq!(format!("{:?}", a.d.q), format!("{:?}", b.d.q), "{}", sched);
         }
     }
 }

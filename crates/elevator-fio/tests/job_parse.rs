@@ -38,6 +38,13 @@ fn rejects(line: &str, option: &str, needle: &str) -> JobError {
     e
 }
 
+/// `rejects` for each `(line, option, needle)`.
+fn rejects_all(cases: &[(&str, &str, &str)]) {
+    for &(line, option, needle) in cases {
+        rejects(line, option, needle);
+    }
+}
+
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 const SEC: u64 = 1_000_000_000;
@@ -67,54 +74,68 @@ fn rw_modes() {
         assert_eq!(job(&format!("rw={text}")).rw, mode, "{text}");
         assert_eq!(job(&format!("readwrite={text}")).rw, mode, "{text}");
     }
-    rejects("rw=randread:8", "rw", "':' suffix");
-    rejects("rw=read:4k", "rw", "not supported");
-    rejects("rw=random", "rw", "unknown mode 'random'");
-    rejects("readwrite=trimwrite", "readwrite", "expected read, write");
-    rejects("rw=READ", "rw", "unknown mode");
-    rejects("rw", "rw", "needs a value");
-    rejects("rw=", "rw", "needs a value");
+    rejects_all(&[
+        ("rw=randread:8", "rw", "':' suffix"),
+        ("rw=read:4k", "rw", "not supported"),
+        ("rw=random", "rw", "unknown mode 'random'"),
+        ("readwrite=trimwrite", "readwrite", "expected read, write"),
+        ("rw=READ", "rw", "unknown mode"),
+        ("rw", "rw", "needs a value"),
+        ("rw=", "rw", "needs a value"),
+    ]);
 }
 
 #[test]
 fn rwmixread_and_rwmixwrite() {
-    assert_eq!(job("rw=randrw\nrwmixread=70").rwmixread, 70);
-    assert_eq!(job("rwmixread=0").rwmixread, 0);
-    assert_eq!(job("rwmixread=100").rwmixread, 100);
-    assert_eq!(job("rwmixwrite=30").rwmixread, 70);
-    assert_eq!(job("rwmixwrite=100").rwmixread, 0);
-    // The last one wins, whichever it is.
-    assert_eq!(job("rwmixwrite=30\nrwmixread=10").rwmixread, 10);
-    assert_eq!(job("rwmixread=10\nrwmixwrite=30").rwmixread, 70);
-    // A mix with a non-mixed mode is allowed (and ignored), as in fio.
-    assert_eq!(job("rw=read\nrwmixread=10").rwmixread, 10);
-    rejects("rwmixread=101", "rwmixread", "between 0 and 100");
-    rejects("rwmixwrite=200", "rwmixwrite", "between 0 and 100");
-    rejects("rwmixread=-1", "rwmixread", "negative");
-    rejects("rwmixread=50%", "rwmixread", "not a whole number");
-    rejects("rwmixread=12.5", "rwmixread", "decimals");
+    for (text, rwmixread) in [
+        ("rw=randrw\nrwmixread=70", 70),
+        ("rwmixread=0", 0),
+        ("rwmixread=100", 100),
+        ("rwmixwrite=30", 70),
+        ("rwmixwrite=100", 0),
+        // The last one wins, whichever it is.
+        ("rwmixwrite=30\nrwmixread=10", 10),
+        ("rwmixread=10\nrwmixwrite=30", 70),
+        // A mix with a non-mixed mode is allowed (and ignored), as in fio.
+        ("rw=read\nrwmixread=10", 10),
+    ] {
+        assert_eq!(job(text).rwmixread, rwmixread, "{text}");
+    }
+    rejects_all(&[
+        ("rwmixread=101", "rwmixread", "between 0 and 100"),
+        ("rwmixwrite=200", "rwmixwrite", "between 0 and 100"),
+        ("rwmixread=-1", "rwmixread", "negative"),
+        ("rwmixread=50%", "rwmixread", "not a whole number"),
+        ("rwmixread=12.5", "rwmixread", "decimals"),
+    ]);
 }
 
 #[test]
 fn block_sizes() {
-    assert_eq!(job("bs=4k").bs, [4096, 4096]);
-    assert_eq!(job("blocksize=64KiB").bs, [64 * KIB; 2]);
-    assert_eq!(job("bs=512").bs, [512, 512]);
-    assert_eq!(job("bs=8k,64k").bs, [8 * KIB, 64 * KIB]);
-    assert_eq!(job("bs=8k , 64k").bs, [8 * KIB, 64 * KIB]);
-    assert_eq!(job("bs=,8k").bs, [4096, 8 * KIB]);
-    assert_eq!(job("bs=16k,").bs, [16 * KIB, 4096]);
-    assert_eq!(job("bs=1m\nbs=,8k").bs, [MIB, 8 * KIB]);
-    rejects("bs=1000", "bs", "multiple of 512");
-    rejects("bs=0", "bs", "multiple of 512");
-    rejects("bs=4k,100", "bs", "multiple of 512");
-    rejects("bs=4k,8k,16k", "bs", "at most two sizes");
-    rejects("bs=,", "bs", "at least one size");
-    rejects("blocksize=4x", "blocksize", "unknown size suffix");
-    rejects("bs=1.5k", "bs", "decimals");
-    rejects("bs=-4k", "bs", "negative");
-    rejects("bs=0x1000", "bs", "hexadecimal");
-    rejects("bs=4k-16k", "bs", "unknown size suffix");
+    for (text, bs) in [
+        ("bs=4k", [4096, 4096]),
+        ("blocksize=64KiB", [64 * KIB; 2]),
+        ("bs=512", [512, 512]),
+        ("bs=8k,64k", [8 * KIB, 64 * KIB]),
+        ("bs=8k , 64k", [8 * KIB, 64 * KIB]),
+        ("bs=,8k", [4096, 8 * KIB]),
+        ("bs=16k,", [16 * KIB, 4096]),
+        ("bs=1m\nbs=,8k", [MIB, 8 * KIB]),
+    ] {
+        assert_eq!(job(text).bs, bs, "{text}");
+    }
+    rejects_all(&[
+        ("bs=1000", "bs", "multiple of 512"),
+        ("bs=0", "bs", "multiple of 512"),
+        ("bs=4k,100", "bs", "multiple of 512"),
+        ("bs=4k,8k,16k", "bs", "at most two sizes"),
+        ("bs=,", "bs", "at least one size"),
+        ("blocksize=4x", "blocksize", "unknown size suffix"),
+        ("bs=1.5k", "bs", "decimals"),
+        ("bs=-4k", "bs", "negative"),
+        ("bs=0x1000", "bs", "hexadecimal"),
+        ("bs=4k-16k", "bs", "unknown size suffix"),
+    ]);
 }
 
 #[test]
@@ -142,31 +163,43 @@ fn size_suffixes_are_powers_of_1024() {
 
 #[test]
 fn size_option() {
-    assert_eq!(job("size=16m").size, Some(Amount::Bytes(16 * MIB)));
-    assert_eq!(job("size=50%").size, Some(Amount::Percent(50)));
-    assert_eq!(job("size=100%").size, Some(Amount::Percent(100)));
-    assert_eq!(job("size=1%").size, Some(Amount::Percent(1)));
-    assert_eq!(job("size=1000").size, Some(Amount::Bytes(1000)));
-    rejects("size=0", "size", "greater than 0");
-    rejects("size=0%", "size", "between 1 and 100");
-    rejects("size=101%", "size", "between 1 and 100");
-    rejects("size=-5%", "size", "negative");
-    rejects("size=1.5g", "size", "decimals");
-    rejects("size=16777216t", "size", "too large");
-    rejects("size=99999999999999999999", "size", "too large");
-    rejects("size=%", "size", "percentage");
+    for (text, size) in [
+        ("size=16m", Some(Amount::Bytes(16 * MIB))),
+        ("size=50%", Some(Amount::Percent(50))),
+        ("size=100%", Some(Amount::Percent(100))),
+        ("size=1%", Some(Amount::Percent(1))),
+        ("size=1000", Some(Amount::Bytes(1000))),
+    ] {
+        assert_eq!(job(text).size, size, "{text}");
+    }
+    rejects_all(&[
+        ("size=0", "size", "greater than 0"),
+        ("size=0%", "size", "between 1 and 100"),
+        ("size=101%", "size", "between 1 and 100"),
+        ("size=-5%", "size", "negative"),
+        ("size=1.5g", "size", "decimals"),
+        ("size=16777216t", "size", "too large"),
+        ("size=99999999999999999999", "size", "too large"),
+        ("size=%", "size", "percentage"),
+    ]);
 }
 
 #[test]
 fn offset_option() {
-    assert_eq!(job("offset=1m").offset, Amount::Bytes(MIB));
-    assert_eq!(job("offset=0").offset, Amount::Bytes(0));
-    assert_eq!(job("offset=25%").offset, Amount::Percent(25));
-    assert_eq!(job("offset=0%").offset, Amount::Bytes(0));
-    assert_eq!(job("offset=100%").offset, Amount::Percent(100));
-    rejects("offset=101%", "offset", "between 0 and 100");
-    rejects("offset=-1m", "offset", "negative");
-    rejects("offset=1z", "offset", "unknown size suffix");
+    for (text, offset) in [
+        ("offset=1m", Amount::Bytes(MIB)),
+        ("offset=0", Amount::Bytes(0)),
+        ("offset=25%", Amount::Percent(25)),
+        ("offset=0%", Amount::Bytes(0)),
+        ("offset=100%", Amount::Percent(100)),
+    ] {
+        assert_eq!(job(text).offset, offset, "{text}");
+    }
+    rejects_all(&[
+        ("offset=101%", "offset", "between 0 and 100"),
+        ("offset=-1m", "offset", "negative"),
+        ("offset=1z", "offset", "unknown size suffix"),
+    ]);
 }
 
 #[test]
@@ -176,63 +209,79 @@ fn iodepth_numjobs_nrfiles_thinktime_blocks() {
     assert_eq!(job("numjobs=4096").numjobs, 4096);
     assert_eq!(job("nrfiles=8").nrfiles, 8);
     assert_eq!(job("thinktime_blocks=16").thinktime_blocks, 16);
-    rejects("iodepth=0", "iodepth", "between 1 and 65536, got 0");
-    rejects("iodepth=65537", "iodepth", "between 1 and 65536");
-    rejects("iodepth=4k", "iodepth", "not a whole number");
-    rejects("numjobs=0", "numjobs", "between 1 and 4096");
-    rejects("numjobs=4097", "numjobs", "between 1 and 4096");
-    rejects("nrfiles=0", "nrfiles", "between 1 and 65536");
-    rejects("nrfiles=100000", "nrfiles", "between 1 and 65536");
-    rejects("thinktime_blocks=0", "thinktime_blocks", "between 1 and");
-    rejects(
-        "thinktime_blocks=99999999999",
-        "thinktime_blocks",
-        "between 1 and",
-    );
-    rejects("iodepth=99999999999999999999999", "iodepth", "too large");
-    rejects("iodepth=abc", "iodepth", "not a number");
-    rejects("iodepth", "iodepth", "needs a value: write iodepth=VALUE");
+    rejects_all(&[
+        ("iodepth=0", "iodepth", "between 1 and 65536, got 0"),
+        ("iodepth=65537", "iodepth", "between 1 and 65536"),
+        ("iodepth=4k", "iodepth", "not a whole number"),
+        ("numjobs=0", "numjobs", "between 1 and 4096"),
+        ("numjobs=4097", "numjobs", "between 1 and 4096"),
+        ("nrfiles=0", "nrfiles", "between 1 and 65536"),
+        ("nrfiles=100000", "nrfiles", "between 1 and 65536"),
+        ("thinktime_blocks=0", "thinktime_blocks", "between 1 and"),
+        (
+            "thinktime_blocks=99999999999",
+            "thinktime_blocks",
+            "between 1 and",
+        ),
+        ("iodepth=99999999999999999999999", "iodepth", "too large"),
+        ("iodepth=abc", "iodepth", "not a number"),
+        ("iodepth", "iodepth", "needs a value: write iodepth=VALUE"),
+    ]);
 }
 
 #[test]
 fn filesize_option() {
     assert_eq!(job("filesize=16m").filesize, Some(16 * MIB));
     assert_eq!(job("filesize=1000").filesize, Some(1000));
-    rejects("filesize=0", "filesize", "greater than 0");
-    rejects("filesize=10%", "filesize", "unknown size suffix");
+    rejects_all(&[
+        ("filesize=0", "filesize", "greater than 0"),
+        ("filesize=10%", "filesize", "unknown size suffix"),
+    ]);
 }
 
 #[test]
 fn thinktime_is_microseconds_by_default() {
-    assert_eq!(job("thinktime=250").thinktime, 250_000);
-    assert_eq!(job("thinktime=0").thinktime, 0);
-    assert_eq!(job("thinktime=5ms").thinktime, 5_000_000);
-    assert_eq!(job("thinktime=5MSEC").thinktime, 5_000_000);
-    assert_eq!(job("thinktime=100ns").thinktime, 100);
-    assert_eq!(job("thinktime=7usec").thinktime, 7_000);
-    assert_eq!(job("thinktime=1s").thinktime, SEC);
-    rejects("thinktime=1.5ms", "thinktime", "decimals");
-    rejects("thinktime=5 ms", "thinktime", "unknown time unit");
-    rejects("thinktime=5d", "thinktime", "unknown time unit");
-    rejects("thinktime=-1", "thinktime", "negative");
-    rejects("thinktime=18446744073709551615ms", "thinktime", "too large");
+    for (text, thinktime) in [
+        ("thinktime=250", 250_000),
+        ("thinktime=0", 0),
+        ("thinktime=5ms", 5_000_000),
+        ("thinktime=5MSEC", 5_000_000),
+        ("thinktime=100ns", 100),
+        ("thinktime=7usec", 7_000),
+        ("thinktime=1s", SEC),
+    ] {
+        assert_eq!(job(text).thinktime, thinktime, "{text}");
+    }
+    rejects_all(&[
+        ("thinktime=1.5ms", "thinktime", "decimals"),
+        ("thinktime=5 ms", "thinktime", "unknown time unit"),
+        ("thinktime=5d", "thinktime", "unknown time unit"),
+        ("thinktime=-1", "thinktime", "negative"),
+        ("thinktime=18446744073709551615ms", "thinktime", "too large"),
+    ]);
 }
 
 #[test]
 fn runtime_is_seconds_by_default() {
-    assert_eq!(job("runtime=30").runtime, Some(30 * SEC));
-    assert_eq!(job("runtime=30s").runtime, Some(30 * SEC));
-    assert_eq!(job("runtime=2m").runtime, Some(120 * SEC));
-    assert_eq!(job("runtime=2min").runtime, Some(120 * SEC));
-    assert_eq!(job("runtime=1h").runtime, Some(3600 * SEC));
-    assert_eq!(job("runtime=1HOUR").runtime, Some(3600 * SEC));
-    assert_eq!(job("runtime=500ms").runtime, Some(SEC / 2));
-    assert_eq!(job("runtime=1sec").runtime, Some(SEC));
-    // fio's runtime=0 is "no limit".
-    assert_eq!(job("runtime=10\nruntime=0").runtime, None);
-    rejects("runtime=18446744074", "runtime", "too large");
-    rejects("runtime=5y", "runtime", "unknown time unit");
-    rejects("runtime=", "runtime", "needs a value");
+    for (text, runtime) in [
+        ("runtime=30", Some(30 * SEC)),
+        ("runtime=30s", Some(30 * SEC)),
+        ("runtime=2m", Some(120 * SEC)),
+        ("runtime=2min", Some(120 * SEC)),
+        ("runtime=1h", Some(3600 * SEC)),
+        ("runtime=1HOUR", Some(3600 * SEC)),
+        ("runtime=500ms", Some(SEC / 2)),
+        ("runtime=1sec", Some(SEC)),
+        // fio's runtime=0 is "no limit".
+        ("runtime=10\nruntime=0", None),
+    ] {
+        assert_eq!(job(text).runtime, runtime, "{text}");
+    }
+    rejects_all(&[
+        ("runtime=18446744074", "runtime", "too large"),
+        ("runtime=5y", "runtime", "unknown time unit"),
+        ("runtime=", "runtime", "needs a value"),
+    ]);
 }
 
 #[test]
@@ -286,11 +335,17 @@ fn bare_switch_is_recorded_with_an_empty_value() {
 
 #[test]
 fn ioengine_option() {
-    assert_eq!(job("ioengine=libaio").ioengine, "libaio");
-    assert_eq!(job("ioengine=io_uring").ioengine, "io_uring");
-    assert_eq!(job("").ioengine, "psync");
-    rejects("ioengine=", "ioengine", "needs a value");
-    rejects("ioengine", "ioengine", "needs a value");
+    for (text, ioengine) in [
+        ("ioengine=libaio", "libaio"),
+        ("ioengine=io_uring", "io_uring"),
+        ("", "psync"),
+    ] {
+        assert_eq!(job(text).ioengine, ioengine, "{text}");
+    }
+    rejects_all(&[
+        ("ioengine=", "ioengine", "needs a value"),
+        ("ioengine", "ioengine", "needs a value"),
+    ]);
 }
 
 #[test]
@@ -304,58 +359,54 @@ fn filename_option() {
         Some("/tmp/data file")
     );
     assert_eq!(job("").filename, None);
-    rejects(
-        "filename=/dev/sdb:/dev/sdc",
-        "filename",
-        "one filename per job",
-    );
-    rejects("filename=a:b", "filename", "use nrfiles");
-    rejects("filename=", "filename", "needs a value");
+    rejects_all(&[
+        (
+            "filename=/dev/sdb:/dev/sdc",
+            "filename",
+            "one filename per job",
+        ),
+        ("filename=a:b", "filename", "use nrfiles"),
+        ("filename=", "filename", "needs a value"),
+    ]);
 }
 
 #[test]
 fn file_service_type_option() {
-    assert_eq!(job("").file_service, (FileService::RoundRobin, 1));
-    assert_eq!(
-        job("file_service_type=roundrobin").file_service,
-        (FileService::RoundRobin, 1)
-    );
-    assert_eq!(
-        job("file_service_type=sequential").file_service,
-        (FileService::Sequential, 1)
-    );
-    assert_eq!(
-        job("file_service_type=random").file_service,
-        (FileService::Random, 1)
-    );
-    assert_eq!(
-        job("file_service_type=random:8").file_service,
-        (FileService::Random, 8)
-    );
-    assert_eq!(
-        job("file_service_type=roundrobin:4").file_service,
-        (FileService::RoundRobin, 4)
-    );
-    rejects(
-        "file_service_type=zipf:1.2",
-        "file_service_type",
-        "unknown file_service_type 'zipf'",
-    );
-    rejects(
-        "file_service_type=random:0",
-        "file_service_type",
-        "count after ':'",
-    );
-    rejects(
-        "file_service_type=random:",
-        "file_service_type",
-        "count after ':'",
-    );
-    rejects(
-        "file_service_type=Random",
-        "file_service_type",
-        "expected roundrobin",
-    );
+    for (text, service) in [
+        ("", (FileService::RoundRobin, 1)),
+        ("file_service_type=roundrobin", (FileService::RoundRobin, 1)),
+        ("file_service_type=sequential", (FileService::Sequential, 1)),
+        ("file_service_type=random", (FileService::Random, 1)),
+        ("file_service_type=random:8", (FileService::Random, 8)),
+        (
+            "file_service_type=roundrobin:4",
+            (FileService::RoundRobin, 4),
+        ),
+    ] {
+        assert_eq!(job(text).file_service, service, "{text}");
+    }
+    rejects_all(&[
+        (
+            "file_service_type=zipf:1.2",
+            "file_service_type",
+            "unknown file_service_type 'zipf'",
+        ),
+        (
+            "file_service_type=random:0",
+            "file_service_type",
+            "count after ':'",
+        ),
+        (
+            "file_service_type=random:",
+            "file_service_type",
+            "count after ':'",
+        ),
+        (
+            "file_service_type=Random",
+            "file_service_type",
+            "expected roundrobin",
+        ),
+    ]);
 }
 
 #[test]
@@ -366,10 +417,12 @@ fn randseed_option() {
         Some(u64::MAX)
     );
     assert_eq!(job("").randseed, None);
-    rejects("randseed=18446744073709551616", "randseed", "too large");
-    rejects("randseed=-1", "randseed", "negative");
-    rejects("randseed=0x1234", "randseed", "hexadecimal");
-    rejects("randseed=12k", "randseed", "not a whole number");
+    rejects_all(&[
+        ("randseed=18446744073709551616", "randseed", "too large"),
+        ("randseed=-1", "randseed", "negative"),
+        ("randseed=0x1234", "randseed", "hexadecimal"),
+        ("randseed=12k", "randseed", "not a whole number"),
+    ]);
 }
 
 #[test]
@@ -566,8 +619,10 @@ fn unsupported_syntax() {
     let e = error("[j]\ninclude other.fio\n");
     assert_eq!((e.line, e.option.as_deref()), (2, Some("include")), "{e}");
     assert!(e.message.contains("not supported"), "{e}");
-    rejects("size=${SIZE}", "size", "variable substitution");
-    rejects("filename=$HOME/f", "filename", "variable substitution");
+    rejects_all(&[
+        ("size=${SIZE}", "size", "variable substitution"),
+        ("filename=$HOME/f", "filename", "variable substitution"),
+    ]);
     let e = error("include\tglobal.fio\n[j]\n");
     assert_eq!(e.option.as_deref(), Some("include"), "{e}");
 }

@@ -3,15 +3,9 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{buf, config, mem_device};
+use common::{buf, engine, mem};
 use elevator_core::IoContext;
-use elevator_io::{AlignedBuf, Completion, DioRequest, Engine, FileDevice, FileOptions, MemDevice};
-
-fn mem(kib: u64, queue_depth: u32) -> MemDevice {
-    mem_device(kib << 10, queue_depth)
-}
+use elevator_io::{AlignedBuf, Completion, DioRequest, Engine, MemDevice};
 
 mod counting {
     use std::alloc::{GlobalAlloc, Layout, System};
@@ -72,11 +66,11 @@ fn no_allocation_per_io_once_warm() {
     std::hint::black_box(vec![0u8; 64]);
     assert!(counting::allocations() > a, "the allocator counts");
     for sched in elevator_core::SCHEDULER_NAMES {
-        let mut e: Engine<MemDevice> = Engine::new(
+        let mut e: Engine<MemDevice> = engine(
             mem(1024, 4),
-            &config(sched, &[("nr_requests", "8"), ("max_sectors_kb", "8")]),
-        )
-        .expect("engine");
+            sched,
+            &[("nr_requests", "8"), ("max_sectors_kb", "8")],
+        );
         let mut rng = Rng::new(5);
         let mut spare: Vec<Vec<AlignedBuf>> = (0..8)
             .map(|_| {
@@ -138,13 +132,14 @@ fn no_allocation_per_io_once_warm() {
 /// The same through io_uring on tmpfs.
 #[test]
 fn no_allocation_per_io_once_warm_on_a_file() {
-    let Some(file) = common::scratch_file(Path::new("/dev/shm"), "alloc", 1 << 20).ok() else {
-        common::skip(module_path!(), "cannot create a file in /dev/shm");
+    let Some((_file, mut e)) = common::engine_on_shm(
+        module_path!(),
+        "alloc",
+        "mq-deadline",
+        &[("submit_batch", "0")],
+    ) else {
         return;
     };
-    let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
-    let mut e: Engine<FileDevice> =
-        Engine::new(dev, &config("mq-deadline", &[("submit_batch", "0")])).expect("engine");
     let mut bufs: Vec<Vec<AlignedBuf>> = (0..8).map(|_| vec![buf(8192)]).collect();
     let mut out: Vec<Completion<AlignedBuf>> = Vec::with_capacity(16);
     let mut before = 0;

@@ -4,18 +4,18 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
-use common::{buf, config, mem_device};
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome, Status};
+use common::{Hook, Hooked, buf, drained, engine, mem, short_of_tags};
+use elevator_core::{Device, DeviceIo, Nanos, Outcome, Status};
 use elevator_io::{
-    AlignedBuf, Alignment, Completion, DataDevice, DataSegment, DeviceError, DioFailure,
-    DioRequest, Engine, FaultDevice, FaultSpec, FileDevice, FileOptions, MemDevice,
+    AlignedBuf, Completion, DataSegment, DioFailure, DioRequest, Engine, FaultDevice, FaultSpec,
+    MemDevice,
 };
 
-fn mem(kib: u64, queue_depth: u32) -> MemDevice {
-    mem_device(kib << 10, queue_depth)
+/// The result of a request that failed with `status` after `done` bytes.
+fn failed(done: u64, status: Status) -> Result<u64, DioFailure> {
+    Err(DioFailure { done, status })
 }
 
 // ---------------------------------------------------------------------------
@@ -28,18 +28,7 @@ fn mem(kib: u64, queue_depth: u32) -> MemDevice {
 #[test]
 fn a_flush_cancelled_while_waiting_for_a_tag_is_not_reported_done() {
     for sched in ["none", "mq-deadline", "bfq"] {
-        let mut e: Engine<MemDevice> = Engine::new(
-            mem(1024, 2),
-            &config(
-                sched,
-                &[
-                    ("nr_requests", "4"),
-                    ("max_sectors_kb", "4"),
-                    ("nomerges", "2"),
-                ],
-            ),
-        )
-        .expect("engine");
+        let mut e = short_of_tags(sched);
         // Eight 4 KiB bios, four tags: the write waits for tags, and the
         // flush waits behind it.
         e.submit(DioRequest::write(0, vec![buf(32768)], 1))
@@ -47,16 +36,12 @@ fn a_flush_cancelled_while_waiting_for_a_tag_is_not_reported_done() {
         e.submit(DioRequest::flush(2)).expect("accepted");
         assert!(e.stats().tag_waits >= 2, "{sched}: both wait for tags");
         e.cancel();
-        let mut out = Vec::new();
-        e.drain(&mut out).expect("drain");
+        let out = drained(&mut e);
         assert_eq!(out.len(), 2);
         let flush = out.iter().find(|c| c.user_data == 2).expect("flush");
         assert_eq!(
             flush.result,
-            Err(DioFailure {
-                done: 0,
-                status: Status::Cancelled
-            }),
+            failed(0, Status::Cancelled),
             "{sched}: a flush that never reached the device reported success"
         );
     }
@@ -69,58 +54,16 @@ fn a_flush_cancelled_while_waiting_for_a_tag_is_not_reported_done() {
 /// A memory device that once reports a tag the queue never dispatched,
 /// before the real completions.
 struct Stray {
-    inner: MemDevice,
     fired: bool,
 }
 
-impl Device for Stray {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        false
-    }
-    fn submit(&mut self, io: DeviceIo, now: Nanos) {
-        self.inner.submit(io, now)
-    }
-    fn next_completion(&self) -> Option<Nanos> {
-        None
-    }
-    fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
-        if !self.fired && self.inner.outstanding() > 0 {
+impl Hook for Stray {
+    fn complete(&mut self, inner: &mut MemDevice, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
+        if !self.fired && inner.outstanding() > 0 {
             self.fired = true;
             done(9999, Outcome::Done);
         }
-        self.inner.complete(now, done)
-    }
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-}
-
-impl DataDevice for Stray {
-    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
-        // SAFETY: passed on; our caller keeps the contract.
-        unsafe { self.inner.submit_data(io, data, now) }
-    }
-    fn kick(&mut self) -> Result<(), DeviceError> {
-        Ok(())
-    }
-    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
-        self.inner.wait(timeout)
-    }
-    fn cancel_all(&mut self) {}
-    fn alignment(&self) -> Alignment {
-        self.inner.alignment()
+        inner.complete(now, done)
     }
 }
 
@@ -132,12 +75,8 @@ impl DataDevice for Stray {
 /// would say Stalled, and Drop would leak their buffers).
 #[test]
 fn a_stray_completion_does_not_lose_the_real_ones() {
-    let dev = Stray {
-        inner: mem(1024, 8),
-        fired: false,
-    };
-    let mut e: Engine<Stray> =
-        Engine::new(dev, &config("none", &[("nomerges", "2")])).expect("engine");
+    let dev = Hooked::new(mem(1024, 8), Stray { fired: false });
+    let mut e: Engine<Hooked<Stray>> = engine(dev, "none", &[("nomerges", "2")]);
     for id in 0..3u64 {
         e.submit(DioRequest::write(id * 65536, vec![buf(4096)], id))
             .expect("accepted");
@@ -166,12 +105,11 @@ fn a_stray_completion_does_not_lose_the_real_ones() {
 /// given a length moved no bytes, yet completed with `Ok(len)`.
 #[test]
 fn a_flush_moves_no_bytes_whatever_len_says() {
-    let mut e: Engine<MemDevice> = Engine::new(mem(1024, 4), &config("none", &[])).expect("engine");
+    let mut e: Engine<MemDevice> = engine(mem(1024, 4), "none", &[]);
     let mut flush = DioRequest::<AlignedBuf>::flush(1);
     flush.len = 1 << 20;
     e.submit(flush).expect("accepted");
-    let mut out = Vec::new();
-    e.drain(&mut out).expect("drain");
+    let out = drained(&mut e);
     assert_eq!(out[0].result, Ok(0));
 }
 
@@ -181,32 +119,13 @@ fn a_flush_moves_no_bytes_whatever_len_says() {
 
 /// A memory device on which every write fails with ENOSPC at its first byte.
 struct Full {
-    inner: MemDevice,
     writes: Vec<bool>,
 }
 
-impl Device for Full {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        false
-    }
-    fn submit(&mut self, io: DeviceIo, now: Nanos) {
-        self.inner.submit(io, now)
-    }
-    fn next_completion(&self) -> Option<Nanos> {
-        None
-    }
-    fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
+impl Hook for Full {
+    fn complete(&mut self, inner: &mut MemDevice, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
         let writes = &self.writes;
-        self.inner.complete(now, &mut |tag, outcome| {
+        inner.complete(now, &mut |tag, outcome| {
             if writes.get(tag as usize) == Some(&true) {
                 done(
                     tag,
@@ -220,33 +139,14 @@ impl Device for Full {
             }
         })
     }
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-}
 
-impl DataDevice for Full {
-    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
+    fn submitting(&mut self, io: &DeviceIo, _: &[DataSegment]) -> bool {
         let i = io.tag as usize;
         if self.writes.len() <= i {
             self.writes.resize(i + 1, false);
         }
         self.writes[i] = io.op == elevator_core::Op::Write;
-        // SAFETY: passed on; our caller keeps the contract.
-        unsafe { self.inner.submit_data(io, data, now) }
-    }
-    fn kick(&mut self) -> Result<(), DeviceError> {
-        Ok(())
-    }
-    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
-        self.inner.wait(timeout)
-    }
-    fn cancel_all(&mut self) {}
-    fn alignment(&self) -> Alignment {
-        self.inner.alignment()
+        true
     }
 }
 
@@ -261,36 +161,19 @@ fn faults_keep_the_status_of_an_earlier_real_failure() {
         ..FaultSpec::default()
     };
     let dev = FaultDevice::new(
-        Full {
-            inner: mem(1024, 4),
-            writes: Vec::new(),
-        },
+        Hooked::new(mem(1024, 4), Full { writes: Vec::new() }),
         &faults,
     );
-    let mut e: Engine<FaultDevice<Full>> = Engine::new(dev, &config("none", &[])).expect("engine");
+    let mut e: Engine<FaultDevice<Hooked<Full>>> = engine(dev, "none", &[]);
     e.submit(DioRequest::write(0, vec![buf(4096)], 1))
         .expect("accepted");
-    let mut out = Vec::new();
-    e.drain(&mut out).expect("drain");
-    assert_eq!(
-        out[0].result,
-        Err(DioFailure {
-            done: 0,
-            status: Status::NoSpace
-        })
-    );
+    let out = drained(&mut e);
+    assert_eq!(out[0].result, failed(0, Status::NoSpace));
     // A read (which the device serves) still fails at the bad sector.
     e.submit(DioRequest::read(0, vec![buf(4096)], 2))
         .expect("accepted");
-    out.clear();
-    e.drain(&mut out).expect("drain");
-    assert_eq!(
-        out[0].result,
-        Err(DioFailure {
-            done: 2048,
-            status: Status::IoError
-        })
-    );
+    let out = drained(&mut e);
+    assert_eq!(out[0].result, failed(2048, Status::IoError));
 }
 
 // ---------------------------------------------------------------------------
@@ -306,12 +189,9 @@ fn faults_keep_the_status_of_an_earlier_real_failure() {
 /// must come back with it.
 #[test]
 fn a_very_long_timeout_still_sleeps_until_a_completion() {
-    let Some(file) = common::scratch_file(Path::new("/dev/shm"), "timeout", 1 << 20).ok() else {
-        common::skip(module_path!(), "cannot create a file in /dev/shm");
+    let Some((_file, mut e)) = common::engine_on_shm(module_path!(), "timeout", "none", &[]) else {
         return;
     };
-    let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
-    let mut e: Engine<FileDevice> = Engine::new(dev, &config("none", &[])).expect("engine");
     let mut out: Vec<Completion<AlignedBuf>> = Vec::new();
     for round in 0..50u64 {
         e.submit(DioRequest::read(0, vec![buf(4096)], round))

@@ -7,12 +7,20 @@ mod common;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use common::{Counted, buf, config, mem_device};
+use common::{Counted, buf, drained, engine, mem, short_of_tags};
 use elevator_core::Status;
 use elevator_io::{DioRequest, Engine, MemDevice};
 
-fn mem(kib: u64, queue_depth: u32) -> MemDevice {
-    mem_device(kib << 10, queue_depth)
+/// An engine under `sched` holding `n` 4 KiB writes, 8 KiB apart, on the
+/// caller's plug.
+fn plugged(sched: &str, n: u64) -> Engine<MemDevice> {
+    let mut e: Engine<MemDevice> = engine(mem(1024, 4), sched, &[]);
+    e.plug();
+    for id in 0..n {
+        e.submit(DioRequest::write(id * 8192, vec![buf(4096)], id))
+            .expect("accepted");
+    }
+    e
 }
 
 /// README: "The loop never busy-polls"; `drain` runs "until every accepted
@@ -21,13 +29,7 @@ fn mem(kib: u64, queue_depth: u32) -> MemDevice {
 /// plug whenever the task sleeps).
 #[test]
 fn drain_with_the_plug_held_completes_everything() {
-    let mut e: Engine<MemDevice> =
-        Engine::new(mem(1024, 4), &config("mq-deadline", &[])).expect("engine");
-    e.plug();
-    for id in 0..4u64 {
-        e.submit(DioRequest::write(id * 8192, vec![buf(4096)], id))
-            .expect("accepted");
-    }
+    let mut e = plugged("mq-deadline", 4);
     let mut out = Vec::new();
     e.drain(&mut out)
         .expect("drain must flush the plug rather than stall");
@@ -40,9 +42,7 @@ fn drain_with_the_plug_held_completes_everything() {
     e.submit(DioRequest::write(4096, vec![buf(4096)], 11))
         .expect("accepted");
     e.unplug();
-    out.clear();
-    e.drain(&mut out).expect("drain");
-    assert_eq!(out.len(), 2);
+    assert_eq!(drained(&mut e).len(), 2);
 }
 
 /// The same with requests waiting for tags behind the plug: as completions
@@ -51,18 +51,7 @@ fn drain_with_the_plug_held_completes_everything() {
 #[test]
 fn drain_with_the_plug_held_and_tag_waits_completes_everything() {
     for sched in elevator_core::SCHEDULER_NAMES {
-        let mut e: Engine<MemDevice> = Engine::new(
-            mem(1024, 2),
-            &config(
-                sched,
-                &[
-                    ("nr_requests", "4"),
-                    ("max_sectors_kb", "4"),
-                    ("nomerges", "2"),
-                ],
-            ),
-        )
-        .expect("engine");
+        let mut e = short_of_tags(sched);
         e.plug();
         for id in 0..8u64 {
             e.submit(DioRequest::write(id * 65536, vec![buf(16384)], id))
@@ -83,8 +72,7 @@ fn drain_with_the_plug_held_and_tag_waits_completes_everything() {
 #[test]
 fn dropping_a_plugged_engine_frees_every_buffer() {
     let freed = Rc::new(Cell::new(0));
-    let mut e: Engine<MemDevice, Counted> =
-        Engine::new(mem(1024, 4), &config("mq-deadline", &[])).expect("engine");
+    let mut e: Engine<MemDevice, Counted> = engine(mem(1024, 4), "mq-deadline", &[]);
     e.plug();
     for id in 0..6u64 {
         e.submit(DioRequest::write(
@@ -102,12 +90,7 @@ fn dropping_a_plugged_engine_frees_every_buffer() {
 /// its buffers, and none stalls on the plug.
 #[test]
 fn cancel_with_the_plug_held_completes_everything() {
-    let mut e: Engine<MemDevice> = Engine::new(mem(1024, 4), &config("bfq", &[])).expect("engine");
-    e.plug();
-    for id in 0..6u64 {
-        e.submit(DioRequest::write(id * 8192, vec![buf(4096)], id))
-            .expect("accepted");
-    }
+    let mut e = plugged("bfq", 6);
     e.cancel();
     let mut out = Vec::new();
     e.drain(&mut out).expect("drain after cancel");

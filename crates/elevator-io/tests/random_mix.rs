@@ -10,16 +10,11 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
-use common::{Counted, config, mem_device};
+use common::{Counted, config, mem};
 use elevator_core::IoContext;
 use elevator_io::{
     Completion, DataDevice, DioRequest, Engine, FaultDevice, FaultSpec, FileDevice, FileOptions,
-    MemDevice,
 };
-
-fn mem(kib: u64, queue_depth: u32) -> MemDevice {
-    mem_device(kib << 10, queue_depth)
-}
 
 /// Random mixes of every kind of request (reads and writes of 0..=4
 /// segments, flushes with flags, discards, write-zeroes, zero-length ones),

@@ -8,76 +8,26 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use common::{buf, config, mem_device};
-use elevator_core::{Device, DeviceIo, DeviceStats, IoContext, Limits, Nanos, Outcome};
-use elevator_io::{Alignment, DataDevice, DataSegment, DeviceError, DioRequest, Engine, MemDevice};
-
-fn mem(kib: u64, queue_depth: u32) -> MemDevice {
-    mem_device(kib << 10, queue_depth)
-}
+use common::{Hook, Hooked, buf, drained, engine, mem};
+use elevator_core::{DeviceIo, IoContext};
+use elevator_io::{Alignment, DataSegment, DioRequest, Engine, MemDevice};
 
 /// A memory device whose DMA alignment (4096) is larger than its logical
 /// block (512), which fails any I/O with a segment off that alignment, as
 /// the kernel does (EINVAL) for O_DIRECT.
 struct Picky {
-    inner: MemDevice,
     misaligned: Rc<Cell<usize>>,
 }
 
-impl Device for Picky {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        false
-    }
-    fn submit(&mut self, io: DeviceIo, now: Nanos) {
-        self.inner.submit(io, now)
-    }
-    fn next_completion(&self) -> Option<Nanos> {
-        None
-    }
-    fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
-        self.inner.complete(now, done)
-    }
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-}
-
-impl DataDevice for Picky {
-    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
-        if data.iter().any(|s| !(s.addr as usize).is_multiple_of(4096)) {
+impl Hook for Picky {
+    fn submitting(&mut self, _: &DeviceIo, data: &[DataSegment]) -> bool {
+        let aligned = data.iter().all(|s| (s.addr as usize).is_multiple_of(4096));
+        if !aligned {
             self.misaligned.set(self.misaligned.get() + 1);
-            // Refused without touching memory: a read through the data-less
-            // path completes with NotSupported.
-            let failed = DeviceIo {
-                op: elevator_core::Op::Read,
-                ..io
-            };
-            self.inner.submit(failed, now);
-            return;
         }
-        // SAFETY: passed on; our caller keeps the contract.
-        unsafe { self.inner.submit_data(io, data, now) }
+        aligned
     }
-    fn kick(&mut self) -> Result<(), DeviceError> {
-        Ok(())
-    }
-    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
-        self.inner.wait(timeout)
-    }
-    fn cancel_all(&mut self) {}
-    fn alignment(&self) -> Alignment {
+    fn alignment(&self, _inner: &MemDevice) -> Alignment {
         Alignment {
             offset: 512,
             memory: 4096,
@@ -94,21 +44,19 @@ impl DataDevice for Picky {
 #[test]
 fn pieces_cut_from_a_segment_keep_the_memory_alignment() {
     let misaligned = Rc::new(Cell::new(0));
-    let dev = Picky {
-        inner: mem(1024, 4),
-        misaligned: misaligned.clone(),
-    };
-    let mut e: Engine<Picky> = Engine::new(
-        dev,
-        &config("none", &[("max_sectors_kb", "6"), ("nomerges", "2")]),
-    )
-    .expect("engine");
+    let dev = Hooked::new(
+        mem(1024, 4),
+        Picky {
+            misaligned: misaligned.clone(),
+        },
+    );
+    let mut e: Engine<Hooked<Picky>> =
+        engine(dev, "none", &[("max_sectors_kb", "6"), ("nomerges", "2")]);
     let mut data = buf(65536);
     data.fill(0x5A);
     e.submit(DioRequest::write(0, vec![data], 1))
         .expect("accepted");
-    let mut out = Vec::new();
-    e.drain(&mut out).expect("drain");
+    let out = drained(&mut e);
     assert_eq!(misaligned.get(), 0, "pieces off the DMA alignment");
     assert_eq!(out[0].result, Ok(65536));
     assert!(
@@ -122,11 +70,7 @@ fn pieces_cut_from_a_segment_keep_the_memory_alignment() {
 /// completes once, with the right data.
 #[test]
 fn tunables_changed_mid_flight() {
-    let mut e: Engine<MemDevice> = Engine::new(
-        mem(1024, 2),
-        &config("mq-deadline", &[("nr_requests", "4")]),
-    )
-    .expect("engine");
+    let mut e: Engine<MemDevice> = engine(mem(1024, 2), "mq-deadline", &[("nr_requests", "4")]);
     let mut out = Vec::new();
     for id in 0..8u64 {
         let mut b = buf(65536);

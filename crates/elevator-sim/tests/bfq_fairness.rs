@@ -2,49 +2,25 @@
 //! share its throughput evenly, and BFQ's idling keeps each reader's stream
 //! sequential (far more throughput than interleaving them would give).
 
-use elevator_fio::RunConfig;
-use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
+mod common;
+
+use elevator_fio::job::{JobSpec, RwMode};
 use elevator_fio::result::{READ, RunResult};
-use elevator_sim::device::ModelSpec;
-use elevator_sim::engine::run;
+
+use common::{file, sim, timed};
 
 const GIB: u64 = 1 << 30;
 const SECOND: u64 = 1_000_000_000;
 
 fn reader(name: &str, bs: u64) -> JobSpec {
-    let mut j = JobSpec::new(name, 1);
-    j.rw = RwMode::Read;
+    let mut j = timed(name, RwMode::Read, GIB, 1, 10 * SECOND);
     j.bs = [bs, bs];
-    j.size = Some(Amount::Bytes(GIB));
-    j.iodepth = 1;
-    j.direct = true;
-    j.time_based = true;
-    j.runtime = Some(10 * SECOND);
     j
 }
 
 fn two_readers(bs: u64, sched: &str, tunables: &[(&str, &str)]) -> RunResult {
-    let jobs = JobFile {
-        path: "bfq-fairness.fio".into(),
-        global_options: vec![],
-        warnings: vec![],
-        jobs: vec![reader("a", bs), reader("b", bs)],
-    };
-    let cfg = RunConfig {
-        scheduler: sched.into(),
-        tunables: tunables
-            .iter()
-            .map(|&(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        ..RunConfig::default()
-    };
-    run(
-        &jobs,
-        &ModelSpec::parse("hdd-7200").unwrap(),
-        &cfg,
-        &mut |_| {},
-    )
-    .unwrap()
+    let jobs = file("bfq-fairness.fio", vec![reader("a", bs), reader("b", bs)]);
+    sim(&jobs, "hdd-7200", sched, tunables)
 }
 
 /// Each reader's share of the bytes read, and the total in MB/s.

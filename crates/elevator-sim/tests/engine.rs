@@ -2,36 +2,22 @@
 //! up, runs are deterministic, time-based jobs stop on time, stonewall
 //! phases run one after another, think time spaces I/O out.
 
+mod common;
+
 use elevator_fio::RunConfig;
-use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
+use elevator_fio::job::{JobFile, JobSpec, RwMode};
 use elevator_fio::result::{READ, RunResult, WRITE};
 use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run;
 
-fn file(jobs: Vec<JobSpec>) -> JobFile {
-    JobFile {
-        path: "test.fio".into(),
-        global_options: vec![],
-        warnings: vec![],
-        jobs,
-    }
-}
+use common::{job, timed};
 
-fn job(name: &str, rw: RwMode, size: u64, depth: u32) -> JobSpec {
-    let mut j = JobSpec::new(name, 1);
-    j.rw = rw;
-    j.size = Some(Amount::Bytes(size));
-    j.iodepth = depth;
-    j.direct = true;
-    j
+fn file(jobs: Vec<JobSpec>) -> JobFile {
+    common::file("test.fio", jobs)
 }
 
 fn sim(jobs: &JobFile, dev: &str, sched: &str) -> RunResult {
-    let cfg = RunConfig {
-        scheduler: sched.into(),
-        ..RunConfig::default()
-    };
-    run(jobs, &ModelSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
+    common::sim(jobs, dev, sched, &[])
 }
 
 #[test]
@@ -73,9 +59,7 @@ fn deterministic() {
 
 #[test]
 fn time_based_stops_on_time_and_stonewall_waits() {
-    let mut t = job("timed", RwMode::RandRead, 1 << 20, 4);
-    t.time_based = true;
-    t.runtime = Some(200_000_000);
+    let t = timed("timed", RwMode::RandRead, 1 << 20, 4, 200_000_000);
     let mut after = job("after", RwMode::Read, 1 << 20, 1);
     after.stonewall = true;
     let r = sim(&file(vec![t, after]), "ssd-sata", "mq-deadline");
@@ -114,9 +98,7 @@ fn numjobs_clones_are_separate_contexts() {
 
 #[test]
 fn time_standing_still_is_an_error_not_a_hang() {
-    let mut j = job("forever", RwMode::RandRead, 1 << 20, 4);
-    j.time_based = true;
-    j.runtime = Some(1_000_000_000);
+    let j = timed("forever", RwMode::RandRead, 1 << 20, 4, 1_000_000_000);
     let cfg = RunConfig::default();
     let dev = ModelSpec::parse("null").unwrap();
     let e = run(&file(vec![j]), &dev, &cfg, &mut |_| {})
@@ -130,8 +112,6 @@ fn time_standing_still_is_an_error_not_a_hang() {
         2 << 20
     );
     let dev = ModelSpec::parse("null,latency=1").unwrap();
-    let mut j = job("timed", RwMode::RandRead, 1 << 20, 4);
-    j.time_based = true;
-    j.runtime = Some(10_000_000);
+    let j = timed("timed", RwMode::RandRead, 1 << 20, 4, 10_000_000);
     assert!(run(&file(vec![j]), &dev, &cfg, &mut |_| {}).is_ok());
 }

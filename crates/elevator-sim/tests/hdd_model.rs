@@ -287,28 +287,17 @@ fn seek_curve_meets_its_three_figures() {
 
 #[test]
 fn random_reads_at_depth_1_give_the_datasheet_iops() {
-    let mut d = hdd("hdd-7200", &[]);
-    let iops = random_read_iops(&mut d, 1, 3000, 1);
-    println!("hdd-7200 4 KiB random reads QD1: {iops:.1} IOPS");
-    assert!(
-        (70.0..=110.0).contains(&iops),
-        "hdd-7200 QD1: {iops:.1} IOPS"
-    );
-    // The SAS presets near typical datasheet figures, ~140 and ~185.
-    let mut d = hdd("hdd-sas-10k", &[]);
-    let iops = random_read_iops(&mut d, 1, 3000, 2);
-    println!("hdd-sas-10k 4 KiB random reads QD1: {iops:.1} IOPS");
-    assert!(
-        (115.0..=165.0).contains(&iops),
-        "hdd-sas-10k QD1: {iops:.1} IOPS"
-    );
-    let mut d = hdd("hdd-sas-15k", &[]);
-    let iops = random_read_iops(&mut d, 1, 3000, 3);
-    println!("hdd-sas-15k 4 KiB random reads QD1: {iops:.1} IOPS");
-    assert!(
-        (155.0..=215.0).contains(&iops),
-        "hdd-sas-15k QD1: {iops:.1} IOPS"
-    );
+    for (model, expected, seed) in [
+        ("hdd-7200", 70.0..=110.0, 1),
+        // The SAS presets near typical datasheet figures, ~140 and ~185.
+        ("hdd-sas-10k", 115.0..=165.0, 2),
+        ("hdd-sas-15k", 155.0..=215.0, 3),
+    ] {
+        let mut d = hdd(model, &[]);
+        let iops = random_read_iops(&mut d, 1, 3000, seed);
+        println!("{model} 4 KiB random reads QD1: {iops:.1} IOPS");
+        assert!(expected.contains(&iops), "{model} QD1: {iops:.1} IOPS");
+    }
 }
 
 #[test]

@@ -2,40 +2,22 @@
 //! flash and on a disk, every byte accounted for, the same every run; its
 //! tunables are taken by name and text.
 
+mod common;
+
 use elevator_fio::RunConfig;
-use elevator_fio::job::{Amount, JobFile, JobSpec, RwMode};
+use elevator_fio::job::{JobFile, JobSpec, RwMode};
 use elevator_fio::result::{READ, RunResult, WRITE};
 use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run;
 
-fn file(jobs: Vec<JobSpec>) -> JobFile {
-    JobFile {
-        path: "kyber.fio".into(),
-        global_options: vec![],
-        warnings: vec![],
-        jobs,
-    }
-}
+use common::job;
 
-fn job(name: &str, rw: RwMode, size: u64, depth: u32) -> JobSpec {
-    let mut j = JobSpec::new(name, 1);
-    j.rw = rw;
-    j.size = Some(Amount::Bytes(size));
-    j.iodepth = depth;
-    j.direct = true;
-    j
+fn file(jobs: Vec<JobSpec>) -> JobFile {
+    common::file("kyber.fio", jobs)
 }
 
 fn sim(jobs: &JobFile, dev: &str, tunables: &[(&str, &str)]) -> RunResult {
-    let cfg = RunConfig {
-        scheduler: "kyber".into(),
-        tunables: tunables
-            .iter()
-            .map(|&(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        ..RunConfig::default()
-    };
-    run(jobs, &ModelSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
+    common::sim(jobs, dev, "kyber", tunables)
 }
 
 fn mixed() -> JobFile {

@@ -3,42 +3,28 @@
 //! the next, as Linux's tag waiters are woken in turn. Without that, the first
 //! job to be woken took every freed tag and the others starved.
 
-use elevator_fio::RunConfig;
-use elevator_fio::job::{JobFile, JobSpec, RwMode};
+mod common;
+
+use elevator_fio::job::{JobFile, RwMode};
 use elevator_fio::result::{READ, RunResult};
-use elevator_sim::device::ModelSpec;
-use elevator_sim::engine::run;
+
+use common::{file, timed};
 
 /// `n` equal time-based random readers, 4 KiB at iodepth 64, for 5 ms.
 fn readers(n: usize) -> JobFile {
     let jobs = (0..n)
         .map(|i| {
-            let mut j = JobSpec::new(&format!("r{i}"), 1);
-            j.rw = RwMode::RandRead;
+            let mut j = timed(&format!("r{i}"), RwMode::RandRead, 64 << 20, 64, 5_000_000);
             j.bs = [4096, 4096];
-            j.iodepth = 64;
-            j.size = Some(elevator_fio::job::Amount::Bytes(64 << 20));
-            j.time_based = true;
-            j.runtime = Some(5_000_000);
-            j.direct = true;
             j
         })
         .collect();
-    JobFile {
-        path: "tags.fio".into(),
-        global_options: vec![],
-        warnings: vec![],
-        jobs,
-    }
+    file("tags.fio", jobs)
 }
 
 fn sim(jobs: &JobFile, dev: &str, sched: &str, nr_requests: u32) -> RunResult {
-    let cfg = RunConfig {
-        scheduler: sched.into(),
-        tunables: vec![("nr_requests".into(), nr_requests.to_string())],
-        ..RunConfig::default()
-    };
-    run(jobs, &ModelSpec::parse(dev).unwrap(), &cfg, &mut |_| {}).unwrap()
+    let nr_requests = nr_requests.to_string();
+    common::sim(jobs, dev, sched, &[("nr_requests", &nr_requests)])
 }
 
 /// Each job's share of the I/Os, in percent.

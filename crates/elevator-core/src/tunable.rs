@@ -352,6 +352,48 @@ pub fn parse_value(spec: &TunableSpec, text: &str) -> Result<u64, TunableError> 
     Ok(total / unit)
 }
 
+/// One settable tunable of a table, in one row:
+/// `tunable!(KIND, "name", default, min, max, Unit::U, "meaning", o => o.field)`,
+/// where `o.field` is where the owner keeps the value and KIND says how:
+/// - `ms`: nanoseconds, set and shown in milliseconds;
+/// - `count`: a `u32`;
+/// - `flag`: a `bool`, shown as 0 or 1;
+/// - `value`: a `u64`, as shown.
+///
+/// Rows that convert otherwise, or act when set, use [`Tunable::new`].
+macro_rules! tunable {
+    (ms, $name:literal, $default:expr, $min:expr, $max:expr, $unit:expr, $help:literal, $o:ident => $place:expr) => {
+        $crate::tunable::Tunable::new(
+            $crate::tunable::TunableSpec::new($name, $default, $min, $max, $unit, $help),
+            |$o| $crate::tunable::ns_to_ms($place),
+            |$o, v| $place = $crate::tunable::ms_to_ns(v),
+        )
+    };
+    (count, $name:literal, $default:expr, $min:expr, $max:expr, $unit:expr, $help:literal, $o:ident => $place:expr) => {
+        $crate::tunable::Tunable::new(
+            $crate::tunable::TunableSpec::new($name, $default, $min, $max, $unit, $help),
+            |$o| u64::from($place),
+            // The range keeps the value within u32.
+            |$o, v| $place = v as u32,
+        )
+    };
+    (flag, $name:literal, $default:expr, $min:expr, $max:expr, $unit:expr, $help:literal, $o:ident => $place:expr) => {
+        $crate::tunable::Tunable::new(
+            $crate::tunable::TunableSpec::new($name, $default, $min, $max, $unit, $help),
+            |$o| u64::from($place),
+            |$o, v| $place = v != 0,
+        )
+    };
+    (value, $name:literal, $default:expr, $min:expr, $max:expr, $unit:expr, $help:literal, $o:ident => $place:expr) => {
+        $crate::tunable::Tunable::new(
+            $crate::tunable::TunableSpec::new($name, $default, $min, $max, $unit, $help),
+            |$o| $place,
+            |$o, v| $place = v,
+        )
+    };
+}
+pub(crate) use tunable;
+
 /// Nanoseconds to whole milliseconds.
 #[inline]
 pub(crate) fn ns_to_ms(ns: u64) -> u64 {

@@ -59,7 +59,7 @@ use crate::bio::{Bio, Dir, Nanos, Sector};
 use crate::error::TunableError;
 use crate::index::{BTreeForest, BTreeRoot, ListHead, ListLinks, NIL, RbForest, RbRoot};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{self, Tunable, TunableSpec, Unit, ms_to_ns, ns_to_ms, specs};
+use crate::tunable::{self, Tunable, TunableSpec, Unit, specs, tunable};
 
 /// A sorted index of handles by a `u64` key, with many sorted sequences
 /// (`Root`s) sharing one link store. Equal keys keep insertion order; `find`
@@ -261,79 +261,19 @@ impl<I: SortIndex> Deadline<I> {
     /// The tunables, declared once: listing, defaults, get and set come from
     /// here. Times are kept in nanoseconds.
     const TABLE: [Tunable<Self>; 6] = [
-        Tunable::new(
-            TunableSpec::new(
-                "read_expire",
-                500,
-                0,
-                3_600_000,
-                Unit::Millis,
-                "deadline of a read",
-            ),
-            |d| ns_to_ms(d.expire_ns[0]),
-            |d, v| d.expire_ns[0] = ms_to_ns(v),
-        ),
-        Tunable::new(
-            TunableSpec::new(
-                "write_expire",
-                5000,
-                0,
-                3_600_000,
-                Unit::Millis,
-                "deadline of a write",
-            ),
-            |d| ns_to_ms(d.expire_ns[1]),
-            |d, v| d.expire_ns[1] = ms_to_ns(v),
-        ),
+        tunable!(ms, "read_expire", 500, 0, 3_600_000, Unit::Millis,
+            "deadline of a read", d => d.expire_ns[0]),
+        tunable!(ms, "write_expire", 5000, 0, 3_600_000, Unit::Millis,
+            "deadline of a write", d => d.expire_ns[1]),
         // The ranges of the counts keep them within u32.
-        Tunable::new(
-            TunableSpec::new(
-                "writes_starved",
-                2,
-                0,
-                1_000_000,
-                Unit::Count,
-                "times reads may be preferred over waiting writes",
-            ),
-            |d| u64::from(d.writes_starved),
-            |d, v| d.writes_starved = v as u32,
-        ),
-        Tunable::new(
-            TunableSpec::new(
-                "fifo_batch",
-                16,
-                0,
-                1_000_000,
-                Unit::Count,
-                "requests dispatched in one sweep batch",
-            ),
-            |d| u64::from(d.fifo_batch),
-            |d, v| d.fifo_batch = v as u32,
-        ),
-        Tunable::new(
-            TunableSpec::new(
-                "front_merges",
-                1,
-                0,
-                1,
-                Unit::Bool,
-                "look up front merges in the sort tree",
-            ),
-            |d| u64::from(d.front_merges),
-            |d, v| d.front_merges = v != 0,
-        ),
-        Tunable::new(
-            TunableSpec::new(
-                "prio_aging_expire",
-                10_000,
-                0,
-                3_600_000,
-                Unit::Millis,
-                "age after which lower-priority requests are served first",
-            ),
-            |d| ns_to_ms(d.prio_aging_expire_ns),
-            |d, v| d.prio_aging_expire_ns = ms_to_ns(v),
-        ),
+        tunable!(count, "writes_starved", 2, 0, 1_000_000, Unit::Count,
+            "times reads may be preferred over waiting writes", d => d.writes_starved),
+        tunable!(count, "fifo_batch", 16, 0, 1_000_000, Unit::Count,
+            "requests dispatched in one sweep batch", d => d.fifo_batch),
+        tunable!(flag, "front_merges", 1, 0, 1, Unit::Bool,
+            "look up front merges in the sort tree", d => d.front_merges),
+        tunable!(ms, "prio_aging_expire", 10_000, 0, 3_600_000, Unit::Millis,
+            "age after which lower-priority requests are served first", d => d.prio_aging_expire_ns),
     ];
 
     /// The deadline scheduler over `I`, reporting itself as `name`.

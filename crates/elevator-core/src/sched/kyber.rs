@@ -97,7 +97,7 @@ use crate::bio::{Nanos, Op};
 use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{self, Tunable, TunableSpec, Unit, specs};
+use crate::tunable::{self, Tunable, TunableSpec, Unit, specs, tunable};
 
 /// How many recent requests a bio is tried against (as `none`: Linux 8).
 pub const SCAN_DEPTH: u8 = 8;
@@ -193,30 +193,10 @@ enum Latency {
 /// kyber's tunables, declared once: listing, defaults, get and set come
 /// from here.
 const TABLE: [Tunable<Kyber>; 2] = [
-    Tunable::new(
-        TunableSpec::new(
-            "read_lat_nsec",
-            2_000_000,
-            1,
-            u64::MAX,
-            Unit::Nanos,
-            "latency target of reads",
-        ),
-        |k| k.targets[Domain::Read.index()],
-        |k, v| k.targets[Domain::Read.index()] = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "write_lat_nsec",
-            10_000_000,
-            1,
-            u64::MAX,
-            Unit::Nanos,
-            "latency target of writes",
-        ),
-        |k| k.targets[Domain::Write.index()],
-        |k, v| k.targets[Domain::Write.index()] = v,
-    ),
+    tunable!(value, "read_lat_nsec", 2_000_000, 1, u64::MAX, Unit::Nanos,
+        "latency target of reads", k => k.targets[Domain::Read.index()]),
+    tunable!(value, "write_lat_nsec", 10_000_000, 1, u64::MAX, Unit::Nanos,
+        "latency target of writes", k => k.targets[Domain::Write.index()]),
 ];
 
 /// kyber's tunables, with Linux defaults.

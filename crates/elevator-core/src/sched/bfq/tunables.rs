@@ -3,8 +3,8 @@
 //! scheduler starts with, and get/set all come from [`TABLE`]; the header of
 //! `mod.rs` says what each tunable does.
 
-use super::{Bfq, MS};
-use crate::tunable::{Tunable, TunableSpec, Unit, ms_to_ns, specs};
+use super::Bfq;
+use crate::tunable::{Tunable, TunableSpec, Unit, specs, tunable};
 
 /// BFQ's tunables, declared once: listing, defaults, get and set come from
 /// here. Times are kept in nanoseconds.
@@ -21,102 +21,22 @@ pub(super) const TABLE: [Tunable<Bfq>; 9] = [
         |b| u64::from(b.low_latency),
         |b, v| b.set_low_latency(v != 0),
     ),
-    Tunable::new(
-        TunableSpec::new(
-            "slice_idle",
-            8,
-            0,
-            60_000,
-            Unit::Millis,
-            "how long to wait for the next request of the queue in service",
-        ),
-        |b| b.slice_idle / MS,
-        |b, v| b.slice_idle = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "timeout_sync",
-            125,
-            1,
-            60_000,
-            Unit::Millis,
-            "longest service slot of a queue",
-        ),
-        |b| b.timeout_sync / MS,
-        |b, v| b.timeout_sync = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "max_budget",
-            0,
-            0,
-            1 << 31,
-            Unit::Sectors,
-            "largest budget of a queue; 0 = peak rate × timeout_sync",
-        ),
-        |b| b.user_max_budget,
-        |b, v| b.user_max_budget = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "fifo_expire_sync",
-            125,
-            0,
-            3_600_000,
-            Unit::Millis,
-            "deadline of a sync request",
-        ),
-        |b| b.fifo_expire[1] / MS,
-        |b, v| b.fifo_expire[1] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "fifo_expire_async",
-            250,
-            0,
-            3_600_000,
-            Unit::Millis,
-            "deadline of an async request",
-        ),
-        |b| b.fifo_expire[0] / MS,
-        |b, v| b.fifo_expire[0] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "back_seek_max",
-            16384,
-            0,
-            u32::MAX as u64,
-            Unit::KiB,
-            "farthest backward seek preferred to a forward one",
-        ),
-        |b| b.back_seek_max,
-        |b, v| b.back_seek_max = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "back_seek_penalty",
-            2,
-            1,
-            1_000_000,
-            Unit::Count,
-            "cost of a backward seek relative to a forward one",
-        ),
-        |b| b.back_seek_penalty,
-        |b, v| b.back_seek_penalty = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "strict_guarantees",
-            0,
-            0,
-            1,
-            Unit::Bool,
-            "always idle for sync queues and keep one request in the device",
-        ),
-        |b| u64::from(b.strict_guarantees),
-        |b, v| b.strict_guarantees = v != 0,
-    ),
+    tunable!(ms, "slice_idle", 8, 0, 60_000, Unit::Millis,
+        "how long to wait for the next request of the queue in service", b => b.slice_idle),
+    tunable!(ms, "timeout_sync", 125, 1, 60_000, Unit::Millis,
+        "longest service slot of a queue", b => b.timeout_sync),
+    tunable!(value, "max_budget", 0, 0, 1 << 31, Unit::Sectors,
+        "largest budget of a queue; 0 = peak rate × timeout_sync", b => b.user_max_budget),
+    tunable!(ms, "fifo_expire_sync", 125, 0, 3_600_000, Unit::Millis,
+        "deadline of a sync request", b => b.fifo_expire[1]),
+    tunable!(ms, "fifo_expire_async", 250, 0, 3_600_000, Unit::Millis,
+        "deadline of an async request", b => b.fifo_expire[0]),
+    tunable!(value, "back_seek_max", 16384, 0, u32::MAX as u64, Unit::KiB,
+        "farthest backward seek preferred to a forward one", b => b.back_seek_max),
+    tunable!(value, "back_seek_penalty", 2, 1, 1_000_000, Unit::Count,
+        "cost of a backward seek relative to a forward one", b => b.back_seek_penalty),
+    tunable!(flag, "strict_guarantees", 0, 0, 1, Unit::Bool,
+        "always idle for sync queues and keep one request in the device", b => b.strict_guarantees),
 ];
 
 /// BFQ's tunables, with Linux defaults.

@@ -94,48 +94,18 @@ use crate::bio::{Bio, BioFlags, IoContext, Nanos, PrioClass};
 use crate::error::TunableError;
 use crate::index::{IdMap, ListLinks, NIL, RbForest, RbRoot};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{self, Tunable, TunableSpec, Unit, ms_to_ns, ns_to_ms, specs};
+use crate::tunable::{self, Tunable, TunableSpec, Unit, specs, tunable};
 
 /// CFQ's tunables, declared once: listing, defaults, get and set come from
 /// here. Times are kept in nanoseconds, `back_seek_max` in sectors; the
 /// ranges of the counts keep them within u32.
 const TABLE: [Tunable<Tunables>; 13] = [
-    Tunable::new(
-        TunableSpec::new(
-            "quantum",
-            8,
-            1,
-            65536,
-            Unit::Count,
-            "requests a queue dispatches at once, at most",
-        ),
-        |t| u64::from(t.quantum),
-        |t, v| t.quantum = v as u32,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "fifo_expire_sync",
-            125,
-            1,
-            3_600_000,
-            Unit::Millis,
-            "deadline of a sync request",
-        ),
-        |t| ns_to_ms(t.fifo_expire[1]),
-        |t, v| t.fifo_expire[1] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "fifo_expire_async",
-            250,
-            1,
-            3_600_000,
-            Unit::Millis,
-            "deadline of an async request",
-        ),
-        |t| ns_to_ms(t.fifo_expire[0]),
-        |t, v| t.fifo_expire[0] = ms_to_ns(v),
-    ),
+    tunable!(count, "quantum", 8, 1, 65536, Unit::Count,
+        "requests a queue dispatches at once, at most", t => t.quantum),
+    tunable!(ms, "fifo_expire_sync", 125, 1, 3_600_000, Unit::Millis,
+        "deadline of a sync request", t => t.fifo_expire[1]),
+    tunable!(ms, "fifo_expire_async", 250, 1, 3_600_000, Unit::Millis,
+        "deadline of an async request", t => t.fifo_expire[0]),
     Tunable::new(
         TunableSpec::new(
             "back_seek_max",
@@ -148,114 +118,24 @@ const TABLE: [Tunable<Tunables>; 13] = [
         |t| t.back_max / 2,
         |t, v| t.back_max = v * 2,
     ),
-    Tunable::new(
-        TunableSpec::new(
-            "back_seek_penalty",
-            2,
-            1,
-            1000,
-            Unit::Count,
-            "cost of a backward seek against a forward one",
-        ),
-        |t| t.back_penalty,
-        |t, v| t.back_penalty = v,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "slice_sync",
-            100,
-            1,
-            3_600_000,
-            Unit::Millis,
-            "time slice of a sync queue (priority 4)",
-        ),
-        |t| ns_to_ms(t.slice[1]),
-        |t, v| t.slice[1] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "slice_async",
-            40,
-            1,
-            3_600_000,
-            Unit::Millis,
-            "time slice of an async queue (priority 4)",
-        ),
-        |t| ns_to_ms(t.slice[0]),
-        |t, v| t.slice[0] = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "slice_async_rq",
-            2,
-            1,
-            65536,
-            Unit::Count,
-            "async requests per slice, scaled by priority",
-        ),
-        |t| u64::from(t.slice_async_rq),
-        |t, v| t.slice_async_rq = v as u32,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "slice_idle",
-            8,
-            0,
-            3_600_000,
-            Unit::Millis,
-            "wait for a sync queue's next request (0 on non-rotational)",
-        ),
-        |t| ns_to_ms(t.slice_idle),
-        |t, v| t.slice_idle = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "group_idle",
-            8,
-            0,
-            3_600_000,
-            Unit::Millis,
-            "wait for the group's next request",
-        ),
-        |t| ns_to_ms(t.group_idle),
-        |t, v| t.group_idle = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "low_latency",
-            1,
-            0,
-            1,
-            Unit::Bool,
-            "fit every busy queue's slice in target_latency",
-        ),
-        |t| u64::from(t.low_latency),
-        |t, v| t.low_latency = v != 0,
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "target_latency",
-            300,
-            1,
-            3_600_000,
-            Unit::Millis,
-            "time in which every busy queue should be served",
-        ),
-        |t| ns_to_ms(t.target_latency),
-        |t, v| t.target_latency = ms_to_ns(v),
-    ),
-    Tunable::new(
-        TunableSpec::new(
-            "deep_seeky_idle",
-            1,
-            0,
-            1,
-            Unit::Bool,
-            "1: seeky queues once seen deep may idle (Linux, 2011); 0: only while idling is measured to pay (the fix)",
-        ),
-        |t| u64::from(t.deep_seeky_idle),
-        |t, v| t.deep_seeky_idle = v != 0,
-    ),
+    tunable!(value, "back_seek_penalty", 2, 1, 1000, Unit::Count,
+        "cost of a backward seek against a forward one", t => t.back_penalty),
+    tunable!(ms, "slice_sync", 100, 1, 3_600_000, Unit::Millis,
+        "time slice of a sync queue (priority 4)", t => t.slice[1]),
+    tunable!(ms, "slice_async", 40, 1, 3_600_000, Unit::Millis,
+        "time slice of an async queue (priority 4)", t => t.slice[0]),
+    tunable!(count, "slice_async_rq", 2, 1, 65536, Unit::Count,
+        "async requests per slice, scaled by priority", t => t.slice_async_rq),
+    tunable!(ms, "slice_idle", 8, 0, 3_600_000, Unit::Millis,
+        "wait for a sync queue's next request (0 on non-rotational)", t => t.slice_idle),
+    tunable!(ms, "group_idle", 8, 0, 3_600_000, Unit::Millis,
+        "wait for the group's next request", t => t.group_idle),
+    tunable!(flag, "low_latency", 1, 0, 1, Unit::Bool,
+        "fit every busy queue's slice in target_latency", t => t.low_latency),
+    tunable!(ms, "target_latency", 300, 1, 3_600_000, Unit::Millis,
+        "time in which every busy queue should be served", t => t.target_latency),
+    tunable!(flag, "deep_seeky_idle", 1, 0, 1, Unit::Bool,
+        "1: seeky queues once seen deep may idle (Linux, 2011); 0: only while idling is measured to pay (the fix)", t => t.deep_seeky_idle),
 ];
 
 /// CFQ's tunables, with Linux defaults.

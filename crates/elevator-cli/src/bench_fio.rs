@@ -261,11 +261,11 @@ fn print_table(
         args.rounds,
         if args.rounds == 1 { "" } else { "s" }
     )?;
-    writeln!(
-        out,
+    let heads = format!(
         "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "", "", "", "CPU/IO ns", "", "", "CPU/fio", ""
-    )?;
+    );
+    writeln!(out, "{}", heads.trim_end())?;
     writeln!(
         out,
         "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",

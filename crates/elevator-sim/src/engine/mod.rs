@@ -29,7 +29,7 @@ use thiserror::Error;
 
 use elevator_fio::job::{JobError, JobFile};
 use elevator_fio::result::RunResult;
-use elevator_fio::workload::{self, State, Worker};
+use elevator_fio::workload::{self, Pending, State, Worker};
 use elevator_fio::{Progress, RunConfig};
 
 use crate::device::{ModelSpec, ParamError};
@@ -107,6 +107,18 @@ pub fn memory_estimate(jobs: &JobFile) -> u64 {
         + std::mem::size_of::<u32>()
         + std::mem::size_of::<Reverse<(Nanos, u64, Event)>>()) as u64;
     workload::memory_estimate(jobs, |_| per_io)
+}
+
+impl IoRecord {
+    /// The record of `io`, issued by worker `w`, taken by the queue at `now`.
+    fn submitted(w: u32, io: &Pending, now: Nanos) -> IoRecord {
+        IoRecord {
+            worker: w,
+            op: io.op,
+            issued: io.issued,
+            submitted: now,
+        }
+    }
 }
 
 const NO_IO: IoRecord = IoRecord {
@@ -428,12 +440,7 @@ impl Engine {
             let bio = worker.bio(&io, u64::from(token));
             match self.queue.submit(&bio, now) {
                 Ok(_) => {
-                    self.ios[token as usize] = IoRecord {
-                        worker: w,
-                        op: io.op,
-                        issued: io.issued,
-                        submitted: now,
-                    };
+                    self.ios[token as usize] = IoRecord::submitted(w, &io, now);
                     worker.issued(&io);
                 }
                 Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {
@@ -488,12 +495,7 @@ impl Engine {
             self.queue.unplug(now);
             match submitted {
                 Ok(_) => {
-                    self.ios[token as usize] = IoRecord {
-                        worker: w,
-                        op: io.op,
-                        issued: io.issued,
-                        submitted: now,
-                    };
+                    self.ios[token as usize] = IoRecord::submitted(w, &io, now);
                     worker.issued(&io);
                     self.blocked.pop_front();
                     if worker.can_issue(now) {

@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+// The tool-to-package table the NBD tests keep.
+#[path = "../../elevator-nbd/tests/common/tools.rs"]
+mod tools;
+
 use elevator_nbd::proto::{self, Request, cmd, info, opt, rep};
 
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -269,20 +273,6 @@ fn random_bytes(len: usize, mut state: u64) -> Vec<u8> {
     v
 }
 
-/// The Debian package that installs `program`, for the tools these tests
-/// run.
-fn package_of(program: &str) -> Option<&'static str> {
-    Some(match program {
-        "nbdinfo" | "nbdcopy" | "nbdfuse" | "nbdsh" => "libnbd-bin",
-        "nbdkit" => "nbdkit",
-        "qemu-img" | "qemu-nbd" | "qemu-io" => "qemu-utils",
-        "fio" => "fio",
-        "fusermount3" => "fuse3",
-        "mkfs.ext4" | "fsck.ext4" | "e2fsck" => "e2fsprogs",
-        _ => return None,
-    })
-}
-
 /// Run `cmd` to completion and return what it printed. A program that is
 /// not installed fails the test with a message naming it, its Debian
 /// package and `scripts/test` (never a skip).
@@ -290,15 +280,7 @@ fn output(cmd: &mut Command) -> std::process::Output {
     match cmd.output() {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let program = cmd.get_program().to_string_lossy().into_owned();
-            let install = match package_of(&program) {
-                Some(p) => format!("install the Debian package {p} (apt-get install {p})"),
-                None => "install it".to_string(),
-            };
-            panic!(
-                "{program} is not installed, and this test needs it: {install}, or run the \
-                 tests with scripts/test, which installs every tool they use"
-            )
+            panic!("{}", tools::missing(&cmd.get_program().to_string_lossy()))
         }
         Err(e) => panic!("cannot run {cmd:?}: {e}"),
     }

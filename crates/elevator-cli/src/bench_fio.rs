@@ -146,7 +146,13 @@ fn run_fio(fio: &str, job_path: &Path) -> Result<Figures> {
 
 fn run_elevator(jobs: &JobFile, spec: &DeviceSpec, cfg: &RunConfig) -> Result<Figures> {
     let mut bar = Bar::new(false, String::new());
-    let (run, _) = execute(jobs, spec, cfg, &mut bar)?;
+    let (run, _) = execute(
+        jobs,
+        spec,
+        cfg,
+        &crate::run::ThreadArgs::default(),
+        &mut bar,
+    )?;
     let cpu = run.cpu.unwrap_or_default();
     let secs = run.elapsed.max(1) as f64 / 1e9;
     let bytes: u64 = run

@@ -34,6 +34,30 @@ pub enum OutputFormat {
     Json,
 }
 
+/// How real-device runs use threads and locks (`run`, `compare`,
+/// `bench-vs-fio`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ThreadArgs {
+    /// Locking design on real devices: global (one lock over every queue,
+    /// Linux 2.4), queue (a lock per device queue, 2.5-3.x) or mq (blk-mq:
+    /// per-thread contexts, shared tags, a scheduler behind its own lock).
+    #[arg(long, default_value = "mq")]
+    pub lock: elevator_io::mq::LockMode,
+    /// Measure every lock the layer takes (lockmeter's and lock_stat's
+    /// figures, in the report).
+    #[arg(long)]
+    pub lock_stats: bool,
+}
+
+impl Default for ThreadArgs {
+    fn default() -> ThreadArgs {
+        ThreadArgs {
+            lock: elevator_io::mq::LockMode::Mq,
+            lock_stats: false,
+        }
+    }
+}
+
 /// Options of `elevator run`.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -56,6 +80,8 @@ pub struct RunArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     output_format: OutputFormat,
+    #[command(flatten)]
+    threads: ThreadArgs,
 }
 
 /// Options of `elevator compare`.
@@ -83,6 +109,8 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     output_format: OutputFormat,
+    #[command(flatten)]
+    threads: ThreadArgs,
 }
 
 fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
@@ -245,6 +273,7 @@ pub fn execute(
     jobs: &JobFile,
     target: &DeviceSpec,
     cfg: &RunConfig,
+    threads: &ThreadArgs,
     bar: &mut Bar,
 ) -> Result<(RunResult, u64)> {
     match target.model() {
@@ -258,6 +287,7 @@ pub fn execute(
         None => {
             bar.real = true;
             let dev = target.open()?;
+            let _ = threads;
             let result = elevator_io::jobs::run(jobs, dev, cfg, &mut |p| bar.update(p));
             bar.finish();
             let result = result?;
@@ -306,7 +336,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     check_memory(&jobs, &dev)?;
     let json = args.output_format == OutputFormat::Json;
     let mut bar = Bar::new(!json, format!("{} on {}", args.scheduler, args.device));
-    let (result, cpu) = execute(&jobs, &dev, &cfg, &mut bar)?;
+    let (result, cpu) = execute(&jobs, &dev, &cfg, &args.threads, &mut bar)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(
@@ -350,7 +380,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
             seed: args.seed,
         };
         let mut bar = Bar::new(!json, format!("{sched} on {}", args.device));
-        let (result, cpu) = execute(&jobs, &dev, &cfg, &mut bar)
+        let (result, cpu) = execute(&jobs, &dev, &cfg, &args.threads, &mut bar)
             .with_context(|| format!("running {name} under {sched}"))?;
         if !json {
             eprintln!("{}", speed_line(&result, cpu));

@@ -52,6 +52,18 @@ pub struct DeviceStats {
     pub transfer_ns: Nanos,
 }
 
+impl DeviceStats {
+    /// Add another handle's figures (several hardware contexts on one
+    /// device, or several devices, reported as one). Busy time adds up, so
+    /// it can exceed the wall time when handles overlap.
+    pub fn merge(&mut self, other: &DeviceStats) {
+        self.ios += other.ios;
+        self.busy_ns += other.busy_ns;
+        self.positioning_ns += other.positioning_ns;
+        self.transfer_ns += other.transfer_ns;
+    }
+}
+
 /// A block device under the queue.
 pub trait Device {
     /// What it is, in a few words (model, size).

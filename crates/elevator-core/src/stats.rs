@@ -244,6 +244,26 @@ impl QueueStats {
     pub fn bio_merges(&self) -> u64 {
         self.back_merges + self.front_merges
     }
+
+    /// Add another queue's figures (the queues of a run's devices or
+    /// hardware contexts, reported as one).
+    pub fn merge(&mut self, other: &QueueStats) {
+        self.bios += other.bios;
+        self.bios_split += other.bios_split;
+        self.requests += other.requests;
+        self.back_merges += other.back_merges;
+        self.front_merges += other.front_merges;
+        self.plug_merges += other.plug_merges;
+        self.request_merges += other.request_merges;
+        self.merge_limit_hits += other.merge_limit_hits;
+        self.dispatches += other.dispatches;
+        self.requeues += other.requeues;
+        self.completions += other.completions;
+        self.bios_completed += other.bios_completed;
+        self.bio_errors += other.bio_errors;
+        self.refused_full += other.refused_full;
+        self.queue_time.merge(&other.queue_time);
+    }
 }
 
 /// Nanoseconds between two times (0 if time went backwards).

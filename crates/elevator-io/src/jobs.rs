@@ -13,6 +13,8 @@
 //! (io_uring's worker threads included) and by the engine's thread alone
 //! (fio's measure).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use elevator_core::{Nanos, Op, Scheduler};
 use elevator_fio::job::{JobError, JobFile};
 use elevator_fio::result::{CpuUse, RunResult};
@@ -26,6 +28,7 @@ use crate::clock::Clock;
 use crate::cpu::CpuTime;
 use crate::device::DataDevice;
 use crate::dio::{Completion, DioError, DioRequest};
+use crate::engine::access::{QueueAccess, QueueState};
 use crate::engine::{Engine, EngineConfig, EngineError};
 
 /// Why a run could not happen or went wrong.
@@ -48,12 +51,52 @@ pub enum JobRunError {
         /// Why.
         error: DioError,
     },
+    /// A threaded run was given no device.
+    #[error("no device to run on")]
+    NoDevice,
+    /// More job clones than threads a run may start.
+    #[error(
+        "the jobs ask for {threads} threads (one per job clone: numjobs over every job section); \
+         at most {max} are allowed"
+    )]
+    TooManyThreads {
+        /// Threads asked for.
+        threads: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The device's shared tag set could not be made.
+    #[error("tag set: {0}")]
+    Tags(String),
+    /// A worker thread could not be started.
+    #[error("cannot start a worker thread: {0}")]
+    Spawn(String),
+    /// A worker thread panicked.
+    #[error("job '{job}' (clone {clone}): its thread panicked: {message}")]
+    Panicked {
+        /// The job.
+        job: String,
+        /// Which clone.
+        clone: u32,
+        /// What the panic said.
+        message: String,
+    },
+    /// A thread failed and the run stopped: its error, and what every
+    /// thread did until then.
+    #[error("{error} (the run stopped; every other thread cancelled and drained)")]
+    Stopped {
+        /// The first thread's error.
+        error: Box<JobRunError>,
+        /// Every thread's results up to the stop.
+        partial: Box<RunResult>,
+    },
 }
 
-type Buf = Slice<AlignedBuf>;
+/// The buffers jobs lend the engine: a piece of a slot's own buffer.
+pub(crate) type Buf = Slice<AlignedBuf>;
 
 /// One I/O slot: the buffer list it lends out, and what is in flight in it.
-struct Slot {
+pub(crate) struct Slot {
     worker: u32,
     op: Op,
     issued: Nanos,
@@ -90,32 +133,8 @@ pub fn run<D: DataDevice>(
         },
     )?;
     let (workers, phases) = workload::workers(jobs, engine.capacity(), cfg.seed)?;
-    let align = engine.alignment().memory.max(4096) as usize;
-    // Slots by worker: worker w owns `iodepth` slots with buffers of its
-    // largest block size.
-    let mut slots = Vec::new();
-    let mut free: Vec<Vec<u32>> = Vec::new();
-    let mut rng = Rng::new(workload::mix(&[cfg.seed, 0xB0FF]));
-    for (w, worker) in workers.iter().enumerate() {
-        let spec = &jobs.jobs[worker.job_index];
-        let mut mine = Vec::new();
-        for _ in 0..spec.iodepth {
-            let mut buf = AlignedBuf::new(worker.max_bs() as usize, align)?;
-            for chunk in buf.chunks_mut(8) {
-                let r = rng.next_u64().to_le_bytes();
-                chunk.copy_from_slice(&r[..chunk.len()]);
-            }
-            mine.push(slots.len() as u32);
-            slots.push(Slot {
-                worker: w as u32,
-                op: Op::Read,
-                issued: 0,
-                bufs: Vec::with_capacity(1),
-                spare: Some(buf),
-            });
-        }
-        free.push(mine);
-    }
+    let align = engine.alignment().memory;
+    let (slots, free) = make_slots(jobs, &workers, align, cfg.seed)?;
     let mut runner = Runner {
         engine,
         workers,
@@ -126,6 +145,7 @@ pub fn run<D: DataDevice>(
         ios: 0,
         polls: 0,
         out: Vec::with_capacity(depth as usize),
+        stop: None,
     };
     let (cpu0, thread0) = (CpuTime::process_total(), CpuTime::thread());
     runner.run(progress)?;
@@ -155,30 +175,92 @@ pub fn run<D: DataDevice>(
     })
 }
 
-struct Runner<D: DataDevice> {
-    engine: Engine<D, Buf>,
-    workers: Vec<Worker>,
-    slots: Vec<Slot>,
-    free: Vec<Vec<u32>>,
-    phase: u32,
-    phases: u32,
-    ios: u64,
-    polls: u64,
-    out: Vec<Completion<Buf>>,
+/// Slots for `workers`' I/Os, with buffers aligned to `align` (at least a
+/// page), filled with random bytes once; and each worker's free slots:
+/// worker w owns `iodepth` slots with buffers of its largest block size.
+pub(crate) fn make_slots(
+    jobs: &JobFile,
+    workers: &[Worker],
+    align: u32,
+    seed: u64,
+) -> Result<(Vec<Slot>, Vec<Vec<u32>>), BufError> {
+    let align = align.max(4096) as usize;
+    let mut slots = Vec::new();
+    let mut free: Vec<Vec<u32>> = Vec::new();
+    let mut rng = Rng::new(workload::mix(&[seed, 0xB0FF]));
+    for (w, worker) in workers.iter().enumerate() {
+        let spec = &jobs.jobs[worker.job_index];
+        let mut mine = Vec::new();
+        for _ in 0..spec.iodepth {
+            let mut buf = AlignedBuf::new(worker.max_bs() as usize, align)?;
+            for chunk in buf.chunks_mut(8) {
+                let r = rng.next_u64().to_le_bytes();
+                chunk.copy_from_slice(&r[..chunk.len()]);
+            }
+            mine.push(slots.len() as u32);
+            slots.push(Slot {
+                worker: w as u32,
+                op: Op::Read,
+                issued: 0,
+                bufs: Vec::with_capacity(1),
+                spare: Some(buf),
+            });
+        }
+        free.push(mine);
+    }
+    Ok((slots, free))
 }
 
-impl<D: DataDevice> Runner<D> {
-    fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<(), JobRunError> {
+/// Workers driving one engine: the loop of a run, or of one thread of a
+/// threaded run.
+pub(crate) struct Runner<D: DataDevice, Q: QueueAccess = QueueState> {
+    pub(crate) engine: Engine<D, Buf, Q>,
+    pub(crate) workers: Vec<Worker>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) free: Vec<Vec<u32>>,
+    pub(crate) phase: u32,
+    pub(crate) phases: u32,
+    pub(crate) ios: u64,
+    pub(crate) polls: u64,
+    pub(crate) out: Vec<Completion<Buf>>,
+    /// Set when the run is to stop early (another thread failed): the
+    /// engine is cancelled and drained.
+    pub(crate) stop: Option<std::sync::Arc<AtomicBool>>,
+}
+
+impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
+    pub(crate) fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<(), JobRunError> {
         if self.workers.is_empty() {
             return Ok(());
         }
         let now = self.engine.now();
         self.start_phase(now);
         loop {
+            if self
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
+                self.engine.cancel();
+                let mut out = std::mem::take(&mut self.out);
+                let drained = self.engine.drain(&mut out);
+                for c in out.drain(..) {
+                    self.completed(c);
+                }
+                self.out = out;
+                drained?;
+                return Ok(());
+            }
             let now = self.engine.now();
             self.issue_all(now)?;
             self.retire(now);
             if self.workers.iter().all(|w| w.state == State::Done) && self.engine.in_flight() == 0 {
+                // Requests of other threads' may still be on this engine's
+                // device (a shared queue): see them through.
+                let mut out = std::mem::take(&mut self.out);
+                let drained = self.engine.drain(&mut out);
+                self.out = out;
+                drained?;
                 break;
             }
             let timeout = self.next_wake().map(|t| Clock::until(now, t));
@@ -326,7 +408,9 @@ impl<D: DataDevice> Runner<D> {
             Ok(n) => (n, true),
             Err(f) => (f.done, false),
         };
-        let worker = &mut self.workers[w];
+        let Some(worker) = self.workers.get_mut(w) else {
+            return;
+        };
         worker.record(slot.op, bytes, ok, slot.issued, c.queued_at, c.completed_at);
         worker.completed(c.completed_at);
         self.free[w].push(s as u32);

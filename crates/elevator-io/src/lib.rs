@@ -39,10 +39,14 @@ pub mod dio;
 pub mod engine;
 pub mod fault;
 pub mod file;
+pub mod inbox;
 pub mod jobs;
+pub mod lockstat;
 pub mod mem;
+pub mod mq;
 pub mod paced;
 pub mod spec;
+pub mod tags;
 mod uring;
 
 pub use buf::{AlignedBuf, BufError, IoBuf, Slice};

@@ -1,8 +1,4 @@
-//! `elevator experiment`: experiments from the Linux discussions elevator
-//! grew from, each with its table and a check of the shape the original
-//! report found.
-//!
-//! `cfq-idling` reproduces the 2011 report on CFQ's idling (LKML, "CFQ: fixing performance
+//! `elevator experiment cfq-idling` reproduces the 2011 report on CFQ's idling (LKML, "CFQ: fixing performance
 //! issues"): eight processes writing 4 KiB O_DIRECT blocks round-robin over
 //! four 16 MiB files each (`examples/seed004.fio`), once on a 7200 rpm disk
 //! with no think time, once on an eight-disk RAID-0 with 1 ms of think time
@@ -12,7 +8,6 @@
 use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use elevator_core::{Histogram, Nanos};
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
@@ -21,6 +16,7 @@ use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::run as simulate;
 use serde::Serialize;
 
+use super::Args;
 use crate::run::OutputFormat;
 use elevator_fio::report::rate;
 
@@ -29,28 +25,6 @@ const SEED004: (&str, &str) = (
     "examples/seed004.fio",
     include_str!("../../../examples/seed004.fio"),
 );
-
-/// Which experiment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Which {
-    /// CFQ idling on deep seeky queues (LKML 2011), on a slow disk and a fast
-    /// RAID.
-    CfqIdling,
-}
-
-/// Options of `elevator experiment`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// The experiment.
-    #[arg(value_enum)]
-    which: Which,
-    /// Seed mixed into every job's random stream.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "normal")]
-    output_format: OutputFormat,
-}
 
 /// One row: a scheduler with some tunables.
 struct Variant {
@@ -258,7 +232,6 @@ fn shapes(results: &[ScenarioResult]) -> Vec<Shape> {
 
 /// Run `elevator experiment`.
 pub fn run(args: &Args) -> Result<()> {
-    let Which::CfqIdling = args.which;
     let base = JobFile::parse(SEED004.1, SEED004.0)?;
     let json = args.output_format == OutputFormat::Json;
     // Which run is going: on a terminal only, where `\r` redraws one line.

@@ -1,0 +1,297 @@
+//! `elevator experiment lock-scaling` reproduces the 2001 lockmeter report
+//! on Linux 2.4's global `io_request_lock` (LKML, "Lockmeter Analysis of 2
+//! DDs"): `dd` readers, 64 KiB sequential reads one at a time, each on its
+//! own device, and then all on one device, under one lock over every queue
+//! (`global`), a lock per queue (`queue`) and blk-mq (`mq`), for 1, 2, 4
+//! and 8 readers. It prints the throughput, the lockmeter table of each
+//! mode at the most readers, and checks the shape: `global` contends and
+//! flattens as readers are added, `queue` removes the contention across
+//! devices but not within one, `mq` scales within one device.
+
+use std::io::Write;
+
+use anyhow::{Context, Result, bail};
+use elevator_fio::RunConfig;
+use elevator_fio::job::JobFile;
+use elevator_fio::locks::{LockReport, LockStat, lockmeter_table};
+use elevator_fio::result::READ;
+use elevator_io::DeviceSpec;
+use elevator_io::mq::{LockMode, ThreadConfig, run_threads};
+use serde::Serialize;
+
+use super::Args;
+use crate::run::OutputFormat;
+
+/// Where the readers' devices are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Layout {
+    /// Each reader on a device of its own.
+    OwnDevices,
+    /// Every reader on one device.
+    OneDevice,
+}
+
+impl Layout {
+    fn title(self) -> &'static str {
+        match self {
+            Layout::OwnDevices => "readers on their own devices",
+            Layout::OneDevice => "readers on one device",
+        }
+    }
+}
+
+/// One run: a layout, a lock mode, a reader count.
+#[derive(Serialize)]
+struct Cell {
+    layout: Layout,
+    lock: &'static str,
+    readers: usize,
+    mb_per_s: f64,
+    ios: u64,
+    elapsed_ns: u64,
+    cpu_ns_per_io: f64,
+    locks: Vec<LockStat>,
+}
+
+/// A shape the 2001 report found (or blk-mq's answer to it), checked.
+#[derive(Serialize)]
+struct Shape {
+    what: String,
+    measured: String,
+    holds: bool,
+}
+
+/// The seed's workload for `readers` readers: `dd if=/dev/rawN bs=64k`,
+/// reading the device from its start again and again for `runtime_ms`.
+fn job(readers: usize, runtime_ms: u64) -> Result<JobFile> {
+    let text = format!(
+        "[global]\nrw=read\nbs=64k\niodepth=1\ntime_based\nruntime={runtime_ms}ms\n\
+         [dd]\nnumjobs={readers}\nfilename=/dev/elevator\n"
+    );
+    Ok(JobFile::parse(&text, "lock-scaling")?)
+}
+
+fn cpus() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// Run every cell.
+fn measure(args: &Args, spec: &DeviceSpec) -> Result<Vec<Cell>> {
+    let runtime_ms = (args.runtime * 1000.0).round() as u64;
+    let mut cells = Vec::new();
+    let total = 2 * args.threads.len() * LockMode::ALL.len();
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && args.output_format == OutputFormat::Normal;
+    for layout in [Layout::OwnDevices, Layout::OneDevice] {
+        for &readers in &args.threads {
+            for lock in LockMode::ALL {
+                if progress {
+                    eprint!(
+                        "\r{:<3}/{total} {:<28} {:>2} readers, {:<6}",
+                        cells.len() + 1,
+                        layout.title(),
+                        readers,
+                        lock.name()
+                    );
+                    let _ = std::io::stderr().flush();
+                }
+                let ndev = match layout {
+                    Layout::OwnDevices => readers,
+                    Layout::OneDevice => 1,
+                };
+                let devices = (0..ndev)
+                    .map(|_| spec.open())
+                    .collect::<Result<Vec<_>, _>>()
+                    .with_context(|| format!("opening {}", args.device))?;
+                let cfg = ThreadConfig {
+                    run: RunConfig {
+                        scheduler: args.scheduler.clone(),
+                        tunables: Vec::new(),
+                        seed: args.seed,
+                    },
+                    lock,
+                    lock_stats: true,
+                };
+                let jobs = job(readers, runtime_ms)?;
+                let run = run_threads(&jobs, devices, |d| d.share(), &cfg, &mut |_| {})
+                    .with_context(|| {
+                        format!("{} readers, {} lock, {}", readers, lock, layout.title())
+                    })?;
+                let r = &run.result;
+                let bytes: u64 = r.jobs.iter().map(|j| j.dirs[READ].bytes).sum();
+                let secs = r.elapsed.max(1) as f64 / 1e9;
+                cells.push(Cell {
+                    layout,
+                    lock: lock.name(),
+                    readers,
+                    mb_per_s: bytes as f64 / secs / 1e6,
+                    ios: r.ios,
+                    elapsed_ns: r.elapsed,
+                    cpu_ns_per_io: r.cpu.map_or(0.0, |c| c.per_io(r.ios)),
+                    locks: run.locks,
+                });
+            }
+        }
+    }
+    if progress {
+        eprint!("\r{}\r", " ".repeat(60));
+    }
+    Ok(cells)
+}
+
+fn cell<'a>(cells: &'a [Cell], layout: Layout, lock: LockMode, readers: usize) -> Option<&'a Cell> {
+    cells
+        .iter()
+        .find(|c| c.layout == layout && c.lock == lock.name() && c.readers == readers)
+}
+
+/// Contention of the busiest lock of a cell (0 if it took none).
+fn con(c: &Cell) -> f64 {
+    c.locks.iter().map(LockStat::con).fold(0.0, f64::max)
+}
+
+fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
+    let mut out = Vec::new();
+    let get = |layout, lock, n| cell(cells, layout, lock, n);
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    if let Some(g) = get(Layout::OwnDevices, LockMode::Global, hi).filter(|_| hi >= 2) {
+        out.push(Shape {
+            what: format!("global contends with {hi} readers on their own devices (CON > 0)"),
+            measured: format!("CON {}", pct(con(g))),
+            holds: con(g) > 0.0,
+        });
+    }
+    let scale = |lock, layout| -> Option<f64> {
+        let a = get(layout, lock, lo)?;
+        let b = get(layout, lock, hi)?;
+        Some(b.mb_per_s / a.mb_per_s.max(1e-9))
+    };
+    if let (Some(g), Some(q)) = (
+        scale(LockMode::Global, Layout::OwnDevices),
+        scale(LockMode::Queue, Layout::OwnDevices),
+    ) {
+        out.push(Shape {
+            what: format!(
+                "global flattens: its MB/s from {lo} to {hi} readers grows less than queue's"
+            ),
+            measured: format!("{g:.2}x vs {q:.2}x"),
+            holds: g < q,
+        });
+    }
+    if let Some(q) = get(Layout::OwnDevices, LockMode::Queue, hi) {
+        out.push(Shape {
+            what: "queue: no contention across devices (CON < 1%)".into(),
+            measured: format!("CON {}", pct(con(q))),
+            holds: con(q) < 0.01,
+        });
+    }
+    if let Some(q) = get(Layout::OneDevice, LockMode::Queue, hi).filter(|_| hi >= 2) {
+        out.push(Shape {
+            what: format!("queue contends within one device with {hi} readers (CON > 0)"),
+            measured: format!("CON {}", pct(con(q))),
+            holds: con(q) > 0.0,
+        });
+    }
+    if let (Some(m), Some(q)) = (
+        scale(LockMode::Mq, Layout::OneDevice),
+        scale(LockMode::Queue, Layout::OneDevice),
+    ) {
+        out.push(Shape {
+            what: format!("mq scales within one device: from {lo} to {hi} readers, more than queue"),
+            measured: format!("{m:.2}x vs {q:.2}x"),
+            holds: m > q,
+        });
+    }
+    out
+}
+
+/// Run `elevator experiment lock-scaling`.
+pub fn run(args: &Args) -> Result<()> {
+    if args.threads.is_empty() || args.threads.contains(&0) {
+        bail!("--threads takes reader counts of 1 or more, e.g. 1,2,4,8");
+    }
+    if !(args.runtime > 0.0 && args.runtime <= 3600.0) {
+        bail!("--runtime takes seconds, more than 0 and at most 3600");
+    }
+    let spec = DeviceSpec::parse(&args.device)?;
+    let cells = measure(args, &spec)?;
+    let lo = args.threads.iter().copied().min().unwrap_or(1);
+    let hi = args.threads.iter().copied().max().unwrap_or(1);
+    let shapes = shapes(&cells, lo, hi);
+    let mut out = std::io::stdout().lock();
+    if args.output_format == OutputFormat::Json {
+        let doc = serde_json::json!({
+            "experiment": "lock-scaling",
+            "device": args.device,
+            "scheduler": args.scheduler,
+            "runtime_s": args.runtime,
+            "cpus": cpus(),
+            "runs": cells,
+            "shapes": shapes,
+        });
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Seed 003: dd readers (64 KiB sequential reads, one at a time) under one global lock, a lock per\n\
+         queue and blk-mq; device {}, scheduler {}, {} s per run, {} CPUs here",
+        args.device,
+        args.scheduler,
+        args.runtime,
+        cpus()
+    )?;
+    for layout in [Layout::OwnDevices, Layout::OneDevice] {
+        writeln!(out, "\n{} (MB/s):", layout.title())?;
+        let mut head = format!("  {:<8}", "lock");
+        for n in &args.threads {
+            head.push_str(&format!("{:>10}", format!("N={n}")));
+        }
+        head.push_str(&format!("{:>12}", format!("CON at {hi}")));
+        writeln!(out, "{head}")?;
+        for lock in LockMode::ALL {
+            let mut line = format!("  {:<8}", lock.name());
+            for &n in &args.threads {
+                let v = cell(&cells, layout, lock, n).map_or(0.0, |c| c.mb_per_s);
+                line.push_str(&format!("{v:>10.0}"));
+            }
+            let c = cell(&cells, layout, lock, hi).map_or(0.0, con);
+            line.push_str(&format!("{:>11.1}%", 100.0 * c));
+            writeln!(out, "{line}")?;
+        }
+    }
+    for layout in [Layout::OwnDevices, Layout::OneDevice] {
+        for lock in LockMode::ALL {
+            let Some(c) = cell(&cells, layout, lock, hi) else {
+                continue;
+            };
+            writeln!(out, "\nlockmeter, {lock}, {hi} {}:", layout.title())?;
+            if c.locks.is_empty() {
+                writeln!(
+                    out,
+                    "  (no shared lock: each reader's queue is its own, tags are shared lock-free)"
+                )?;
+                continue;
+            }
+            let report = LockReport {
+                elapsed_ns: c.elapsed_ns,
+                cpus: cpus(),
+                locks: c.locks.clone(),
+            };
+            write!(out, "{}", lockmeter_table(&report))?;
+        }
+    }
+    writeln!(out, "\nShapes:")?;
+    for s in &shapes {
+        writeln!(
+            out,
+            "  {:<78} {:<22} {}",
+            s.what,
+            s.measured,
+            if s.holds { "holds" } else { "DOES NOT HOLD" }
+        )?;
+    }
+    Ok(())
+}

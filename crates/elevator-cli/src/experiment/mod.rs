@@ -1,0 +1,59 @@
+//! `elevator experiment`: experiments from the Linux discussions elevator
+//! grew from, each with its table and a check of the shape the original
+//! report found: [`cfq_idling`] (CFQ's idling on deep seeky queues, LKML
+//! 2011) and [`lock_scaling`] (the global `io_request_lock`, LKML 2001,
+//! against a lock per queue and blk-mq).
+
+mod cfq_idling;
+mod lock_scaling;
+
+use anyhow::Result;
+use clap::ValueEnum;
+
+use crate::run::OutputFormat;
+
+/// Which experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Which {
+    /// CFQ idling on deep seeky queues (LKML 2011), on a slow disk and a fast
+    /// RAID.
+    CfqIdling,
+    /// dd readers under one global lock, a lock per queue and blk-mq (LKML
+    /// 2001's lockmeter report), measured here and predicted for more CPUs.
+    LockScaling,
+}
+
+/// Options of `elevator experiment`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The experiment.
+    #[arg(value_enum)]
+    which: Which,
+    /// Seed mixed into every job's random stream.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "normal")]
+    output_format: OutputFormat,
+    /// lock-scaling: the device each reader reads (each opened once per
+    /// reader for "own devices"): mem:SIZE, file:PATH, or a disk model.
+    #[arg(long, default_value = "mem:64m")]
+    device: String,
+    /// lock-scaling: reader counts to run.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    threads: Vec<usize>,
+    /// lock-scaling: seconds each run lasts.
+    #[arg(long, default_value_t = 2.0)]
+    runtime: f64,
+    /// lock-scaling: the scheduler every queue runs.
+    #[arg(long, default_value = "none")]
+    scheduler: String,
+}
+
+/// Run `elevator experiment`.
+pub fn run(args: &Args) -> Result<()> {
+    match args.which {
+        Which::CfqIdling => cfq_idling::run(args),
+        Which::LockScaling => lock_scaling::run(args),
+    }
+}

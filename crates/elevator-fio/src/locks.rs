@@ -261,8 +261,10 @@ const CON_WIDTH: usize = 5;
 const TIME_WIDTH: usize = 6;
 /// `MEAN(  MAX )`: a time, a time in parentheses.
 const HOLD_WIDTH: usize = TIME_WIDTH + 1 + TIME_WIDTH + 1;
+/// A percentage in parentheses, `(47.9%)`.
+const WAIT_CPU_WIDTH: usize = 5;
 /// `MEAN(  MAX )(% CPU)`.
-const WAIT_WIDTH: usize = HOLD_WIDTH + 7;
+const WAIT_WIDTH: usize = HOLD_WIDTH + 1 + WAIT_CPU_WIDTH + 1;
 const MIN_TOTAL_WIDTH: usize = 9;
 const NOWAIT_WIDTH: usize = 6;
 const SPIN_WIDTH: usize = 5;
@@ -348,7 +350,7 @@ pub fn lockmeter_table(r: &LockReport) -> String {
         };
         let wait = if l.wait_total_ns > 0 && l.contentions > 0 {
             format!(
-                "{}({:>5})",
+                "{}({:>WAIT_CPU_WIDTH$})",
                 mean_max(l.wait_mean_ns(), l.wait_max_ns),
                 lockmeter_percent(l.wait_cpu(r.elapsed_ns, r.cpus))
             )
@@ -370,7 +372,12 @@ pub fn lockmeter_table(r: &LockReport) -> String {
     }
     if !r.locks.is_empty() {
         lines.push(String::new());
-        let name_width = r.locks.iter().map(|l| l.name.len()).max().unwrap_or(0);
+        let name_width = r
+            .locks
+            .iter()
+            .map(|l| l.name.chars().count())
+            .max()
+            .unwrap_or(0);
         let spent: Vec<(String, String, String)> = r
             .locks
             .iter()
@@ -391,7 +398,7 @@ pub fn lockmeter_table(r: &LockReport) -> String {
                 "{:<name_width$} {util:>util_width$} + {wait:>wait_width$} * {} = {cpus:>cpus_width$}",
                 l.name, r.cpus
             );
-            rule = rule.max(line.len());
+            rule = rule.max(line.chars().count());
             lines.push(line);
         }
         lines.push("=".repeat(rule));
@@ -427,7 +434,7 @@ pub fn lockstat_table(r: &LockReport) -> String {
     let name_width = r
         .locks
         .iter()
-        .map(|l| l.name.len() + 1)
+        .map(|l| l.name.chars().count() + 1)
         .max()
         .unwrap_or(0)
         .max(40);
@@ -814,6 +821,26 @@ rmqueue+0x2c
             assert_eq!(lock[key].as_f64(), Some(0.0), "{key}");
         }
         assert_eq!(json["cpus_spent_sum"].as_f64(), Some(0.0));
+    }
+
+    #[test]
+    fn cpus_spent_lines_align_names_by_characters() {
+        let r = LockReport {
+            elapsed_ns: SECOND,
+            cpus: 2,
+            locks: vec![
+                LockStat::new("queue_lock file:/tmp/café"),
+                LockStat::new("q"),
+            ],
+        };
+        let table = lockmeter_table(&r);
+        let plus_at: Vec<usize> = table
+            .lines()
+            .filter(|l| l.contains(" + "))
+            .filter_map(|l| l.chars().position(|c| c == '+'))
+            .collect();
+        assert_eq!(plus_at.len(), 2);
+        assert_eq!(plus_at[0], plus_at[1]);
     }
 
     #[test]

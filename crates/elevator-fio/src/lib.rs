@@ -11,6 +11,8 @@
 //!   engine is given and what it reports while it runs.
 //! - [`result`]: what a run produced; [`report`]: fio's text and JSON
 //!   output of it.
+//! - [`locks`]: lock statistics of a run and their reports (lockmeter's
+//!   table, `/proc/lock_stat`'s counts, JSON).
 //!
 //! Pure: no clock, no I/O. Time is a number an engine passes in.
 
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod job;
+pub mod locks;
 pub mod report;
 pub mod result;
 pub mod rng;

@@ -19,6 +19,8 @@
 //! - [`jobs`]: fio job files run through the engine; [`spec`]: the one
 //!   device spec (`file:PATH`, `mem:SIZE`, or a model, which runs paced by
 //!   the real clock) and the device it opens; [`cpu`]: CPU time used.
+//! - [`lockstat`]: a mutex that counts its acquisitions, contentions,
+//!   rejects and hold and wait times, as lockmeter does.
 //!
 //! Dependencies point one way: [`buf`] names no other module, [`device`]
 //! only [`buf`], the devices only those two (and io_uring's wrapper), and

@@ -94,6 +94,9 @@ pub struct RunResult {
     pub ios: u64,
     /// CPU time the run used, when it ran on the real clock.
     pub cpu: Option<CpuUse>,
+    /// The locks the run's threads shared, measured (empty unless asked
+    /// for, or where no lock was shared).
+    pub locks: Vec<crate::locks::LockStat>,
 }
 
 /// CPU time used by a run on the real clock: by the engine's thread alone

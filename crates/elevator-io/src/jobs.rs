@@ -51,6 +51,9 @@ pub enum JobRunError {
         /// Why.
         error: DioError,
     },
+    /// A second handle on a device could not be had (for another thread).
+    #[error("cannot open the device again for another thread")]
+    Share(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A threaded run was given no device.
     #[error("no device to run on")]
     NoDevice,
@@ -166,6 +169,7 @@ pub fn run<D: DataDevice>(
         device_stats: engine.device().stats(),
         events: polls,
         ios,
+        locks: Vec::new(),
         cpu: Some(CpuUse {
             process_ns: process.as_nanos() as u64,
             thread_user_ns: thread.user.as_nanos() as u64,

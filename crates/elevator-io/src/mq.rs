@@ -38,6 +38,7 @@ use std::time::Duration;
 
 use elevator_core::{DeviceStats, QueueStats};
 use elevator_fio::job::JobFile;
+use elevator_fio::locks::LockStat;
 use elevator_fio::result::{CpuUse, RunResult};
 use elevator_fio::workload::{self, Worker};
 use elevator_fio::{Progress, RunConfig};
@@ -127,8 +128,9 @@ pub struct ThreadedRun {
     pub result: RunResult,
     /// Threads the run started.
     pub threads: usize,
-    /// Locks the run took, by name (empty where none was shared).
-    pub locks: Vec<String>,
+    /// The locks the run's threads shared, with their figures when
+    /// measured (empty where none was shared).
+    pub locks: Vec<LockStat>,
 }
 
 /// One device's queue, as the threads that use it reach it.
@@ -154,7 +156,7 @@ struct ThreadEnd {
 /// Run `jobs` on threads over `devices`, one thread per job clone; each
 /// thread gets its own handle on its device from `share` (the first
 /// thread of a device gets the device itself).
-pub fn run_threads<D, S>(
+pub fn run_threads<D, S, E>(
     jobs: &JobFile,
     devices: Vec<D>,
     share: S,
@@ -163,7 +165,8 @@ pub fn run_threads<D, S>(
 ) -> Result<ThreadedRun, JobRunError>
 where
     D: DataDevice + Send,
-    S: Fn(&D) -> Result<D, DeviceError>,
+    S: Fn(&D) -> Result<D, E>,
+    E: std::error::Error + Send + Sync + 'static,
 {
     if devices.is_empty() {
         return Err(JobRunError::NoDevice);
@@ -190,7 +193,7 @@ where
         let users = (0..nthreads).filter(|&w| device_of(w) == d).count();
         let mut mine = Vec::with_capacity(users);
         for _ in 1..users {
-            mine.push(share(&dev).map_err(|e| JobRunError::Engine(e.into()))?);
+            mine.push(share(&dev).map_err(|e| JobRunError::Share(Box::new(e)))?);
         }
         mine.push(dev);
         handles.push(mine);
@@ -318,16 +321,16 @@ fn finish(
     for a in access {
         match a {
             Access::Shared(SharedQueue::Device { lock, .. }) => {
+                locks.push(lock.stat());
                 queue.merge(lock.lock().queue().stats());
-                locks.push(lock.name().to_string());
             }
             Access::Shared(SharedQueue::Global { lock, .. }) => {
                 if !seen_global {
                     seen_global = true;
+                    locks.push(lock.stat());
                     for s in lock.lock().iter() {
                         queue.merge(s.queue().stats());
                     }
-                    locks.push(lock.name().to_string());
                 }
             }
             Access::Own(..) => {}
@@ -351,6 +354,7 @@ fn finish(
             thread_system_ns: system.as_nanos() as u64,
         }),
         jobs: workload::job_results(workers),
+        locks: if cfg.lock_stats { locks.clone() } else { Vec::new() },
     };
     let _ = ran;
     match failure {

@@ -23,7 +23,7 @@ use elevator_fio::report::rate;
 /// The shipped job file of the 2011 CFQ idling report's workload.
 const SEED004: (&str, &str) = (
     "examples/seed004.fio",
-    include_str!("../../../examples/seed004.fio"),
+    include_str!("../../../../examples/seed004.fio"),
 );
 
 /// One row: a scheduler with some tunables.

@@ -51,7 +51,10 @@ struct Cell {
     ios: u64,
     elapsed_ns: u64,
     cpu_ns_per_io: f64,
+    #[serde(skip)]
     locks: Vec<LockStat>,
+    /// The locks in lockmeter's and lock_stat's terms.
+    lock_report: serde_json::Value,
 }
 
 /// A shape the 2001 report found (or blk-mq's answer to it), checked.
@@ -121,7 +124,13 @@ fn measure(args: &Args, spec: &DeviceSpec) -> Result<Vec<Cell>> {
                 let r = &run.result;
                 let bytes: u64 = r.jobs.iter().map(|j| j.dirs[READ].bytes).sum();
                 let secs = r.elapsed.max(1) as f64 / 1e9;
+                let lock_report = elevator_fio::locks::to_json(&LockReport {
+                    elapsed_ns: r.elapsed,
+                    cpus: cpus(),
+                    locks: run.locks.clone(),
+                });
                 cells.push(Cell {
+                    lock_report,
                     layout,
                     lock: lock.name(),
                     readers,

@@ -193,6 +193,11 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
                     "max": q.queue_time.max(),
                 },
             },
+            "locks": (!run.locks.is_empty()).then(|| crate::locks::to_json(&crate::locks::LockReport {
+                elapsed_ns: run.elapsed,
+                cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+                locks: run.locks.clone(),
+            })),
             "device_stats": {
                 "ios": run.device_stats.ios,
                 "busy_ns": run.device_stats.busy_ns,

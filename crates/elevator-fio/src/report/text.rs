@@ -253,5 +253,16 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
             );
         }
     }
+    if !run.locks.is_empty() {
+        let report = crate::locks::LockReport {
+            elapsed_ns: run.elapsed,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            locks: run.locks.clone(),
+        };
+        out.push_str("\nlocks (lockmeter):\n");
+        out.push_str(&crate::locks::lockmeter_table(&report));
+        out.push_str("\nlocks (lock_stat):\n");
+        out.push_str(&crate::locks::lockstat_table(&report));
+    }
     out
 }

@@ -569,6 +569,7 @@ impl Engine {
             events: self.event_count,
             ios: self.ios_done,
             cpu: None,
+            locks: Vec::new(),
             jobs: workload::job_results(self.workers),
         }
     }

@@ -54,23 +54,9 @@ pub enum JobRunError {
     /// A second handle on a device could not be had (for another thread).
     #[error("cannot open the device again for another thread")]
     Share(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// A threaded run was given no device.
-    #[error("no device to run on")]
-    NoDevice,
-    /// More job clones than threads a run may start.
-    #[error(
-        "the jobs ask for {threads} threads (one per job clone: numjobs over every job section); \
-         at most {max} are allowed"
-    )]
-    TooManyThreads {
-        /// Threads asked for.
-        threads: usize,
-        /// The limit.
-        max: usize,
-    },
-    /// The device's shared tag set could not be made.
-    #[error("tag set: {0}")]
-    Tags(String),
+    /// The multi-queue layer could not be built.
+    #[error(transparent)]
+    Mq(#[from] crate::mq::MqError),
     /// A worker thread could not be started.
     #[error("cannot start a worker thread: {0}")]
     Spawn(String),

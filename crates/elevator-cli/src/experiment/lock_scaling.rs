@@ -207,7 +207,9 @@ fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
         scale(LockMode::Queue, Layout::OneDevice),
     ) {
         out.push(Shape {
-            what: format!("mq scales within one device: from {lo} to {hi} readers, more than queue"),
+            what: format!(
+                "mq scales within one device: from {lo} to {hi} readers, more than queue"
+            ),
             measured: format!("{m:.2}x vs {q:.2}x"),
             holds: m > q,
         });

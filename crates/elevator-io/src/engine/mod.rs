@@ -356,6 +356,11 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
         self.q.with(|s| f(&s.queue))
     }
 
+    /// Whether the queue is shared with other engines.
+    pub fn shares_queue(&self) -> bool {
+        self.q.shared()
+    }
+
     /// Set a queue or scheduler tunable by name, from text (the engine's
     /// own `submit_batch` too). The queue itself is not handed out: requests
     /// in it point at buffers only the engine may release.

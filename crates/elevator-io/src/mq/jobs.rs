@@ -1,0 +1,372 @@
+//! fio jobs on threads over a [`MultiQueue`]: one thread per job clone
+//! (fio's `numjobs`, over every job section), in job-file order; clone `k`
+//! uses device `k mod devices`. Stonewalled phases run one after the other.
+//! A thread that fails (a device error, a refused I/O, a panic) stops the
+//! run: every other thread cancels what it has in flight and drains, and the
+//! error comes back with every thread's results.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use elevator_core::{DeviceStats, QueueStats};
+use elevator_fio::job::JobFile;
+use elevator_fio::locks::LockStat;
+use elevator_fio::result::{CpuUse, RunResult};
+use elevator_fio::workload::{self, Worker};
+use elevator_fio::{Progress, RunConfig};
+
+use super::{LockMode, MqEngine, MultiQueue};
+use crate::cpu::CpuTime;
+use crate::device::DataDevice;
+use crate::engine::access::QueueAccess;
+use crate::engine::{Engine, EngineConfig};
+use crate::jobs::{Buf, JobRunError, Runner, make_slots};
+
+/// How to run jobs on threads.
+#[derive(Clone, Debug)]
+pub struct ThreadConfig {
+    /// Scheduler, tunables, seed.
+    pub run: RunConfig,
+    /// The locking design.
+    pub lock: LockMode,
+    /// Measure every shared lock (hold and wait times); off, locks cost
+    /// what a plain mutex costs.
+    pub lock_stats: bool,
+}
+
+/// What a threaded run produced beyond the run's result.
+#[derive(Debug)]
+pub struct ThreadedRun {
+    /// The jobs' results, the queues' figures added up, the devices'
+    /// figures added up, the locks (when measured) and the CPU time (the
+    /// thread figures are the sum of the worker threads').
+    pub result: RunResult,
+    /// Threads the run started.
+    pub threads: usize,
+    /// The shared locks, with their figures when measured (empty where
+    /// none was shared).
+    pub locks: Vec<LockStat>,
+}
+
+/// What one thread hands back.
+struct ThreadEnd {
+    /// The worker, with its figures (`None` if its thread panicked).
+    worker: Option<Worker>,
+    ios: u64,
+    polls: u64,
+    cpu: CpuTime,
+    /// The thread's own queue's figures (`None` where the queue is shared).
+    queue: Option<QueueStats>,
+    device: DeviceStats,
+    error: Option<JobRunError>,
+}
+
+impl ThreadEnd {
+    /// A thread that failed before its worker ran.
+    fn failed(worker: Worker, error: JobRunError) -> ThreadEnd {
+        ThreadEnd {
+            worker: Some(worker),
+            ios: 0,
+            polls: 0,
+            cpu: CpuTime::default(),
+            queue: None,
+            device: DeviceStats::default(),
+            error: Some(error),
+        }
+    }
+}
+
+/// Run `jobs` on threads over `devices`, one thread per job clone; each
+/// thread gets its own handle on its device from `share` (the last thread
+/// of a device gets the device itself).
+pub fn run_threads<D, S, E>(
+    jobs: &JobFile,
+    devices: Vec<D>,
+    share: S,
+    cfg: &ThreadConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ThreadedRun, JobRunError>
+where
+    D: DataDevice + Send,
+    S: Fn(&D) -> Result<D, E>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let capacity = devices.iter().map(|d| d.limits().capacity << 9).min();
+    let Some(capacity) = capacity else {
+        return Err(super::MqError::NoDevice.into());
+    };
+    let (workers, phases) = workload::workers(jobs, capacity, cfg.run.seed)?;
+    let nthreads = workers.len();
+    // A device no clone would use is left out.
+    let mut devices = devices;
+    devices.truncate(nthreads.max(1));
+    let ndev = devices.len();
+    let device_of = |w: usize| w % ndev;
+    let describe: Vec<String> = devices.iter().map(|d| d.describe()).collect();
+    let engine_cfg = EngineConfig {
+        scheduler: cfg.run.scheduler.clone(),
+        tunables: cfg.run.tunables.clone(),
+        max_requests: workload::total_depth(jobs).max(1),
+        read_only: false,
+    };
+    let mq = MultiQueue::new(
+        &devices.iter().collect::<Vec<_>>(),
+        nthreads,
+        &engine_cfg,
+        cfg.lock,
+        cfg.lock_stats,
+    )?;
+    // Handles: the shares first, the device itself last.
+    let mut handles: Vec<std::vec::IntoIter<D>> = Vec::with_capacity(ndev);
+    for (d, dev) in devices.into_iter().enumerate() {
+        let users = (0..nthreads).filter(|&w| device_of(w) == d).count();
+        let mut mine = Vec::with_capacity(users);
+        for _ in 1..users {
+            mine.push(share(&dev).map_err(|e| JobRunError::Share(Box::new(e)))?);
+        }
+        mine.push(dev);
+        handles.push(mine.into_iter());
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let done_ios = Arc::new(AtomicU64::new(0));
+    let cpu0 = CpuTime::process_total();
+    let mut pending: Vec<Option<Worker>> = workers.into_iter().map(Some).collect();
+    let mut ends: Vec<Option<ThreadEnd>> = (0..nthreads).map(|_| None).collect();
+    for phase in 0..phases {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        std::thread::scope(|scope| -> Result<(), JobRunError> {
+            let mut running = Vec::new();
+            for w in 0..nthreads {
+                if pending[w].as_ref().is_none_or(|wk| wk.phase != phase) {
+                    continue;
+                }
+                let (Some(worker), Some(device)) =
+                    (pending[w].take(), handles[device_of(w)].next())
+                else {
+                    continue;
+                };
+                let job = Job {
+                    jobs,
+                    mq: &mq,
+                    thread: w,
+                    device: device_of(w),
+                    stop: stop.clone(),
+                    done_ios: done_ios.clone(),
+                    seed: cfg.run.seed,
+                };
+                let spawned = std::thread::Builder::new()
+                    .name(format!("elevator-{w}"))
+                    .spawn_scoped(scope, move || job.run(device, worker));
+                match spawned {
+                    Ok(handle) => running.push((w, handle)),
+                    Err(e) => {
+                        stop.store(true, Ordering::SeqCst);
+                        mq.wake_all();
+                        for (w, h) in running {
+                            ends[w] = h.join().ok();
+                        }
+                        return Err(JobRunError::Spawn(e.to_string()));
+                    }
+                }
+            }
+            while running.iter().any(|(_, h)| !h.is_finished()) {
+                std::thread::sleep(Duration::from_millis(50));
+                progress(Progress {
+                    now: mq.clock().now(),
+                    ios: done_ios.load(Ordering::Relaxed),
+                    fraction: 0.0,
+                });
+            }
+            for (w, h) in running {
+                // A thread's panic is caught inside it; a join error would
+                // be a panic in the catching itself.
+                ends[w] = h.join().ok();
+            }
+            Ok(())
+        })?;
+    }
+    let process = CpuTime::process_total().saturating_sub(cpu0);
+    finish(ends, pending, &mq, &describe, cfg, process)
+}
+
+/// Add up what the threads handed back into one result; the first
+/// failure, if any, comes back with it.
+fn finish(
+    ends: Vec<Option<ThreadEnd>>,
+    pending: Vec<Option<Worker>>,
+    mq: &MultiQueue,
+    describe: &[String],
+    cfg: &ThreadConfig,
+    process: Duration,
+) -> Result<ThreadedRun, JobRunError> {
+    let mut workers = Vec::with_capacity(ends.len());
+    let mut queue = mq.queue_stats();
+    let mut device_stats = DeviceStats::default();
+    let (mut ios, mut polls) = (0, 0);
+    let (mut user, mut system) = (Duration::ZERO, Duration::ZERO);
+    let mut failure = None;
+    for (end, never) in ends.into_iter().zip(pending) {
+        let Some(end) = end else {
+            // A phase that never started (the run stopped).
+            workers.extend(never);
+            continue;
+        };
+        workers.extend(end.worker);
+        ios += end.ios;
+        polls += end.polls;
+        user += end.cpu.user;
+        system += end.cpu.system;
+        if let Some(q) = &end.queue {
+            queue.merge(q);
+        }
+        device_stats.merge(&end.device);
+        if failure.is_none() {
+            failure = end.error;
+        }
+    }
+    let locks = mq.locks();
+    let mut device = describe.first().cloned().unwrap_or_default();
+    if describe.len() > 1 {
+        device = format!("{} devices: {}", describe.len(), describe.join("; "));
+    }
+    let result = RunResult {
+        scheduler: cfg.run.scheduler.clone(),
+        device,
+        elapsed: workload::elapsed(&workers),
+        queue,
+        device_stats,
+        events: polls,
+        ios,
+        cpu: Some(CpuUse {
+            process_ns: process.as_nanos() as u64,
+            thread_user_ns: user.as_nanos() as u64,
+            thread_system_ns: system.as_nanos() as u64,
+        }),
+        jobs: workload::job_results(workers),
+        locks: if cfg.lock_stats {
+            locks.clone()
+        } else {
+            Vec::new()
+        },
+    };
+    match failure {
+        Some(error) => Err(JobRunError::Stopped {
+            error: Box::new(error),
+            partial: Box::new(result),
+        }),
+        None => Ok(ThreadedRun {
+            result,
+            threads: mq.threads(),
+            locks,
+        }),
+    }
+}
+
+/// One thread's work: its worker on its device handle.
+struct Job<'a> {
+    jobs: &'a JobFile,
+    mq: &'a MultiQueue,
+    thread: usize,
+    device: usize,
+    stop: Arc<AtomicBool>,
+    done_ios: Arc<AtomicU64>,
+    seed: u64,
+}
+
+impl Job<'_> {
+    fn run<D: DataDevice>(self, device: D, worker: Worker) -> ThreadEnd {
+        let cpu0 = CpuTime::thread();
+        let (job, clone) = (worker.name.clone(), worker.clone);
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            match self.mq.engine::<D, Buf>(self.thread, self.device, device) {
+                Ok(MqEngine::Shared(e)) => self.drive(e, worker),
+                Ok(MqEngine::Own(e)) => self.drive(e, worker),
+                Err(e) => ThreadEnd::failed(worker, e.into()),
+            }
+        }));
+        let mut end = result.unwrap_or_else(|payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            ThreadEnd {
+                worker: None,
+                ios: 0,
+                polls: 0,
+                cpu: CpuTime::default(),
+                queue: None,
+                device: DeviceStats::default(),
+                error: Some(JobRunError::Panicked {
+                    job,
+                    clone,
+                    message,
+                }),
+            }
+        });
+        if end.error.is_some() {
+            self.stop.store(true, Ordering::SeqCst);
+            self.mq.wake_all();
+        }
+        end.cpu = CpuTime::thread().since(&cpu0);
+        end
+    }
+
+    fn drive<D: DataDevice, Q: QueueAccess>(
+        &self,
+        engine: Engine<D, Buf, Q>,
+        worker: Worker,
+    ) -> ThreadEnd {
+        let align = engine.alignment().memory;
+        let (slots, free) =
+            match make_slots(self.jobs, std::slice::from_ref(&worker), align, self.seed) {
+                Ok(s) => s,
+                Err(e) => return ThreadEnd::failed(worker, e.into()),
+            };
+        let phase = worker.phase;
+        let depth = self.jobs.jobs[worker.job_index].iodepth as usize;
+        let mut runner = Runner {
+            engine,
+            workers: vec![worker],
+            slots,
+            free,
+            phase,
+            phases: phase + 1,
+            ios: 0,
+            polls: 0,
+            out: Vec::with_capacity(depth),
+            stop: Some(self.stop.clone()),
+        };
+        let done_ios = &self.done_ios;
+        let mut last = 0;
+        let result = runner.run(&mut |p| {
+            done_ios.fetch_add(p.ios - last, Ordering::Relaxed);
+            last = p.ios;
+        });
+        let queue = (!runner.engine.shares_queue())
+            .then(|| runner.engine.with_queue(|q| q.stats().clone()));
+        let device = runner.engine.device().stats();
+        let Runner {
+            engine,
+            mut workers,
+            ios,
+            polls,
+            ..
+        } = runner;
+        drop(engine);
+        ThreadEnd {
+            worker: workers.pop(),
+            ios,
+            polls,
+            cpu: CpuTime::default(),
+            queue,
+            device,
+            error: result.err(),
+        }
+    }
+}

@@ -197,4 +197,7 @@ impl<D: DataDevice> DataDevice for FaultDevice<D> {
     fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         self.inner.poll_fd()
     }
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+        self.inner.watch(fd)
+    }
 }

@@ -13,6 +13,7 @@
 //! caller's buffer or such a window.
 
 use std::collections::VecDeque;
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
@@ -22,7 +23,7 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 
 use crate::buf::{AlignedBuf, BufError, IoBuf, Slice};
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, poll_readable, watchable};
 
 /// How to build a [`MemDevice`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +70,8 @@ pub struct MemDevice {
     ready: VecDeque<(u32, Outcome)>,
     outstanding: u32,
     stats: DeviceStats,
+    /// The descriptor `wait` also watches ([`DataDevice::watch`]).
+    watch: Option<RawFd>,
 }
 
 impl MemDevice {
@@ -128,6 +131,7 @@ impl MemDevice {
             ready: VecDeque::with_capacity(opts.queue_depth as usize),
             outstanding: 0,
             stats: DeviceStats::default(),
+            watch: None,
         })
     }
 
@@ -298,11 +302,17 @@ impl DataDevice for MemDevice {
 
     fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
         // Everything submitted is already complete; with nothing to report,
-        // all there is to wait for is the timeout.
-        if self.ready.is_empty()
-            && let Some(t) = timeout
-        {
-            std::thread::sleep(t);
+        // all there is to wait for is the timeout, or the watched
+        // descriptor.
+        if !self.ready.is_empty() {
+            return Ok(());
+        }
+        match (self.watch, timeout) {
+            (Some(fd), t) => {
+                poll_readable(fd, t)?;
+            }
+            (None, Some(t)) => std::thread::sleep(t),
+            (None, None) => {}
         }
         Ok(())
     }
@@ -314,6 +324,15 @@ impl DataDevice for MemDevice {
             offset: self.limits.logical_block_size,
             memory: self.limits.logical_block_size,
         }
+    }
+
+    /// `wait` then waits with `poll(2)` on `fd` (and the timeout), rather
+    /// than sleeping.
+    fn watch(&mut self, fd: RawFd) -> Result<(), DeviceError> {
+        // Refuses a descriptor that is not open.
+        watchable(fd)?;
+        self.watch = Some(fd);
+        Ok(())
     }
 }
 

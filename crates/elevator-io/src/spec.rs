@@ -263,10 +263,29 @@ impl DeviceSpec {
 
     /// Open the device on the real clock: a file, memory, or the model
     /// paced by the real clock; with its faults, if any.
+    ///
+    /// A file's ring takes `DEFER_TASKRUN` where the kernel offers it, and
+    /// then has no [`poll_fd`](DataDevice::poll_fd): an event loop that
+    /// waits on the device opens it with [`DeviceSpec::open_polled`].
     pub fn open(&self) -> Result<RealDevice, OpenError> {
+        self.open_ring(false)
+    }
+
+    /// Open the device as [`DeviceSpec::open`] does, for an event loop that
+    /// waits on its [`poll_fd`](DataDevice::poll_fd): a file's ring is set
+    /// up so that its descriptor wakes `epoll` (see
+    /// [`FileDevice::open_polled`]).
+    pub fn open_polled(&self) -> Result<RealDevice, OpenError> {
+        self.open_ring(true)
+    }
+
+    fn open_ring(&self, polled: bool) -> Result<RealDevice, OpenError> {
         let dev = match &self.kind {
             DeviceKind::Model(model) => {
                 RealDevice::Paced(Box::new(PacedDevice::new(model.build()?)))
+            }
+            DeviceKind::File { path, opts } if polled => {
+                RealDevice::File(Box::new(FileDevice::open_polled(path, opts)?))
             }
             DeviceKind::File { path, opts } => {
                 RealDevice::File(Box::new(FileDevice::open(path, opts)?))
@@ -375,6 +394,9 @@ impl DataDevice for RealDevice {
     }
     fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         each!(self, d => d.poll_fd())
+    }
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+        each!(self, d => d.watch(fd))
     }
 }
 

@@ -169,6 +169,14 @@ pub enum DeviceError {
     /// A wake-up descriptor cannot be watched ([`DataDevice::watch`]).
     #[error("cannot watch the wake-up descriptor: {0}")]
     Watch(io::Error),
+    /// A memory device cannot be shared while windows on its bytes
+    /// ([`MemSlice`](crate::mem::MemSlice)) are lent out: another thread
+    /// could change the bytes under them.
+    #[error("a memory device cannot be shared while {windows} windows on its memory are lent out")]
+    WindowsLent {
+        /// Windows still alive.
+        windows: usize,
+    },
 }
 
 /// Whether `fd` can be watched: an open descriptor (`poll(2)` ignores

@@ -19,6 +19,12 @@
 //! opened with [`FileDevice::open_polled`]: a `DEFER_TASKRUN` ring's
 //! descriptor does not wake `epoll` (checked on 6.18), so it has none.
 //!
+//! Several threads drive one file or block device through [shares]
+//! (`FileDevice::share`): each its own descriptor and ring, each its own
+//! statistics (the caller adds them up).
+//!
+//! [shares]: FileDevice::share
+//!
 //! ```no_run
 //! use elevator_core::Device;
 //! use elevator_io::{FileDevice, FileOptions};
@@ -75,6 +81,9 @@ enum AlignSource {
 }
 
 /// A regular file or block device, opened with O_DIRECT, behind io_uring.
+///
+/// Its statistics ([`Device::stats`]) are its own: the shares of one file
+/// count apart, and whoever wants the whole device's adds them up.
 pub struct FileDevice {
     // Declared first so that it is dropped (and has reaped every CQE) before
     // the file is closed.
@@ -82,6 +91,10 @@ pub struct FileDevice {
     file: OwnedFd,
     path: PathBuf,
     kind: FileKind,
+    /// As opened (a share opens the same way).
+    opts: FileOptions,
+    /// Opened with `open_polled`.
+    polled: bool,
     read_only: bool,
     limits: Limits,
     alignment: Alignment,
@@ -111,6 +124,16 @@ impl FileDevice {
     /// does not wake `epoll` or `poll` when completions are pending.
     pub fn open_polled(path: &Path, opts: &FileOptions) -> Result<FileDevice, DeviceError> {
         FileDevice::open_ring(path, opts, true)
+    }
+
+    /// Another handle on the same file or block device, for another thread
+    /// to drive: the same path opened again, the same way (options, and
+    /// [`open_polled`](FileDevice::open_polled) or not), with its own
+    /// descriptor, ring (set up by the thread that first uses it), queue
+    /// depth and statistics. The page cache is out of the way (O_DIRECT), so
+    /// what one share writes, another reads once the write has completed.
+    pub fn share(&self) -> Result<FileDevice, DeviceError> {
+        FileDevice::open_ring(&self.path, &self.opts, self.polled)
     }
 
     fn open_ring(path: &Path, opts: &FileOptions, polled: bool) -> Result<FileDevice, DeviceError> {
@@ -227,6 +250,8 @@ impl FileDevice {
             file,
             path: path.to_path_buf(),
             kind,
+            opts: *opts,
+            polled,
             read_only: opts.read_only,
             limits,
             alignment,

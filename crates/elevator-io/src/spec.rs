@@ -309,9 +309,38 @@ pub enum OpenError {
     /// The file or memory cannot be had.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// The device cannot be shared between threads ([`RealDevice::share`]).
+    #[error("{device}: a simulated disk model cannot be shared between threads yet")]
+    NotShareable {
+        /// The device, described.
+        device: String,
+    },
 }
 
 impl RealDevice {
+    /// Another handle on the same device, for another thread to drive (a
+    /// hardware context of its own): memory shares its bytes
+    /// ([`MemDevice::share`]); a file or block device is opened again the
+    /// same way, with its own descriptor and ring ([`FileDevice::share`]);
+    /// faults wrap a share of the device underneath with the same spec and
+    /// a seed of their own ([`FaultDevice::share_with`]). A simulated model
+    /// cannot be shared yet ([`OpenError::NotShareable`]).
+    ///
+    /// Each handle keeps its own statistics ([`Device::stats`]): the caller
+    /// adds them up for the device's.
+    pub fn share(&self) -> Result<RealDevice, OpenError> {
+        Ok(match self {
+            RealDevice::Mem(m) => RealDevice::Mem(m.share()?),
+            RealDevice::File(f) => RealDevice::File(Box::new(f.share()?)),
+            RealDevice::Faulty(f) => RealDevice::Faulty(Box::new(f.share_with(f.inner().share()?))),
+            RealDevice::Paced(p) => {
+                return Err(OpenError::NotShareable {
+                    device: p.describe(),
+                });
+            }
+        })
+    }
+
     /// A window on the device's own memory, if it is a memory device (see
     /// [`MemDevice::map`]).
     pub fn map(&self, offset: u64, len: usize) -> Option<crate::mem::MemSlice> {

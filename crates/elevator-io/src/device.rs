@@ -72,9 +72,28 @@ pub trait DataDevice: Device {
     /// A file descriptor that becomes readable when completions are waiting,
     /// for event loops that wait on sockets and the device at once (an
     /// io_uring's own descriptor). `None` for devices that complete at once
-    /// (memory) or on a known schedule ([`Device::next_completion`]).
+    /// (memory) or on a known schedule ([`Device::next_completion`]), and
+    /// for rings whose descriptor would not wake an event loop (a
+    /// [`FileDevice`](crate::file::FileDevice) opened with
+    /// [`open`](crate::file::FileDevice::open) on a kernel with
+    /// `DEFER_TASKRUN`: open it with
+    /// [`open_polled`](crate::file::FileDevice::open_polled) to wait on it).
     fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         None
+    }
+
+    /// From now on, [`wait`](DataDevice::wait) also returns when `fd`
+    /// becomes readable (another thread handed this one work). The caller
+    /// reads (clears) `fd` itself; until it does, `wait` may return at once.
+    /// Watching another descriptor replaces the first. The caller keeps `fd`
+    /// open while it is watched (and does not reuse its number for another
+    /// file). Devices that cannot watch return an error: the default body
+    /// does.
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+        let _ = fd;
+        Err(DeviceError::Watch(io::Error::from(
+            io::ErrorKind::Unsupported,
+        )))
     }
 }
 
@@ -147,6 +166,76 @@ pub enum DeviceError {
     /// Submitting to or waiting on the kernel failed.
     #[error("io_uring_enter: {0}")]
     Enter(io::Error),
+    /// The device's io_uring ring is bound to another thread (it was set up
+    /// with `SINGLE_ISSUER`), which left I/O in flight on it: only that
+    /// thread can submit to it or reap it. A device moves between threads
+    /// freely while nothing is in flight.
+    #[error("the device's io_uring ring belongs to another thread, which has I/O in flight on it")]
+    WrongThread,
+    /// A wake-up descriptor cannot be watched ([`DataDevice::watch`]).
+    #[error("cannot watch the wake-up descriptor: {0}")]
+    Watch(io::Error),
+    /// A memory device cannot be shared while windows on its bytes
+    /// ([`MemSlice`](crate::mem::MemSlice)) are lent out: another thread
+    /// could change the bytes under them.
+    #[error("a memory device cannot be shared while {windows} windows on its memory are lent out")]
+    WindowsLent {
+        /// Windows still alive.
+        windows: usize,
+    },
+}
+
+/// Whether `fd` can be watched: an open descriptor (`poll(2)` ignores
+/// negative ones and flags closed ones).
+pub(crate) fn watchable(fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+    if fd < 0 {
+        return Err(DeviceError::Watch(io::Error::from_raw_os_error(
+            libc::EBADF,
+        )));
+    }
+    poll_readable(fd, Some(Duration::ZERO)).map(|_| ())
+}
+
+/// Wait until `fd` is readable or `timeout` passes (`None`: no limit), as
+/// `poll(2)` does; `Ok(true)` if it is readable. A signal ends the wait
+/// early (`Ok(false)`), as any spurious wake-up may.
+pub(crate) fn poll_readable(
+    fd: std::os::fd::RawFd,
+    timeout: Option<Duration>,
+) -> Result<bool, DeviceError> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // A year is as good as forever, and fits every `time_t`.
+    let ts = timeout.map(|t| {
+        let t = t.min(Duration::from_secs(365 * 24 * 3600));
+        libc::timespec {
+            tv_sec: t.as_secs() as libc::time_t,
+            tv_nsec: t.subsec_nanos() as libc::c_long,
+        }
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `pfd` is one valid pollfd for the duration of the call; `tsp`
+    // is null or points at `ts`, which lives until the call returns; a null
+    // signal mask leaves the mask alone.
+    let n = unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EINTR) => Ok(false),
+            _ => Err(DeviceError::Watch(e)),
+        };
+    }
+    if pfd.revents & libc::POLLNVAL != 0 {
+        return Err(DeviceError::Watch(io::Error::from_raw_os_error(
+            libc::EBADF,
+        )));
+    }
+    Ok(n > 0 && pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
 }
 
 /// The status an errno from the kernel maps to.

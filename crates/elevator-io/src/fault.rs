@@ -11,6 +11,7 @@
 //!
 //! The random choice comes from a seed, so a failing run can be repeated.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Sector, Status};
@@ -42,6 +43,10 @@ const NONE: u64 = u64::MAX;
 /// A device whose I/O fails where and as often as told.
 pub struct FaultDevice<D> {
     inner: D,
+    /// As built (a share fails I/O the same way).
+    spec: FaultSpec,
+    /// Shares made so far (each gets its own seed).
+    shares: AtomicU64,
     bad: Vec<(Sector, Sector)>,
     /// Failure probability in parts per 2^32.
     threshold: u64,
@@ -61,6 +66,8 @@ impl<D: DataDevice> FaultDevice<D> {
         };
         FaultDevice {
             inner,
+            spec: spec.clone(),
+            shares: AtomicU64::new(0),
             bad: spec.bad_sectors.clone(),
             threshold: (rate * (1u64 << 32) as f64) as u64,
             rng: Rng::new(spec.seed),
@@ -72,6 +79,30 @@ impl<D: DataDevice> FaultDevice<D> {
     /// The device underneath.
     pub fn inner(&self) -> &D {
         &self.inner
+    }
+
+    /// What it fails.
+    pub fn spec(&self) -> &FaultSpec {
+        &self.spec
+    }
+
+    /// The same faults over `inner` (a share of this device's own, for
+    /// another thread): the same bad sectors and failure rate, with the
+    /// random choice seeded anew, so that two shares do not fail the same
+    /// sequence of I/Os. The `n`th share (from 1) of a device whose seed is
+    /// `s` gets seed `s + n * 0x9E37_79B9_7F4A_7C15` (wrapping), so a run
+    /// that shares the same way repeats. Its count of injected faults
+    /// starts at 0: each share counts its own.
+    pub fn share_with(&self, inner: D) -> FaultDevice<D> {
+        let n = self.shares.fetch_add(1, Ordering::Relaxed) + 1;
+        let spec = FaultSpec {
+            seed: self
+                .spec
+                .seed
+                .wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            ..self.spec.clone()
+        };
+        FaultDevice::new(inner, &spec)
     }
 
     /// I/Os failed on purpose so far.
@@ -196,5 +227,8 @@ impl<D: DataDevice> DataDevice for FaultDevice<D> {
     }
     fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         self.inner.poll_fd()
+    }
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+        self.inner.watch(fd)
     }
 }

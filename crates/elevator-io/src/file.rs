@@ -7,6 +7,24 @@
 //! and how deep to queue. Moving the data is the
 //! (private) `uring` module's business.
 //!
+//! The io_uring ring is set up with the fastest flags the kernel offers
+//! (`SINGLE_ISSUER | DEFER_TASKRUN` on 6.1+, as fio 3.33+ does;
+//! [`FileDevice::ring_setup`] says which it got). Such a ring belongs to the
+//! thread that first submits to it or waits on it, not the one that opened
+//! it: open a device anywhere and drive it on the thread of your choice. It
+//! may move to another thread later while nothing is in flight (it then
+//! sets up a fresh ring there); with I/O in flight, only its thread can
+//! reap it ([`DeviceError::WrongThread`] elsewhere). An event loop that
+//! waits on the ring's descriptor ([`DataDevice::poll_fd`]) needs a device
+//! opened with [`FileDevice::open_polled`]: a `DEFER_TASKRUN` ring's
+//! descriptor does not wake `epoll` (checked on 6.18), so it has none.
+//!
+//! Several threads drive one file or block device through [shares]
+//! (`FileDevice::share`): each its own descriptor and ring, each its own
+//! statistics (the caller adds them up).
+//!
+//! [shares]: FileDevice::share
+//!
 //! ```no_run
 //! use elevator_core::Device;
 //! use elevator_io::{FileDevice, FileOptions};
@@ -63,6 +81,9 @@ enum AlignSource {
 }
 
 /// A regular file or block device, opened with O_DIRECT, behind io_uring.
+///
+/// Its statistics ([`Device::stats`]) are its own: the shares of one file
+/// count apart, and whoever wants the whole device's adds them up.
 pub struct FileDevice {
     // Declared first so that it is dropped (and has reaped every CQE) before
     // the file is closed.
@@ -70,6 +91,10 @@ pub struct FileDevice {
     file: OwnedFd,
     path: PathBuf,
     kind: FileKind,
+    /// As opened (a share opens the same way).
+    opts: FileOptions,
+    /// Opened with `open_polled`.
+    polled: bool,
     read_only: bool,
     limits: Limits,
     alignment: Alignment,
@@ -85,7 +110,33 @@ pub struct FileDevice {
 impl FileDevice {
     /// Open `path` for direct I/O and probe it. Nothing is submitted on
     /// failure, and every error names the path.
+    ///
+    /// Its ring takes `DEFER_TASKRUN` where the kernel offers it, and then
+    /// has no [`poll_fd`](DataDevice::poll_fd): to wait on the device in an
+    /// event loop, use [`FileDevice::open_polled`].
     pub fn open(path: &Path, opts: &FileOptions) -> Result<FileDevice, DeviceError> {
+        FileDevice::open_ring(path, opts, false)
+    }
+
+    /// Open `path` as [`FileDevice::open`] does, with a ring whose
+    /// descriptor an event loop can wait on ([`DataDevice::poll_fd`] is
+    /// always `Some`): set up without `DEFER_TASKRUN`, whose descriptor
+    /// does not wake `epoll` or `poll` when completions are pending.
+    pub fn open_polled(path: &Path, opts: &FileOptions) -> Result<FileDevice, DeviceError> {
+        FileDevice::open_ring(path, opts, true)
+    }
+
+    /// Another handle on the same file or block device, for another thread
+    /// to drive: the same path opened again, the same way (options, and
+    /// [`open_polled`](FileDevice::open_polled) or not), with its own
+    /// descriptor, ring (set up by the thread that first uses it), queue
+    /// depth and statistics. The page cache is out of the way (O_DIRECT), so
+    /// what one share writes, another reads once the write has completed.
+    pub fn share(&self) -> Result<FileDevice, DeviceError> {
+        FileDevice::open_ring(&self.path, &self.opts, self.polled)
+    }
+
+    fn open_ring(path: &Path, opts: &FileOptions, polled: bool) -> Result<FileDevice, DeviceError> {
         let name = || path.display().to_string();
         let open_err = |source: io::Error| DeviceError::Open {
             path: name(),
@@ -186,6 +237,7 @@ impl FileDevice {
                 queue_depth,
                 max_segments: limits.max_segments,
                 read_only: opts.read_only,
+                polled,
             },
         )
         .map_err(|source| DeviceError::NoUring { source })?;
@@ -198,6 +250,8 @@ impl FileDevice {
             file,
             path: path.to_path_buf(),
             kind,
+            opts: *opts,
+            polled,
             read_only: opts.read_only,
             limits,
             alignment,
@@ -233,8 +287,12 @@ impl FileDevice {
         self.read_only
     }
 
-    /// How the io_uring ring was set up (its setup flags), in a few words.
-    pub fn ring_setup(&self) -> &'static str {
+    /// How the io_uring ring was set up, in a few words: the setup flags
+    /// the kernel took, and whether the file is registered with the ring
+    /// (e.g. "single-issuer defer-taskrun coop-taskrun taskrun-flag
+    /// submit-all, registered file"). [`describe`](Device::describe)
+    /// includes it.
+    pub fn ring_setup(&self) -> String {
         self.ring.setup()
     }
 }
@@ -274,7 +332,7 @@ impl Device for FileDevice {
         };
         format!(
             "file {} ({} {kind} {}{}, {}-byte blocks, DIO alignment {}/{} from {source}, \
-             queue depth {}{tail})",
+             queue depth {}, io_uring {}{tail})",
             self.path.display(),
             human_bytes(self.limits.capacity << 9),
             self.home,
@@ -283,6 +341,7 @@ impl Device for FileDevice {
             self.alignment.offset,
             self.alignment.memory,
             self.queue_depth,
+            self.ring.setup(),
         )
     }
 
@@ -342,7 +401,14 @@ impl DataDevice for FileDevice {
     }
 
     fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        Some(self.ring.fd())
+        self.ring.pollable().then(|| self.ring.fd())
+    }
+
+    /// A multishot poll on `fd` in the ring; its CQEs are no I/O (never in
+    /// [`outstanding`](Device::outstanding), never reported by
+    /// [`complete`](Device::complete)).
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+        self.ring.watch(fd)
     }
 }
 

@@ -11,18 +11,29 @@
 //! [`MemDevice::map`]) for I/O that moves data straight between a socket and
 //! the device, and [`IoMem`] is the memory for one I/O that may be either a
 //! caller's buffer or such a window.
+//!
+//! Several threads can drive one memory device, each through its own handle
+//! ([`MemDevice::share`]): the same bytes, each handle with its own ready
+//! list, queue depth and statistics (the caller adds the statistics up).
+//! While a store has more than one handle, the handles move its bytes with
+//! word-sized atomic accesses (two threads may write the same block at
+//! once, as two hosts may on a shared disk: the result is one or the other's
+//! bytes, or a mix, never undefined behaviour), and lend no windows; with
+//! one handle they copy with plain `memcpy`, as before.
 
 use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::rc::Rc;
 
 use crate::buf::{AlignedBuf, BufError, IoBuf, Slice};
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, poll_readable, watchable};
 
 /// How to build a [`MemDevice`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,25 +61,51 @@ impl Default for MemOptions {
     }
 }
 
-/// A memory device's bytes: one allocation, shared with the windows
-/// ([`MemSlice`]) lent out of it, and touched only through raw pointers
-/// (it is memory that I/O moves through, like a disk's, not a Rust value).
+/// A memory device's bytes: one allocation, shared by the device handles
+/// on it and the windows ([`MemSlice`]) lent out of it, and touched only
+/// through raw pointers (it is memory that I/O moves through, like a
+/// disk's, not a Rust value).
+///
+/// `handles` counts the device handles on it, `windows` the windows lent.
+/// Windows exist only while there is one handle (`map` lends none from a
+/// store with more, and `share` makes none while windows are out), so
+/// whenever two threads may touch the bytes at once, every access is a
+/// word-sized atomic one ([`store_words`], [`load_words`]).
 struct MemStore {
-    /// Where the bytes start (taken once from `_owner`).
+    /// Where the bytes start (taken once from `_owner`); 4096-aligned.
     base: NonNull<u8>,
     len: usize,
+    /// [`MemDevice`] handles on the store.
+    handles: AtomicUsize,
+    /// [`MemSlice`] windows on it.
+    windows: AtomicUsize,
     /// Owns the allocation; never accessed after `base` is taken.
     _owner: AlignedBuf,
 }
 
+// SAFETY: the store is an allocation (`AlignedBuf` is Send and Sync) and its
+// address; its bytes are only reached through the rules above: plain
+// accesses by the one handle (and its windows, on its thread) while it is
+// alone, atomic ones by every handle while there are several.
+unsafe impl Send for MemStore {}
+// SAFETY: as for Send.
+unsafe impl Sync for MemStore {}
+
 /// A device whose media is memory.
+///
+/// It is `Send`, so that a share ([`MemDevice::share`]) can go to another
+/// thread, but not `Sync`: a handle is driven by one thread at a time.
 pub struct MemDevice {
-    store: Rc<MemStore>,
+    store: Arc<MemStore>,
     limits: Limits,
     queue_depth: u32,
     ready: VecDeque<(u32, Outcome)>,
     outstanding: u32,
     stats: DeviceStats,
+    /// The descriptor `wait` also watches ([`DataDevice::watch`]).
+    watch: Option<RawFd>,
+    /// Not Sync: `map` and `share` must not race on one handle.
+    _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
 impl MemDevice {
@@ -111,9 +148,11 @@ impl MemDevice {
                 libc::madvise(base.as_ptr().cast(), len, libc::MADV_HUGEPAGE);
             }
         }
-        let store = Rc::new(MemStore {
+        let store = Arc::new(MemStore {
             base,
             len,
+            handles: AtomicUsize::new(1),
+            windows: AtomicUsize::new(0),
             _owner: owner,
         });
         let limits = Limits {
@@ -128,32 +167,87 @@ impl MemDevice {
             ready: VecDeque::with_capacity(opts.queue_depth as usize),
             outstanding: 0,
             stats: DeviceStats::default(),
+            watch: None,
+            _not_sync: PhantomData,
         })
     }
 
-    /// The bytes on the device (for tests and checks: while the slice is
-    /// held, no I/O may run).
-    pub fn contents(&self) -> &[u8] {
-        // SAFETY: the store is valid for `len` bytes while `self` lives; the
-        // `&self` borrow keeps the engine (which owns the device) from
-        // moving data through it while the slice lives, and lent windows
-        // are only written by I/O the engine runs.
-        unsafe { std::slice::from_raw_parts(self.store.base.as_ptr(), self.store.len) }
+    /// Another handle on the **same bytes**, for another thread to drive
+    /// (it is `Send`): its own ready list, statistics (the caller adds the
+    /// handles' up) and queue depth, the same block size. What one handle
+    /// writes, the others read once the write has completed. It watches no
+    /// descriptor until told to ([`DataDevice::watch`]).
+    ///
+    /// Fails while windows on the bytes ([`MemDevice::map`]) are lent out:
+    /// another thread could change the bytes under them. A shared store
+    /// lends no windows (`map` returns `None`) until only one handle is left.
+    pub fn share(&self) -> Result<MemDevice, DeviceError> {
+        // Only this handle lends windows while it is alone (and `self` is
+        // not Sync, so it lends none meanwhile); once shared, none does.
+        let windows = self.store.windows.load(Ordering::Acquire);
+        if windows > 0 {
+            return Err(DeviceError::WindowsLent { windows });
+        }
+        self.store.handles.fetch_add(1, Ordering::AcqRel);
+        Ok(MemDevice {
+            store: Arc::clone(&self.store),
+            limits: self.limits,
+            queue_depth: self.queue_depth,
+            ready: VecDeque::with_capacity(self.queue_depth as usize),
+            outstanding: 0,
+            stats: DeviceStats::default(),
+            watch: None,
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// Whether other handles share the store (so bytes move atomically).
+    fn shared(&self) -> bool {
+        // Acquire: a handle dropped on another thread finished with the
+        // bytes before it counted itself out.
+        self.store.handles.load(Ordering::Acquire) > 1
+    }
+
+    /// A copy of the bytes on the device (for tests and checks).
+    pub fn contents(&self) -> Vec<u8> {
+        let len = self.store.len;
+        let mut copy = vec![0u8; len];
+        let base = self.store.base.as_ptr();
+        if self.shared() {
+            // SAFETY: the store is 4096-aligned and `len` (whole blocks) a
+            // multiple of 8; `copy` is valid for `len` bytes and ours.
+            unsafe { load_words(base.cast(), [(copy.as_mut_ptr(), len)]) };
+        } else {
+            // SAFETY: the store is valid for `len` bytes while `self` lives;
+            // alone on it, this handle (whose `&self` keeps I/O from running
+            // through it meanwhile) and its windows on this thread are all
+            // that touch it.
+            unsafe { std::ptr::copy_nonoverlapping(base, copy.as_mut_ptr(), len) };
+        }
+        copy
     }
 
     /// A window on `len` bytes at byte `offset`, for I/O that moves data
     /// straight to or from the device's memory (an NBD server replying from
     /// it, or receiving a write into it): a read into the window, or a write
     /// from it, finds the data already in place and copies nothing. `None` if
-    /// the range is not inside the device.
+    /// the range is not inside the device, or if the device is shared with
+    /// other handles ([`MemDevice::share`]): then the caller moves the data
+    /// through a buffer of its own.
     pub fn map(&self, offset: u64, len: usize) -> Option<MemSlice> {
+        if self.shared() {
+            return None;
+        }
         let start = usize::try_from(offset).ok()?;
         let end = start.checked_add(len)?;
-        (end <= self.store.len).then(|| MemSlice {
-            store: Rc::clone(&self.store),
-            offset: start,
-            len,
-            _not_send: PhantomData,
+        (end <= self.store.len).then(|| {
+            self.store.windows.fetch_add(1, Ordering::AcqRel);
+            MemSlice {
+                store: Arc::clone(&self.store),
+                offset: start,
+                len,
+                _not_send: PhantomData,
+            }
         })
     }
 
@@ -173,8 +267,17 @@ impl MemDevice {
         Some(match io.op {
             Op::Flush => Outcome::Done,
             Op::Discard | Op::WriteZeroes => match self.range(io) {
+                Some(r) if self.shared() => {
+                    // SAFETY: `r` lies inside the store (checked by `range`)
+                    // and, being whole sectors, starts and ends on 8-byte
+                    // boundaries of the 4096-aligned store.
+                    unsafe { zero_words(self.store.base.as_ptr().add(r.start).cast(), r.len()) };
+                    Outcome::Done
+                }
                 Some(r) => {
-                    // SAFETY: `r` lies inside the store (checked by `range`).
+                    // SAFETY: `r` lies inside the store (checked by `range`);
+                    // alone on the store, this handle is all that touches it
+                    // but for its windows, used on this thread.
                     unsafe {
                         std::ptr::write_bytes(self.store.base.as_ptr().add(r.start), 0, r.len());
                     }
@@ -262,8 +365,27 @@ impl DataDevice for MemDevice {
             self.finish(io.tag, failed(Status::IoError));
             return;
         }
-        let mut at = range.start;
         let base = self.store.base.as_ptr();
+        if self.shared() {
+            let segs = data.iter().map(|s| (s.addr, s.len as usize));
+            // SAFETY: `range` lies inside the store (checked by `range()`)
+            // and, being whole sectors, starts on an 8-byte boundary of the
+            // 4096-aligned store and spans a multiple of 8 bytes, which the
+            // segments add up to (checked above); they are valid for their
+            // lengths by `submit_data`'s contract. A shared store lends no
+            // windows, so no segment is one on it.
+            unsafe {
+                let words = base.add(range.start).cast::<u64>();
+                if io.op == Op::Read {
+                    load_words(words, segs);
+                } else {
+                    store_words(words, segs);
+                }
+            }
+            self.finish(io.tag, Outcome::Done);
+            return;
+        }
+        let mut at = range.start;
         for seg in data {
             let len = seg.len as usize;
             // SAFETY: `base + at` is inside the store, as the segments add up
@@ -298,11 +420,17 @@ impl DataDevice for MemDevice {
 
     fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
         // Everything submitted is already complete; with nothing to report,
-        // all there is to wait for is the timeout.
-        if self.ready.is_empty()
-            && let Some(t) = timeout
-        {
-            std::thread::sleep(t);
+        // all there is to wait for is the timeout, or the watched
+        // descriptor.
+        if !self.ready.is_empty() {
+            return Ok(());
+        }
+        match (self.watch, timeout) {
+            (Some(fd), t) => {
+                poll_readable(fd, t)?;
+            }
+            (None, Some(t)) => std::thread::sleep(t),
+            (None, None) => {}
         }
         Ok(())
     }
@@ -315,17 +443,143 @@ impl DataDevice for MemDevice {
             memory: self.limits.logical_block_size,
         }
     }
+
+    /// `wait` then waits with `poll(2)` on `fd` (and the timeout), rather
+    /// than sleeping.
+    fn watch(&mut self, fd: RawFd) -> Result<(), DeviceError> {
+        // Refuses a descriptor that is not open.
+        watchable(fd)?;
+        self.watch = Some(fd);
+        Ok(())
+    }
+}
+
+impl Drop for MemDevice {
+    fn drop(&mut self) {
+        // Release: this handle's accesses to the bytes happen before any
+        // handle that sees the count drop goes back to plain copies.
+        self.store.handles.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The word at `w`, as an atomic.
+///
+/// # Safety
+///
+/// `w` is 8-aligned, inside a [`MemStore`], and (per the store's rules)
+/// every access that may race with this one is an atomic word access too.
+unsafe fn word<'a>(w: *mut u64) -> &'a AtomicU64 {
+    // SAFETY: passed on from the caller; the store outlives every use.
+    unsafe { AtomicU64::from_ptr(w) }
+}
+
+/// Copy `segs` (address, length) in order into the store's words from `w`
+/// on, a whole word at a time (bytes of a word that straddles two segments
+/// are gathered first).
+///
+/// # Safety
+///
+/// `w` is 8-aligned and the store is valid from `w` for the segments' total
+/// length, a multiple of 8; each segment is valid for reads of its length;
+/// accesses to those words that may race are atomic word accesses.
+unsafe fn store_words(mut w: *mut u64, segs: impl IntoIterator<Item = (*mut u8, usize)>) {
+    let mut carry = [0u8; 8];
+    let mut fill = 0;
+    for (addr, len) in segs {
+        let (mut src, mut left) = (addr.cast_const(), len);
+        // SAFETY (this block): `src` stays within its segment (`left` bytes
+        // remain from it); `w` within the store (the total is a whole
+        // number of words, counted down as they are written).
+        unsafe {
+            // Finish a word begun by the previous segment.
+            while fill > 0 && left > 0 {
+                carry[fill] = src.read();
+                (src, left, fill) = (src.add(1), left - 1, fill + 1);
+                if fill == 8 {
+                    word(w).store(u64::from_ne_bytes(carry), Ordering::Relaxed);
+                    (w, fill) = (w.add(1), 0);
+                }
+            }
+            while left >= 8 {
+                let v = src.cast::<u64>().read_unaligned();
+                word(w).store(v, Ordering::Relaxed);
+                (w, src, left) = (w.add(1), src.add(8), left - 8);
+            }
+            // Begin a word the next segment finishes (`fill` is 0 here if
+            // any bytes are left).
+            while left > 0 {
+                carry[fill] = src.read();
+                (src, left, fill) = (src.add(1), left - 1, fill + 1);
+            }
+        }
+    }
+    debug_assert_eq!(fill, 0, "segments not a whole number of words");
+}
+
+/// Copy the store's words from `w` on into `segs` (address, length), in
+/// order, a whole word at a time.
+///
+/// # Safety
+///
+/// As for [`store_words`], with the segments valid for writes.
+unsafe fn load_words(mut w: *const u64, segs: impl IntoIterator<Item = (*mut u8, usize)>) {
+    let mut carry = [0u8; 8];
+    let mut used = 8;
+    for (addr, len) in segs {
+        let (mut dst, mut left) = (addr, len);
+        // SAFETY (this block): as in `store_words`.
+        unsafe {
+            // Hand out the rest of a word the previous segment began.
+            while used < 8 && left > 0 {
+                dst.write(carry[used]);
+                (dst, left, used) = (dst.add(1), left - 1, used + 1);
+            }
+            while left >= 8 {
+                let v = word(w.cast_mut()).load(Ordering::Relaxed);
+                dst.cast::<u64>().write_unaligned(v);
+                (w, dst, left) = (w.add(1), dst.add(8), left - 8);
+            }
+            if left > 0 {
+                carry = word(w.cast_mut()).load(Ordering::Relaxed).to_ne_bytes();
+                (w, used) = (w.add(1), 0);
+                while left > 0 {
+                    dst.write(carry[used]);
+                    (dst, left, used) = (dst.add(1), left - 1, used + 1);
+                }
+            }
+        }
+    }
+}
+
+/// Zero `len` bytes of the store's words from `w` on.
+///
+/// # Safety
+///
+/// As for [`store_words`], for `len` bytes.
+unsafe fn zero_words(w: *mut u64, len: usize) {
+    for i in 0..len / 8 {
+        // SAFETY: word `i` is within the `len` bytes from `w`.
+        unsafe { word(w.add(i)).store(0, Ordering::Relaxed) };
+    }
 }
 
 /// A window on a [`MemDevice`]'s memory, lent out by [`MemDevice::map`]: an
 /// I/O buffer whose bytes are the device's own. It keeps the memory alive
-/// (the device may go first). It stays on the thread that made it (as
-/// does the device).
+/// (the device may go first). It stays on the thread that made it, where
+/// the device that lent it is driven; a device shared with other threads
+/// lends none.
 pub struct MemSlice {
-    store: Rc<MemStore>,
+    store: Arc<MemStore>,
     offset: usize,
     len: usize,
     _not_send: PhantomData<*mut u8>,
+}
+
+impl Drop for MemSlice {
+    fn drop(&mut self) {
+        // Release: done with the bytes before a share may be made.
+        self.store.windows.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for MemSlice {
@@ -338,11 +592,13 @@ impl std::fmt::Debug for MemSlice {
 }
 
 // SAFETY: the window lies inside the store (checked by `map`), whose
-// allocation lives as long as any window (the Rc), does not move, and
+// allocation lives as long as any window (the Arc), does not move, and
 // keeps its length. Windows are plain memory shared with the device, as a
 // DMA buffer is: they are only read or written through transient slices on
 // the one thread that holds them (`MemSlice` is not Send), never while a
-// longer borrow of the same bytes is live.
+// longer borrow of the same bytes is live; and they exist only while their
+// store has a single device handle (see `MemStore`), so no other thread's
+// handle moves those bytes meanwhile.
 unsafe impl IoBuf for MemSlice {
     fn as_ptr(&self) -> *const u8 {
         // SAFETY: `offset <= len` of the store (checked by `map`).

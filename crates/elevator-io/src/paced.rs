@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
 
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, poll_readable, watchable};
 
 /// Bytes per chunk of the sparse store.
 const CHUNK: usize = 64 << 10;
@@ -92,12 +92,17 @@ impl SparseStore {
 }
 
 /// A device model paced by the real clock, with its data in memory.
+///
+/// One thread drives it: a model is one queue, and cannot be shared
+/// between threads yet.
 pub struct PacedDevice {
     model: Box<dyn Device>,
     store: SparseStore,
     /// The engine's time at the last call, and when that was, to tell how
     /// long to sleep in `wait`.
     last: (Nanos, Instant),
+    /// The descriptor `wait` also watches ([`DataDevice::watch`]).
+    watch: Option<std::os::fd::RawFd>,
 }
 
 impl PacedDevice {
@@ -107,6 +112,7 @@ impl PacedDevice {
             model,
             store: SparseStore::default(),
             last: (0, Instant::now()),
+            watch: None,
         }
     }
 
@@ -197,9 +203,22 @@ impl DataDevice for PacedDevice {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if let Some(d) = sleep {
-            std::thread::sleep(d);
+        match (self.watch, sleep) {
+            (Some(fd), d) => {
+                poll_readable(fd, d)?;
+            }
+            (None, Some(d)) => std::thread::sleep(d),
+            (None, None) => {}
         }
+        Ok(())
+    }
+
+    /// `wait` then waits with `poll(2)` on `fd` (until the model's next
+    /// completion or the timeout), rather than sleeping.
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+        // Refuses a descriptor that is not open.
+        watchable(fd)?;
+        self.watch = Some(fd);
         Ok(())
     }
 

@@ -263,10 +263,29 @@ impl DeviceSpec {
 
     /// Open the device on the real clock: a file, memory, or the model
     /// paced by the real clock; with its faults, if any.
+    ///
+    /// A file's ring takes `DEFER_TASKRUN` where the kernel offers it, and
+    /// then has no [`poll_fd`](DataDevice::poll_fd): an event loop that
+    /// waits on the device opens it with [`DeviceSpec::open_polled`].
     pub fn open(&self) -> Result<RealDevice, OpenError> {
+        self.open_ring(false)
+    }
+
+    /// Open the device as [`DeviceSpec::open`] does, for an event loop that
+    /// waits on its [`poll_fd`](DataDevice::poll_fd): a file's ring is set
+    /// up so that its descriptor wakes `epoll` (see
+    /// [`FileDevice::open_polled`]).
+    pub fn open_polled(&self) -> Result<RealDevice, OpenError> {
+        self.open_ring(true)
+    }
+
+    fn open_ring(&self, polled: bool) -> Result<RealDevice, OpenError> {
         let dev = match &self.kind {
             DeviceKind::Model(model) => {
                 RealDevice::Paced(Box::new(PacedDevice::new(model.build()?)))
+            }
+            DeviceKind::File { path, opts } if polled => {
+                RealDevice::File(Box::new(FileDevice::open_polled(path, opts)?))
             }
             DeviceKind::File { path, opts } => {
                 RealDevice::File(Box::new(FileDevice::open(path, opts)?))
@@ -290,9 +309,38 @@ pub enum OpenError {
     /// The file or memory cannot be had.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// The device cannot be shared between threads ([`RealDevice::share`]).
+    #[error("{device}: a simulated disk model cannot be shared between threads yet")]
+    NotShareable {
+        /// The device, described.
+        device: String,
+    },
 }
 
 impl RealDevice {
+    /// Another handle on the same device, for another thread to drive (a
+    /// hardware context of its own): memory shares its bytes
+    /// ([`MemDevice::share`]); a file or block device is opened again the
+    /// same way, with its own descriptor and ring ([`FileDevice::share`]);
+    /// faults wrap a share of the device underneath with the same spec and
+    /// a seed of their own ([`FaultDevice::share_with`]). A simulated model
+    /// cannot be shared yet ([`OpenError::NotShareable`]).
+    ///
+    /// Each handle keeps its own statistics ([`Device::stats`]): the caller
+    /// adds them up for the device's.
+    pub fn share(&self) -> Result<RealDevice, OpenError> {
+        Ok(match self {
+            RealDevice::Mem(m) => RealDevice::Mem(m.share()?),
+            RealDevice::File(f) => RealDevice::File(Box::new(f.share()?)),
+            RealDevice::Faulty(f) => RealDevice::Faulty(Box::new(f.share_with(f.inner().share()?))),
+            RealDevice::Paced(p) => {
+                return Err(OpenError::NotShareable {
+                    device: p.describe(),
+                });
+            }
+        })
+    }
+
     /// A window on the device's own memory, if it is a memory device (see
     /// [`MemDevice::map`]).
     pub fn map(&self, offset: u64, len: usize) -> Option<crate::mem::MemSlice> {
@@ -375,6 +423,9 @@ impl DataDevice for RealDevice {
     }
     fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         each!(self, d => d.poll_fd())
+    }
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+        each!(self, d => d.watch(fd))
     }
 }
 

@@ -7,8 +7,42 @@
 //! ring is gone.
 //!
 //! Nothing here allocates per I/O and nothing makes a system call except
-//! [`Ring::kick`], [`Ring::wait`] and [`Ring::cancel_all`] (and, if the
-//! submission queue were ever full, a push that makes room).
+//! [`Ring::kick`], [`Ring::wait`] and [`Ring::cancel_all`]; [`Ring::complete`]
+//! when the kernel flags task work that would post completions
+//! (`IORING_SQ_TASKRUN`); the first use of a ring on a thread (which binds it
+//! there, see below); and, if the submission queue were ever full, a push
+//! that makes room.
+//!
+//! # One issuer
+//!
+//! Where the kernel offers them (6.0, 6.1), rings are set up as fio 3.33+
+//! sets them up: `SINGLE_ISSUER`, so the kernel can skip locking the ring,
+//! and `DEFER_TASKRUN`, so completions are posted only when the owner asks
+//! for them (`io_uring_enter` with `GETEVENTS`) rather than by interrupting
+//! it. Such a ring belongs to one thread. A device may be opened on one
+//! thread and driven on another, so the ring is set up disabled
+//! (`R_DISABLED`) and enabled by the first thread that uses it, which
+//! becomes its issuer. If the device later moves to another thread with
+//! nothing in flight, that thread sets up a fresh ring of its own (the old
+//! one has nothing of ours); with I/O in flight, only the issuer can reap
+//! it, and the other thread gets [`DeviceError::WrongThread`].
+//!
+//! A `DEFER_TASKRUN` ring's descriptor does not wake `epoll` or `poll` when
+//! completions are pending (measured on 6.18: an `epoll_wait` on it sleeps
+//! through its timeout while a finished timeout request sits in the
+//! deferred list; without `DEFER_TASKRUN` the same wait wakes when it
+//! finishes). Rings whose descriptor an event loop waits on
+//! ([`RingConfig::polled`]) are therefore set up without it.
+//!
+//! # A wake-up descriptor
+//!
+//! [`Ring::watch`] arms a multishot `POLL_ADD` on a descriptor in the ring,
+//! with a reserved `user_data`, so that [`Ring::wait`] also returns when it
+//! becomes readable. Its CQEs are no I/O: `complete` skips them (noting the
+//! wake-up) and re-arms the poll when the kernel ends it (a CQE without
+//! `IORING_CQE_F_MORE`). A poll request points at no memory of ours (it holds
+//! the kernel's own reference to the file), so a ring may be closed with it
+//! armed: the kernel ends it with the ring.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -24,6 +58,12 @@ use crate::device::{DataSegment, DeviceError, outcome_of};
 const LINK_HEAD: u64 = 1 << 63;
 /// `user_data` of cancel requests, whose CQEs [`Ring::complete`] skips.
 const CANCEL: u64 = u64::MAX;
+/// Marks the wake-up poll ([`Ring::watch`]); the low 32 bits are the
+/// watch's generation, so that the last CQE of a replaced poll is told from
+/// the current one's. Never set with [`LINK_HEAD`] (except in [`CANCEL`]).
+const WATCH: u64 = 1 << 62;
+/// `IORING_ENTER_GETEVENTS`, from the kernel's uapi header.
+const ENTER_GETEVENTS: u32 = 1;
 /// Times a push retries after making room in a full submission queue.
 const PUSH_TRIES: u32 = 4;
 /// Consecutive failed waits after which `Drop` gives up and leaks.
@@ -44,6 +84,43 @@ pub(crate) struct RingConfig {
     pub max_segments: u16,
     /// Refuse writes, discards and write-zeroes.
     pub read_only: bool,
+    /// An event loop waits on the ring's descriptor ([`Ring::fd`]): set it up
+    /// without `DEFER_TASKRUN`, whose descriptor would not wake it.
+    pub polled: bool,
+}
+
+/// The setup flags a ring got (the first set in [`build`]'s list that the
+/// kernel took).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Setup {
+    /// `SINGLE_ISSUER` (with `R_DISABLED` until its first user enables it).
+    single_issuer: bool,
+    /// `DEFER_TASKRUN`.
+    defer_taskrun: bool,
+    /// `COOP_TASKRUN | TASKRUN_FLAG | SUBMIT_ALL`.
+    coop_taskrun: bool,
+}
+
+impl Setup {
+    fn name(self) -> &'static str {
+        match (self.single_issuer, self.defer_taskrun, self.coop_taskrun) {
+            (true, true, _) => "single-issuer defer-taskrun coop-taskrun taskrun-flag submit-all",
+            (true, false, _) => "single-issuer coop-taskrun taskrun-flag submit-all",
+            (false, _, true) => "coop-taskrun taskrun-flag submit-all",
+            (false, _, false) => "plain",
+        }
+    }
+}
+
+/// Which threads may enter the ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// Any (no `SINGLE_ISSUER`).
+    Any,
+    /// The ring is still disabled: the first thread to use it enables it.
+    Unclaimed,
+    /// Only this one (a [`this_thread`] number).
+    Thread(u64),
 }
 
 /// One I/O in flight.
@@ -83,6 +160,20 @@ pub(crate) struct Ring {
     /// The file is registered as fixed file 0.
     fixed: bool,
     read_only: bool,
+    /// SQ entries asked for (to set up a ring again on another thread).
+    entries: u32,
+    polled: bool,
+    setup: Setup,
+    owner: Owner,
+    /// The descriptor [`Ring::watch`] watches, and its generation.
+    watch: Option<RawFd>,
+    watch_gen: u32,
+    /// The watch's poll is in the ring (pushed, and not yet ended).
+    watch_armed: bool,
+    /// A wake-up came since the last `wait`.
+    woken: bool,
+    /// The watch's poll failed (errno), to report at the next `wait`.
+    watch_error: Option<i32>,
     slots: Box<[Slot]>,
     /// `max_segments` iovecs per slot, slot `i` at `i * max_segments`. Never
     /// reallocated: the kernel reads them while the slot's I/O is in flight.
@@ -98,15 +189,32 @@ pub(crate) struct Ring {
     cancel_each: bool,
     stats: DeviceStats,
     busy_mark: Nanos,
-    setup: &'static str,
 }
 
 // SAFETY: the only fields that are not `Send` are the iovecs' raw pointers,
 // which are plain addresses into the submitters' buffers (whose validity is
 // the `submit_data` contract's business, wherever the ring runs); the ring
-// owns everything else and shares nothing with other threads. The ring is
-// set up without `SINGLE_ISSUER`, so any thread may enter it.
+// owns everything else and shares nothing with other threads. A
+// `SINGLE_ISSUER` ring is entered only by its issuer thread (`claim` checks
+// before every system call on it), whichever thread holds the `Ring`.
 unsafe impl Send for Ring {}
+
+/// A number for the calling thread, unique for the life of the process.
+#[inline]
+fn this_thread() -> u64 {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ID: Cell<u64> = const { Cell::new(0) };
+    }
+    ID.with(|id| {
+        if id.get() == 0 {
+            id.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        id.get()
+    })
+}
 
 /// Build the `$fd` target for an opcode: the registered file, or the raw fd.
 macro_rules! on_fd {
@@ -126,12 +234,14 @@ impl Ring {
     pub(crate) fn new(fd: RawFd, cfg: RingConfig) -> io::Result<Ring> {
         let qd = cfg.queue_depth.clamp(1, MAX_QUEUE_DEPTH);
         // Every I/O takes at most two SQEs (a PREFLUSH fsync linked before
-        // its write), plus one for a cancel-all: the SQ never fills up. (The
+        // its write), plus one for a cancel-all and two for the wake-up
+        // poll (removing one, arming the next): the SQ never fills up. (The
         // per-I/O cancel fallback may; `push` then submits to make room.)
-        let entries = (2 * qd + 1).next_power_of_two();
-        let (ring, setup) = build(entries)?;
+        let entries = (2 * qd + 3).next_power_of_two();
+        let (ring, setup) = build(entries, cfg.polled)?;
         // Registering the file saves a file-table lookup per I/O; without
-        // it (an old kernel, a tight RLIMIT_MEMLOCK) the plain fd works.
+        // it (an old kernel, a tight RLIMIT_MEMLOCK) the plain fd works. A
+        // disabled ring takes registrations from any thread.
         let fixed = ring.submitter().register_files(&[fd]).is_ok();
         let max_segments = usize::from(cfg.max_segments.max(1));
         let empty = libc::iovec {
@@ -143,6 +253,19 @@ impl Ring {
             fd,
             fixed,
             read_only: cfg.read_only,
+            entries,
+            polled: cfg.polled,
+            setup,
+            owner: if setup.single_issuer {
+                Owner::Unclaimed
+            } else {
+                Owner::Any
+            },
+            watch: None,
+            watch_gen: 0,
+            watch_armed: false,
+            woken: false,
+            watch_error: None,
             slots: vec![FREE; qd as usize].into_boxed_slice(),
             iovecs: vec![empty; qd as usize * max_segments].into_boxed_slice(),
             max_segments,
@@ -153,11 +276,60 @@ impl Ring {
             cancel_each: false,
             stats: DeviceStats::default(),
             busy_mark: 0,
-            setup,
         })
     }
 
-    /// The ring's descriptor: readable while completions wait.
+    /// Make sure the calling thread may enter the ring: enable a ring no
+    /// thread has used yet (this one becomes its issuer), or, if another
+    /// thread is the issuer and nothing is in flight, set up a fresh ring
+    /// here. Fails if another thread has I/O in flight on it.
+    #[inline]
+    fn claim(&mut self) -> Result<(), DeviceError> {
+        match self.owner {
+            Owner::Any => Ok(()),
+            Owner::Thread(t) if t == this_thread() => Ok(()),
+            Owner::Unclaimed => {
+                self.ring
+                    .submitter()
+                    .register_enable_rings()
+                    .map_err(DeviceError::Enter)?;
+                self.owner = Owner::Thread(this_thread());
+                Ok(())
+            }
+            Owner::Thread(_) if self.in_flight == 0 => self.rebuild(),
+            Owner::Thread(_) => Err(DeviceError::WrongThread),
+        }
+    }
+
+    /// Set up a fresh ring on the calling thread, in place of one another
+    /// thread issued on, with nothing in flight.
+    #[cold]
+    fn rebuild(&mut self) -> Result<(), DeviceError> {
+        debug_assert_eq!(self.in_flight, 0);
+        let (ring, setup) =
+            build(self.entries, self.polled).map_err(|source| DeviceError::NoUring { source })?;
+        // The old ring has no I/O in flight, so neither it nor any SQE
+        // still queued in it points at memory of ours (a cancel carries no
+        // pointer, a wake-up poll none either): dropping it closes it, and
+        // the kernel ends whatever poll it had.
+        self.ring = ring;
+        self.setup = setup;
+        self.fixed = self.ring.submitter().register_files(&[self.fd]).is_ok();
+        self.owner = if setup.single_issuer {
+            Owner::Unclaimed
+        } else {
+            Owner::Any
+        };
+        self.watch_armed = false;
+        self.claim()?;
+        self.arm_watch();
+        Ok(())
+    }
+
+    /// The ring's descriptor: readable while completions wait. (A ring set
+    /// up with `DEFER_TASKRUN` does not wake a poller: see
+    /// [`Ring::pollable`].) It changes if the device moves to another thread
+    /// after doing I/O (see the module's notes).
     pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsRawFd;
         // SAFETY: the descriptor belongs to `self.ring`, which outlives the
@@ -165,9 +337,73 @@ impl Ring {
         unsafe { std::os::fd::BorrowedFd::borrow_raw(self.ring.as_raw_fd()) }
     }
 
-    /// How the ring was set up, in a few words.
-    pub(crate) fn setup(&self) -> &'static str {
-        self.setup
+    /// How the ring was set up, in a few words: its setup flags, and
+    /// whether the file is registered.
+    pub(crate) fn setup(&self) -> String {
+        let file = if self.fixed {
+            "registered file"
+        } else {
+            "file by descriptor"
+        };
+        format!("{}, {file}", self.setup.name())
+    }
+
+    /// Whether an event loop waiting on [`Ring::fd`] wakes when completions
+    /// are pending (the ring has no `DEFER_TASKRUN`).
+    pub(crate) fn pollable(&self) -> bool {
+        !self.setup.defer_taskrun
+    }
+
+    /// From now on, `wait` also returns when `fd` becomes readable: a
+    /// multishot poll on it, armed in the ring (submitted with the next
+    /// `kick` or `wait`).
+    pub(crate) fn watch(&mut self, fd: RawFd) -> Result<(), DeviceError> {
+        // Refuses a descriptor that is not open (POLLNVAL).
+        crate::device::watchable(fd)?;
+        if self.watch == Some(fd) && self.watch_armed {
+            return Ok(());
+        }
+        if self.watch_armed {
+            // Another descriptor before: end its poll. Its last CQE carries
+            // the old generation, so it is not re-armed.
+            let remove = opcode::PollRemove::new(WATCH | u64::from(self.watch_gen))
+                .build()
+                .user_data(CANCEL);
+            // SAFETY: a poll-remove SQE carries no pointers.
+            if !unsafe { self.push(&[remove]) } {
+                return Err(DeviceError::Watch(io::Error::from_raw_os_error(
+                    libc::EBUSY,
+                )));
+            }
+            self.watch_armed = false;
+        }
+        self.watch = Some(fd);
+        self.watch_gen = self.watch_gen.wrapping_add(1);
+        self.watch_error = None;
+        self.arm_watch();
+        if self.watch_armed {
+            Ok(())
+        } else {
+            Err(DeviceError::Watch(io::Error::from_raw_os_error(
+                libc::EBUSY,
+            )))
+        }
+    }
+
+    /// Put the watch's poll in the ring if it is not there.
+    fn arm_watch(&mut self) {
+        let Some(fd) = self.watch else {
+            return;
+        };
+        if self.watch_armed {
+            return;
+        }
+        let poll = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
+            .multi(true)
+            .build()
+            .user_data(WATCH | u64::from(self.watch_gen));
+        // SAFETY: a poll SQE carries no pointers into our memory.
+        self.watch_armed = unsafe { self.push(&[poll]) };
     }
 
     /// I/Os accepted and not yet reported.
@@ -239,6 +475,9 @@ impl Ring {
             if unsafe { self.ring.submission().push_multiple(entries) }.is_ok() {
                 return true;
             }
+            if self.claim().is_err() {
+                return false;
+            }
             if let Err(e) = self.ring.submit()
                 && !transient(&e)
             {
@@ -282,6 +521,9 @@ impl Ring {
     /// discard, write-zeroes; a read or write fails with `NotSupported`.
     pub(crate) fn submit(&mut self, io: DeviceIo, now: Nanos) {
         self.account(now);
+        if self.claim().is_err() {
+            return self.finish_now(io.tag, Status::IoError);
+        }
         match io.op {
             Op::Read | Op::Write => return self.finish_now(io.tag, Status::NotSupported),
             Op::Discard | Op::WriteZeroes if self.read_only => {
@@ -316,6 +558,9 @@ impl Ring {
             return self.submit(io, now);
         }
         self.account(now);
+        if self.claim().is_err() {
+            return self.finish_now(io.tag, Status::IoError);
+        }
         if io.op == Op::Write && self.read_only {
             return self.finish_now(io.tag, Status::NotSupported);
         }
@@ -385,22 +630,61 @@ impl Ring {
         }
     }
 
-    /// Report every I/O finished by now, without a system call.
+    /// Report every I/O finished by now. No system call, unless the kernel
+    /// flags task work that would post completions (`IORING_SQ_TASKRUN`):
+    /// a `DEFER_TASKRUN` ring posts them only when its issuer enters with
+    /// `GETEVENTS`, so this does, without submitting or waiting.
     pub(crate) fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
         self.account(now);
         for (tag, outcome) in self.ready.drain(..) {
             self.stats.ios += 1;
             done(tag, outcome);
         }
+        if self.ring.submission().taskrun() && self.claim().is_ok() {
+            // SAFETY: no argument is passed (a null pointer of size 0 is
+            // what `io_uring_enter` takes for none); nothing is submitted.
+            // Errors are left to the next `wait`, which enters again.
+            let _ = unsafe {
+                self.ring
+                    .submitter()
+                    .enter::<libc::sigset_t>(0, 0, ENTER_GETEVENTS, None)
+            };
+        }
         loop {
             let Some(cqe) = self.ring.completion().next() else {
                 break;
             };
-            self.on_cqe(cqe.user_data(), cqe.result(), done);
+            self.on_cqe(cqe.user_data(), cqe.result(), cqe.flags(), done);
         }
     }
 
-    fn on_cqe(&mut self, user_data: u64, res: i32, done: &mut dyn FnMut(u32, Outcome)) {
+    /// The wake-up poll's CQE: note the wake-up, re-arm the poll if the
+    /// kernel ended it (a readiness, or a cancel-all that caught it), stop
+    /// watching on any other error (reported by the next `wait`).
+    fn on_watch(&mut self, user_data: u64, res: i32, flags: u32) {
+        if user_data & 0xFFFF_FFFF != u64::from(self.watch_gen) || self.watch.is_none() {
+            // The end of a poll that was replaced or given up.
+            return;
+        }
+        if io_uring::cqueue::more(flags) {
+            self.woken = true;
+            return;
+        }
+        self.watch_armed = false;
+        if res >= 0 || res == -libc::ECANCELED {
+            self.woken |= res > 0;
+            self.arm_watch();
+        } else {
+            self.woken = true;
+            self.watch = None;
+            self.watch_error = Some(-res);
+        }
+    }
+
+    fn on_cqe(&mut self, user_data: u64, res: i32, flags: u32, done: &mut dyn FnMut(u32, Outcome)) {
+        if user_data != CANCEL && user_data & WATCH != 0 {
+            return self.on_watch(user_data, res, flags);
+        }
         if user_data == CANCEL {
             if res == -libc::EINVAL && !self.cancel_each {
                 // No `IORING_ASYNC_CANCEL_ANY` (before 5.19): one by one.
@@ -448,13 +732,24 @@ impl Ring {
         if self.ring.submission().is_empty() {
             return Ok(());
         }
+        self.claim()?;
         entered(self.ring.submit())
     }
 
-    /// Submit queued SQEs and sleep until a CQE arrives or `timeout` passes.
+    /// Submit queued SQEs and sleep until a CQE arrives (an I/O's, or the
+    /// watched descriptor's) or `timeout` passes. Returns at once if a
+    /// completion or a wake-up is already waiting, or if nothing is in
+    /// flight, nothing is watched and there is no timeout.
     pub(crate) fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
-        let something = !self.ready.is_empty() || !self.ring.completion().is_empty();
-        if something || (self.in_flight == 0 && timeout.is_none()) {
+        self.claim()?;
+        if let Some(errno) = self.watch_error.take() {
+            return Err(DeviceError::Watch(io::Error::from_raw_os_error(errno)));
+        }
+        self.arm_watch();
+        let woken = std::mem::take(&mut self.woken);
+        let something = woken || !self.ready.is_empty() || !self.ring.completion().is_empty();
+        let idle = self.in_flight == 0 && !self.watch_armed;
+        if something || (idle && timeout.is_none()) {
             return self.kick();
         }
         match timeout {
@@ -475,7 +770,8 @@ impl Ring {
     /// Ask the kernel to cancel everything in flight; each I/O is still
     /// reported once (cancelled or not) by `complete`.
     pub(crate) fn cancel_all(&mut self) {
-        if self.in_flight == 0 {
+        if self.in_flight == 0 || self.claim().is_err() {
+            // Nothing to cancel, or I/O only its issuer thread can reach.
             return;
         }
         if self.cancel_each {
@@ -514,8 +810,19 @@ impl Drop for Ring {
     /// the iovecs are leaked instead: a leak is safe, a use-after-free by the
     /// kernel is not. (The submitters' own buffers are their business: the
     /// engine keeps them until every tag is reported.)
+    ///
+    /// A wake-up poll is left to the ring's teardown (it points at none of
+    /// our memory). If another thread is the ring's issuer and has I/O in
+    /// flight, this thread cannot reap it: the iovecs are leaked, and the
+    /// error the caller got from `wait` told it to keep its buffers (the
+    /// engine leaks them when draining fails).
     fn drop(&mut self) {
+        self.watch = None;
         if self.in_flight == 0 {
+            return;
+        }
+        if self.claim().is_err() {
+            std::mem::forget(std::mem::take(&mut self.iovecs));
             return;
         }
         self.cancel_all();
@@ -573,30 +880,60 @@ fn entered(r: io::Result<usize>) -> Result<(), DeviceError> {
     }
 }
 
-/// Build a ring of `entries` SQEs: `COOP_TASKRUN | SUBMIT_ALL`, else (a
-/// kernel before 5.19 says EINVAL) a plain ring.
+/// Build a ring of `entries` SQEs with the first of these setups the kernel
+/// takes (an older one says EINVAL to flags it does not know):
+///
+/// 1. `SINGLE_ISSUER | DEFER_TASKRUN | COOP_TASKRUN | TASKRUN_FLAG |
+///    SUBMIT_ALL` (6.1), as fio 3.33+ sets up its rings; not for a `polled`
+///    ring, whose descriptor `DEFER_TASKRUN` would keep from waking a
+///    poller;
+/// 2. the same without `DEFER_TASKRUN` (6.0);
+/// 3. `COOP_TASKRUN | TASKRUN_FLAG | SUBMIT_ALL` (5.19);
+/// 4. a plain ring.
+///
+/// `SINGLE_ISSUER` rings are set up disabled (`R_DISABLED`): the thread that
+/// first uses one enables it and becomes its issuer ([`Ring::claim`]).
 ///
 /// `COOP_TASKRUN` lets completions wait for our next system call instead of
 /// interrupting the thread: measured here with 4 KiB random reads at queue
 /// depth 32 on tmpfs (whose O_DIRECT I/O runs on io-wq workers), it gave
 /// about twice the IOPS of a plain ring for half the system time; on the
 /// virtio disk, which is the bottleneck, no difference. `SINGLE_ISSUER` and
-/// `DEFER_TASKRUN` were left out on purpose: with them the ring can only be
-/// entered by the thread that created it (any other gets EEXIST, and a
-/// `FileDevice` is `Send`), and deferred completions stay invisible to
-/// `complete` until a `wait`; they bought only 5-15% more on tmpfs.
-fn build(entries: u32) -> io::Result<(IoUring, &'static str)> {
-    match IoUring::builder()
-        .setup_coop_taskrun()
-        .setup_submit_all()
-        .build(entries)
-    {
-        Ok(ring) => Ok((ring, "coop-taskrun")),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            Ok((IoUring::builder().build(entries)?, "plain"))
+/// `DEFER_TASKRUN` bought 5-15% more on tmpfs. `TASKRUN_FLAG` tells
+/// [`Ring::complete`] when task work is waiting to post completions.
+fn build(entries: u32, polled: bool) -> io::Result<(IoUring, Setup)> {
+    let setup = |single_issuer, defer_taskrun, coop_taskrun| Setup {
+        single_issuer,
+        defer_taskrun,
+        coop_taskrun,
+    };
+    let tries = [
+        setup(true, true, true),
+        setup(true, false, true),
+        setup(false, false, true),
+        setup(false, false, false),
+    ];
+    let mut last = io::Error::from_raw_os_error(libc::EINVAL);
+    for s in tries.into_iter().filter(|s| !(polled && s.defer_taskrun)) {
+        let mut b = IoUring::builder();
+        if s.coop_taskrun {
+            b.setup_coop_taskrun()
+                .setup_taskrun_flag()
+                .setup_submit_all();
         }
-        Err(e) => Err(e),
+        if s.single_issuer {
+            b.setup_single_issuer().setup_r_disabled();
+        }
+        if s.defer_taskrun {
+            b.setup_defer_taskrun();
+        }
+        match b.build(entries) {
+            Ok(ring) => return Ok((ring, s)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = e,
+            Err(e) => return Err(e),
+        }
     }
+    Err(last)
 }
 
 #[cfg(test)]

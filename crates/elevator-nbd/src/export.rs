@@ -104,7 +104,8 @@ impl ExportSpec {
             name: self.name.clone(),
             source,
         };
-        let device = self.device.open().map_err(|e| fail(Box::new(e)))?;
+        // The server's event loop waits on the device's descriptor.
+        let device = self.device.open_polled().map_err(|e| fail(Box::new(e)))?;
         let read_only = self.read_only || matches!(&device, RealDevice::File(f) if f.read_only());
         let describe = device.describe();
         let rotational = device.rotational();

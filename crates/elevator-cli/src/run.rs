@@ -287,10 +287,20 @@ pub fn execute(
         None => {
             bar.real = true;
             let dev = target.open()?;
-            let _ = threads;
-            let result = elevator_io::jobs::run(jobs, dev, cfg, &mut |p| bar.update(p));
+            let tcfg = elevator_io::mq::ThreadConfig {
+                run: cfg.clone(),
+                lock: threads.lock,
+                lock_stats: threads.lock_stats,
+            };
+            let result = elevator_io::mq::run_threads(
+                jobs,
+                vec![dev],
+                |d: &elevator_io::RealDevice| d.share(),
+                &tcfg,
+                &mut |p| bar.update(p),
+            );
             bar.finish();
-            let result = result?;
+            let result = result?.result;
             let cpu = result.cpu.map_or(0, |c| c.process_ns);
             Ok((result, cpu))
         }

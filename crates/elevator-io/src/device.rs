@@ -63,12 +63,6 @@ pub trait DataDevice: Device {
     /// The alignment direct I/O needs on this device.
     fn alignment(&self) -> Alignment;
 
-    /// PLACEHOLDER (the uring branch implements it): from now on, `wait`
-    /// also returns when `fd` becomes readable.
-    fn watch(&mut self, _fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
-        Ok(())
-    }
-
     /// A file descriptor that becomes readable when completions are waiting,
     /// for event loops that wait on sockets and the device at once (an
     /// io_uring's own descriptor). `None` for devices that complete at once

@@ -96,7 +96,7 @@ impl SparseStore {
 /// One thread drives it: a model is one queue, and cannot be shared
 /// between threads yet.
 pub struct PacedDevice {
-    model: Box<dyn Device>,
+    model: Box<dyn Device + Send>,
     store: SparseStore,
     /// The engine's time at the last call, and when that was, to tell how
     /// long to sleep in `wait`.
@@ -107,7 +107,7 @@ pub struct PacedDevice {
 
 impl PacedDevice {
     /// Pace `model` by the real clock.
-    pub fn new(model: Box<dyn Device>) -> PacedDevice {
+    pub fn new(model: Box<dyn Device + Send>) -> PacedDevice {
         PacedDevice {
             model,
             store: SparseStore::default(),

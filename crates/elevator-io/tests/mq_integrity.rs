@@ -37,9 +37,10 @@ fn buf_with(b: u64) -> AlignedBuf {
     buf
 }
 
-/// Poll `e` until it has nothing in flight; every completion goes to `out`.
+/// Poll `e` until it is idle (nothing of its own in flight, nothing of
+/// anyone's at its device); every completion goes to `out`.
 fn settle(e: &mut MqEngine<FileDevice, AlignedBuf>, out: &mut Vec<Completion<AlignedBuf>>) {
-    while e.in_flight() > 0 {
+    while !e.is_idle() {
         e.poll(None, out).expect("poll");
     }
 }

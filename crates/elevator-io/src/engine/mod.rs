@@ -420,6 +420,15 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
         (self.records.len() - self.free_records.len()) as u32
     }
 
+    /// Whether nothing of this engine's is in flight and its device has
+    /// reported everything it was given. On a shared queue the device may
+    /// hold other engines' requests (whoever asks dispatches what the queue
+    /// holds), so an engine must keep polling until it is idle before it
+    /// stops, or those requests never complete.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight() == 0 && self.device.outstanding() == 0
+    }
+
     /// Hold new requests in the plug until [`Engine::unplug`], so that a batch
     /// merges and reaches the scheduler together. As in Linux, a
     /// [`Engine::poll`] that is about to sleep hands what the plug holds to

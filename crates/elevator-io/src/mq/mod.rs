@@ -424,6 +424,11 @@ impl<D: DataDevice, B: IoBuf> MqEngine<D, B> {
         either!(self, e => e.unplug())
     }
 
+    /// See [`Engine::is_idle`]: poll until it is, before stopping.
+    pub fn is_idle(&self) -> bool {
+        either!(self, e => e.is_idle())
+    }
+
     /// See [`Engine::in_flight`].
     pub fn in_flight(&self) -> u32 {
         either!(self, e => e.in_flight())

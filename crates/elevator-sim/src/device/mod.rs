@@ -173,7 +173,7 @@ impl ModelSpec {
     }
 
     /// Build the device.
-    pub fn build(&self) -> Result<Box<dyn Device>, ParamError> {
+    pub fn build(&self) -> Result<Box<dyn Device + Send>, ParamError> {
         Ok(match self {
             ModelSpec::Null(p) => Box::new(NullDevice::new(p)?),
             ModelSpec::Ssd(p) => Box::new(Ssd::new(p)?),

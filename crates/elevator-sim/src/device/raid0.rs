@@ -140,7 +140,7 @@ const PART_BITS: u32 = 16;
 
 /// The RAID-0 device.
 pub struct Raid0 {
-    members: Vec<Box<dyn Device>>,
+    members: Vec<Box<dyn Device + Send>>,
     member_depth: Vec<u32>,
     waiting: Vec<VecDeque<DeviceIo>>,
     slots: Vec<Slot>,

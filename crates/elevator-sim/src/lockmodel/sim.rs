@@ -83,6 +83,9 @@ struct Thread {
     cpu: Option<usize>,
     last_cpu: usize,
     ios: u64,
+    /// It has finished its last step's work on paper, but will only have
+    /// done so once it gets to the end of its current segment.
+    io_owed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,6 +220,7 @@ impl Sim {
                     cpu: None,
                     last_cpu: t % cpus,
                     ios: 0,
+                    io_owed: false,
                 })
                 .collect(),
             cpus: (0..cpus)
@@ -437,6 +441,17 @@ impl Sim {
         }
     }
 
+    /// Thread `t` will have finished step `pc` at the end of its current
+    /// stretch of work, unless the run ends first: its I/O counts then.
+    fn next_step_owed(&mut self, t: usize) {
+        let th = &mut self.threads[t];
+        th.pc += 1;
+        if th.pc == self.plans[t].len() {
+            th.pc = 0;
+            th.io_owed = true;
+        }
+    }
+
     /// Call after lock `l`'s release time or waiters change: if it has
     /// waiters and a known release time, a release event is due then, and
     /// no other.
@@ -586,10 +601,15 @@ impl Sim {
                 self.segment(c, at);
                 return;
             }
-            match self.plans[t][self.threads[t].pc] {
+            let th = &mut self.threads[t];
+            if th.io_owed {
+                th.io_owed = false;
+                th.ios += 1;
+            }
+            match self.plans[t][th.pc] {
                 S::Cpu(d) => {
                     at += self.sample(d);
-                    self.next_step(t);
+                    self.next_step_owed(t);
                 }
                 S::Lock { lock, hold } if self.locks[lock].private => {
                     let h = self.sample(hold);

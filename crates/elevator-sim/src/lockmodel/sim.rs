@@ -295,7 +295,7 @@ impl Sim {
             }
             // Checked now and then: the check looks at every lock and CPU.
             #[cfg(debug_assertions)]
-            if seq % 64 == 0 {
+            if seq.is_multiple_of(64) {
                 self.check();
             }
         }

@@ -377,6 +377,25 @@ fn bad_models_are_refused() {
         ]),
         LockModelError::NoProgress { thread: 0 }
     );
+    assert_eq!(
+        err(&|m| m.quantum_ns = u64::MAX),
+        LockModelError::TooLong {
+            what: "quantum",
+            ns: u64::MAX
+        }
+    );
+    assert!(matches!(
+        err(&|m| m.threads[0].steps[0] = Step::cpu(u64::MAX)),
+        LockModelError::BadDuration {
+            thread: 0,
+            step: 0,
+            ..
+        }
+    ));
+    assert!(matches!(
+        run(&ok(), u64::MAX),
+        Err(LockModelError::TooLong { what: "run", .. })
+    ));
     let e = err(&|m| m.threads[1].steps[1] = Step::lock(3, 100));
     assert_eq!(
         e.to_string(),

@@ -90,6 +90,10 @@ use std::sync::Arc;
 use elevator_fio::rng::Rng;
 use thiserror::Error;
 
+/// The longest duration (2^50 ns, 13 days) or run (2^62 ns) a model takes,
+/// so that virtual time cannot overflow.
+pub const MAX_NS: u64 = 1 << 50;
+
 /// The default scheduler quantum, 3 ms: CFS's 6 ms latency target split
 /// between two runnable threads per CPU.
 pub const DEFAULT_QUANTUM_NS: u64 = 3_000_000;
@@ -186,6 +190,15 @@ impl Dist {
 
     /// What is wrong with it, if anything.
     fn check(&self) -> Option<&'static str> {
+        let too_long = match self {
+            Dist::Fixed(n) | Dist::Uniform { max: n, .. } => *n > MAX_NS,
+            Dist::Exp { mean } => *mean > MAX_NS >> 6,
+            Dist::Bimodal { short, long, .. } => *short.max(long) > MAX_NS,
+            Dist::Empirical(v) => v.iter().any(|&x| x > MAX_NS),
+        };
+        if too_long {
+            return Some("duration above 2^50 ns (2^44 ns for an exponential's mean)");
+        }
         match self {
             Dist::Uniform { min, max } if min > max => Some("uniform duration with min > max"),
             Dist::Bimodal { long_ppm, .. } if *long_ppm > 1_000_000 => {
@@ -365,6 +378,18 @@ impl LockModel {
         if self.quantum_ns == 0 {
             return Err(LockModelError::ZeroQuantum);
         }
+        let spins = self.locks.iter().map(|k| match k {
+            LockKind::Blocking { spin_ns } => *spin_ns,
+            _ => 0,
+        });
+        for (what, ns) in [("quantum", self.quantum_ns), ("switch", self.switch_ns)]
+            .into_iter()
+            .chain(spins.map(|ns| ("spin", ns)))
+        {
+            if ns > MAX_NS {
+                return Err(LockModelError::TooLong { what, ns });
+            }
+        }
         for (what, count) in [
             ("CPUs", self.cpus as usize),
             ("threads", self.threads.len()),
@@ -434,6 +459,14 @@ pub enum LockModelError {
     /// `quantum_ns` is 0.
     #[error("the scheduler quantum is 0 ns")]
     ZeroQuantum,
+    /// A time too long for the virtual clock (see [`MAX_NS`]).
+    #[error("{what} of {ns} ns is too long for the virtual clock")]
+    TooLong {
+        /// What it is: "quantum", "switch", "spin" or "run".
+        what: &'static str,
+        /// How long it is.
+        ns: u64,
+    },
     /// More CPUs, threads, locks or devices than the model can name.
     #[error("{count} {what}: the model handles at most {max}")]
     TooMany {
@@ -612,6 +645,12 @@ impl ModelResult {
 /// same model (seed included) gives the same result.
 pub fn run(model: &LockModel, until_ns: u64) -> Result<ModelResult, LockModelError> {
     model.validate()?;
+    if until_ns > MAX_NS << 12 {
+        return Err(LockModelError::TooLong {
+            what: "run",
+            ns: until_ns,
+        });
+    }
     let mut result = sim::Sim::new(model, until_ns).run();
     for c in &result.cpus {
         result.cpu_total.add(c);

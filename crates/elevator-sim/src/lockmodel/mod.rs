@@ -40,10 +40,24 @@
 //! - **Devices** ([`ModelDevice`]) serve up to `depth` I/Os at once, the
 //!   rest wait in FIFO order; each I/O takes its step's service time.
 //!
+//! # Lock topologies are step lists
+//!
+//! With `w` the work outside locks, `d` the thread's device and `h` a hold:
+//!
+//! - `global` (2.4): every thread runs `[Cpu w, Lock(0, h), Device d]`;
+//! - `queue` (2.5): thread `i` runs `[Cpu w, Lock(d, h), Device d]`, one
+//!   lock per device;
+//! - `mq` (blk-mq): thread `i` runs `[Cpu w, Lock(own_i, h_ctx),
+//!   Lock(tags_d, h_tags), Device d]`: a lock per thread (its software
+//!   context), never contended, and a short section per device (the tag
+//!   set, or a scheduler's lock) that is shared.
+//!
 //! # Measured, in lockmeter's terms
 //!
 //! [`ModelResult`] gives, per lock, acquisitions, contended acquisitions
-//! (the lock was held when asked for), hold and wait times (wall time:
+//! (the lock was held when asked for; a request at the very instant of a
+//! release joins that release's draw and counts as contended), hold and
+//! wait times (wall time:
 //! a preempted holder still holds, a preempted or sleeping waiter still
 //! waits) and the CPU time spent spinning on it; per CPU, time busy,
 //! spinning, switching and idle; I/Os per thread. lockmeter's UTIL is
@@ -60,13 +74,22 @@
 //! does), per-CPU run queues and load balancing, priorities and wake-up
 //! preemption, and the idle time a real CPU needs to wake up.
 //!
-//! # Cost
+//! # Determinism and cost
+//!
+//! The same model and seed give the same result, event for event
+//! (exponential draws use `f64::ln`, so across platforms the last bit of a
+//! draw may differ).
 //!
 //! An event queue over virtual time, not a clock that ticks. A thread that
 //! runs does so without events through work nothing else can see (outside
 //! work, locks no other thread uses, the hold of a lock it got) up to its
 //! next step that touches something shared or to the end of its quantum;
-//! a lock release is an event only when someone waits for it.
+//! a lock release is an event only when someone waits for it. So an
+//! acquisition of a shared lock costs one event, or two if contended; an
+//! I/O two (issue, completion); a step of private work none. An event
+//! costs some 60 ns of host time, a private step some 8 ns: 64 CPUs and 64
+//! threads on one global lock held 1 µs run a virtual second in about
+//! 0.15 s, on 16 such locks (16 million acquisitions a second) in about 2 s.
 //!
 //! # Example: one global lock, as 2.4 had
 //!

@@ -5,9 +5,12 @@
 //! - [`device`]: device models (null, ssd, hdd, raid0) behind
 //!   [`elevator_core::Device`], built from specs like `hdd-7200,rpm=5400`.
 //! - [`engine`]: the discrete-event loop.
+//! - [`lockmodel`]: CPUs contending for locks on a virtual clock, to predict
+//!   lock scaling past the host's cores.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod device;
 pub mod engine;
+pub mod lockmodel;

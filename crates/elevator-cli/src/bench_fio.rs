@@ -51,6 +51,8 @@ pub struct Args {
     /// The fio binary.
     #[arg(long, default_value = "fio")]
     fio: String,
+    #[command(flatten)]
+    threads: crate::run::ThreadArgs,
 }
 
 /// One engine's figures for one round.
@@ -144,15 +146,14 @@ fn run_fio(fio: &str, job_path: &Path) -> Result<Figures> {
     Ok(f)
 }
 
-fn run_elevator(jobs: &JobFile, spec: &DeviceSpec, cfg: &RunConfig) -> Result<Figures> {
+fn run_elevator(
+    jobs: &JobFile,
+    spec: &DeviceSpec,
+    cfg: &RunConfig,
+    threads: &crate::run::ThreadArgs,
+) -> Result<Figures> {
     let mut bar = Bar::new(false, String::new());
-    let (run, _) = execute(
-        jobs,
-        spec,
-        cfg,
-        &crate::run::ThreadArgs::default(),
-        &mut bar,
-    )?;
+    let (run, _) = execute(jobs, spec, cfg, threads, &mut bar)?;
     let cpu = run.cpu.unwrap_or_default();
     let secs = run.elapsed.max(1) as f64 / 1e9;
     let bytes: u64 = run
@@ -237,7 +238,7 @@ fn bench(
                 seed: 0,
             };
             ours[i].push(
-                run_elevator(jobs, spec, &cfg)
+                run_elevator(jobs, spec, &cfg, &args.threads)
                     .with_context(|| format!("running elevator with {sched}"))?,
             );
         }

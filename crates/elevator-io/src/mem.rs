@@ -49,6 +49,12 @@ pub struct MemOptions {
     /// in small pages, or almost nothing, depending on what ran before
     /// (the README has the figures). Small pages cost the same every time.
     pub huge_pages: bool,
+    /// Move the data (default true). False is null_blk's
+    /// `memory_backed=0`: nothing is copied, reads leave the caller's
+    /// buffer as it was and writes are dropped, so what a run measures is
+    /// the layer alone, as with a device whose controller moves the data
+    /// by DMA.
+    pub copy: bool,
 }
 
 impl Default for MemOptions {
@@ -57,6 +63,7 @@ impl Default for MemOptions {
             logical_block_size: 512,
             queue_depth: 64,
             huge_pages: false,
+            copy: true,
         }
     }
 }
@@ -99,6 +106,8 @@ pub struct MemDevice {
     store: Arc<MemStore>,
     limits: Limits,
     queue_depth: u32,
+    /// Whether data moves ([`MemOptions::copy`]).
+    copy: bool,
     ready: VecDeque<(u32, Outcome)>,
     outstanding: u32,
     stats: DeviceStats,
@@ -164,6 +173,7 @@ impl MemDevice {
             store,
             limits,
             queue_depth: opts.queue_depth,
+            copy: opts.copy,
             ready: VecDeque::with_capacity(opts.queue_depth as usize),
             outstanding: 0,
             stats: DeviceStats::default(),
@@ -193,6 +203,7 @@ impl MemDevice {
             store: Arc::clone(&self.store),
             limits: self.limits,
             queue_depth: self.queue_depth,
+            copy: self.copy,
             ready: VecDeque::with_capacity(self.queue_depth as usize),
             outstanding: 0,
             stats: DeviceStats::default(),
@@ -300,8 +311,13 @@ fn failed(status: Status) -> Outcome {
 impl Device for MemDevice {
     fn describe(&self) -> String {
         format!(
-            "mem ({} MiB in memory, {}-byte blocks)",
+            "mem ({} MiB {}, {}-byte blocks)",
             self.store.len >> 20,
+            if self.copy {
+                "in memory"
+            } else {
+                "that moves no data"
+            },
             self.limits.logical_block_size
         )
     }
@@ -363,6 +379,10 @@ impl DataDevice for MemDevice {
                 range.len()
             );
             self.finish(io.tag, failed(Status::IoError));
+            return;
+        }
+        if !self.copy {
+            self.finish(io.tag, Outcome::Done);
             return;
         }
         let base = self.store.base.as_ptr();

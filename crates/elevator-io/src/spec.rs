@@ -8,7 +8,7 @@
 //!   virtual clock, or run paced by the real clock;
 //! - `file:PATH[,queue_depth=N][,ro]`: a regular file or block device,
 //!   O_DIRECT through io_uring (the path may not contain commas);
-//! - `mem:SIZE[,lbs=N][,queue_depth=N][,huge_pages=0|1]`: memory, e.g.
+//! - `mem:SIZE[,lbs=N][,queue_depth=N][,huge_pages=0|1][,copy=0|1]`: memory, e.g.
 //!   `mem:1g`; SIZE must be a whole number of blocks (of `lbs` bytes, 512
 //!   by default);
 //! - on a file or memory, faults: `fail_rate=F` (a fraction of reads and
@@ -178,6 +178,13 @@ impl DeviceSpec {
                         _ => return Err(bad(format!("huge_pages={value}: expected 0 or 1"))),
                     }
                 }
+                (DeviceKind::Mem { opts, .. }, "copy") => {
+                    opts.copy = match value {
+                        "1" | "on" | "true" => true,
+                        "0" | "off" | "false" => false,
+                        _ => return Err(bad(format!("copy={value}: expected 0 or 1"))),
+                    }
+                }
                 (DeviceKind::Mem { opts, .. }, "lbs") => {
                     opts.logical_block_size = number(ParamUnit::Bytes)? as u32
                 }
@@ -212,7 +219,7 @@ impl DeviceSpec {
                 _ => {
                     let known = match kind {
                         DeviceKind::File { .. } => "queue_depth, ro",
-                        _ => "lbs, queue_depth, huge_pages",
+                        _ => "lbs, queue_depth, huge_pages, copy",
                     };
                     return Err(bad(format!(
                         "unknown option '{part}'; options: {known}, fail_rate, fail_sectors, \
@@ -444,7 +451,8 @@ mod tests {
                 opts: MemOptions {
                     logical_block_size: 4096,
                     queue_depth: 64,
-                    huge_pages: false
+                    huge_pages: false,
+                    copy: true,
                 }
             }
         );
@@ -453,6 +461,14 @@ mod tests {
         for ok in ["mem:1536", "mem:8k,lbs=4096", "mem:1.5k", "mem:64k,lbs=64k"] {
             DeviceSpec::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
+        let n = DeviceSpec::parse("mem:4m,copy=0").expect("parses");
+        assert!(matches!(
+            n.kind,
+            DeviceKind::Mem {
+                opts: MemOptions { copy: false, .. },
+                ..
+            }
+        ));
         let h = DeviceSpec::parse("mem:4m,huge_pages=1").expect("parses");
         assert!(matches!(
             h.kind,

@@ -19,13 +19,13 @@ use elevator_io::DeviceSpec;
 use elevator_io::mq::{LockMode, ThreadConfig, run_threads};
 use serde::Serialize;
 
-use super::Args;
+use super::{Args, lock_model};
 use crate::run::OutputFormat;
 
 /// Where the readers' devices are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-enum Layout {
+pub(super) enum Layout {
     /// Each reader on a device of its own.
     OwnDevices,
     /// Every reader on one device.
@@ -43,16 +43,19 @@ impl Layout {
 
 /// One run: a layout, a lock mode, a reader count.
 #[derive(Serialize)]
-struct Cell {
-    layout: Layout,
-    lock: &'static str,
-    readers: usize,
-    mb_per_s: f64,
-    ios: u64,
-    elapsed_ns: u64,
-    cpu_ns_per_io: f64,
+pub(super) struct Cell {
+    pub layout: Layout,
+    pub lock: &'static str,
+    pub readers: usize,
+    pub mb_per_s: f64,
+    pub ios: u64,
+    pub elapsed_ns: u64,
+    /// The whole process's CPU per I/O.
+    pub cpu_ns_per_io: f64,
+    /// The reader threads' CPU per I/O (their sum over the I/Os of all).
+    pub thread_cpu_ns_per_io: f64,
     #[serde(skip)]
-    locks: Vec<LockStat>,
+    pub locks: Vec<LockStat>,
     /// The locks in lockmeter's and lock_stat's terms.
     lock_report: serde_json::Value,
 }
@@ -138,6 +141,7 @@ fn measure(args: &Args, spec: &DeviceSpec) -> Result<Vec<Cell>> {
                     ios: r.ios,
                     elapsed_ns: r.elapsed,
                     cpu_ns_per_io: r.cpu.map_or(0.0, |c| c.per_io(r.ios)),
+                    thread_cpu_ns_per_io: r.cpu.map_or(0.0, |c| c.thread_per_io(r.ios)),
                     locks: run.locks,
                 });
             }
@@ -155,9 +159,9 @@ fn cell<'a>(cells: &'a [Cell], layout: Layout, lock: LockMode, readers: usize) -
         .find(|c| c.layout == layout && c.lock == lock.name() && c.readers == readers)
 }
 
-/// Contention of the busiest lock of a cell (0 if it took none).
+/// Contention of the busiest lock of a cell, 0..=1 (0 if it took none).
 fn con(c: &Cell) -> f64 {
-    c.locks.iter().map(LockStat::con).fold(0.0, f64::max)
+    c.locks.iter().map(|l| l.con() / 100.0).fold(0.0, f64::max)
 }
 
 fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
@@ -230,6 +234,9 @@ pub fn run(args: &Args) -> Result<()> {
     let lo = args.threads.iter().copied().min().unwrap_or(1);
     let hi = args.threads.iter().copied().max().unwrap_or(1);
     let shapes = shapes(&cells, lo, hi);
+    let fits = lock_model::fit(&cells);
+    let checks = lock_model::checks(&fits, &cells, cpus());
+    let predictions = lock_model::predictions(&fits);
     let mut out = std::io::stdout().lock();
     if args.output_format == OutputFormat::Json {
         let doc = serde_json::json!({
@@ -240,6 +247,11 @@ pub fn run(args: &Args) -> Result<()> {
             "cpus": cpus(),
             "runs": cells,
             "shapes": shapes,
+            "model": {
+                "fits": fits,
+                "checks": checks,
+                "predictions": predictions,
+            },
         });
         serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
@@ -294,6 +306,7 @@ pub fn run(args: &Args) -> Result<()> {
             write!(out, "{}", lockmeter_table(&report))?;
         }
     }
+    write_model(&mut out, &fits, &checks, &predictions)?;
     writeln!(out, "\nShapes:")?;
     for s in &shapes {
         writeln!(
@@ -303,6 +316,91 @@ pub fn run(args: &Args) -> Result<()> {
             s.measured,
             if s.holds { "holds" } else { "DOES NOT HOLD" }
         )?;
+    }
+    Ok(())
+}
+
+/// The model's part of the report: its fit, its check against this
+/// machine's runs, its predictions.
+fn write_model(
+    out: &mut impl Write,
+    fits: &[lock_model::Fit],
+    checks: &[lock_model::Prediction],
+    predictions: &[lock_model::Prediction],
+) -> Result<()> {
+    writeln!(
+        out,
+        "\nModel (elevator-sim's CPUs contending for locks on a virtual clock), fitted per mode to its\n\
+         1-reader run: per I/O, CPU outside the shared lock, and the lock's acquisitions and mean hold"
+    )?;
+    for f in fits {
+        writeln!(
+            out,
+            "  {:<7} {:>8.0} ns outside, {:>4.2} acquisitions of {:>6.0} ns",
+            f.lock, f.outside_ns, f.acquisitions_per_io, f.hold_ns
+        )?;
+    }
+    writeln!(out, "checked against this machine's runs (MB/s):")?;
+    writeln!(
+        out,
+        "  {:<7} {:>7} {:>8} {:>10} {:>8} {:>8}",
+        "lock", "readers", "devices", "measured", "model", "ratio"
+    )?;
+    for p in checks {
+        let m = p.measured_mb_per_s.unwrap_or(0.0);
+        writeln!(
+            out,
+            "  {:<7} {:>7} {:>8} {:>10.0} {:>8.0} {:>8.2}",
+            p.lock,
+            p.readers,
+            p.devices,
+            m,
+            p.mb_per_s,
+            p.mb_per_s / m.max(1e-9)
+        )?;
+    }
+    writeln!(
+        out,
+        "predicted (MB/s, CON of the busiest lock): N readers on N CPUs, on their own devices / on one device"
+    )?;
+    writeln!(
+        out,
+        "  {:<7} {:>22} {:>22} {:>22} {:>26}",
+        "lock", "4 CPUs", "16 CPUs", "64 CPUs", "2001: 4 CPUs, 10 readers"
+    )?;
+    let locks: Vec<&str> = fits.iter().map(|f| f.lock).collect();
+    for lock in locks {
+        let mut line = format!("  {lock:<7}");
+        for cpus in [4u32, 16, 64] {
+            let get = |devices: usize| {
+                predictions.iter().find(|p| {
+                    p.lock == lock
+                        && p.cpus == cpus
+                        && p.readers == cpus as usize
+                        && p.devices == devices
+                })
+            };
+            let own = get(cpus as usize);
+            let one = get(1);
+            let cell = match (own, one) {
+                (Some(a), Some(b)) => format!(
+                    "{:.0} ({:.0}%) / {:.0}",
+                    a.mb_per_s,
+                    100.0 * a.con,
+                    b.mb_per_s
+                ),
+                _ => "-".into(),
+            };
+            line.push_str(&format!(" {cell:>22}"));
+        }
+        let seed = predictions
+            .iter()
+            .find(|p| p.lock == lock && p.cpus == 4 && p.readers == 10);
+        let cell = seed.map_or("-".into(), |p| {
+            format!("{:.0} ({:.0}%)", p.mb_per_s, 100.0 * p.con)
+        });
+        line.push_str(&format!(" {cell:>26}"));
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }

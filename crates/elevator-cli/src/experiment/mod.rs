@@ -5,6 +5,7 @@
 //! against a lock per queue and blk-mq).
 
 mod cfq_idling;
+mod lock_model;
 mod lock_scaling;
 
 use anyhow::Result;
@@ -36,8 +37,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "normal")]
     output_format: OutputFormat,
     /// lock-scaling: the device each reader reads (each opened once per
-    /// reader for "own devices"): mem:SIZE, file:PATH, or a disk model.
-    #[arg(long, default_value = "mem:64m")]
+    /// reader for "own devices"): mem:SIZE (copy=0: no data moves, as a
+    /// controller's DMA costs the CPUs nothing), file:PATH, or a disk
+    /// model.
+    #[arg(long, default_value = "mem:64m,copy=0")]
     device: String,
     /// lock-scaling: reader counts to run.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]

@@ -19,6 +19,8 @@
 //! - [`jobs`]: fio job files run through the engine; [`spec`]: the one
 //!   device spec (`file:PATH`, `mem:SIZE`, or a model, which runs paced by
 //!   the real clock) and the device it opens; [`cpu`]: CPU time used.
+//! - [`tags`]: a device's tag set, shared by its hardware contexts and taken
+//!   without a lock ([`TagSet`]), model-checked with loom.
 //!
 //! Dependencies point one way: [`buf`] names no other module, [`device`]
 //! only [`buf`], the devices only those two (and io_uring's wrapper), and
@@ -43,6 +45,8 @@ pub mod jobs;
 pub mod mem;
 pub mod paced;
 pub mod spec;
+mod sync;
+pub mod tags;
 mod uring;
 
 pub use buf::{AlignedBuf, BufError, IoBuf, Slice};
@@ -55,3 +59,4 @@ pub use file::{FileDevice, FileKind, FileOptions};
 pub use mem::{IoMem, MemDevice, MemOptions, MemSlice};
 pub use paced::PacedDevice;
 pub use spec::{DeviceKind, DeviceSpec, OpenError, RealDevice, SpecError};
+pub use tags::{TagHint, TagSet, TagSetError};

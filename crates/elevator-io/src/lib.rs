@@ -20,7 +20,9 @@
 //!   device spec (`file:PATH`, `mem:SIZE`, or a model, which runs paced by
 //!   the real clock) and the device it opens; [`cpu`]: CPU time used.
 //! - [`tags`]: a device's tag set, shared by its hardware contexts and taken
-//!   without a lock ([`TagSet`]), model-checked with loom.
+//!   without a lock ([`TagSet`]); [`inbox`]: completions handed back to the
+//!   thread that submitted them, waking it through an eventfd only when it
+//!   sleeps ([`Inbox`]). Both are model-checked with loom (`scripts/loom`).
 //!
 //! Dependencies point one way: [`buf`] names no other module, [`device`]
 //! only [`buf`], the devices only those two (and io_uring's wrapper), and
@@ -41,6 +43,7 @@ pub mod dio;
 pub mod engine;
 pub mod fault;
 pub mod file;
+pub mod inbox;
 pub mod jobs;
 pub mod mem;
 pub mod paced;
@@ -56,6 +59,7 @@ pub use dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use fault::{FaultDevice, FaultSpec};
 pub use file::{FileDevice, FileKind, FileOptions};
+pub use inbox::Inbox;
 pub use mem::{IoMem, MemDevice, MemOptions, MemSlice};
 pub use paced::PacedDevice;
 pub use spec::{DeviceKind, DeviceSpec, OpenError, RealDevice, SpecError};

@@ -21,6 +21,10 @@
 //!   the real clock) and the device it opens; [`cpu`]: CPU time used.
 //! - [`lockstat`]: a mutex that counts its acquisitions, contentions,
 //!   rejects and hold and wait times, as lockmeter does.
+//! - [`tags`]: a device's tag set, shared by its hardware contexts and taken
+//!   without a lock ([`TagSet`]); [`inbox`]: completions handed back to the
+//!   thread that submitted them, waking it through an eventfd only when it
+//!   sleeps ([`Inbox`]). Both are model-checked with loom (`scripts/loom`).
 //!
 //! Dependencies point one way: [`buf`] names no other module, [`device`]
 //! only [`buf`], the devices only those two (and io_uring's wrapper), and
@@ -48,6 +52,7 @@ pub mod mem;
 pub mod mq;
 pub mod paced;
 pub mod spec;
+mod sync;
 pub mod tags;
 mod uring;
 
@@ -58,6 +63,8 @@ pub use dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use fault::{FaultDevice, FaultSpec};
 pub use file::{FileDevice, FileKind, FileOptions};
+pub use inbox::Inbox;
 pub use mem::{IoMem, MemDevice, MemOptions, MemSlice};
 pub use paced::PacedDevice;
 pub use spec::{DeviceKind, DeviceSpec, OpenError, RealDevice, SpecError};
+pub use tags::{TagHint, TagSet, TagSetError};

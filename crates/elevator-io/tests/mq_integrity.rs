@@ -3,8 +3,9 @@
 //! write interleaved checksummed blocks (so that neighbours from different
 //! threads merge in a shared queue, and one thread's request carries
 //! another's bios), then every thread reads every block back and checks it.
-//! Each request completes exactly once, with its full length. Also: a
-//! shutdown with I/O in flight on every thread returns every buffer.
+//! Each request completes exactly once, with its full length. On files
+//! (tmpfs) and on shared memory devices. Also: a shutdown with I/O in
+//! flight on every thread returns every buffer.
 
 mod common;
 
@@ -13,7 +14,10 @@ use std::sync::Barrier;
 
 use common::{scratch_file, skip};
 use elevator_io::mq::{LockMode, MqEngine, MultiQueue};
-use elevator_io::{AlignedBuf, Completion, DioRequest, EngineConfig, FileDevice, FileOptions};
+use elevator_io::{
+    AlignedBuf, Completion, DataDevice, DioRequest, EngineConfig, FileDevice, FileOptions,
+    MemDevice, MemOptions,
+};
 
 const BLOCK: usize = 4096;
 const BLOCKS: u64 = 96;
@@ -39,7 +43,7 @@ fn buf_with(b: u64) -> AlignedBuf {
 
 /// Poll `e` until it is idle (nothing of its own in flight, nothing of
 /// anyone's at its device); every completion goes to `out`.
-fn settle(e: &mut MqEngine<FileDevice, AlignedBuf>, out: &mut Vec<Completion<AlignedBuf>>) {
+fn settle<D: DataDevice>(e: &mut MqEngine<D, AlignedBuf>, out: &mut Vec<Completion<AlignedBuf>>) {
     while !e.is_idle() {
         e.poll(None, out).expect("poll");
     }
@@ -54,40 +58,77 @@ fn config(sched: &str) -> EngineConfig {
     }
 }
 
-/// One round: `threads` threads over `devices` files under `lock` and
-/// `sched`; thread t writes the blocks b with b % threads == t, in batches
-/// under one plug, then (after every thread's writes) reads all blocks.
-fn round(test: &str, lock: LockMode, sched: &str, threads: usize, devices: usize) -> bool {
+/// Handles on `devices` devices for `threads` threads (thread t uses device
+/// t % devices): the first handle of each device is index 0.
+type Handles<D> = Vec<Vec<D>>;
+
+/// `devices` scratch files in /dev/shm, opened once per thread that uses
+/// them; `None` (after `skip`) where there is no /dev/shm.
+fn file_handles(
+    test: &str,
+    devices: usize,
+    threads: usize,
+) -> Option<(Vec<tempfile::TempPath>, Handles<FileDevice>)> {
     let mut paths = Vec::new();
+    let mut handles = Vec::new();
     for i in 0..devices {
         let Ok(p) = scratch_file(Path::new("/dev/shm"), &format!("mqi{i}"), BLOCKS * 4096) else {
             skip(test, "cannot create a file in /dev/shm");
-            return false;
+            return None;
         };
+        let users = (0..threads).filter(|t| t % devices == i).count();
+        handles.push(
+            (0..users)
+                .map(|_| FileDevice::open(&p, &FileOptions::default()).expect("open"))
+                .collect(),
+        );
         paths.push(p);
     }
-    let opts = FileOptions::default();
-    let firsts: Vec<FileDevice> = paths
-        .iter()
-        .map(|p| FileDevice::open(p, &opts).expect("open"))
-        .collect();
-    let mq = MultiQueue::new(
-        &firsts.iter().collect::<Vec<_>>(),
-        threads,
-        &config(sched),
-        lock,
-        true,
-    )
-    .expect("layer");
-    drop(firsts);
+    Some((paths, handles))
+}
+
+/// `devices` memory devices, shared by the threads that use them.
+fn mem_handles(devices: usize, threads: usize) -> Handles<MemDevice> {
+    (0..devices)
+        .map(|i| {
+            let first = MemDevice::new(BLOCKS * 4096, MemOptions::default()).expect("memory");
+            let users = (0..threads).filter(|t| t % devices == i).count();
+            let mut all: Vec<MemDevice> =
+                (1..users).map(|_| first.share().expect("share")).collect();
+            all.insert(0, first);
+            all
+        })
+        .collect()
+}
+
+/// One round: `threads` threads over the devices of `handles` under `lock`
+/// and `sched`; thread t writes the blocks b with b % threads == t, in
+/// batches under one plug, then (after every thread's writes) reads all
+/// blocks of its device back.
+fn round<D: DataDevice + Send>(lock: LockMode, sched: &str, threads: usize, handles: Handles<D>) {
+    round_with(lock, &config(sched), threads, handles)
+}
+
+/// [`round`] with the queue configuration `cfg`.
+fn round_with<D: DataDevice + Send>(
+    lock: LockMode,
+    cfg: &EngineConfig,
+    threads: usize,
+    handles: Handles<D>,
+) {
+    let sched = &cfg.scheduler;
+    let devices = handles.len();
+    let firsts: Vec<&D> = handles.iter().map(|h| &h[0]).collect();
+    let mq = MultiQueue::new(&firsts, threads, cfg, lock, true).expect("layer");
+    let mut handles: Vec<std::vec::IntoIter<D>> = handles.into_iter().map(Vec::into_iter).collect();
     let barrier = Barrier::new(threads);
     let what = format!("{lock} {sched} {threads} threads on {devices} devices");
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (mq, barrier, paths, what) = (&mq, &barrier, &paths, &what);
+            let d = t % devices;
+            let dev = handles[d].next().expect("a handle per thread");
+            let (mq, barrier, what) = (&mq, &barrier, &what);
             s.spawn(move || {
-                let d = t % devices;
-                let dev = FileDevice::open(&paths[d], &FileOptions::default()).expect("open");
                 let mut e = mq.engine::<_, AlignedBuf>(t, d, dev).expect("engine");
                 let mine: Vec<u64> = (0..BLOCKS).filter(|b| *b as usize % threads == t).collect();
                 let mut out = Vec::new();
@@ -117,7 +158,8 @@ fn round(test: &str, lock: LockMode, sched: &str, threads: usize, devices: usize
                     assert_eq!(seen[b as usize], 1, "{what}: block {b} written once");
                 }
                 barrier.wait();
-                // Every thread reads every block (of its device) back.
+                // Every thread reads every block of its device back: the
+                // blocks written by the threads on the same device.
                 out.clear();
                 let all: Vec<u64> = (0..BLOCKS)
                     .filter(|b| *b as usize % threads % devices == d)
@@ -125,11 +167,8 @@ fn round(test: &str, lock: LockMode, sched: &str, threads: usize, devices: usize
                 for batch in all.chunks(16) {
                     e.plug();
                     for &b in batch {
-                        let req = DioRequest::read(
-                            b * BLOCK as u64,
-                            vec![AlignedBuf::new(BLOCK, 4096).expect("buffer")],
-                            b,
-                        );
+                        let buf = AlignedBuf::new(BLOCK, 4096).expect("buffer");
+                        let req = DioRequest::read(b * BLOCK as u64, vec![buf], b);
                         e.submit(req)
                             .unwrap_or_else(|r| panic!("{what}: {}", r.error));
                     }
@@ -156,7 +195,6 @@ fn round(test: &str, lock: LockMode, sched: &str, threads: usize, devices: usize
         stats.bios_completed, stats.bios,
         "{what}: shared queues complete every bio"
     );
-    true
 }
 
 #[test]
@@ -165,9 +203,11 @@ fn data_and_completions_are_exact_under_every_lock_mode_and_scheduler() {
     for lock in LockMode::ALL {
         for sched in elevator_core::SCHEDULER_NAMES {
             for (threads, devices) in [(2, 1), (4, 2), (8, 1)] {
-                if !round(test, lock, sched, threads, devices) {
+                let Some((_paths, files)) = file_handles(test, devices, threads) else {
                     return;
-                }
+                };
+                round(lock, sched, threads, files);
+                round(lock, sched, threads, mem_handles(devices, threads));
             }
         }
     }
@@ -210,6 +250,20 @@ fn shutdown_with_io_in_flight_on_every_thread_returns_every_buffer() {
                     });
                 }
             });
+        }
+    }
+}
+
+/// A scheduler that idles for one submitter (CFQ and BFQ with
+/// `slice_idle` set to 8 ms, which memory's defaults leave at 0) while the other
+/// threads submit: no thread waits forever, and the data is exact.
+#[test]
+fn an_idling_scheduler_does_not_deadlock_other_submitters() {
+    for lock in LockMode::ALL {
+        for sched in ["cfq", "bfq"] {
+            let mut cfg = config(sched);
+            cfg.tunables = vec![("slice_idle".into(), "8".into())];
+            round_with(lock, &cfg, 4, mem_handles(1, 4));
         }
     }
 }

@@ -41,9 +41,13 @@ pub struct QueueState {
     pub(crate) queue: Queue,
     pub(crate) bios: Vec<BioSlot>,
     pub(crate) free_bios: Vec<u32>,
-    /// Engines (a bit each, by index modulo 64) that found no free tag
-    /// here and sleep until a request completes.
-    pub(crate) tag_sleepers: u64,
+    /// Engines (a bit each, by index modulo 64) that may sleep while
+    /// requests wait here that they could not take: they found no free tag,
+    /// or their last dispatch round left requests queued (the scheduler
+    /// held them back, or the device's depth was reached). Whoever next
+    /// changes what can be dispatched (a completion, a submitter gone)
+    /// wakes them, so that a request never waits for an engine that sleeps.
+    pub(crate) sleepers: u64,
 }
 
 impl QueueState {
@@ -53,7 +57,7 @@ impl QueueState {
             queue,
             bios: Vec::new(),
             free_bios: Vec::new(),
-            tag_sleepers: 0,
+            sleepers: 0,
         }
     }
 

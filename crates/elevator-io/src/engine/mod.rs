@@ -376,7 +376,11 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
     /// the scheduler drops what it kept for it.
     pub fn context_gone(&mut self, ctx: IoContext) {
         let now = self.clock.now();
-        self.q.with(|s| s.queue.context_gone(ctx, now));
+        let wake = self.q.with(|s| {
+            s.queue.context_gone(ctx, now);
+            std::mem::take(&mut s.sleepers)
+        });
+        self.wake(wake);
     }
 
     /// The device.
@@ -622,7 +626,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
                         blocked = true;
                         if shared {
                             // Woken by whoever next completes a request here.
-                            s.tag_sleepers |= 1 << (me % 64);
+                            s.sleepers |= 1 << (me % 64);
                         }
                         break;
                     }
@@ -719,7 +723,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
                         result = Err(EngineError::Completion(e));
                     }
                 }
-                wake |= std::mem::take(&mut s.tag_sleepers);
+                wake |= std::mem::take(&mut s.sleepers);
             });
             at = end;
         }
@@ -728,17 +732,24 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
                 dt.put(tag, peers.as_ref());
             }
         }
-        if let Some(p) = peers.as_ref() {
-            wake &= !(1 << (me % 64));
-            while wake != 0 {
-                let i = wake.trailing_zeros() as usize;
-                wake &= wake - 1;
-                if let Some(inbox) = p.inboxes.get(i) {
-                    inbox.push(Handoff::wake());
-                }
+        self.wake(wake);
+        result
+    }
+
+    /// Wake the engines of `mask` (a bit each, by index modulo 64), but
+    /// this one.
+    fn wake(&self, mut mask: u64) {
+        let Some(p) = self.peers.as_ref() else {
+            return;
+        };
+        mask &= !(1 << (p.me % 64));
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(inbox) = p.inboxes.get(i) {
+                inbox.push(Handoff::wake());
             }
         }
-        result
     }
 
     /// Dispatch while the device has room: a batch per hold of the queue's
@@ -780,6 +791,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
             let mut cancelled = 0u32;
             let mut result = Ok(());
             let mut wait_tag = false;
+            let shared = q.shared();
             q.with(|s| {
                 for _ in 0..batch {
                     let tag = match driver_tags.as_mut() {
@@ -861,6 +873,11 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
                             break;
                         }
                     }
+                }
+                if shared && s.queue.queued() > 0 {
+                    // Requests are left: whoever next changes what can be
+                    // dispatched wakes this engine to try again.
+                    s.sleepers |= 1 << (me % 64);
                 }
             });
             result?;

@@ -141,6 +141,10 @@ where
         }
         std::thread::scope(|scope| -> Result<(), JobRunError> {
             let mut running = Vec::new();
+            // Each thread says when it is done, so that the next phase
+            // starts at once (fio's stonewall) and progress is shown
+            // meanwhile.
+            let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
             for w in 0..nthreads {
                 if pending[w].as_ref().is_none_or(|wk| wk.phase != phase) {
                     continue;
@@ -159,9 +163,14 @@ where
                     done_ios: done_ios.clone(),
                     seed: cfg.run.seed,
                 };
+                let done = done_tx.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("elevator-{w}"))
-                    .spawn_scoped(scope, move || job.run(device, worker));
+                    .spawn_scoped(scope, move || {
+                        let end = job.run(device, worker);
+                        let _ = done.send(());
+                        end
+                    });
                 match spawned {
                     Ok(handle) => running.push((w, handle)),
                     Err(e) => {
@@ -174,13 +183,19 @@ where
                     }
                 }
             }
-            while running.iter().any(|(_, h)| !h.is_finished()) {
-                std::thread::sleep(Duration::from_millis(50));
-                progress(Progress {
-                    now: mq.clock().now(),
-                    ios: done_ios.load(Ordering::Relaxed),
-                    fraction: 0.0,
-                });
+            drop(done_tx);
+            let mut finished = 0;
+            while finished < running.len() {
+                match done_rx.recv_timeout(Duration::from_millis(200)) {
+                    Ok(()) => finished += 1,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => progress(Progress {
+                        now: mq.clock().now(),
+                        ios: done_ios.load(Ordering::Relaxed),
+                        fraction: 0.0,
+                    }),
+                    // Every thread has gone (its sender with it).
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
             }
             for (w, h) in running {
                 // A thread's panic is caught inside it; a join error would

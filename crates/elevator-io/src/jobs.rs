@@ -57,6 +57,37 @@ pub enum JobRunError {
     /// The multi-queue layer could not be built.
     #[error(transparent)]
     Mq(#[from] crate::mq::MqError),
+    /// A job's `cpus_allowed` names a CPU this process may not run on.
+    #[error(
+        "job '{job}': cpus_allowed names CPU {cpu}, which this process cannot run on \
+         (it may use CPUs {available})"
+    )]
+    NoSuchCpu {
+        /// The job.
+        job: String,
+        /// The CPU named.
+        cpu: u32,
+        /// The CPUs there are, as a list.
+        available: String,
+    },
+    /// The thread's CPUs could not be set.
+    #[error("job '{job}': cannot set its thread's CPUs: {error}")]
+    Affinity {
+        /// The job.
+        job: String,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// A stopping thread gave up on requests that could not complete (their
+    /// buffers are leaked rather than freed under a device).
+    #[error(
+        "{requests} requests could not complete after the run stopped; their buffers are \
+         leaked, not freed"
+    )]
+    Abandoned {
+        /// Requests still in flight.
+        requests: u32,
+    },
     /// A worker thread could not be started.
     #[error("cannot start a worker thread: {0}")]
     Spawn(String),
@@ -215,7 +246,34 @@ pub(crate) struct Runner<D: DataDevice, Q: QueueAccess = QueueState> {
     pub(crate) out: Vec<Completion<Buf>>,
     /// Set when the run is to stop early (another thread failed): the
     /// engine is cancelled and drained.
-    pub(crate) stop: Option<std::sync::Arc<AtomicBool>>,
+    pub(crate) stop: Option<std::sync::Arc<Stop>>,
+}
+
+/// A threaded run's stop: a flag, and a way to wake every thread to see it.
+pub(crate) struct Stop {
+    /// Set when a thread failed.
+    pub(crate) flag: AtomicBool,
+    /// Wakes every thread's engine.
+    pub(crate) wake: Box<dyn Fn() + Send + Sync>,
+}
+
+impl Stop {
+    /// Stop the run: set the flag, wake everyone.
+    pub(crate) fn now(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        (self.wake)();
+    }
+}
+
+/// Stops the run if dropped while the thread panics.
+struct StopOnPanic(std::sync::Arc<Stop>);
+
+impl Drop for StopOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.now();
+        }
+    }
 }
 
 impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
@@ -223,22 +281,31 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
         if self.workers.is_empty() {
             return Ok(());
         }
+        // A panic from here on stops the other threads at once, before this
+        // engine (dropped while unwinding) waits for its requests.
+        let _stop_on_panic = self.stop.clone().map(StopOnPanic);
         let now = self.engine.now();
         self.start_phase(now);
         loop {
             if self
                 .stop
                 .as_ref()
-                .is_some_and(|s| s.load(Ordering::Relaxed))
+                .is_some_and(|s| s.flag.load(Ordering::Relaxed))
             {
                 self.engine.cancel();
                 let mut out = std::mem::take(&mut self.out);
-                let drained = self.engine.drain(&mut out);
+                let drained = self
+                    .engine
+                    .drain_for(crate::engine::SHARED_DRAIN_LIMIT, &mut out);
                 for c in out.drain(..) {
                     self.completed(c);
                 }
                 self.out = out;
-                drained?;
+                if !drained? {
+                    return Err(JobRunError::Abandoned {
+                        requests: self.engine.in_flight(),
+                    });
+                }
                 return Ok(());
             }
             let now = self.engine.now();

@@ -117,3 +117,161 @@ fn lock_modes_are_named() {
         "unknown lock mode 'spin': expected global, queue or mq"
     );
 }
+
+#[test]
+fn cpus_allowed_pins_threads_and_names_cpus_that_do_not_exist() {
+    let test = "cpus_allowed_pins_threads_and_names_cpus_that_do_not_exist";
+    let text =
+        "[j]\nrw=randread\nbs=4k\nsize=256k\nnumjobs=2\nthread\ncpus_allowed=0\nfilename=/dev/x\n";
+    let jobs = JobFile::parse(text, "pinned.fio").expect("job file");
+    let Some((_paths, devs)) = files(test, 1) else {
+        return;
+    };
+    let run = run_threads(
+        &jobs,
+        devs,
+        reopen,
+        &config("none", LockMode::Mq),
+        &mut |_| {},
+    )
+    .expect("CPU 0 exists");
+    assert!(run.result.jobs.iter().all(|j| j.dirs[READ].ios == 64));
+    let text = text.replace("cpus_allowed=0", "cpus_allowed=0,1000-1001");
+    let jobs = JobFile::parse(&text, "pinned.fio").expect("job file");
+    let Some((_paths, devs)) = files(test, 1) else {
+        return;
+    };
+    let err = run_threads(
+        &jobs,
+        devs,
+        reopen,
+        &config("none", LockMode::Mq),
+        &mut |_| {},
+    )
+    .expect_err("CPU 1000 does not exist here");
+    let text = err.to_string();
+    assert!(text.contains("cpus_allowed names CPU 1000"), "{text}");
+}
+
+/// A memory device whose `fuse`-th submission panics (a bug in a device, or
+/// in the layer, on one thread).
+struct Bomb {
+    inner: elevator_io::MemDevice,
+    fuse: Option<u32>,
+}
+
+impl elevator_core::Device for Bomb {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn limits(&self) -> elevator_core::Limits {
+        self.inner.limits()
+    }
+    fn queue_depth(&self) -> u32 {
+        self.inner.queue_depth()
+    }
+    fn rotational(&self) -> bool {
+        false
+    }
+    fn submit(&mut self, io: elevator_core::DeviceIo, now: elevator_core::Nanos) {
+        self.inner.submit(io, now)
+    }
+    fn next_completion(&self) -> Option<elevator_core::Nanos> {
+        self.inner.next_completion()
+    }
+    fn complete(
+        &mut self,
+        now: elevator_core::Nanos,
+        done: &mut dyn FnMut(u32, elevator_core::Outcome),
+    ) {
+        self.inner.complete(now, done)
+    }
+    fn outstanding(&self) -> u32 {
+        self.inner.outstanding()
+    }
+    fn stats(&self) -> elevator_core::DeviceStats {
+        self.inner.stats()
+    }
+}
+
+impl elevator_io::DataDevice for Bomb {
+    unsafe fn submit_data(
+        &mut self,
+        io: elevator_core::DeviceIo,
+        data: &[elevator_io::DataSegment],
+        now: elevator_core::Nanos,
+    ) {
+        if let Some(n) = &mut self.fuse {
+            *n = n.saturating_sub(1);
+            assert!(*n > 0, "the bomb went off");
+        }
+        // SAFETY: passed through; our caller keeps the contract.
+        unsafe { self.inner.submit_data(io, data, now) }
+    }
+    fn kick(&mut self) -> Result<(), elevator_io::DeviceError> {
+        self.inner.kick()
+    }
+    fn wait(
+        &mut self,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<(), elevator_io::DeviceError> {
+        self.inner.wait(timeout)
+    }
+    fn cancel_all(&mut self) {
+        self.inner.cancel_all()
+    }
+    fn alignment(&self) -> elevator_io::Alignment {
+        self.inner.alignment()
+    }
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), elevator_io::DeviceError> {
+        self.inner.watch(fd)
+    }
+}
+
+/// One thread's device panics midway: the run ends (no hang) with that
+/// thread's error, and the other threads' results come back with it.
+#[test]
+fn a_thread_that_panics_stops_the_run_with_everyone_elses_results() {
+    use elevator_io::jobs::JobRunError;
+    for lock in LockMode::ALL {
+        for sched in ["none", "mq-deadline", "bfq"] {
+            let jobs = JobFile::parse(
+                "[j]\nrw=randread\nbs=4k\nsize=4m\niodepth=4\nnumjobs=3\ntime_based\nruntime=20s\nfilename=/dev/x\n",
+                "bomb.fio",
+            )
+            .expect("job file");
+            let mem = elevator_io::MemDevice::new(8 << 20, elevator_io::MemOptions::default())
+                .expect("memory");
+            let shares = std::cell::Cell::new(0);
+            let share = |d: &Bomb| {
+                shares.set(shares.get() + 1);
+                d.inner.share().map(|inner| Bomb {
+                    inner,
+                    // The first share's thread fails after a while.
+                    fuse: (shares.get() == 1).then_some(500),
+                })
+            };
+            let first = Bomb {
+                inner: mem,
+                fuse: None,
+            };
+            let err = run_threads(&jobs, vec![first], share, &config(sched, lock), &mut |_| {})
+                .expect_err("the bomb stops the run");
+            let JobRunError::Stopped { error, partial } = err else {
+                panic!("{lock} {sched}: expected a stopped run, got {err}");
+            };
+            assert!(error.to_string().contains("the bomb went off"), "{error}");
+            assert_eq!(
+                partial.jobs.len(),
+                2,
+                "{lock} {sched}: the two others report"
+            );
+            let done: u64 = partial.jobs.iter().map(|j| j.dirs[READ].ios).sum();
+            assert!(done > 0, "{lock} {sched}: the others' I/O is counted");
+            assert!(
+                partial.elapsed < 15_000_000_000,
+                "{lock} {sched}: the others stopped early, not at their runtime"
+            );
+        }
+    }
+}

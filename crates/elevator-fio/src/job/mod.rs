@@ -141,6 +141,15 @@ pub struct JobSpec {
     pub stonewall: bool,
     /// `new_group`: start a new reporting group.
     pub new_group: bool,
+    /// `thread`: run clones as threads rather than processes. elevator
+    /// always runs a real device's clones on threads of its own process
+    /// (and a simulation's in one loop), so it is accepted and changes
+    /// nothing.
+    pub thread: bool,
+    /// `cpus_allowed`: the CPUs the job's threads may run on (sorted, no
+    /// repeats); `None` for any. The parser checks the list's form; the
+    /// runner checks that the CPUs exist.
+    pub cpus_allowed: Option<Vec<u32>>,
     /// The job section's own options as written, for fio's "job options" in
     /// JSON: `(name, value)` in the order they were set (inherited ones are
     /// in [`JobFile::global_options`]; when a name repeats, the last wins).
@@ -178,6 +187,8 @@ impl JobSpec {
             group_reporting: false,
             stonewall: false,
             new_group: false,
+            thread: false,
+            cpus_allowed: None,
             options: Vec::new(),
             option_lines: Vec::new(),
         }

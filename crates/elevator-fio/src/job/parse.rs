@@ -45,6 +45,8 @@ const SUPPORTED: &[&str] = &[
     "randseed",
     "name",
     "description",
+    "thread",
+    "cpus_allowed",
 ];
 
 /// Added to a bad value that looks like it carries a trailing comment.
@@ -262,6 +264,7 @@ fn switch<'a>(spec: &'a mut JobSpec, name: &str) -> Option<&'a mut bool> {
         "stonewall" | "wait_for_previous" => &mut spec.stonewall,
         "new_group" => &mut spec.new_group,
         "randrepeat" => &mut spec.randrepeat,
+        "thread" => &mut spec.thread,
         _ => return None,
     })
 }
@@ -319,6 +322,7 @@ fn apply(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<(), Stri
         "file_service_type" => spec.file_service = file_service(v)?,
         "randseed" => spec.randseed = Some(whole(v, "seed")?),
         "name" => spec.name = v.to_string(),
+        "cpus_allowed" => spec.cpus_allowed = Some(cpu_list(v)?),
         // Documentation only.
         "description" => {}
         _ => {
@@ -328,6 +332,45 @@ fn apply(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// The most CPU numbers `cpus_allowed` takes (Linux's `CPU_SETSIZE`).
+const MAX_CPUS: u32 = 1024;
+
+/// A CPU list as fio and `taskset -c` write it: numbers and ranges joined
+/// by commas (`0-3,6`), each below [`MAX_CPUS`].
+fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
+    let mut cpus = Vec::new();
+    for part in v.split(',') {
+        let part = part.trim();
+        let cpu = |t: &str| -> Result<u32, String> {
+            match t.trim().parse::<u32>() {
+                Ok(n) if n < MAX_CPUS => Ok(n),
+                Ok(n) => Err(format!(
+                    "CPU {n} is beyond the {MAX_CPUS} CPUs a list can name"
+                )),
+                Err(_) => Err(format!(
+                    "'{part}' is not a CPU number or range (write e.g. cpus_allowed=0-3,6)"
+                )),
+            }
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (cpu(a)?, cpu(b)?),
+            None => {
+                let n = cpu(part)?;
+                (n, n)
+            }
+        };
+        if lo > hi {
+            return Err(format!(
+                "'{part}': a range runs from the lower CPU to the higher"
+            ));
+        }
+        cpus.extend(lo..=hi);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
 }
 
 fn rw_mode(v: &str) -> Result<RwMode, String> {
@@ -608,5 +651,20 @@ mod tests {
                 .unwrap_err()
                 .starts_with("unsupported option")
         );
+    }
+}
+
+#[cfg(test)]
+mod cpu_list_tests {
+    use super::cpu_list;
+
+    #[test]
+    fn cpu_lists_read_as_taskset_writes_them() {
+        assert_eq!(cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
+        assert_eq!(cpu_list("1,1,0"), Ok(vec![0, 1]));
+        assert!(cpu_list("3-1").unwrap_err().contains("lower CPU"));
+        assert!(cpu_list("x").unwrap_err().contains("not a CPU number"));
+        assert!(cpu_list("2000").unwrap_err().contains("beyond"));
+        assert!(cpu_list("0,").unwrap_err().contains("not a CPU number"));
     }
 }

@@ -75,6 +75,10 @@ pub fn parse_batch(name: &str, text: &str) -> Result<u32, TunableError> {
     }
 }
 
+/// How long a shared engine being dropped with requests in flight waits
+/// for them before it leaks their buffers (see [`Engine::drain_for`]).
+pub const SHARED_DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
 /// How to build an [`Engine`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -1043,6 +1047,26 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
             || self.q.with(|s| s.queue.plugged_requests() > 0)
     }
 
+    /// [`Engine::drain`] for at most `limit`: whether the engine is idle
+    /// when it returns. On a shared queue an engine's requests may depend on
+    /// other engines (one that failed midway may never complete what it
+    /// took); a run that is stopping bounds its wait with this.
+    pub fn drain_for(
+        &mut self,
+        limit: Duration,
+        out: &mut Vec<Completion<B>>,
+    ) -> Result<bool, EngineError> {
+        let deadline = self.clock.now().saturating_add(limit.as_nanos() as Nanos);
+        while !self.is_idle() {
+            let now = self.clock.now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            self.poll(Some(Clock::until(now, deadline)), out)?;
+        }
+        Ok(true)
+    }
+
     /// Run until every accepted request has completed, appending them to
     /// `out`, and the device has reported everything it was given (on a
     /// shared queue, it may hold other engines' requests).
@@ -1240,7 +1264,15 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Drop for Engine<D, B, Q> {
         }
         self.cancel();
         let mut sink = Vec::new();
-        if self.drain(&mut sink).is_err() {
+        // Alone, an engine's requests depend on nothing else: wait for all.
+        // Shared, they may depend on an engine that failed midway (even
+        // this one, unwinding from a panic): wait a while, no more.
+        let drained = if self.peers.is_some() {
+            matches!(self.drain_for(SHARED_DRAIN_LIMIT, &mut sink), Ok(true))
+        } else {
+            self.drain(&mut sink).is_ok()
+        };
+        if !drained {
             // Some I/O may still be in the kernel's hands: never free its
             // memory. Leaking is the only safe answer left.
             for rec in &mut self.records {

@@ -22,7 +22,7 @@ use crate::cpu::CpuTime;
 use crate::device::DataDevice;
 use crate::engine::access::QueueAccess;
 use crate::engine::{Engine, EngineConfig};
-use crate::jobs::{Buf, JobRunError, Runner, make_slots};
+use crate::jobs::{Buf, JobRunError, Runner, Stop, make_slots};
 
 /// How to run jobs on threads.
 #[derive(Clone, Debug)]
@@ -98,6 +98,7 @@ where
         return Err(super::MqError::NoDevice.into());
     };
     let (workers, phases) = workload::workers(jobs, capacity, cfg.run.seed)?;
+    check_cpus(jobs)?;
     let nthreads = workers.len();
     // A device no clone would use is left out.
     let mut devices = devices;
@@ -130,13 +131,17 @@ where
         handles.push(mine.into_iter());
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
+    let inboxes = mq.waker();
+    let stop = Arc::new(Stop {
+        flag: AtomicBool::new(false),
+        wake: Box::new(move || inboxes()),
+    });
     let done_ios = Arc::new(AtomicU64::new(0));
     let cpu0 = CpuTime::process_total();
     let mut pending: Vec<Option<Worker>> = workers.into_iter().map(Some).collect();
     let mut ends: Vec<Option<ThreadEnd>> = (0..nthreads).map(|_| None).collect();
     for phase in 0..phases {
-        if stop.load(Ordering::Relaxed) {
+        if stop.flag.load(Ordering::Relaxed) {
             break;
         }
         std::thread::scope(|scope| -> Result<(), JobRunError> {
@@ -174,8 +179,7 @@ where
                 match spawned {
                     Ok(handle) => running.push((w, handle)),
                     Err(e) => {
-                        stop.store(true, Ordering::SeqCst);
-                        mq.wake_all();
+                        stop.now();
                         for (w, h) in running {
                             ends[w] = h.join().ok();
                         }
@@ -207,6 +211,51 @@ where
     }
     let process = CpuTime::process_total().saturating_sub(cpu0);
     finish(ends, pending, &mq, &describe, cfg, process)
+}
+
+/// The CPUs this process may run on.
+fn usable_cpus() -> Vec<u32> {
+    match rustix::thread::sched_getaffinity(None) {
+        Ok(set) => (0..rustix::thread::CpuSet::MAX_CPU as u32)
+            .filter(|&c| set.is_set(c as usize))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Every CPU a job's `cpus_allowed` names exists for this process.
+fn check_cpus(jobs: &JobFile) -> Result<(), JobRunError> {
+    let usable = usable_cpus();
+    for job in &jobs.jobs {
+        let Some(cpus) = &job.cpus_allowed else {
+            continue;
+        };
+        if let Some(&cpu) = cpus.iter().find(|c| !usable.contains(c)) {
+            let available = usable
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",");
+            return Err(JobRunError::NoSuchCpu {
+                job: job.name.clone(),
+                cpu,
+                available,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Keep the calling thread on `cpus`.
+fn pin(job: &str, cpus: &[u32]) -> Result<(), JobRunError> {
+    let mut set = rustix::thread::CpuSet::new();
+    for &c in cpus {
+        set.set(c as usize);
+    }
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| JobRunError::Affinity {
+        job: job.to_string(),
+        error: e.into(),
+    })
 }
 
 /// Add up what the threads handed back into one result; the first
@@ -288,7 +337,7 @@ struct Job<'a> {
     mq: &'a MultiQueue,
     thread: usize,
     device: usize,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     done_ios: Arc<AtomicU64>,
     seed: u64,
 }
@@ -298,6 +347,11 @@ impl Job<'_> {
         let cpu0 = CpuTime::thread();
         let (job, clone) = (worker.name.clone(), worker.clone);
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            if let Some(cpus) = &self.jobs.jobs[worker.job_index].cpus_allowed
+                && let Err(e) = pin(&worker.name, cpus)
+            {
+                return ThreadEnd::failed(worker, e);
+            }
             match self.mq.engine::<D, Buf>(self.thread, self.device, device) {
                 Ok(MqEngine::Shared(e)) => self.drive(e, worker),
                 Ok(MqEngine::Own(e)) => self.drive(e, worker),
@@ -325,8 +379,7 @@ impl Job<'_> {
             }
         });
         if end.error.is_some() {
-            self.stop.store(true, Ordering::SeqCst);
-            self.mq.wake_all();
+            self.stop.now();
         }
         end.cpu = CpuTime::thread().since(&cpu0);
         end

@@ -315,6 +315,17 @@ impl MultiQueue {
         }
     }
 
+    /// A function that wakes every thread's engine, for a thread that has
+    /// no hold on the layer (one that stops the run).
+    pub fn waker(&self) -> impl Fn() + Send + Sync + 'static {
+        let inboxes = self.inboxes.clone();
+        move || {
+            for inbox in inboxes.iter() {
+                inbox.push(Handoff::wake());
+            }
+        }
+    }
+
     /// The clock every engine of the layer reads.
     pub fn clock(&self) -> Clock {
         self.clock

@@ -56,7 +56,7 @@ pub enum JobRunError {
     Share(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The multi-queue layer could not be built.
     #[error(transparent)]
-    Mq(#[from] crate::mq::MqError),
+    Mq(#[from] Box<crate::mq::MqError>),
     /// A job's `cpus_allowed` names a CPU this process may not run on.
     #[error(
         "job '{job}': cpus_allowed names CPU {cpu}, which this process cannot run on \
@@ -472,5 +472,11 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
         worker.completed(c.completed_at);
         self.free[w].push(s as u32);
         self.ios += 1;
+    }
+}
+
+impl From<crate::mq::MqError> for JobRunError {
+    fn from(e: crate::mq::MqError) -> JobRunError {
+        JobRunError::Mq(Box::new(e))
     }
 }

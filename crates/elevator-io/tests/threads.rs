@@ -233,8 +233,15 @@ impl elevator_io::DataDevice for Bomb {
 #[test]
 fn a_thread_that_panics_stops_the_run_with_everyone_elses_results() {
     use elevator_io::jobs::JobRunError;
-    for lock in LockMode::ALL {
-        for sched in ["none", "mq-deadline", "bfq"] {
+    // Every lock mode, and mq both with a scheduler lock and without locks.
+    let cases = [
+        (LockMode::Global, "mq-deadline"),
+        (LockMode::Queue, "bfq"),
+        (LockMode::Mq, "mq-deadline"),
+        (LockMode::Mq, "none"),
+    ];
+    for (lock, sched) in cases {
+        {
             let jobs = JobFile::parse(
                 "[j]\nrw=randread\nbs=4k\nsize=4m\niodepth=4\nnumjobs=3\ntime_based\nruntime=20s\nfilename=/dev/x\n",
                 "bomb.fio",

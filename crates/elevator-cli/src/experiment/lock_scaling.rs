@@ -153,7 +153,7 @@ fn measure(args: &Args, spec: &DeviceSpec) -> Result<Vec<Cell>> {
     Ok(cells)
 }
 
-fn cell<'a>(cells: &'a [Cell], layout: Layout, lock: LockMode, readers: usize) -> Option<&'a Cell> {
+fn cell(cells: &[Cell], layout: Layout, lock: LockMode, readers: usize) -> Option<&Cell> {
     cells
         .iter()
         .find(|c| c.layout == layout && c.lock == lock.name() && c.readers == readers)

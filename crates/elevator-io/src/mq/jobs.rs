@@ -134,7 +134,7 @@ where
     let inboxes = mq.waker();
     let stop = Arc::new(Stop {
         flag: AtomicBool::new(false),
-        wake: Box::new(move || inboxes()),
+        wake: Box::new(inboxes),
     });
     let done_ios = Arc::new(AtomicU64::new(0));
     let cpu0 = CpuTime::process_total();

@@ -139,7 +139,7 @@ pub enum MqError {
         device: usize,
         /// Why.
         #[source]
-        error: EngineError,
+        error: Box<EngineError>,
     },
     /// A thread or device index out of range.
     #[error("{what} {index} out of range: the layer has {count}")]
@@ -193,7 +193,10 @@ impl MultiQueue {
             });
         }
         let queue = |device: usize, d: &D| -> Result<Queue, MqError> {
-            build_queue(d, cfg).map_err(|error| MqError::Queue { device, error })
+            build_queue(d, cfg).map_err(|error| MqError::Queue {
+                device,
+                error: Box::new(error),
+            })
         };
         let name = |d: usize| format!("dev{d}");
         let devs: Vec<Access> = match lock {
@@ -291,7 +294,10 @@ impl MultiQueue {
             me: thread as u16,
             inboxes: self.inboxes.clone(),
         });
-        let fail = |error| MqError::Queue { device, error };
+        let fail = |error| MqError::Queue {
+            device,
+            error: Box::new(error),
+        };
         Ok(match access {
             Access::Shared(q) => MqEngine::Shared(
                 Engine::with_access(handle, &self.cfg, q.clone(), self.clock, peers, None)
@@ -383,6 +389,9 @@ impl MultiQueue {
 
 /// One thread's engine in a [`MultiQueue`]: over a shared queue, or over a
 /// queue of its own with shared tags.
+// One per thread, made once and kept: the size difference costs nothing,
+// a box would cost an indirection on every call.
+#[allow(clippy::large_enum_variant)]
 pub enum MqEngine<D: DataDevice, B: IoBuf> {
     /// The device's queue is shared behind a lock.
     Shared(Engine<D, B, SharedQueue>),

@@ -47,6 +47,10 @@ pub struct ThreadArgs {
     /// figures, in the report).
     #[arg(long)]
     pub lock_stats: bool,
+    /// Another real device (repeatable): job clones spread over --device and
+    /// these, clone k on device k mod N, each on a thread of its own.
+    #[arg(long = "also-device", value_name = "SPEC")]
+    pub also: Vec<String>,
 }
 
 impl Default for ThreadArgs {
@@ -54,6 +58,7 @@ impl Default for ThreadArgs {
         ThreadArgs {
             lock: elevator_io::mq::LockMode::Mq,
             lock_stats: false,
+            also: Vec::new(),
         }
     }
 }
@@ -277,6 +282,10 @@ pub fn execute(
     bar: &mut Bar,
 ) -> Result<(RunResult, u64)> {
     match target.model() {
+        Some(_) if !threads.also.is_empty() => bail!(
+            "--also-device goes with a real --device (file:PATH or mem:SIZE): a disk model runs \
+             in the simulator, one device at a time"
+        ),
         Some(model) => {
             let t0 = thread_cpu_ns();
             let result = simulate(jobs, model, cfg, &mut |p| bar.update(p));
@@ -286,7 +295,17 @@ pub fn execute(
         }
         None => {
             bar.real = true;
-            let dev = target.open()?;
+            let mut devs = vec![target.open()?];
+            for spec in &threads.also {
+                let extra = DeviceSpec::parse(spec)?;
+                if extra.model().is_some() {
+                    bail!(
+                        "--also-device {spec}: several devices must all be real (file:PATH or \
+                         mem:SIZE); a disk model runs in the simulator, one at a time"
+                    );
+                }
+                devs.push(extra.open()?);
+            }
             let tcfg = elevator_io::mq::ThreadConfig {
                 run: cfg.clone(),
                 lock: threads.lock,
@@ -294,7 +313,7 @@ pub fn execute(
             };
             let result = elevator_io::mq::run_threads(
                 jobs,
-                vec![dev],
+                devs,
                 |d: &elevator_io::RealDevice| d.share(),
                 &tcfg,
                 &mut |p| bar.update(p),

@@ -81,6 +81,11 @@ pub struct Inbox<T> {
     spare: Mutex<Vec<T>>,
     /// `AWAKE`, `SLEEPING` or `SIGNALLED`.
     state: AtomicU32,
+    /// 1 while `items` holds something: set and cleared under its lock,
+    /// read without it by [`Inbox::is_empty`], so that an owner polling an
+    /// empty inbox takes no lock (a hint: the owner's check before it
+    /// sleeps takes the lock).
+    pending: AtomicU32,
     /// Eventfd writes owed to the owner: `SIGNALLED` states it found, less
     /// the count it read back. Only the owner touches it, so loom need not
     /// see it.
@@ -96,6 +101,7 @@ impl<T> Inbox<T> {
             items: Mutex::new(Vec::new()),
             spare: Mutex::new(Vec::new()),
             state: AtomicU32::new(AWAKE),
+            pending: AtomicU32::new(0),
             owed: std::sync::atomic::AtomicU64::new(0),
             signal: Signal::new()?,
         })
@@ -105,7 +111,11 @@ impl<T> Inbox<T> {
     /// the owner announced that it sleeps and no other producer has already
     /// taken that announcement.
     pub fn push(&self, item: T) {
-        lock(&self.items).push(item);
+        {
+            let mut items = lock(&self.items);
+            items.push(item);
+            self.pending.store(1, Ordering::Relaxed);
+        }
         // Relaxed: ordered by the lock (see the module documentation). The
         // load first, so that pushes to an awake owner do not write the
         // state's cache line.
@@ -125,7 +135,11 @@ impl<T> Inbox<T> {
     pub fn drain(&self, out: &mut Vec<T>) {
         let mut spare = lock(&self.spare);
         debug_assert!(spare.is_empty(), "the spare list holds items");
-        std::mem::swap(&mut *lock(&self.items), &mut *spare);
+        {
+            let mut items = lock(&self.items);
+            self.pending.store(0, Ordering::Relaxed);
+            std::mem::swap(&mut *items, &mut *spare);
+        }
         out.append(&mut spare);
     }
 
@@ -159,7 +173,7 @@ impl<T> Inbox<T> {
 
     /// Whether no item is waiting (a momentary answer while producers push).
     pub fn is_empty(&self) -> bool {
-        lock(&self.items).is_empty()
+        self.pending.load(Ordering::Relaxed) == 0
     }
 
     /// The eventfd to sleep on: readable after a push to a sleeping owner,

@@ -119,7 +119,8 @@ fn round_with<D: DataDevice + Send>(
     let sched = &cfg.scheduler;
     let devices = handles.len();
     let firsts: Vec<&D> = handles.iter().map(|h| &h[0]).collect();
-    let mq = MultiQueue::new(&firsts, threads, cfg, lock, true).expect("layer");
+    let users: Vec<usize> = handles.iter().map(Vec::len).collect();
+    let mq = MultiQueue::new(&firsts, &users, cfg, lock, true).expect("layer");
     let mut handles: Vec<std::vec::IntoIter<D>> = handles.into_iter().map(Vec::into_iter).collect();
     let barrier = Barrier::new(threads);
     let what = format!("{lock} {sched} {threads} threads on {devices} devices");
@@ -227,7 +228,7 @@ fn shutdown_with_io_in_flight_on_every_thread_returns_every_buffer() {
             };
             let first = FileDevice::open(&p, &FileOptions::default()).expect("open");
             let mq =
-                MultiQueue::new(&[&first], threads, &config(sched), lock, false).expect("layer");
+                MultiQueue::new(&[&first], &[threads], &config(sched), lock, false).expect("layer");
             drop(first);
             std::thread::scope(|s| {
                 for t in 0..threads {

@@ -112,9 +112,12 @@ where
         max_requests: workload::total_depth(jobs).max(1),
         read_only: false,
     };
+    let users: Vec<usize> = (0..ndev)
+        .map(|d| (0..nthreads).filter(|&w| device_of(w) == d).count())
+        .collect();
     let mq = MultiQueue::new(
         &devices.iter().collect::<Vec<_>>(),
-        nthreads,
+        &users,
         &engine_cfg,
         cfg.lock,
         cfg.lock_stats,

@@ -32,7 +32,7 @@ mod jobs;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use elevator_core::{IoContext, Nanos, Queue, QueueStats, TunableError};
@@ -141,6 +141,14 @@ pub enum MqError {
         #[source]
         error: Box<EngineError>,
     },
+    /// More engines asked of a device than it was set up for.
+    #[error("device {device} was set up for {users} engines, and all were made")]
+    TooManyEngines {
+        /// The device's index.
+        device: usize,
+        /// Engines it was set up for.
+        users: usize,
+    },
     /// A thread or device index out of range.
     #[error("{what} {index} out of range: the layer has {count}")]
     Index {
@@ -157,8 +165,10 @@ pub enum MqError {
 enum Access {
     /// Shared behind a lock.
     Shared(SharedQueue),
-    /// Each thread its own queue; the device's driver tags shared.
-    Own(Arc<TagSet>, Arc<AtomicU64>),
+    /// Each thread its own queue; the device's driver tags shared, where
+    /// more than one thread serves it (one alone needs no sharing: its
+    /// queue's own depth limit is the device's).
+    Own(Option<(Arc<TagSet>, Arc<AtomicU64>)>),
 }
 
 /// What the threads of a multi-queue layer share: each device's queue (or
@@ -169,16 +179,19 @@ pub struct MultiQueue {
     clock: Clock,
     cfg: EngineConfig,
     lock: LockMode,
+    /// Engines each device was set up for, and how many were made.
+    users: Vec<(usize, AtomicUsize)>,
 }
 
 impl MultiQueue {
     /// A layer over `devices` (one handle each: its limits, depth and
-    /// rotation shape the device's queue) for `threads` engines, with the
-    /// scheduler and tunables of `cfg`, locked as `lock` says; with
-    /// `lock_stats`, every shared lock is measured.
+    /// rotation shape the device's queue) for `users[i]` engines on device
+    /// `i` (as many threads in all), with the scheduler and tunables of
+    /// `cfg`, locked as `lock` says; with `lock_stats`, every shared lock is
+    /// measured.
     pub fn new<D: DataDevice>(
         devices: &[&D],
-        threads: usize,
+        users: &[usize],
         cfg: &EngineConfig,
         lock: LockMode,
         lock_stats: bool,
@@ -186,6 +199,14 @@ impl MultiQueue {
         if devices.is_empty() {
             return Err(MqError::NoDevice);
         }
+        if users.len() != devices.len() {
+            return Err(MqError::Index {
+                what: "user count",
+                index: users.len(),
+                count: devices.len(),
+            });
+        }
+        let threads: usize = users.iter().sum();
         if threads > MAX_THREADS {
             return Err(MqError::TooManyThreads {
                 threads,
@@ -223,11 +244,17 @@ impl MultiQueue {
                     // The queue is each thread's own; build one now only
                     // to check the configuration.
                     queue(i, d)?;
+                    if users[i] < 2 {
+                        return Ok(Access::Own(None));
+                    }
                     let set = TagSet::new(d.queue_depth().max(1)).map_err(|e| MqError::Tags {
                         device: i,
                         why: e.to_string(),
                     })?;
-                    Ok(Access::Own(Arc::new(set), Arc::new(AtomicU64::new(0))))
+                    Ok(Access::Own(Some((
+                        Arc::new(set),
+                        Arc::new(AtomicU64::new(0)),
+                    ))))
                 })
                 .collect::<Result<Vec<_>, MqError>>()?,
             LockMode::Queue | LockMode::Mq => {
@@ -265,6 +292,7 @@ impl MultiQueue {
             clock: Clock::new(),
             cfg: cfg.clone(),
             lock,
+            users: users.iter().map(|&u| (u, AtomicUsize::new(0))).collect(),
         })
     }
 
@@ -290,6 +318,13 @@ impl MultiQueue {
                 count: self.devices.len(),
             });
         };
+        let (users, made) = &self.users[device];
+        if made.fetch_add(1, Ordering::Relaxed) >= *users {
+            return Err(MqError::TooManyEngines {
+                device,
+                users: *users,
+            });
+        }
         let peers = Some(Peers {
             me: thread as u16,
             inboxes: self.inboxes.clone(),
@@ -303,9 +338,11 @@ impl MultiQueue {
                 Engine::with_access(handle, &self.cfg, q.clone(), self.clock, peers, None)
                     .map_err(fail)?,
             ),
-            Access::Own(set, waiters) => {
+            Access::Own(shared_tags) => {
                 let queue = QueueState::new(build_queue(&handle, &self.cfg).map_err(fail)?);
-                let tags = Some(DriverTags::new(set.clone(), waiters.clone()));
+                let tags = shared_tags
+                    .as_ref()
+                    .map(|(set, waiters)| DriverTags::new(set.clone(), waiters.clone()));
                 MqEngine::Own(
                     Engine::with_access(handle, &self.cfg, queue, self.clock, peers, tags)
                         .map_err(fail)?,

@@ -33,6 +33,7 @@ const REAL_TIME: &[&str] = &[
     "serve",
     "nbdinfo",
     "dd ",
+    "lock-scaling",
 ];
 
 /// Lines of `sh` blocks that set up what this test already is.
@@ -40,10 +41,16 @@ const SET_UP: &[&str] = &["scripts/test", "cargo install"];
 
 /// Substitutions that make the real-clock commands small: (as the README
 /// writes it, as this test runs it). `JOB` stands for a copy of
-/// `examples/bench-randread.fio` with 1 s of runtime over 48 MiB.
+/// `examples/bench-randread.fio` with 1 s of runtime over 48 MiB, `JOB2` for
+/// one of `examples/bench-randread-2jobs.fio`.
 const SMALLER: &[(&str, &str)] = &[
     ("bs=1M count=1024", "bs=1M count=64"),
     ("examples/bench-randread.fio", "JOB"),
+    ("examples/bench-randread-2jobs.fio", "JOB2"),
+    (
+        "experiment lock-scaling",
+        "experiment lock-scaling --runtime 0.05 --threads 1,2",
+    ),
     ("--rounds 5", "--rounds 1"),
     (
         "--rounds 9 --runtime 10",
@@ -203,6 +210,18 @@ fn every_command_in_the_readme_works_as_shown() {
             .replace("size=1g\n", "size=48m\n"),
     )
     .expect("write the small job");
+    let job2 = scratch.0.join("bench-randread-2jobs.fio");
+    let original =
+        std::fs::read_to_string(Path::new(ROOT).join("examples/bench-randread-2jobs.fio"))
+            .expect("examples/bench-randread-2jobs.fio");
+    assert!(original.contains("runtime=10\n") && original.contains("size=1g\n"));
+    std::fs::write(
+        &job2,
+        original
+            .replace("runtime=10\n", "runtime=1\n")
+            .replace("size=1g\n", "size=48m\n"),
+    )
+    .expect("write the small job");
     let bin = Path::new(env!("CARGO_BIN_EXE_elevator"))
         .parent()
         .expect("the binary's directory")
@@ -224,7 +243,10 @@ fn every_command_in_the_readme_works_as_shown() {
             for (i, (from, to)) in SMALLER.iter().enumerate() {
                 if command.contains(from) {
                     used[i] = true;
-                    command = command.replace(from, &to.replace("JOB", &job.to_string_lossy()));
+                    let to = to
+                        .replace("JOB2", &job2.to_string_lossy())
+                        .replace("JOB", &job.to_string_lossy());
+                    command = command.replace(from, &to);
                 }
             }
             if command.starts_with("elevator microbench") {

@@ -304,7 +304,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
     /// used (the queue exists); its `submit_batch`, `max_requests` and
     /// `read_only` are.
     pub fn with_access(
-        mut device: D,
+        #[cfg_attr(loom, allow(unused_mut))] mut device: D,
         cfg: &EngineConfig,
         q: Q,
         clock: Clock,
@@ -313,6 +313,9 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
     ) -> Result<Engine<D, B, Q>, EngineError> {
         let (submit_batch, _) = split_tunables(cfg)?;
         let limits = device.limits();
+        // Under loom (the model checks of the inbox and tag set) an inbox has
+        // no eventfd, and no engine runs.
+        #[cfg(not(loom))]
         if let Some(p) = &peers {
             let fd = p.inboxes[usize::from(p.me)].fd();
             device.watch(std::os::fd::AsRawFd::as_raw_fd(&fd))?;
@@ -858,9 +861,11 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
                             }
                             staged.push((io, start, segs.len() as u32));
                             sent += 1;
-                            if per_request {
-                                // The device's submission, inside the hold.
+                            if per_request || !shared {
+                                // The device's submission, inside the hold
+                                // (or with no lock to hold).
                                 send(device, staged, segs, now);
+                                segs.clear();
                             }
                         }
                         Dispatch::WaitUntil(t) => {

@@ -12,7 +12,8 @@
 //!   with its own ring. With `none`, each thread has a queue of its own and
 //!   the device's driver tags are shared through a lock-free [`TagSet`]: no
 //!   lock at all on the submit and complete path. With a scheduler, the
-//!   scheduler's queue is the device's, behind its own lock, taken once per
+//!   scheduler's queue is the device's, behind its own lock (none where
+//!   one thread alone serves the device), taken once per
 //!   batch (a plug's worth of requests inserted, a round of dispatches,
 //!   a round of completions), and the device's submission happens outside
 //!   it.
@@ -269,6 +270,12 @@ impl MultiQueue {
                     .enumerate()
                     .map(|(i, d)| {
                         let state = QueueState::new(queue(i, d)?);
+                        if !per_request && users[i] < 2 {
+                            // blk-mq with one context on the device: its
+                            // scheduler is shared with nobody, so it takes
+                            // no lock (the queue is the engine's own).
+                            return Ok(Access::Own(None));
+                        }
                         Ok(Access::Shared(SharedQueue::Device {
                             lock: Arc::new(StatLock::new(
                                 format!("{kind} {}", name(i)),

@@ -125,6 +125,22 @@ fn commands(readme: &str) -> Vec<Vec<Shown>> {
     blocks
 }
 
+/// A copy of `examples/NAME` in `dir` with 1 s of runtime over 48 MiB.
+fn small_job(dir: &Path, name: &str) -> PathBuf {
+    let original = std::fs::read_to_string(Path::new(ROOT).join("examples").join(name))
+        .unwrap_or_else(|e| panic!("examples/{name}: {e}"));
+    assert!(original.contains("runtime=10\n") && original.contains("size=1g\n"));
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        original
+            .replace("runtime=10\n", "runtime=1\n")
+            .replace("size=1g\n", "size=48m\n"),
+    )
+    .expect("write the small job");
+    path
+}
+
 /// A scratch directory for this run, removed at the end.
 struct Scratch(PathBuf);
 
@@ -199,29 +215,8 @@ fn every_command_in_the_readme_works_as_shown() {
     let scratch =
         Scratch(std::env::temp_dir().join(format!("elevator-readme-{}", std::process::id())));
     std::fs::create_dir_all(&scratch.0).expect("scratch directory");
-    let job = scratch.0.join("bench-randread.fio");
-    let original = std::fs::read_to_string(Path::new(ROOT).join("examples/bench-randread.fio"))
-        .expect("examples/bench-randread.fio");
-    assert!(original.contains("runtime=10\n") && original.contains("size=1g\n"));
-    std::fs::write(
-        &job,
-        original
-            .replace("runtime=10\n", "runtime=1\n")
-            .replace("size=1g\n", "size=48m\n"),
-    )
-    .expect("write the small job");
-    let job2 = scratch.0.join("bench-randread-2jobs.fio");
-    let original =
-        std::fs::read_to_string(Path::new(ROOT).join("examples/bench-randread-2jobs.fio"))
-            .expect("examples/bench-randread-2jobs.fio");
-    assert!(original.contains("runtime=10\n") && original.contains("size=1g\n"));
-    std::fs::write(
-        &job2,
-        original
-            .replace("runtime=10\n", "runtime=1\n")
-            .replace("size=1g\n", "size=48m\n"),
-    )
-    .expect("write the small job");
+    let job = small_job(&scratch.0, "bench-randread.fio");
+    let job2 = small_job(&scratch.0, "bench-randread-2jobs.fio");
     let bin = Path::new(env!("CARGO_BIN_EXE_elevator"))
         .parent()
         .expect("the binary's directory")

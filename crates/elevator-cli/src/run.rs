@@ -40,9 +40,10 @@ pub enum OutputFormat {
 pub struct ThreadArgs {
     /// Locking design on real devices: global (one lock over every queue,
     /// Linux 2.4), queue (a lock per device queue, 2.5-3.x) or mq (blk-mq:
-    /// per-thread contexts, shared tags, a scheduler behind its own lock).
-    #[arg(long, default_value = "mq")]
-    pub lock: elevator_io::mq::LockMode,
+    /// per-thread contexts, shared tags, a scheduler behind its own lock);
+    /// default mq.
+    #[arg(long)]
+    pub lock: Option<elevator_io::mq::LockMode>,
     /// Measure every lock the layer takes (lockmeter's and lock_stat's
     /// figures, in the report).
     #[arg(long)]
@@ -56,7 +57,7 @@ pub struct ThreadArgs {
 impl Default for ThreadArgs {
     fn default() -> ThreadArgs {
         ThreadArgs {
-            lock: elevator_io::mq::LockMode::Mq,
+            lock: None,
             lock_stats: false,
             also: Vec::new(),
         }
@@ -286,6 +287,10 @@ pub fn execute(
             "--also-device goes with a real --device (file:PATH or mem:SIZE): a disk model runs \
              in the simulator, one device at a time"
         ),
+        Some(_) if threads.lock.is_some() || threads.lock_stats => bail!(
+            "--lock and --lock-stats go with a real --device (file:PATH or mem:SIZE): the \
+             simulator runs one queue on one virtual clock, with no threads or locks"
+        ),
         Some(model) => {
             let t0 = thread_cpu_ns();
             let result = simulate(jobs, model, cfg, &mut |p| bar.update(p));
@@ -308,7 +313,7 @@ pub fn execute(
             }
             let tcfg = elevator_io::mq::ThreadConfig {
                 run: cfg.clone(),
-                lock: threads.lock,
+                lock: threads.lock.unwrap_or_default(),
                 lock_stats: threads.lock_stats,
             };
             let result = elevator_io::mq::run_threads(

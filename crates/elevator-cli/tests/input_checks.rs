@@ -219,3 +219,28 @@ fn runs_too_big_for_the_machine_are_refused_before_they_start() {
          machine's memory",
     );
 }
+
+#[test]
+fn lock_options_are_checked_and_belong_to_real_devices() {
+    let err = stderr(&["run", "examples/default.fio", "--lock", "spin"]);
+    assert!(
+        err.contains("unknown lock mode 'spin': expected global, queue or mq"),
+        "{err}"
+    );
+    let err = stderr(&["run", "examples/default.fio", "--lock", "global"]);
+    assert!(
+        err.contains("--lock and --lock-stats go with a real --device"),
+        "{err}"
+    );
+    let err = stderr(&["run", "examples/default.fio", "--also-device", "mem:1g"]);
+    assert!(
+        err.contains("--also-device goes with a real --device"),
+        "{err}"
+    );
+    let job = Job::new(
+        "cpus.fio",
+        "[j]\nrw=read\nbs=4k\nsize=64k\ncpus_allowed=0,999\nfilename=/dev/x\n",
+    );
+    let err = stderr(&["run", job.path(), "--device", "mem:1m"]);
+    assert!(err.contains("cpus_allowed names CPU 999"), "{err}");
+}

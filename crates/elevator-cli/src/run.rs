@@ -36,7 +36,7 @@ pub enum OutputFormat {
 
 /// How real-device runs use threads and locks (`run`, `compare`,
 /// `bench-vs-fio`).
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct ThreadArgs {
     /// Locking design on real devices: global (one lock over every queue,
     /// Linux 2.4), queue (a lock per device queue, 2.5-3.x) or mq (blk-mq:
@@ -52,16 +52,6 @@ pub struct ThreadArgs {
     /// these, clone k on device k mod N, each on a thread of its own.
     #[arg(long = "also-device", value_name = "SPEC")]
     pub also: Vec<String>,
-}
-
-impl Default for ThreadArgs {
-    fn default() -> ThreadArgs {
-        ThreadArgs {
-            lock: None,
-            lock_stats: false,
-            also: Vec::new(),
-        }
-    }
 }
 
 /// Options of `elevator run`.

@@ -181,6 +181,21 @@ pub struct Peers {
     pub inboxes: Arc<[Inbox<Handoff>]>,
 }
 
+impl Peers {
+    /// Wake the engines of `mask` (a bit each, by index modulo 64), but
+    /// this one.
+    pub(crate) fn wake(&self, mut mask: u64) {
+        mask &= !(1 << (self.me % 64));
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            if let Some(inbox) = self.inboxes.get(i) {
+                inbox.push(Handoff::wake());
+            }
+        }
+    }
+}
+
 /// A device's driver tags, shared by the hardware contexts of `--lock mq`
 /// with `none` (each of which has a queue of its own): a request needs one
 /// to be dispatched, and gives it back when it completes.
@@ -226,31 +241,25 @@ impl DriverTags {
         self.of_request[i] = tag;
     }
 
-    /// Request slot `rq` completed: its tag goes back, and engines that
-    /// wait for one are woken.
-    pub(crate) fn put(&mut self, rq: u32, peers: Option<&Peers>) {
+    /// Request slot `rq` completed: its tag goes back. Returns the engines
+    /// that waited for one (a bit each), for the caller to wake
+    /// ([`Peers::wake`]).
+    #[must_use]
+    pub(crate) fn put(&mut self, rq: u32) -> u64 {
         let Some(t) = self.of_request.get_mut(rq as usize) else {
             debug_assert!(false, "request {rq} completed without a tag");
-            return;
+            return 0;
         };
         let tag = std::mem::replace(t, u32::MAX);
         debug_assert_ne!(tag, u32::MAX, "request completed without a tag");
         if tag == u32::MAX {
-            return;
+            return 0;
         }
         self.set.put(tag, &mut self.hint);
-        if self.waiters.load(Ordering::SeqCst) != 0 {
-            let mut mask = self.waiters.swap(0, Ordering::SeqCst);
-            if let Some(peers) = peers {
-                while mask != 0 {
-                    let i = mask.trailing_zeros() as usize;
-                    mask &= mask - 1;
-                    if let Some(inbox) = peers.inboxes.get(i) {
-                        inbox.push(Handoff::wake());
-                    }
-                }
-            }
+        if self.waiters.load(Ordering::SeqCst) == 0 {
+            return 0;
         }
+        self.waiters.swap(0, Ordering::SeqCst)
     }
 
     /// Engine `me` found no tag: ask to be woken when one is put back.

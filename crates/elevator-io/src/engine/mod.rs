@@ -736,7 +736,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
         }
         if let Some(dt) = driver_tags {
             for &(tag, _) in done {
-                dt.put(tag, peers.as_ref());
+                wake |= dt.put(tag);
             }
         }
         self.wake(wake);
@@ -745,17 +745,9 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
 
     /// Wake the engines of `mask` (a bit each, by index modulo 64), but
     /// this one.
-    fn wake(&self, mut mask: u64) {
-        let Some(p) = self.peers.as_ref() else {
-            return;
-        };
-        mask &= !(1 << (p.me % 64));
-        while mask != 0 {
-            let i = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            if let Some(inbox) = p.inboxes.get(i) {
-                inbox.push(Handoff::wake());
-            }
+    fn wake(&self, mask: u64) {
+        if let Some(p) = self.peers.as_ref() {
+            p.wake(mask);
         }
     }
 
@@ -798,6 +790,9 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
             let mut cancelled = 0u32;
             let mut result = Ok(());
             let mut wait_tag = false;
+            // Engines waiting for driver tags that cancelled requests gave
+            // back.
+            let mut tag_waiters = 0u64;
             let shared = q.shared();
             q.with(|s| {
                 for _ in 0..batch {
@@ -836,7 +831,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
                                     result = Err(EngineError::Completion(e));
                                 }
                                 if let Some(dt) = driver_tags.as_mut() {
-                                    dt.put(id.raw(), peers.as_ref());
+                                    tag_waiters |= dt.put(id.raw());
                                 }
                                 cancelled += 1;
                                 continue;
@@ -889,6 +884,9 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
                     s.sleepers |= 1 << (me % 64);
                 }
             });
+            if let Some(p) = peers.as_ref() {
+                p.wake(tag_waiters);
+            }
             result?;
             if !per_request {
                 send(device, staged, segs, now);

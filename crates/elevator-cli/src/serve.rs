@@ -41,6 +41,10 @@ pub struct Args {
     /// Seconds a connection may stay in the handshake before it is closed.
     #[arg(long, value_name = "SECONDS", default_value = "10")]
     handshake_timeout: f64,
+    /// Worker threads (default: the number of cores). Each has its own
+    /// event loop and io_uring ring; connections are spread over them.
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
 }
 
 /// Run `elevator serve`.
@@ -88,6 +92,11 @@ pub fn run(args: &Args) -> Result<()> {
         max_request: max_request as u32,
         max_connections: args.max_connections,
         handshake_timeout,
+        threads: match args.threads {
+            Some(0) => anyhow::bail!("--threads 0: must be at least 1"),
+            Some(n) => n,
+            None => ServerConfig::default().threads,
+        },
     };
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
     let mut server = Server::bind(cfg.clone(), log)?;

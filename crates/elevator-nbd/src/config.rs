@@ -26,6 +26,9 @@ pub struct ServerConfig {
     /// How long a connection may stay in the handshake (from accept until
     /// it chooses an export) before it is closed. Default 10 s.
     pub handshake_timeout: Duration,
+    /// Worker threads, each with its own event loop and its own io_uring
+    /// ring on every export. Default: the number of cores.
+    pub threads: usize,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +41,7 @@ impl Default for ServerConfig {
             max_request: 32 << 20,
             max_connections: 256,
             handshake_timeout: Duration::from_secs(10),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }

@@ -78,11 +78,7 @@ impl Worker {
             self.next_ctx = self.next_ctx.wrapping_add(1).max(1);
             let conn = Conn::new(stream, peer, 0, ctx);
             self.hub.live.fetch_add(1, Ordering::Relaxed);
-            if let Err((mut c, e)) = self.insert(conn) {
-                self.hub.live.fetch_sub(1, Ordering::Relaxed);
-                c.fail(&e.to_string());
-                return Err(e);
-            }
+            self.insert(conn)?;
         }
     }
 

@@ -164,6 +164,9 @@ pub struct Conn {
     /// Placed on the worker that serves it (counted in its load), once
     /// past the handshake.
     pub placed: bool,
+    /// Input was left unhandled in the buffer when the connection was last
+    /// held back (throttled): handle it when it may go on.
+    pub parked: bool,
     /// Bytes went in or out since the worker last looked.
     pub progressed: bool,
     /// When bytes last went in or out (as of the worker's last look).
@@ -210,6 +213,7 @@ impl Conn {
             inflight: 0,
             inflight_bytes: 0,
             placed: false,
+            parked: false,
             progressed: false,
             last_io: Instant::now(),
             readable: true,
@@ -364,6 +368,12 @@ impl Conn {
         }
     }
 
+    /// Whether input has been read from the socket and not yet handled
+    /// (requests a throttled connection sent ahead).
+    pub fn buffered_input(&self) -> bool {
+        self.start < self.end
+    }
+
     /// Whether a write's payload is being collected.
     pub fn in_payload(&self) -> bool {
         self.payload.is_some()
@@ -515,6 +525,7 @@ pub struct Moving {
     inflight: u32,
     inflight_bytes: u64,
     placed: bool,
+    parked: bool,
     progressed: bool,
     last_io: Instant,
     readable: bool,
@@ -540,12 +551,38 @@ impl Conn {
     /// Ready the connection to move to another worker: `Err` gives it back
     /// if it holds request data (a write's payload arriving, or a reply
     /// with data).
-    pub fn detach(self) -> Result<Moving, Conn> {
+    pub fn detach(self) -> Result<Moving, Box<Conn>> {
         if self.payload.is_some() || self.out.iter().any(|o| o.data.is_some()) {
-            return Err(self);
+            return Err(Box::new(self));
         }
         let Conn {
-            stream, peer, generation, ctx, phase, no_zeroes, structured, inbuf, start, end, discard, out_bytes, inflight, inflight_bytes, placed, progressed, last_io, readable, hangup, writable, eof, closing, disc, stats, started, export_name,
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase,
+            no_zeroes,
+            structured,
+            inbuf,
+            start,
+            end,
+            discard,
+            out_bytes,
+            inflight,
+            inflight_bytes,
+            placed,
+            parked,
+            progressed,
+            last_io,
+            readable,
+            hangup,
+            writable,
+            eof,
+            closing,
+            disc,
+            stats,
+            started,
+            export_name,
             out,
             payload: _,
         } = self;
@@ -559,7 +596,33 @@ impl Conn {
             })
             .collect();
         Ok(Moving {
-            stream, peer, generation, ctx, phase, no_zeroes, structured, inbuf, start, end, discard, out_bytes, inflight, inflight_bytes, placed, progressed, last_io, readable, hangup, writable, eof, closing, disc, stats, started, export_name,
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase,
+            no_zeroes,
+            structured,
+            inbuf,
+            start,
+            end,
+            discard,
+            out_bytes,
+            inflight,
+            inflight_bytes,
+            placed,
+            parked,
+            progressed,
+            last_io,
+            readable,
+            hangup,
+            writable,
+            eof,
+            closing,
+            disc,
+            stats,
+            started,
+            export_name,
             out,
         })
     }
@@ -569,7 +632,33 @@ impl Moving {
     /// The connection, arrived.
     pub fn attach(self) -> Conn {
         let Moving {
-            stream, peer, generation, ctx, phase, no_zeroes, structured, inbuf, start, end, discard, out_bytes, inflight, inflight_bytes, placed, progressed, last_io, readable, hangup, writable, eof, closing, disc, stats, started, export_name,
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase,
+            no_zeroes,
+            structured,
+            inbuf,
+            start,
+            end,
+            discard,
+            out_bytes,
+            inflight,
+            inflight_bytes,
+            placed,
+            parked,
+            progressed,
+            last_io,
+            readable,
+            hangup,
+            writable,
+            eof,
+            closing,
+            disc,
+            stats,
+            started,
+            export_name,
             out,
         } = self;
         let out = out
@@ -583,7 +672,33 @@ impl Moving {
             })
             .collect();
         Conn {
-            stream, peer, generation, ctx, phase, no_zeroes, structured, inbuf, start, end, discard, out_bytes, inflight, inflight_bytes, placed, progressed, last_io, readable, hangup, writable, eof, closing, disc, stats, started, export_name,
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase,
+            no_zeroes,
+            structured,
+            inbuf,
+            start,
+            end,
+            discard,
+            out_bytes,
+            inflight,
+            inflight_bytes,
+            placed,
+            parked,
+            progressed,
+            last_io,
+            readable,
+            hangup,
+            writable,
+            eof,
+            closing,
+            disc,
+            stats,
+            started,
+            export_name,
             payload: None,
             out,
         }

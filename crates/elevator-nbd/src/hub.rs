@@ -14,7 +14,7 @@ use rustix::event::{EventfdFlags, eventfd};
 use crate::config::ServerConfig;
 use crate::conn::Moving;
 use crate::export::Export;
-use crate::server::ServerError;
+use crate::server::{Log, ServerError};
 
 /// One worker's share of the hub.
 pub(crate) struct Seat {
@@ -32,7 +32,7 @@ pub(crate) struct Seat {
 pub(crate) struct Hub {
     pub cfg: Arc<ServerConfig>,
     pub exports: Arc<[Export]>,
-    log: Mutex<Box<dyn FnMut(&str) + Send>>,
+    log: Mutex<Log>,
     /// Connections open, on every worker.
     pub live: AtomicU32,
     pub seats: Vec<Seat>,
@@ -53,7 +53,7 @@ impl Hub {
     pub fn new(
         cfg: Arc<ServerConfig>,
         exports: Arc<[Export]>,
-        log: Box<dyn FnMut(&str) + Send>,
+        log: Log,
         threads: usize,
     ) -> std::io::Result<Hub> {
         let seats = (0..threads)

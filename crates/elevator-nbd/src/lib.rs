@@ -37,6 +37,6 @@ mod shared;
 mod transmit;
 mod worker;
 
-pub use export::{ExportError, ExportSpec};
 pub use config::MAX_THREADS;
-pub use server::{Server, ServerConfig, ServerError};
+pub use export::{ExportError, ExportSpec};
+pub use server::{Log, Server, ServerConfig, ServerError};

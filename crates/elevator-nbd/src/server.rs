@@ -29,8 +29,8 @@ use elevator_io::mq::{MqEngine, MultiQueue};
 use elevator_io::spec::RealDevice;
 use thiserror::Error;
 
-pub use crate::config::ServerConfig;
 use crate::config::MAX_THREADS;
+pub use crate::config::ServerConfig;
 use crate::export::{Export, ExportError, Opened};
 use crate::hub::Hub;
 use crate::pool::{Buf, Pool};
@@ -83,6 +83,13 @@ pub enum ServerError {
     Thread(String),
 }
 
+/// Where the server's log lines go.
+pub type Log = Box<dyn FnMut(&str) + Send>;
+
+/// One worker's share of the exports: the layer and its device handle, for
+/// each export it serves.
+type Part = Vec<Option<(Arc<MultiQueue>, RealDevice)>>;
+
 pub(crate) enum Listener {
     Tcp(TcpListener),
     Unix(UnixListener, PathBuf),
@@ -96,7 +103,7 @@ pub struct Server {
     /// them.
     engines: Vec<(Arc<MultiQueue>, Vec<Option<RealDevice>>)>,
     listeners: Vec<Listener>,
-    log: Option<Box<dyn FnMut(&str) + Send>>,
+    log: Option<Log>,
 }
 
 impl Server {
@@ -237,8 +244,7 @@ impl Server {
                 .map_err(ServerError::Poll)?,
         );
         // Each worker's part: its handle on each export, with the layer.
-        let mut parts: Vec<Vec<Option<(Arc<MultiQueue>, RealDevice)>>> =
-            (0..threads).map(|_| Vec::new()).collect();
+        let mut parts: Vec<Part> = (0..threads).map(|_| Vec::new()).collect();
         for (mq, handles) in &mut self.engines {
             for (w, part) in parts.iter_mut().enumerate() {
                 let handle = handles.get_mut(w).and_then(Option::take);
@@ -268,7 +274,8 @@ impl Server {
                     Err(e) => hub.fail(ServerError::Thread(e.to_string())),
                 }
             }
-            let served = start(0, &hub, first, listeners).and_then(|mut worker| worker.run(Some(stop)));
+            let served =
+                start(0, &hub, first, listeners).and_then(|mut worker| worker.run(Some(stop)));
             if let Err(e) = served {
                 hub.fail(e);
             }
@@ -289,7 +296,7 @@ impl Server {
 fn start(
     w: usize,
     hub: &Arc<Hub>,
-    part: Vec<Option<(Arc<MultiQueue>, RealDevice)>>,
+    part: Part,
     listeners: Vec<Listener>,
 ) -> Result<Worker, ServerError> {
     let mut engines = Vec::with_capacity(part.len());

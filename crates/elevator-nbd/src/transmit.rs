@@ -25,7 +25,8 @@ use crate::shared::{InFlight, Shared};
 /// the server is stopping.
 pub(crate) fn throttled(c: &Conn, shared: &Shared) -> bool {
     let held = c.held();
-    let heavy = held >= shared.cfg.max_conn_bytes || (shared.over_budget && held > shared.fair_share);
+    let heavy =
+        held >= shared.cfg.max_conn_bytes || (shared.over_budget && held > shared.fair_share);
     match c.phase {
         Phase::Transmission(_) => {
             (!c.in_payload() && (c.inflight >= shared.cfg.max_inflight || shared.stopping || heavy))

@@ -211,7 +211,12 @@ impl Worker {
 
     /// How long the loop may sleep.
     fn timeout(&self) -> Option<Timespec> {
-        let busy = self.shared.engines.iter().flatten().any(|e| e.has_finished())
+        let busy = self
+            .shared
+            .engines
+            .iter()
+            .flatten()
+            .any(|e| e.has_finished())
             || self.conns.iter().flatten().any(|c| self.can_progress(c));
         if busy {
             return Some(Timespec {
@@ -246,13 +251,13 @@ impl Worker {
 
     /// Whether a connection has work that needs no new event.
     fn can_progress(&self, c: &Conn) -> bool {
-        (c.readable && !transmit::throttled(c, &self.shared))
+        ((c.readable || c.parked) && !transmit::throttled(c, &self.shared))
             || (c.writable && c.pending_output() > 0)
     }
 
-    /// Put connection `c` in a free slot and watch its socket. `Err` gives
-    /// the connection back when the socket cannot be watched.
-    pub(crate) fn insert(&mut self, mut c: Conn) -> Result<u32, (Conn, ServerError)> {
+    /// Put connection `c` in a free slot and watch its socket. When the
+    /// socket cannot be watched, the connection ends (its line logged).
+    pub(crate) fn insert(&mut self, mut c: Conn) -> Result<u32, ServerError> {
         let index = match self.free_conns.pop() {
             Some(i) => i,
             None => {
@@ -269,7 +274,9 @@ impl Worker {
             | epoll::EventFlags::ET;
         if let Err(e) = self.add(c.stream.fd(), token(CONN, generation, index), flags) {
             self.free_conns.push(index);
-            return Err((c, e));
+            c.fail(&format!("cannot be served: {e}"));
+            self.retire(c);
+            return Err(e);
         }
         self.conns[index as usize] = Some(c);
         Ok(index)
@@ -284,10 +291,8 @@ impl Worker {
             // events elsewhere: look again.
             c.readable = true;
             c.writable = true;
-            if let Err((mut c, e)) = self.insert(c) {
-                c.fail(&format!("cannot be served: {e}"));
-                self.retire(c);
-            }
+            // One that cannot be watched has ended; the others go on.
+            let _ = self.insert(c);
         }
         Ok(())
     }
@@ -326,10 +331,7 @@ impl Worker {
                     // It holds request data (it cannot yet): it stays.
                     seats[target].load.fetch_sub(1, Ordering::Relaxed);
                     seats[self.id].load.fetch_add(1, Ordering::Relaxed);
-                    if let Err((mut c, e)) = self.insert(c) {
-                        c.fail(&format!("cannot be served: {e}"));
-                        self.retire(c);
-                    }
+                    let _ = self.insert(*c);
                 }
             }
         }
@@ -397,7 +399,9 @@ impl Worker {
                 || transmit::throttled(c, &self.shared)
                 || (matches!(c.phase, Phase::Transmission(_)) && !c.placed)
             {
-                // (One that has chosen its export waits to be placed.)
+                // (One that has chosen its export waits to be placed.) What
+                // it sent ahead waits in its buffer: no event will say so.
+                c.parked = c.buffered_input();
                 return progress;
             }
             match c.next_message() {
@@ -412,6 +416,7 @@ impl Worker {
                     }
                 }
                 None => {
+                    c.parked = false;
                     if !(c.readable && c.fill()) {
                         return progress;
                     }
@@ -594,16 +599,16 @@ impl Worker {
                 continue;
             }
             let mut out = Vec::new();
-            let flushed = e
-                .submit(elevator_io::DioRequest::flush(u64::MAX))
-                .is_ok();
+            let flushed = e.submit(elevator_io::DioRequest::flush(u64::MAX)).is_ok();
             if flushed {
                 let engine_err = |source| ServerError::Engine {
                     export: self.shared.exports[i].name.clone(),
                     source: Box::new(source),
                 };
                 let give_up = Instant::now() + STOP_GRACE;
-                while !out.iter().any(|c: &Completion<Buf>| c.user_data == u64::MAX)
+                while !out
+                    .iter()
+                    .any(|c: &Completion<Buf>| c.user_data == u64::MAX)
                     && Instant::now() < give_up
                 {
                     e.poll(Some(Duration::from_millis(10)), &mut out)

@@ -4,8 +4,9 @@
 //! extents, [`DataDevice::extents`], as block status descriptors),
 //! `NBD_CMD_CACHE` (checked like a read, then done: the devices read with
 //! O_DIRECT or from memory, so there is no cache to fill), and reads of
-//! holes, answered with one `OFFSET_HOLE` chunk when the client allows
-//! fragmented replies (no `DF`).
+//! holes on memory exports, answered with one `OFFSET_HOLE` chunk when the
+//! client allows fragmented replies (no `DF`); a read only partly in a
+//! hole is read whole, as data.
 //!
 //! Block status rules, as `doc/proto.md` has them: a context must have been
 //! selected (`EINVAL`), the range must be inside the export, not empty, and
@@ -89,9 +90,11 @@ pub(crate) fn request(c: &mut Conn, shared: &Shared, e: usize, r: &Request) {
 
 /// Answer read `r` on export `e` here if the whole range is a hole and the
 /// client takes an `OFFSET_HOLE` chunk for it (structured replies, no
-/// `DF`); `false` leaves the read to the engine. Asked of memory and file
-/// exports only, whose extents cost a bitmap look-up or an `lseek`
-/// (devices with injected faults must fail reads of holes too).
+/// `DF`); `false` leaves the read to the engine. Asked of memory exports
+/// only, whose extents cost a look-up in a bitmap (a file's would cost an
+/// `lseek` per read, and devices with injected faults must fail reads of
+/// holes too). Such a read counts in the connection's reads, not in its
+/// bytes read: no bytes were read.
 pub(crate) fn hole_read(c: &mut Conn, shared: &Shared, e: usize, r: &Request) -> bool {
     if !c.structured || r.flags & cflag::DF != 0 {
         return false;
@@ -99,7 +102,7 @@ pub(crate) fn hole_read(c: &mut Conn, shared: &Shared, e: usize, r: &Request) ->
     let Some(device) = shared.engines[e].as_ref().map(|engine| engine.device()) else {
         return false;
     };
-    if !matches!(device, RealDevice::Mem(_) | RealDevice::File(_)) {
+    if !matches!(device, RealDevice::Mem(_)) {
         return false;
     }
     let len = u64::from(r.len);

@@ -33,7 +33,8 @@ pub(crate) fn list(c: &mut Conn, shared: &Shared, q: &MetaQuery) {
         return;
     }
     if q.queries.is_empty() || q.queries.iter().any(|s| lists_allocation(s)) {
-        let entry = meta_context_entry(ALLOCATION_ID, BASE_ALLOCATION);
+        // The id in a LIST reply is reserved: zero.
+        let entry = meta_context_entry(0, BASE_ALLOCATION);
         reply(c, opt::LIST_META_CONTEXT, rep::META_CONTEXT, &entry);
     }
     reply(c, opt::LIST_META_CONTEXT, rep::ACK, &[]);

@@ -34,8 +34,10 @@ pub(crate) fn answers(kind: u16) -> bool {
 /// Answer `BLOCK_STATUS` or `CACHE` request `r` on export `e`.
 pub(crate) fn request(c: &mut Conn, shared: &Shared, e: usize, r: &Request) {
     let ex = &shared.exports[e];
+    // FUA is accepted on every command (SEND_FUA is advertised); it
+    // changes nothing here.
     let allowed = if r.kind == cmd::BLOCK_STATUS {
-        cflag::REQ_ONE
+        cflag::REQ_ONE | cflag::FUA
     } else {
         cflag::FUA
     };

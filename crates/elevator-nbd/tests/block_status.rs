@@ -108,7 +108,8 @@ fn list_meta_context_names_base_allocation() {
         assert_eq!(last, rep::ACK, "{queries:?}");
         assert_eq!(got.len(), want, "{queries:?}: {got:?}");
         if want == 1 {
-            assert_eq!(got[0].1, BASE_ALLOCATION);
+            // LIST's context ids are reserved: zero.
+            assert_eq!(got[0], (0, BASE_ALLOCATION.to_string()));
         }
     }
     let (got, last) = meta_option(&mut c, opt::LIST_META_CONTEXT, &query("nope", &[]));
@@ -234,6 +235,11 @@ fn block_status_reports_holes_and_data() {
         block_status(&mut c, 6, cflag::REQ_ONE, MIB, 512),
         Ok((id, vec![(512, 0)]))
     );
+    // FUA is accepted, and changes nothing.
+    assert_eq!(
+        block_status(&mut c, 8, cflag::FUA | cflag::REQ_ONE, MIB, 512),
+        Ok((id, vec![(512, 0)]))
+    );
     // The end of the export.
     assert_eq!(
         block_status(&mut c, 7, 0, 64 * MIB - 4096, 4096),
@@ -288,6 +294,11 @@ fn cache_is_checked_like_a_read() {
     assert_eq!(
         c.command(5, cflag::REQ_ONE, cmd::CACHE, 0, 512),
         err::EINVAL
+    );
+    assert_eq!(
+        c.command(6, cflag::FUA, cmd::CACHE, 0, 512),
+        0,
+        "FUA is accepted"
     );
     drop(c);
     assert_serves(&server, "disk");

@@ -121,9 +121,10 @@ pub fn run(args: &Args) -> Result<()> {
         max_connections: args.max_connections,
         handshake_timeout,
         threads: match args.threads {
-            Some(n) if n == 0 || n > elevator_nbd::MAX_THREADS => {
-                anyhow::bail!("--threads {n}: must be 1 to {}", elevator_nbd::MAX_THREADS)
-            }
+            Some(n) if n == 0 || n > elevator_nbd::MAX_THREADS => anyhow::bail!(
+                "--threads {n}: must be 1 to {}",
+                elevator_nbd::MAX_THREADS
+            ),
             Some(n) => n,
             None => ServerConfig::default().threads,
         },

@@ -41,6 +41,6 @@ mod status;
 mod transmit;
 mod worker;
 
-pub use config::MAX_THREADS;
 pub use export::{ExportError, ExportSpec};
+pub use config::MAX_THREADS;
 pub use server::{Server, ServerConfig, ServerError};

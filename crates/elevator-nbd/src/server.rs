@@ -29,8 +29,8 @@ use elevator_io::mq::{MqEngine, MultiQueue};
 use elevator_io::spec::RealDevice;
 use thiserror::Error;
 
-use crate::config::MAX_THREADS;
 pub use crate::config::ServerConfig;
+use crate::config::MAX_THREADS;
 use crate::export::{Export, ExportError, Opened};
 use crate::hub::Hub;
 use crate::pool::{Buf, Pool};
@@ -268,8 +268,7 @@ impl Server {
                     Err(e) => hub.fail(ServerError::Thread(e.to_string())),
                 }
             }
-            let served =
-                start(0, &hub, first, listeners).and_then(|mut worker| worker.run(Some(stop)));
+            let served = start(0, &hub, first, listeners).and_then(|mut worker| worker.run(Some(stop)));
             if let Err(e) = served {
                 hub.fail(e);
             }

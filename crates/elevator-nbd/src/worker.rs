@@ -211,12 +211,7 @@ impl Worker {
 
     /// How long the loop may sleep.
     fn timeout(&self) -> Option<Timespec> {
-        let busy = self
-            .shared
-            .engines
-            .iter()
-            .flatten()
-            .any(|e| e.has_finished())
+        let busy = self.shared.engines.iter().flatten().any(|e| e.has_finished())
             || self.conns.iter().flatten().any(|c| self.can_progress(c));
         if busy {
             return Some(Timespec {
@@ -599,16 +594,16 @@ impl Worker {
                 continue;
             }
             let mut out = Vec::new();
-            let flushed = e.submit(elevator_io::DioRequest::flush(u64::MAX)).is_ok();
+            let flushed = e
+                .submit(elevator_io::DioRequest::flush(u64::MAX))
+                .is_ok();
             if flushed {
                 let engine_err = |source| ServerError::Engine {
                     export: self.shared.exports[i].name.clone(),
                     source: Box::new(source),
                 };
                 let give_up = Instant::now() + STOP_GRACE;
-                while !out
-                    .iter()
-                    .any(|c: &Completion<Buf>| c.user_data == u64::MAX)
+                while !out.iter().any(|c: &Completion<Buf>| c.user_data == u64::MAX)
                     && Instant::now() < give_up
                 {
                     e.poll(Some(Duration::from_millis(10)), &mut out)

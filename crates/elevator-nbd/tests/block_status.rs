@@ -333,3 +333,23 @@ fn reads_of_holes_are_offset_hole_chunks_unless_df() {
     check_read(c.read_at(4, 0, 2 * MIB, 16384), &want, "data between holes");
     server.stop();
 }
+
+#[test]
+fn the_selection_moves_with_a_connection_to_another_worker() {
+    // Two workers: of three connections open at once, one at least is
+    // served by a worker other than the one that ran its handshake.
+    let server = TestServer::start_with(&["disk=mem:64m"], |cfg| cfg.threads = 2);
+    let mut clients: Vec<(Client, u32)> =
+        (0..3).map(|_| with_allocation(&server, "disk")).collect();
+    let (c0, _) = &mut clients[0];
+    assert_eq!(c0.write_at(1, 0, 2 * MIB, &pattern(8, 4096)), 0);
+    for (i, (c, id)) in clients.iter_mut().enumerate() {
+        assert_eq!(
+            block_status(c, 10 + i as u64, 0, 2 * MIB - 4096, 12288),
+            Ok((*id, vec![(4096, HZ), (4096, 0), (4096, HZ)])),
+            "connection {i}"
+        );
+    }
+    drop(clients);
+    server.stop();
+}

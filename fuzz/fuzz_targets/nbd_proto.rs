@@ -1,7 +1,7 @@
 //! Every parser in `elevator_nbd::proto` on arbitrary bytes: none may panic,
 //! and what they accept must be consistent with the bytes (requests
 //! re-encode to themselves, an `INFO`/`GO` accounts for every byte of its
-//! data, refusals are error replies).
+//! data, as does a metadata context query, refusals are error replies).
 //!
 //! Run: `cargo +nightly fuzz run nbd_proto` (from the repository root).
 
@@ -56,6 +56,11 @@ fn check_option(option: u32, data: &[u8]) {
             }
             assert_eq!(again, data);
         }
+        Ok(ClientOption::ListMetaContext(q)) | Ok(ClientOption::SetMetaContext(q)) => {
+            assert!(option == opt::LIST_META_CONTEXT || option == opt::SET_META_CONTEXT);
+            // Re-encoding gives back exactly the data.
+            assert_eq!(proto::meta::encode_meta_query(&q), data);
+        }
         Ok(ClientOption::Unsupported(o)) => {
             assert_eq!(o, option);
             assert!(
@@ -65,7 +70,9 @@ fn check_option(option: u32, data: &[u8]) {
                     opt::LIST,
                     opt::INFO,
                     opt::GO,
-                    opt::STRUCTURED_REPLY
+                    opt::STRUCTURED_REPLY,
+                    opt::LIST_META_CONTEXT,
+                    opt::SET_META_CONTEXT,
                 ]
                 .contains(&o),
                 "a known option parsed as unsupported"
@@ -127,6 +134,13 @@ fuzz_target!(|data: &[u8]| {
                 // The reply encoders take anything the request holds.
                 let _ = proto::simple_reply(u32::from(req.flags), req.cookie);
                 let _ = proto::structured_header(req.flags, req.kind, req.cookie, req.len);
+                let _ = proto::meta::offset_hole(req.flags, req.cookie, req.offset, req.len);
+                let _ = proto::meta::block_status(
+                    req.flags,
+                    req.cookie,
+                    req.len,
+                    &[(req.len, u32::from(req.kind))],
+                );
             }
         }
     }

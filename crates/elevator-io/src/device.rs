@@ -18,6 +18,8 @@ use std::time::Duration;
 use elevator_core::{Device, DeviceIo, Nanos, Outcome, Status};
 use thiserror::Error;
 
+use crate::extent::Extent;
+
 /// One piece of a request's data: `len` bytes at `addr` in the submitter's
 /// memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +90,24 @@ pub trait DataDevice: Device {
         Err(DeviceError::Watch(io::Error::from(
             io::ErrorKind::Unsupported,
         )))
+    }
+
+    /// Which parts of the `len` bytes at byte `offset` hold data and which
+    /// are holes or read as zeroes: extents in order from `offset`, at most
+    /// `max` of them (at least one when `len > 0` and `offset` is inside
+    /// the device), covering the range, or a leading part of it when
+    /// `max` runs out. A range past the end is cut at the end. Cheap
+    /// enough to call on the thread that serves requests (no I/O is
+    /// queued). The default body knows nothing and says all data.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> Result<Vec<Extent>, DeviceError> {
+        let _ = max;
+        let capacity = self.limits().capacity.saturating_mul(512);
+        let len = len.min(capacity.saturating_sub(offset));
+        Ok(if len == 0 {
+            Vec::new()
+        } else {
+            vec![Extent::data(len)]
+        })
     }
 }
 
@@ -177,6 +197,9 @@ pub enum DeviceError {
         /// Windows still alive.
         windows: usize,
     },
+    /// Finding a file's holes and data (`lseek`) failed.
+    #[error("cannot find the file's holes and data: {0}")]
+    Extents(io::Error),
 }
 
 /// Whether `fd` can be watched: an open descriptor (`poll(2)` ignores

@@ -231,4 +231,12 @@ impl<D: DataDevice> DataDevice for FaultDevice<D> {
     fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
         self.inner.watch(fd)
     }
+    fn extents(
+        &self,
+        offset: u64,
+        len: u64,
+        max: usize,
+    ) -> Result<Vec<crate::Extent>, DeviceError> {
+        self.inner.extents(offset, len, max)
+    }
 }

@@ -410,6 +410,25 @@ impl DataDevice for FileDevice {
     fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
         self.ring.watch(fd)
     }
+
+    /// A regular file's holes, from `lseek(SEEK_DATA/SEEK_HOLE)` (holes read
+    /// as zeroes); a block device is all data.
+    fn extents(
+        &self,
+        offset: u64,
+        len: u64,
+        max: usize,
+    ) -> Result<Vec<crate::Extent>, DeviceError> {
+        let served = self.limits.capacity.saturating_mul(512);
+        let len = len.min(served.saturating_sub(offset));
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        match self.kind {
+            FileKind::Regular => crate::extent::file_extents(&self.file, offset, len, max),
+            FileKind::Block => Ok(vec![crate::Extent::data(len)]),
+        }
+    }
 }
 
 /// What `stat` says about an open file.

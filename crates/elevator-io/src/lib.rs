@@ -3,7 +3,8 @@
 //! - [`buf`]: buffers the kernel reads and writes while I/O is in flight;
 //!   [`device`]: what a device that moves data adds to
 //!   [`elevator_core::Device`] ([`DataDevice`]), its alignment and errors;
-//!   [`clock`]: the real clock in the engine's nanoseconds.
+//!   [`clock`]: the real clock in the engine's nanoseconds; [`extent`]:
+//!   which parts of a device hold data and which are holes.
 //! - [`file`](mod@file): a regular file or block device opened with O_DIRECT, driven
 //!   through io_uring; [`mem`]: a device in memory (and windows on it);
 //!   [`fault`]: a wrapper that fails chosen sectors or a fraction of I/Os;
@@ -43,6 +44,7 @@ pub mod cpu;
 pub mod device;
 pub mod dio;
 pub mod engine;
+pub mod extent;
 pub mod fault;
 pub mod file;
 pub mod inbox;
@@ -55,12 +57,14 @@ pub mod spec;
 mod sync;
 pub mod tags;
 mod uring;
+mod written;
 
 pub use buf::{AlignedBuf, BufError, IoBuf, Slice};
 pub use clock::Clock;
 pub use device::{Alignment, DataDevice, DataSegment, DeviceError};
 pub use dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 pub use engine::{Engine, EngineConfig, EngineError};
+pub use extent::Extent;
 pub use fault::{FaultDevice, FaultSpec};
 pub use file::{FileDevice, FileKind, FileOptions};
 pub use inbox::Inbox;

@@ -34,6 +34,8 @@ use std::ptr::NonNull;
 
 use crate::buf::{AlignedBuf, BufError, IoBuf, Slice};
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, poll_readable, watchable};
+use crate::extent::Extent;
+use crate::written::WrittenPages;
 
 /// How to build a [`MemDevice`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +88,8 @@ struct MemStore {
     handles: AtomicUsize,
     /// [`MemSlice`] windows on it.
     windows: AtomicUsize,
+    /// Which pages were written (for [`DataDevice::extents`]).
+    written: WrittenPages,
     /// Owns the allocation; never accessed after `base` is taken.
     _owner: AlignedBuf,
 }
@@ -162,6 +166,7 @@ impl MemDevice {
             len,
             handles: AtomicUsize::new(1),
             windows: AtomicUsize::new(0),
+            written: WrittenPages::new(bytes),
             _owner: owner,
         });
         let limits = Limits {
@@ -278,26 +283,35 @@ impl MemDevice {
         Some(match io.op {
             Op::Flush => Outcome::Done,
             Op::Discard | Op::WriteZeroes => match self.range(io) {
-                Some(r) if self.shared() => {
-                    // SAFETY: `r` lies inside the store (checked by `range`)
-                    // and, being whole sectors, starts and ends on 8-byte
-                    // boundaries of the 4096-aligned store.
-                    unsafe { zero_words(self.store.base.as_ptr().add(r.start).cast(), r.len()) };
-                    Outcome::Done
-                }
                 Some(r) => {
-                    // SAFETY: `r` lies inside the store (checked by `range`);
-                    // alone on the store, this handle is all that touches it
-                    // but for its windows, used on this thread.
-                    unsafe {
-                        std::ptr::write_bytes(self.store.base.as_ptr().add(r.start), 0, r.len());
-                    }
+                    self.zero(r.clone());
+                    self.store.written.clear(r.start as u64, r.end as u64);
                     Outcome::Done
                 }
                 None => failed(Status::IoError),
             },
             Op::Read | Op::Write => return None,
         })
+    }
+
+    /// Zero the bytes of `r`, a range of whole sectors inside the store.
+    fn zero(&self, r: std::ops::Range<usize>) {
+        match r {
+            r if self.shared() => {
+                // SAFETY: `r` lies inside the store (checked by `range`)
+                // and, being whole sectors, starts and ends on 8-byte
+                // boundaries of the 4096-aligned store.
+                unsafe { zero_words(self.store.base.as_ptr().add(r.start).cast(), r.len()) };
+            }
+            r => {
+                // SAFETY: `r` lies inside the store (checked by `range`);
+                // alone on the store, this handle is all that touches it
+                // but for its windows, used on this thread.
+                unsafe {
+                    std::ptr::write_bytes(self.store.base.as_ptr().add(r.start), 0, r.len());
+                }
+            }
+        }
     }
 }
 
@@ -402,6 +416,11 @@ impl DataDevice for MemDevice {
                     store_words(words, segs);
                 }
             }
+            if io.op == Op::Write {
+                self.store
+                    .written
+                    .mark(range.start as u64, range.end as u64);
+            }
             self.finish(io.tag, Outcome::Done);
             return;
         }
@@ -430,6 +449,11 @@ impl DataDevice for MemDevice {
                 }
             }
             at += len;
+        }
+        if io.op == Op::Write {
+            self.store
+                .written
+                .mark(range.start as u64, range.end as u64);
         }
         self.finish(io.tag, Outcome::Done);
     }
@@ -471,6 +495,16 @@ impl DataDevice for MemDevice {
         watchable(fd)?;
         self.watch = Some(fd);
         Ok(())
+    }
+
+    /// By 4 KiB page: a page never written, or zeroed whole by a
+    /// write-zeroes or discard since, is a hole that reads as zeroes; any
+    /// other is data (even if its bytes happen to be zero). Every handle
+    /// on the store sees the same pages. Bytes changed through a window
+    /// ([`MemDevice::map`]) count once a write from that window has been
+    /// submitted.
+    fn extents(&self, offset: u64, len: u64, max: usize) -> Result<Vec<Extent>, DeviceError> {
+        Ok(self.store.written.extents(offset, len, max))
     }
 }
 

@@ -444,6 +444,14 @@ impl DataDevice for RealDevice {
     fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
         each!(self, d => d.watch(fd))
     }
+    fn extents(
+        &self,
+        offset: u64,
+        len: u64,
+        max: usize,
+    ) -> Result<Vec<crate::Extent>, DeviceError> {
+        each!(self, d => d.extents(offset, len, max))
+    }
 }
 
 #[cfg(test)]

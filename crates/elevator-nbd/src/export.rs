@@ -155,6 +155,7 @@ impl ExportSpec {
             | tflag::SEND_FUA
             | tflag::SEND_TRIM
             | tflag::SEND_WRITE_ZEROES
+            | tflag::SEND_CACHE
             // Every connection's requests reach the one device (through
             // whichever worker's handle), and a flush of any handle
             // covers every write the device has completed: a flush on any

@@ -1,8 +1,11 @@
 //! The option haggling of the fixed newstyle handshake: `EXPORT_NAME`,
-//! `GO`, `INFO`, `LIST`, `ABORT` and `STRUCTURED_REPLY`; every other option
-//! is answered `NBD_REP_ERR_UNSUP` and the handshake goes on.
+//! `GO`, `INFO`, `LIST`, `ABORT` and `STRUCTURED_REPLY`, and the metadata
+//! context options (answered by [`meta_context`](crate::meta_context));
+//! every other option is answered `NBD_REP_ERR_UNSUP` and the handshake
+//! goes on.
 
 use crate::conn::{Conn, Phase};
+use crate::meta_context;
 use crate::proto::{self, ClientOption, OptionHeader, info, opt, rep, tflag};
 use crate::shared::Shared;
 
@@ -26,7 +29,8 @@ fn flags(c: &Conn, export_flags: u16) -> u16 {
     }
 }
 
-fn reply(c: &mut Conn, option: u32, kind: u32, data: &[u8]) {
+/// Queue an option reply.
+pub(crate) fn reply(c: &mut Conn, option: u32, kind: u32, data: &[u8]) {
     let mut out = Vec::with_capacity(20 + data.len());
     proto::option_reply(&mut out, option, kind, data);
     c.send_bytes(out);
@@ -68,6 +72,7 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
                 c.send_bytes(out);
                 c.export_name = Some(ex.name.clone());
                 c.phase = Phase::Transmission(e);
+                meta_context::export_chosen(c, e);
             }
             // The protocol has no way to refuse EXPORT_NAME but to hang up.
             None => c.fail(&format!("asked for export '{name}', which does not exist")),
@@ -126,12 +131,15 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
             if go {
                 c.export_name = Some(ex.name.clone());
                 c.phase = Phase::Transmission(e);
+                meta_context::export_chosen(c, e);
             }
         }
         ClientOption::StructuredReply => {
             c.structured = true;
             reply(c, h.option, rep::ACK, &[]);
         }
+        ClientOption::ListMetaContext(q) => meta_context::list(c, shared, &q),
+        ClientOption::SetMetaContext(q) => meta_context::set(c, shared, &q),
         ClientOption::Unsupported(o) => {
             let msg = format!("option {o} is not supported");
             reply(c, h.option, rep::ERR_UNSUP, msg.as_bytes());

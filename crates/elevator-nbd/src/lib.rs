@@ -12,7 +12,9 @@
 //!   (private), worker 0's taking connections in; `hub` (private), what
 //!   the workers share;
 //! - `handshake` and `transmit` (private): the two phases of the protocol,
-//!   option haggling, then requests and their replies;
+//!   option haggling, then requests and their replies; `meta_context` and
+//!   `status` (private) answer the metadata context options and the
+//!   block status and cache commands for them;
 //! - `shared` (private): the state both phases work on (exports, requests
 //!   in flight, the buffer pool, the configuration);
 //! - [`ServerConfig`] (`config`, private): how to serve;
@@ -30,10 +32,12 @@ pub mod conn;
 pub mod export;
 mod handshake;
 mod hub;
+mod meta_context;
 pub mod pool;
 pub mod proto;
 pub mod server;
 mod shared;
+mod status;
 mod transmit;
 mod worker;
 

@@ -5,8 +5,13 @@
 //! none panics (a fuzz target and property tests hold it to that).
 //!
 //! Only the fixed newstyle handshake is spoken. All integers are big-endian.
+//! Metadata contexts and block status have their own part, [`meta`].
 
 use thiserror::Error;
+
+pub mod meta;
+
+pub use meta::MetaQuery;
 
 /// `NBDMAGIC`: the first eight bytes the server sends.
 pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -62,6 +67,9 @@ pub mod rep {
     pub const SERVER: u32 = 2;
     /// One piece of information, in reply to `INFO` or `GO`.
     pub const INFO: u32 = 3;
+    /// One metadata context, in reply to `LIST_META_CONTEXT` or
+    /// `SET_META_CONTEXT`.
+    pub const META_CONTEXT: u32 = 4;
     /// The option is not supported.
     pub const ERR_UNSUP: u32 = 0x8000_0001;
     /// Forbidden by policy.
@@ -108,6 +116,8 @@ pub mod tflag {
     pub const SEND_DF: u16 = 1 << 7;
     /// A flush on one connection covers writes completed on all of them.
     pub const CAN_MULTI_CONN: u16 = 1 << 8;
+    /// `CACHE` is supported.
+    pub const SEND_CACHE: u16 = 1 << 10;
 }
 
 /// Commands.
@@ -172,6 +182,10 @@ pub mod chunk {
     pub const NONE: u16 = 0;
     /// Data at an offset.
     pub const OFFSET_DATA: u16 = 1;
+    /// Zeroes at an offset (a hole, in reply to a read).
+    pub const OFFSET_HOLE: u16 = 2;
+    /// Block status descriptors for one metadata context.
+    pub const BLOCK_STATUS: u16 = 5;
     /// An error.
     pub const ERROR: u16 = 0x8001;
 }
@@ -287,6 +301,10 @@ pub enum ClientOption {
     },
     /// `STRUCTURED_REPLY`.
     StructuredReply,
+    /// `LIST_META_CONTEXT`.
+    ListMetaContext(MetaQuery),
+    /// `SET_META_CONTEXT`.
+    SetMetaContext(MetaQuery),
     /// Anything else: answered `ERR_UNSUP`.
     Unsupported(u32),
 }
@@ -326,6 +344,8 @@ pub fn client_option(h: OptionHeader, data: &[u8]) -> Result<ClientOption, Optio
         opt::ABORT => Ok(ClientOption::Abort),
         opt::LIST => no_data(ClientOption::List),
         opt::STRUCTURED_REPLY => no_data(ClientOption::StructuredReply),
+        opt::LIST_META_CONTEXT => Ok(ClientOption::ListMetaContext(meta::meta_query(data)?)),
+        opt::SET_META_CONTEXT => Ok(ClientOption::SetMetaContext(meta::meta_query(data)?)),
         opt::INFO | opt::GO => {
             if data.len() < 6 {
                 return Err(invalid("INFO/GO data is shorter than 6 bytes"));
@@ -563,9 +583,13 @@ mod tests {
             let _ = request(&r);
             let _ = client_flags([bytes.first().copied().unwrap_or(0), 0, 0, 1]);
             let _ = client_option(OptionHeader { option, len: bytes.len() as u32 }, &bytes);
-            for o in [opt::INFO, opt::GO, opt::EXPORT_NAME, opt::LIST, opt::STRUCTURED_REPLY] {
+            for o in [
+                opt::INFO, opt::GO, opt::EXPORT_NAME, opt::LIST, opt::STRUCTURED_REPLY,
+                opt::LIST_META_CONTEXT, opt::SET_META_CONTEXT, opt::EXTENDED_HEADERS,
+            ] {
                 let _ = client_option(OptionHeader { option: o, len: bytes.len() as u32 }, &bytes);
             }
+            let _ = meta::meta_query(&bytes);
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The transmission phase: requests checked and handed to the export's
-//! engine, completions turned into replies.
+//! engine, completions turned into replies. Block status, cache and reads
+//! of holes are answered at once by `status`.
 //!
 //! Checks, each answered with the error the protocol prescribes and the
 //! connection going on: unknown commands and flags (`EINVAL`), reads and
@@ -17,6 +18,7 @@ use crate::conn::{Conn, Phase};
 use crate::pool::Buf;
 use crate::proto::{self, Request, cflag, chunk, cmd, err};
 use crate::shared::{InFlight, Shared};
+use crate::status;
 
 /// Whether connection `c` must not be read from now: it has as many
 /// requests in flight as it may, or holds as many bytes as it may
@@ -100,6 +102,10 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         c.disc = true;
         return;
     }
+    if status::answers(r.kind) {
+        status::request(c, shared, e, &r);
+        return;
+    }
     if let Some(errno) = check(c, shared, e, &r) {
         if r.kind == cmd::WRITE {
             c.skip(u64::from(r.len));
@@ -122,6 +128,9 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
                 error_reply(c, &r, err::ENOMEM);
             }
         }
+        return;
+    }
+    if r.kind == cmd::READ && status::hole_read(c, shared, e, &r) {
         return;
     }
     let buf = if r.kind == cmd::READ {

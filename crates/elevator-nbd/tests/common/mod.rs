@@ -829,6 +829,12 @@ impl Client {
                     );
                     error = Some(be32(&c.payload));
                 }
+                proto::chunk::OFFSET_HOLE => {
+                    assert_eq!(c.payload.len(), 12, "OFFSET_HOLE payload");
+                    let at = (be64(&c.payload) - offset) as usize;
+                    let n = be32(&c.payload[8..]) as usize;
+                    data[at..at + n].fill(0);
+                }
                 proto::chunk::NONE => assert!(c.payload.is_empty()),
                 k => panic!("unexpected chunk type {k:#x}"),
             }

@@ -1,11 +1,12 @@
 //! How to serve: the exports, where to listen, and the limits on
-//! connections and requests ([`ServerConfig`]).
+//! connections and requests, and TLS ([`ServerConfig`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::export::ExportSpec;
+use crate::tls::TlsConfig;
 
 /// How to serve.
 #[derive(Clone, Debug)]
@@ -29,6 +30,9 @@ pub struct ServerConfig {
     /// Worker threads, each with its own event loop and its own io_uring
     /// ring on every export. Default: the number of cores.
     pub threads: usize,
+    /// TLS (`NBD_OPT_STARTTLS`), with its certificates loaded: `None` (the
+    /// default) refuses `STARTTLS` with `NBD_REP_ERR_POLICY`.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for ServerConfig {
@@ -42,6 +46,7 @@ impl Default for ServerConfig {
             max_connections: 256,
             handshake_timeout: Duration::from_secs(10),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            tls: None,
         }
     }
 }

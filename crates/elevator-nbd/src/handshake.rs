@@ -1,10 +1,13 @@
 //! The option haggling of the fixed newstyle handshake: `EXPORT_NAME`,
-//! `GO`, `INFO`, `LIST`, `ABORT` and `STRUCTURED_REPLY`; every other option
-//! is answered `NBD_REP_ERR_UNSUP` and the handshake goes on.
+//! `GO`, `INFO`, `LIST`, `ABORT`, `STRUCTURED_REPLY` and `STARTTLS` (with
+//! the gate that refuses the others until TLS when it is required, in
+//! [`crate::tls`]); every other option is answered `NBD_REP_ERR_UNSUP` and
+//! the handshake goes on.
 
 use crate::conn::{Conn, Phase};
 use crate::proto::{self, ClientOption, OptionHeader, info, opt, rep, tflag};
 use crate::shared::Shared;
+use crate::tls::{self, TlsGate};
 
 /// The export a client asks for by `name`: the one of that name, or for the
 /// empty name the first export.
@@ -26,7 +29,7 @@ fn flags(c: &Conn, export_flags: u16) -> u16 {
     }
 }
 
-fn reply(c: &mut Conn, option: u32, kind: u32, data: &[u8]) {
+pub(crate) fn reply(c: &mut Conn, option: u32, kind: u32, data: &[u8]) {
     let mut out = Vec::with_capacity(20 + data.len());
     proto::option_reply(&mut out, option, kind, data);
     c.send_bytes(out);
@@ -47,6 +50,10 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
     if shared.stopping {
         reply(c, h.option, rep::ERR_SHUTDOWN, b"server shutting down");
         return;
+    }
+    match tls::gate(c, shared.cfg.tls.as_ref(), h, data) {
+        TlsGate::Pass => {}
+        TlsGate::Handled => return,
     }
     let parsed = match proto::client_option(h, data) {
         Ok(o) => o,

@@ -14,6 +14,7 @@
 //!   in flight, the buffer pool, the configuration);
 //! - [`ServerConfig`] (`config`, private): how to serve;
 //! - [`conn`]: one connection's socket and buffers;
+//! - [`tls`]: `STARTTLS`'s certificates and a connection's TLS session;
 //! - [`export`]: what `--export` names, opened;
 //! - [`pool`]: the reusable data buffers;
 //! - [`proto`]: the wire format (pure, fuzzed).
@@ -29,7 +30,9 @@ pub mod pool;
 pub mod proto;
 pub mod server;
 mod shared;
+pub mod tls;
 mod transmit;
 
 pub use export::{ExportError, ExportSpec};
 pub use server::{Server, ServerConfig, ServerError};
+pub use tls::{TlsConfig, TlsError, TlsMode};

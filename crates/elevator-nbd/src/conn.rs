@@ -246,6 +246,9 @@ pub struct Conn {
     pub export_name: Option<String>,
     /// TLS, once `STARTTLS` has been accepted.
     tls: Option<Box<TlsSession>>,
+    /// An option was refused because TLS is required and not on: a client
+    /// that then leaves is logged as having left for that.
+    pub(crate) refused_for_tls: bool,
 }
 
 impl Conn {
@@ -277,6 +280,7 @@ impl Conn {
             started: Instant::now(),
             export_name: None,
             tls: None,
+            refused_for_tls: false,
         };
         c.send_bytes(proto::greeting().to_vec());
         c
@@ -391,6 +395,13 @@ impl Conn {
             (Ok(0), _) => {
                 self.eof = true;
                 self.readable = false;
+                if self.refused_for_tls && self.tls.is_none() {
+                    self.closing.get_or_insert_with(|| {
+                        "client left after its options were refused: TLS is required \
+                         (--tls=require) and it did not send STARTTLS"
+                            .into()
+                    });
+                }
                 false
             }
             // A short read drained the socket: with edge-triggered epoll,

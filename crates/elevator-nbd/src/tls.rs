@@ -369,9 +369,22 @@ pub(crate) fn gate(
         return TlsGate::Handled;
     }
     let required = config.is_some_and(|t| t.mode == TlsMode::Require);
-    if !required || c.is_tls() || h.option == opt::ABORT {
+    if !required || c.is_tls() {
         return TlsGate::Pass;
     }
+    if h.option == opt::ABORT {
+        if c.refused_for_tls {
+            handshake::reply(c, h.option, rep::ACK, &[]);
+            c.closing = Some(
+                "client aborted the handshake after its options were refused: TLS is \
+                 required (--tls=require) and it did not send STARTTLS"
+                    .into(),
+            );
+            return TlsGate::Handled;
+        }
+        return TlsGate::Pass;
+    }
+    c.refused_for_tls = true;
     if h.option == opt::EXPORT_NAME {
         c.fail("EXPORT_NAME without STARTTLS, and TLS is required (--tls=require)");
     } else {

@@ -10,7 +10,7 @@
 //! `ca-cert.pem` signed, or the handshake fails; a client without one is
 //! let in, as nbdkit does, unless [`TlsConfig::verify_peer`] asks for one.
 //!
-//! The option side ([`gate`]): `STARTTLS` is acknowledged in clear, then
+//! The option side (`gate`): `STARTTLS` is acknowledged in clear, then
 //! the TLS handshake runs over the same socket and option haggling goes on
 //! inside TLS. With [`TlsMode::Require`], nothing but `STARTTLS` and `ABORT`
 //! is answered before TLS is on.

@@ -31,7 +31,7 @@ pub struct ServerConfig {
     /// ring on every export. Default: the number of cores.
     pub threads: usize,
     /// TLS (`NBD_OPT_STARTTLS`), with its certificates loaded: `None` (the
-    /// default) refuses `STARTTLS` with `NBD_REP_ERR_POLICY`.
+    /// default) refuses `STARTTLS` with `NBD_REP_ERR_UNSUP`.
     pub tls: Option<TlsConfig>,
 }
 

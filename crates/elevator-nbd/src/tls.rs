@@ -407,11 +407,13 @@ fn starttls(c: &mut Conn, config: Option<&TlsConfig>, data: &[u8]) {
         handshake::reply(c, option, rep::ERR_INVALID, b"STARTTLS takes no data");
         return;
     }
+    // ERR_UNSUP, as for any option the server does not do (nbdkit says
+    // ERR_POLICY when built with TLS; clients treat both alike).
     let Some(config) = config else {
         handshake::reply(
             c,
             option,
-            rep::ERR_POLICY,
+            rep::ERR_UNSUP,
             b"TLS is off on this server (elevator serve --tls=off)",
         );
         return;

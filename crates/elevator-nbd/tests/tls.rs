@@ -342,7 +342,7 @@ fn starttls_is_refused_when_tls_is_off() {
     let server = TestServer::start(&["disk=mem:1m"]);
     let mut c = Client::start(&server.sock);
     let r = c.opt(opt::STARTTLS, &[]);
-    assert_eq!((r.option, r.kind), (opt::STARTTLS, rep::ERR_POLICY));
+    assert_eq!((r.option, r.kind), (opt::STARTTLS, rep::ERR_UNSUP));
     // The haggling goes on in clear.
     c.send_option(opt::LIST, &[]);
     let replies = replies_until_final(&mut c);

@@ -43,6 +43,9 @@ pub const SERVER_KEY: &str = "server-key.pem";
 /// more plaintext (rustls's default is 64 KiB: more means fewer writes for
 /// big read replies).
 const TLS_OUT_LIMIT: usize = 1 << 20;
+/// Bytes read from the socket at a time, then handed to rustls (which reads
+/// 4 KiB at a time itself: one system call per 4 KiB).
+const TLS_IN: usize = 64 << 10;
 
 /// The TLS settings cannot be used.
 #[derive(Debug, Error)]
@@ -215,13 +218,17 @@ impl TlsConfig {
     }
 }
 
-/// One connection's TLS: the rustls session, and the plain bytes (the
+/// One connection's TLS: the rustls session, the plain bytes (the
 /// `STARTTLS` reply and any replies before it) that must reach the socket
-/// before the first TLS record.
+/// before the first TLS record, and what was read from the socket and not
+/// yet handed to rustls.
 pub struct TlsSession {
     tls: ServerConnection,
     plain: Vec<u8>,
     plain_sent: usize,
+    rx: Box<[u8]>,
+    rx_start: usize,
+    rx_end: usize,
 }
 
 impl TlsSession {
@@ -246,6 +253,9 @@ impl TlsSession {
             tls,
             plain,
             plain_sent: 0,
+            rx: vec![0u8; TLS_IN].into_boxed_slice(),
+            rx_start: 0,
+            rx_end: 0,
         })
     }
 
@@ -259,7 +269,7 @@ impl TlsSession {
     }
 
     /// Decrypted input into `buf`: what rustls already holds, else what the
-    /// socket has, decrypted. `Ok(0)` is the end of the stream;
+    /// socket has (read 64 KiB at a time), decrypted. `Ok(0)` is the end of the stream;
     /// `WouldBlock` means the socket is drained and rustls holds nothing.
     /// A TLS failure is `InvalidData`, saying why (after a try at sending
     /// the alert that tells the client).
@@ -276,7 +286,21 @@ impl TlsSession {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
-            let got = self.tls.read_tls(sock)?;
+            let got = if self.rx_start < self.rx_end {
+                let mut pending = &self.rx[self.rx_start..self.rx_end];
+                let taken = self.tls.read_tls(&mut pending)?;
+                self.rx_start += taken;
+                taken
+            } else {
+                let n = sock.read(&mut self.rx)?;
+                self.rx_start = 0;
+                self.rx_end = n;
+                if n > 0 {
+                    continue;
+                }
+                // End of the stream: rustls learns it from a read of 0.
+                self.tls.read_tls(&mut io::empty())?
+            };
             if let Err(e) = self.tls.process_new_packets() {
                 let err = self.failure(&e);
                 // The alert rustls queued; the connection ends anyway.

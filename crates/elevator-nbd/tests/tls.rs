@@ -569,3 +569,97 @@ fn missing_or_bad_certificate_files_are_named() {
         "{msg}"
     );
 }
+
+/// One request's bytes.
+fn request_bytes(kind: u16, cookie: u64, offset: u64, len: u32) -> Vec<u8> {
+    let mut b = proto::REQUEST_MAGIC.to_be_bytes().to_vec();
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b.extend_from_slice(&kind.to_be_bytes());
+    b.extend_from_slice(&cookie.to_be_bytes());
+    b.extend_from_slice(&offset.to_be_bytes());
+    b.extend_from_slice(&len.to_be_bytes());
+    b
+}
+
+#[test]
+fn pipelined_requests_through_tls_while_throttled_all_get_answers() {
+    let Some(certs) = certs("pipelined_requests_through_tls_while_throttled_all_get_answers")
+    else {
+        return;
+    };
+    // One request in flight at a time: the rest wait decrypted in rustls
+    // (or in the input buffer) after the socket is drained, and must still
+    // be read once the throttle lifts, with no new socket event.
+    let tls = TlsConfig::load(&certs.server, TlsMode::Require, false).expect("certificates");
+    let server = TestServer::start_with(&["disk=mem:4m"], |c: &mut ServerConfig| {
+        c.tls = Some(tls);
+        c.max_inflight = 1;
+    });
+    let mut c = Client::start(&server.sock);
+    let r = c.opt(opt::STARTTLS, &[]);
+    assert_eq!((r.option, r.kind), (opt::STARTTLS, rep::ACK));
+    let mut t = raw_tls_client(c.s, &certs.client.join("ca-cert.pem"), None);
+    t.write_all(&Client::option_bytes(
+        opt::GO,
+        &common::info_data("disk", &[]),
+    ))
+    .expect("sending GO");
+    loop {
+        let (_, kind, _) = read_reply(&mut t);
+        assert!(
+            kind == rep::INFO || kind == rep::ACK,
+            "GO answered {kind:#x}"
+        );
+        if kind == rep::ACK {
+            break;
+        }
+    }
+    const N: u64 = 300;
+    let block = |i: u64| common::pattern(i, 4096);
+    let mut out = Vec::new();
+    for i in 0..N {
+        out.extend(request_bytes(proto::cmd::WRITE, i, i * 4096, 4096));
+        out.extend(block(i));
+    }
+    for i in 0..N {
+        out.extend(request_bytes(proto::cmd::READ, N + i, i * 4096, 4096));
+    }
+    // One write of it all, while nothing is read back: the socket buffers
+    // are big enough for the replies of the writes; the reads' data waits.
+    let mut sender = t.sock.try_clone().expect("cloning the socket");
+    let mut conn = t.conn;
+    let mut pending = &out[..];
+    let mut tls_out = Vec::new();
+    while !pending.is_empty() {
+        let n = conn.writer().write(pending).expect("encrypting");
+        pending = &pending[n..];
+        while conn.wants_write() {
+            conn.write_tls(&mut tls_out).expect("encrypting");
+        }
+    }
+    let writer = std::thread::spawn(move || {
+        sender.write_all(&tls_out).expect("sending the requests");
+    });
+    let mut t = rustls::StreamOwned::new(conn, t.sock);
+    let mut seen = vec![false; 2 * N as usize];
+    for _ in 0..2 * N {
+        let mut h = [0u8; 16];
+        t.read_exact(&mut h).expect("reading a reply");
+        let error = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+        let cookie = u64::from_be_bytes(h[8..16].try_into().expect("8 bytes"));
+        assert_eq!(error, 0, "request {cookie} failed");
+        assert!(cookie < 2 * N && !seen[cookie as usize], "cookie {cookie}");
+        seen[cookie as usize] = true;
+        if cookie >= N {
+            let mut data = vec![0u8; 4096];
+            t.read_exact(&mut data).expect("reading a read's data");
+            assert!(
+                data == block(cookie - N),
+                "read {} came back wrong",
+                cookie - N
+            );
+        }
+    }
+    writer.join().expect("the writer thread");
+    server.stop();
+}

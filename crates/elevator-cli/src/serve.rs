@@ -41,8 +41,9 @@ pub struct Args {
     /// Seconds a connection may stay in the handshake before it is closed.
     #[arg(long, value_name = "SECONDS", default_value = "10")]
     handshake_timeout: f64,
-    /// Worker threads (default: the number of cores). Each has its own
-    /// event loop and io_uring ring; connections are spread over them.
+    /// Worker threads (default: the number of cores, at most 64). Each has
+    /// its own event loop and io_uring ring; connections are spread over
+    /// them.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// TLS (NBD STARTTLS): off; on (clients may use it); require (clients
@@ -59,6 +60,18 @@ pub struct Args {
     /// it, clients need none, as with nbdkit).
     #[arg(long)]
     tls_verify_peer: bool,
+    /// Bytes one connection may hold (its requests' data and unsent
+    /// replies) before it is not read from (e.g. 64m).
+    #[arg(long, value_name = "BYTES", default_value = "64m")]
+    max_conn_bytes: String,
+    /// Bytes all connections together may hold; past it, connections
+    /// holding more than their share are not read from (e.g. 1g).
+    #[arg(long, value_name = "BYTES", default_value = "1g")]
+    max_total_bytes: String,
+    /// Close a connection that has neither sent nor taken a byte for this
+    /// many seconds while none of its requests runs. Default: never.
+    #[arg(long, value_name = "SECONDS")]
+    idle_timeout: Option<f64>,
 }
 
 /// `--tls`'s values.
@@ -109,6 +122,23 @@ fn tls_config(args: &Args) -> Result<Option<TlsConfig>> {
     Ok(Some(cfg))
 }
 
+/// A byte count option, at least 4 KiB.
+fn bytes_option(flag: &str, text: &str) -> Result<u64> {
+    let v = parse_param("serve", flag, ParamUnit::Bytes, text)?;
+    if !(4096.0..=f64::from(u32::MAX) * 4096.0).contains(&v) {
+        anyhow::bail!("{flag} {text}: must be at least 4k");
+    }
+    Ok(v as u64)
+}
+
+/// A duration option in seconds: more than 0, at most a day.
+fn seconds_option(flag: &str, v: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+        .with_context(|| format!("{flag} {v}: must be more than 0 and at most 86400 seconds"))
+}
+
 /// Run `elevator serve`.
 pub fn run(args: &Args) -> Result<()> {
     let exports = args
@@ -133,15 +163,13 @@ pub fn run(args: &Args) -> Result<()> {
             "--max-inflight 0: must be at least 1 (0 would never read a request from a client)"
         );
     }
-    let handshake_timeout = Duration::try_from_secs_f64(args.handshake_timeout)
-        .ok()
-        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
-        .with_context(|| {
-            format!(
-                "--handshake-timeout {}: must be more than 0 and at most 86400 seconds",
-                args.handshake_timeout
-            )
-        })?;
+    let handshake_timeout = seconds_option("--handshake-timeout", args.handshake_timeout)?;
+    let idle_timeout = args
+        .idle_timeout
+        .map(|v| seconds_option("--idle-timeout", v))
+        .transpose()?;
+    let max_conn_bytes = bytes_option("--max-conn-bytes", &args.max_conn_bytes)?;
+    let max_total_bytes = bytes_option("--max-total-bytes", &args.max_total_bytes)?;
     let mut tcp = args.listen.clone();
     if tcp.is_empty() && args.unix.is_empty() {
         tcp.push(SocketAddr::from(([127, 0, 0, 1], 10809)));
@@ -169,11 +197,16 @@ pub fn run(args: &Args) -> Result<()> {
         max_connections: args.max_connections,
         handshake_timeout,
         threads: match args.threads {
-            Some(0) => anyhow::bail!("--threads 0: must be at least 1"),
+            Some(n) if n == 0 || n > elevator_nbd::MAX_THREADS => {
+                anyhow::bail!("--threads {n}: must be 1 to {}", elevator_nbd::MAX_THREADS)
+            }
             Some(n) => n,
             None => ServerConfig::default().threads,
         },
         tls,
+        max_conn_bytes,
+        max_total_bytes,
+        idle_timeout,
     };
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
     let mut server = Server::bind(cfg.clone(), log)?;

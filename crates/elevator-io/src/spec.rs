@@ -348,6 +348,16 @@ impl RealDevice {
         })
     }
 
+    /// Whether [`RealDevice::share`] can give another handle (a simulated
+    /// model cannot be shared).
+    pub fn shareable(&self) -> bool {
+        match self {
+            RealDevice::Paced(_) => false,
+            RealDevice::Faulty(f) => f.inner().shareable(),
+            RealDevice::Mem(_) | RealDevice::File(_) => true,
+        }
+    }
+
     /// A window on the device's own memory, if it is a memory device (see
     /// [`MemDevice::map`]).
     pub fn map(&self, offset: u64, len: usize) -> Option<crate::mem::MemSlice> {

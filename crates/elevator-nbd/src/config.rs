@@ -1,5 +1,5 @@
-//! How to serve: the exports, where to listen, and the limits on
-//! connections and requests, and TLS ([`ServerConfig`]).
+//! How to serve: the exports, where to listen, the worker threads, the
+//! limits on connections, requests and memory, and TLS ([`ServerConfig`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -28,12 +28,31 @@ pub struct ServerConfig {
     /// it chooses an export) before it is closed. Default 10 s.
     pub handshake_timeout: Duration,
     /// Worker threads, each with its own event loop and its own io_uring
-    /// ring on every export. Default: the number of cores.
+    /// ring on every export. Default: the number of cores. At most
+    /// [`MAX_THREADS`].
     pub threads: usize,
     /// TLS (`NBD_OPT_STARTTLS`), with its certificates loaded: `None` (the
     /// default) refuses `STARTTLS` with `NBD_REP_ERR_UNSUP`.
     pub tls: Option<TlsConfig>,
+    /// Bytes one connection may hold (data of its requests in flight and
+    /// replies not yet sent) before the server stops reading from it. One
+    /// request is always let in, however big. Default 64 MiB.
+    pub max_conn_bytes: u64,
+    /// Bytes every connection together may hold. Once they hold this much,
+    /// a connection holding more than its share (this divided by the
+    /// connections) is not read from until its replies drain, so a client
+    /// that stops reading its replies holds at most `max_conn_bytes` and
+    /// never stalls the others. Default 1 GiB.
+    pub max_total_bytes: u64,
+    /// Close a connection past the handshake that has neither sent a byte
+    /// nor taken one for this long, while nothing of its own is running
+    /// (an idle client, or one that stopped reading its replies). `None`
+    /// (the default): never.
+    pub idle_timeout: Option<Duration>,
 }
+
+/// The most worker threads a server runs.
+pub const MAX_THREADS: usize = 64;
 
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
@@ -45,8 +64,13 @@ impl Default for ServerConfig {
             max_request: 32 << 20,
             max_connections: 256,
             handshake_timeout: Duration::from_secs(10),
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(MAX_THREADS),
             tls: None,
+            max_conn_bytes: 64 << 20,
+            max_total_bytes: 1 << 30,
+            idle_timeout: None,
         }
     }
 }

@@ -223,8 +223,17 @@ pub struct Conn {
     payload: Option<(Request, Buf, usize)>,
     out: VecDeque<Out>,
     out_bytes: usize,
-    /// Requests at the engine.
+    /// Requests at the engine (and a write whose payload is arriving).
     pub inflight: u32,
+    /// Data bytes of those requests.
+    pub inflight_bytes: u64,
+    /// Placed on the worker that serves it (counted in its load), once
+    /// past the handshake.
+    pub placed: bool,
+    /// Bytes went in or out since the worker last looked.
+    pub progressed: bool,
+    /// When bytes last went in or out (as of the worker's last look).
+    pub last_io: Instant,
     /// The socket may have input (edge-triggered: until a read would block).
     pub readable: bool,
     /// The client has shut its side, or the socket failed: read until end
@@ -270,6 +279,10 @@ impl Conn {
             out: VecDeque::new(),
             out_bytes: 0,
             inflight: 0,
+            inflight_bytes: 0,
+            placed: false,
+            progressed: false,
+            last_io: Instant::now(),
             readable: true,
             hangup: false,
             writable: true,
@@ -411,6 +424,7 @@ impl Conn {
             // no new event, so then read on until the read answers 0. Nor
             // TLS: rustls may hold decrypted input the socket no longer has.
             (Ok(n), want) => {
+                self.progressed = true;
                 if n < want && !self.hangup && self.tls.is_none() {
                     self.readable = false;
                 }
@@ -520,6 +534,7 @@ impl Conn {
     /// `sent` bytes from the queue's front are gone: fully sent data buffers
     /// go back to `pool`.
     fn consume(&mut self, mut sent: usize, pool: &mut Pool) {
+        self.progressed = true;
         self.out_bytes -= sent;
         while sent > 0 {
             let Some(front) = self.out.front_mut() else {
@@ -537,6 +552,12 @@ impl Conn {
                 pool.put(d);
             }
         }
+    }
+
+    /// Bytes the connection holds: its requests' data and its unsent
+    /// replies.
+    pub fn held(&self) -> u64 {
+        self.inflight_bytes + self.out_bytes as u64
     }
 
     /// Send what the socket takes. Data buffers fully sent go back to `pool`.
@@ -619,5 +640,219 @@ impl Conn {
             }
         }
         self.out_bytes = 0;
+    }
+}
+
+/// A reply waiting to be sent that holds no data buffer (a handshake
+/// reply), as a [`Moving`] connection carries it.
+struct OutBytes {
+    head: [u8; 32],
+    head_len: u8,
+    bytes: Vec<u8>,
+    pos: usize,
+}
+
+/// A connection on its way to another worker. It holds no request data
+/// (a data buffer may be a window on memory that must stay on its
+/// worker's thread), so it may cross threads: a connection is handed over
+/// just after it has chosen its export, before any request.
+pub struct Moving {
+    stream: Stream,
+    peer: String,
+    generation: u32,
+    ctx: IoContext,
+    phase: Phase,
+    no_zeroes: bool,
+    structured: bool,
+    inbuf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    discard: u64,
+    out_bytes: usize,
+    inflight: u32,
+    inflight_bytes: u64,
+    placed: bool,
+    progressed: bool,
+    last_io: Instant,
+    readable: bool,
+    hangup: bool,
+    writable: bool,
+    eof: bool,
+    closing: Option<String>,
+    disc: bool,
+    stats: ConnStats,
+    started: Instant,
+    export_name: Option<String>,
+    tls: Option<Box<TlsSession>>,
+    refused_for_tls: bool,
+    out: Vec<OutBytes>,
+}
+
+// Compile-time check that what crosses threads may.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Stream>();
+    send::<Moving>();
+};
+
+impl Conn {
+    /// Ready the connection to move to another worker: `Err` gives it back
+    /// if it holds request data (a write's payload arriving, or a reply
+    /// with data).
+    pub fn detach(self) -> Result<Moving, Conn> {
+        if self.payload.is_some() || self.out.iter().any(|o| o.data.is_some()) {
+            return Err(self);
+        }
+        let Conn {
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase,
+            no_zeroes,
+            structured,
+            inbuf,
+            start,
+            end,
+            discard,
+            out_bytes,
+            inflight,
+            inflight_bytes,
+            placed,
+            progressed,
+            last_io,
+            readable,
+            hangup,
+            writable,
+            eof,
+            closing,
+            disc,
+            stats,
+            started,
+            export_name,
+            tls,
+            refused_for_tls,
+            out,
+            payload: _,
+        } = self;
+        let out = out
+            .into_iter()
+            .map(|o| OutBytes {
+                head: o.head,
+                head_len: o.head_len,
+                bytes: o.bytes,
+                pos: o.pos,
+            })
+            .collect();
+        Ok(Moving {
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase,
+            no_zeroes,
+            structured,
+            inbuf,
+            start,
+            end,
+            discard,
+            out_bytes,
+            inflight,
+            inflight_bytes,
+            placed,
+            progressed,
+            last_io,
+            readable,
+            hangup,
+            writable,
+            eof,
+            closing,
+            disc,
+            stats,
+            started,
+            export_name,
+            tls,
+            refused_for_tls,
+            out,
+        })
+    }
+}
+
+impl Moving {
+    /// The connection, arrived.
+    pub fn attach(self) -> Conn {
+        let Moving {
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase,
+            no_zeroes,
+            structured,
+            inbuf,
+            start,
+            end,
+            discard,
+            out_bytes,
+            inflight,
+            inflight_bytes,
+            placed,
+            progressed,
+            last_io,
+            readable,
+            hangup,
+            writable,
+            eof,
+            closing,
+            disc,
+            stats,
+            started,
+            export_name,
+            tls,
+            refused_for_tls,
+            out,
+        } = self;
+        let out = out
+            .into_iter()
+            .map(|o| Out {
+                head: o.head,
+                head_len: o.head_len,
+                bytes: o.bytes,
+                data: None,
+                pos: o.pos,
+            })
+            .collect();
+        Conn {
+            stream,
+            peer,
+            generation,
+            ctx,
+            phase,
+            no_zeroes,
+            structured,
+            inbuf,
+            start,
+            end,
+            discard,
+            out_bytes,
+            inflight,
+            inflight_bytes,
+            placed,
+            progressed,
+            last_io,
+            readable,
+            hangup,
+            writable,
+            eof,
+            closing,
+            disc,
+            stats,
+            started,
+            export_name,
+            tls,
+            refused_for_tls,
+            payload: None,
+            out,
+        }
     }
 }

@@ -15,12 +15,14 @@
 //! Without `NAME=`, the export is called `""` (the default export). The first
 //! export also answers to the empty name.
 
+use std::sync::Arc;
+
 use elevator_core::Device;
+use elevator_io::mq::{LockMode, MultiQueue};
 use elevator_io::spec::RealDevice;
-use elevator_io::{DeviceSpec, Engine, EngineConfig, EngineError};
+use elevator_io::{DataDevice, DeviceSpec, EngineConfig};
 use thiserror::Error;
 
-use crate::pool::Buf;
 use crate::proto::tflag;
 
 /// A parsed `--export`.
@@ -98,31 +100,65 @@ impl ExportSpec {
         })
     }
 
-    /// Open the device and build its queue.
-    pub fn open(&self) -> Result<Export, ExportError> {
+    /// Open the device for `threads` workers and build its queue: one
+    /// handle per worker (each with its own io_uring ring, for a file) over
+    /// one multi-queue layer, or, for a device that cannot be shared
+    /// between threads (a simulated disk), one handle that worker 0 serves
+    /// alone.
+    pub fn open(&self, threads: usize) -> Result<Opened, ExportError> {
         let fail = |source: Box<dyn std::error::Error + Send + Sync>| ExportError::Open {
             name: self.name.clone(),
             source,
         };
-        // The server's event loop waits on the device's descriptor.
-        let device = self.device.open_polled().map_err(|e| fail(Box::new(e)))?;
-        let read_only = self.read_only || matches!(&device, RealDevice::File(f) if f.read_only());
-        let describe = device.describe();
-        let rotational = device.rotational();
+        // The workers' event loops wait on the devices' descriptors.
+        let first = self.device.open_polled().map_err(|e| fail(Box::new(e)))?;
+        let read_only = self.read_only || matches!(&first, RealDevice::File(f) if f.read_only());
+        let describe = first.describe();
+        let rotational = first.rotational();
+        let shareable = threads > 1 && first.shareable();
+        let mut handles = Vec::with_capacity(threads);
+        if shareable {
+            for _ in 1..threads {
+                handles.push(Some(first.share().map_err(|e| fail(Box::new(e)))?));
+            }
+            handles.insert(0, Some(first));
+        } else {
+            handles.push(Some(first));
+            handles.resize_with(threads, || None);
+        }
         let cfg = EngineConfig {
             scheduler: self.scheduler.clone(),
             tunables: self.tunables.clone(),
             max_requests: 1 << 16,
             read_only,
         };
-        let engine = Engine::new(device, &cfg).map_err(|e: EngineError| fail(Box::new(e)))?;
+        let users = handles.iter().filter(|h| h.is_some()).count();
+        let (capacity, min_block) = {
+            let Some(Some(d)) = handles.first() else {
+                return Err(fail("no device handle".into()));
+            };
+            let limits = d.limits();
+            (
+                limits.capacity << 9,
+                d.alignment().offset.max(limits.logical_block_size),
+            )
+        };
+        let mq = {
+            let Some(Some(d)) = handles.first() else {
+                return Err(fail("no device handle".into()));
+            };
+            MultiQueue::new(&[d], &[users], &cfg, LockMode::Mq, false)
+                .map_err(|e| fail(Box::new(e)))?
+        };
         let mut flags = tflag::HAS_FLAGS
             | tflag::SEND_FLUSH
             | tflag::SEND_FUA
             | tflag::SEND_TRIM
             | tflag::SEND_WRITE_ZEROES
-            // Every connection to an export shares its one queue and device,
-            // so a flush on any of them covers writes completed on all.
+            // Every connection's requests reach the one device (through
+            // whichever worker's handle), and a flush of any handle
+            // covers every write the device has completed: a flush on any
+            // connection covers writes completed on all.
             | tflag::CAN_MULTI_CONN;
         if read_only {
             flags |= tflag::READ_ONLY;
@@ -130,19 +166,43 @@ impl ExportSpec {
         if rotational {
             flags |= tflag::ROTATIONAL;
         }
-        Ok(Export {
-            name: self.name.clone(),
-            size: engine.capacity(),
-            min_block: engine.alignment().offset,
-            flags,
-            read_only,
-            description: format!("{describe}, scheduler {}", self.scheduler),
-            engine,
+        let threads_note = if users > 1 {
+            format!(", {users} workers")
+        } else if threads > 1 {
+            ", one worker (a simulated disk is not shared between threads)".to_string()
+        } else {
+            String::new()
+        };
+        Ok(Opened {
+            export: Export {
+                name: self.name.clone(),
+                size: capacity,
+                min_block,
+                flags,
+                read_only,
+                description: format!("{describe}, scheduler {}{threads_note}", self.scheduler),
+                home: (users == 1).then_some(0),
+            },
+            mq: Arc::new(mq),
+            handles,
         })
     }
 }
 
-/// An export being served.
+/// An export opened for the workers: what they all see, the multi-queue
+/// layer its engines share, and each worker's device handle (`None` for a
+/// worker that does not serve it).
+pub struct Opened {
+    /// What clients are told.
+    pub export: Export,
+    /// The queue layer of its engines.
+    pub mq: Arc<MultiQueue>,
+    /// One handle per worker.
+    pub handles: Vec<Option<RealDevice>>,
+}
+
+/// An export being served: what every worker knows of it.
+#[derive(Clone, Debug)]
 pub struct Export {
     /// Its name.
     pub name: String,
@@ -156,8 +216,9 @@ pub struct Export {
     pub read_only: bool,
     /// One line on what it is.
     pub description: String,
-    /// The queue and device.
-    pub engine: Engine<RealDevice, Buf>,
+    /// The one worker that serves it, for a device that cannot be shared
+    /// between threads; `None`: every worker does.
+    pub home: Option<usize>,
 }
 
 #[cfg(test)]

@@ -85,7 +85,7 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
             c.closing = Some("client aborted the handshake".into());
         }
         ClientOption::List => {
-            for e in &shared.exports {
+            for e in shared.exports.iter() {
                 reply(c, h.option, rep::SERVER, &proto::server_entry(&e.name));
             }
             reply(c, h.option, rep::ACK, &[]);

@@ -6,8 +6,11 @@
 //! scheduler and tunables; each client connection is its own I/O context.
 //!
 //! The modules, each using only those listed after it:
-//! - [`server`]: listeners, connections and the event loop; it owns the
-//!   state below and hands each message to the phase it belongs to;
+//! - [`server`]: the exports, the listeners and the worker threads;
+//! - `worker` (private): one worker's event loop, its connections and its
+//!   engines; it hands each message to the phase it belongs to; `accept`
+//!   (private), worker 0's taking connections in; `hub` (private), what
+//!   the workers share;
 //! - `handshake` and `transmit` (private): the two phases of the protocol,
 //!   option haggling, then requests and their replies;
 //! - `shared` (private): the state both phases work on (exports, requests
@@ -22,17 +25,21 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod accept;
 mod config;
 pub mod conn;
 pub mod export;
 mod handshake;
+mod hub;
 pub mod pool;
 pub mod proto;
 pub mod server;
 mod shared;
 pub mod tls;
 mod transmit;
+mod worker;
 
+pub use config::MAX_THREADS;
 pub use export::{ExportError, ExportSpec};
 pub use server::{Server, ServerConfig, ServerError};
 pub use tls::{TlsConfig, TlsError, TlsMode};

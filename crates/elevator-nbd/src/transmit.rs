@@ -18,18 +18,20 @@ use crate::pool::Buf;
 use crate::proto::{self, Request, cflag, chunk, cmd, err};
 use crate::shared::{InFlight, Shared};
 
-/// Output queued on a connection beyond which it is not read from.
-const OUT_CAP: usize = 64 << 20;
-
-/// Whether connection `c` must not be read from now.
+/// Whether connection `c` must not be read from now: it has as many
+/// requests in flight as it may, or holds as many bytes as it may
+/// ([`ServerConfig::max_conn_bytes`](crate::ServerConfig::max_conn_bytes),
+/// or its share of the total once connections together hold too much), or
+/// the server is stopping.
 pub(crate) fn throttled(c: &Conn, shared: &Shared) -> bool {
+    let held = c.held();
+    let heavy = held >= shared.cfg.max_conn_bytes || (shared.over_budget && held > shared.fair_share);
     match c.phase {
         Phase::Transmission(_) => {
-            (!c.in_payload() && (c.inflight >= shared.cfg.max_inflight || shared.stopping))
-                || c.pending_output() > OUT_CAP
+            (!c.in_payload() && (c.inflight >= shared.cfg.max_inflight || shared.stopping || heavy))
                 || c.disc
         }
-        _ => c.pending_output() > OUT_CAP,
+        _ => heavy,
     }
 }
 
@@ -111,6 +113,7 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         match shared.pool.get(r.len as usize) {
             Ok(buf) => {
                 c.inflight += 1;
+                c.inflight_bytes += u64::from(r.len);
                 c.expect_payload(r, buf);
             }
             Err(_) => {
@@ -132,6 +135,9 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         None
     };
     c.inflight += 1;
+    if r.kind == cmd::READ {
+        c.inflight_bytes += u64::from(r.len);
+    }
     submit(c, index, shared, e, r, buf);
 }
 
@@ -139,10 +145,9 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
 /// own memory when it is a memory device (the reply then goes to the socket
 /// straight from the device), else a pooled buffer.
 fn buffer(shared: &mut Shared, e: usize, r: &Request) -> Result<Buf, elevator_io::BufError> {
-    if let Some(w) = shared.exports[e]
-        .engine
-        .device()
-        .map(r.offset, r.len as usize)
+    if let Some(w) = shared.engines[e]
+        .as_ref()
+        .and_then(|engine| engine.device().map(r.offset, r.len as usize))
     {
         return Ok(Buf::Window(w));
     }
@@ -167,12 +172,18 @@ fn submit(c: &mut Conn, index: u32, shared: &mut Shared, e: usize, r: Request, b
             shared.inflight.len() as u32 - 1
         }
     };
+    let len = if matches!(r.kind, cmd::READ | cmd::WRITE) {
+        r.len
+    } else {
+        0
+    };
     shared.inflight[ud as usize] = InFlight {
         conn: index,
         generation: c.generation,
         cookie: r.cookie,
         kind: r.kind,
         offset: r.offset,
+        len,
     };
     let mut list = shared.pool.list();
     if let Some(b) = buf {
@@ -199,12 +210,23 @@ fn submit(c: &mut Conn, index: u32, shared: &mut Shared, e: usize, r: Request, b
     if r.flags & cflag::FUA != 0 {
         req = req.with_flags(BioFlags::FUA);
     }
-    if let Err(rejected) = shared.exports[e].engine.submit(req) {
+    let Some(engine) = shared.engines[e].as_mut() else {
+        // Connections reach the worker that serves their export before
+        // they send a request: this cannot happen, but fails soft.
+        shared.pool.put_list(req.bufs);
+        shared.free_inflight.push(ud);
+        c.inflight -= 1;
+        c.inflight_bytes -= u64::from(len);
+        error_reply(c, &r, err::EIO);
+        return;
+    };
+    if let Err(rejected) = engine.submit(req) {
         // The checks above keep the engine's own rules, so this is the
         // engine being full (or stopping).
         shared.pool.put_list(rejected.request.bufs);
         shared.free_inflight.push(ud);
         c.inflight -= 1;
+        c.inflight_bytes -= u64::from(len);
         let errno = match rejected.error {
             elevator_io::DioError::Busy { .. } => err::ENOMEM,
             elevator_io::DioError::ShuttingDown => err::ESHUTDOWN,
@@ -246,6 +268,7 @@ pub(crate) fn completed(
         return;
     };
     c.inflight -= 1;
+    c.inflight_bytes -= u64::from(rec.len);
     let r = Request {
         flags: 0,
         kind: rec.kind,

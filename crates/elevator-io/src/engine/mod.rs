@@ -420,6 +420,36 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
         }
     }
 
+    /// The descriptor an event loop of its own waits on, besides the
+    /// device's [`poll_fd`](DataDevice::poll_fd), for an engine that has
+    /// peers: it becomes readable when another thread hands this engine
+    /// completions or wakes it while it sleeps. Sleep on it only between
+    /// [`Engine::prepare_sleep`] and [`Engine::woke`].
+    #[cfg(not(loom))]
+    pub fn inbox_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.peers
+            .as_ref()
+            .map(|p| p.inboxes[usize::from(p.me)].fd())
+    }
+
+    /// About to sleep in an event loop of the caller's (see
+    /// [`Engine::inbox_fd`]): whether it may, that is, nothing has been
+    /// handed to this engine since its last [`Engine::poll`]. When it may,
+    /// other threads write the inbox's descriptor to wake it; call
+    /// [`Engine::woke`] after the sleep, whether it slept or not.
+    pub fn prepare_sleep(&self) -> bool {
+        self.peers
+            .as_ref()
+            .is_none_or(|p| p.inboxes[usize::from(p.me)].prepare_sleep())
+    }
+
+    /// Back from a sleep that [`Engine::prepare_sleep`] allowed.
+    pub fn woke(&self) {
+        if let Some(p) = &self.peers {
+            p.inboxes[usize::from(p.me)].woke();
+        }
+    }
+
     /// Whether completed requests wait to be handed back by
     /// [`Engine::poll`] (so an event loop must not sleep).
     pub fn has_finished(&self) -> bool {

@@ -533,6 +533,41 @@ impl<D: DataDevice, B: IoBuf> MqEngine<D, B> {
         either!(self, e => e.set_tunable(name, text))
     }
 
+    /// See [`Engine::next_deadline`].
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        either!(self, e => e.next_deadline())
+    }
+
+    /// See [`Engine::has_finished`].
+    pub fn has_finished(&self) -> bool {
+        either!(self, e => e.has_finished())
+    }
+
+    /// See [`Engine::inbox_fd`].
+    #[cfg(not(loom))]
+    pub fn inbox_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        either!(self, e => e.inbox_fd())
+    }
+
+    /// See [`Engine::prepare_sleep`].
+    pub fn prepare_sleep(&self) -> bool {
+        either!(self, e => e.prepare_sleep())
+    }
+
+    /// See [`Engine::woke`].
+    pub fn woke(&self) {
+        either!(self, e => e.woke())
+    }
+
+    /// See [`Engine::drain_for`].
+    pub fn drain_for(
+        &mut self,
+        limit: Duration,
+        out: &mut Vec<Completion<B>>,
+    ) -> Result<bool, EngineError> {
+        either!(self, e => e.drain_for(limit, out))
+    }
+
     /// The queue's figures: this engine's own queue, or the shared one.
     pub fn queue_stats(&mut self) -> QueueStats {
         either!(self, e => e.with_queue(|q| q.stats().clone()))

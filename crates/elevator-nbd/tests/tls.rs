@@ -176,13 +176,16 @@ fn certs(test: &str) -> Option<Certs> {
 }
 
 /// A server of a 64 MiB `disk` on a Unix socket and on TCP (loopback),
-/// with TLS `mode` and the certificates in `certs.server`.
+/// with TLS `mode` and the certificates in `certs.server`, on two worker
+/// threads (so that connections, their TLS sessions with them, move from
+/// the worker that ran their handshake to another).
 fn tls_server(certs: &Certs, mode: TlsMode, verify_peer: bool) -> TestServer {
     let tls = TlsConfig::load(&certs.server, mode, verify_peer)
         .unwrap_or_else(|e| panic!("loading the certificates: {}", common::chain(&e)));
     TestServer::start_with(&["disk=mem:64m"], |c: &mut ServerConfig| {
         c.tcp = vec![SocketAddr::from(([127, 0, 0, 1], 0))];
         c.tls = Some(tls);
+        c.threads = 2;
     })
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use elevator_nbd::{ExportSpec, Server, ServerConfig};
+use elevator_nbd::{ExportSpec, Server, ServerConfig, TlsConfig, TlsMode};
 use elevator_sim::device::{ParamUnit, parse_param};
 
 /// Options of `elevator serve`.
@@ -46,6 +46,20 @@ pub struct Args {
     /// them.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// TLS (NBD STARTTLS): off; on (clients may use it); require (clients
+    /// must: nothing but STARTTLS and ABORT is answered before it). Default:
+    /// on when --tls-certificates is given, else off.
+    #[arg(long, value_enum, value_name = "MODE")]
+    tls: Option<TlsArg>,
+    /// Directory of PEM files laid out as nbdkit's and libnbd's:
+    /// server-cert.pem, server-key.pem, and ca-cert.pem (client certificates
+    /// that are presented must be signed by it).
+    #[arg(long, value_name = "DIR")]
+    tls_certificates: Option<PathBuf>,
+    /// Clients must present a certificate signed by ca-cert.pem (without
+    /// it, clients need none, as with nbdkit).
+    #[arg(long)]
+    tls_verify_peer: bool,
     /// Bytes one connection may hold (its requests' data and unsent
     /// replies) before it is not read from (e.g. 64m).
     #[arg(long, value_name = "BYTES", default_value = "64m")]
@@ -58,6 +72,54 @@ pub struct Args {
     /// many seconds while none of its requests runs. Default: never.
     #[arg(long, value_name = "SECONDS")]
     idle_timeout: Option<f64>,
+}
+
+/// `--tls`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum TlsArg {
+    /// No TLS: STARTTLS is refused.
+    Off,
+    /// Clients may use TLS.
+    On,
+    /// Clients must use TLS.
+    Require,
+}
+
+/// The TLS configuration `--tls`, `--tls-certificates` and
+/// `--tls-verify-peer` ask for, certificates loaded.
+fn tls_config(args: &Args) -> Result<Option<TlsConfig>> {
+    let default = if args.tls_certificates.is_some() {
+        TlsArg::On
+    } else {
+        TlsArg::Off
+    };
+    let mode = match args.tls.unwrap_or(default) {
+        TlsArg::Off => {
+            if args.tls_verify_peer {
+                anyhow::bail!("--tls-verify-peer needs TLS: give --tls=on or --tls=require");
+            }
+            return Ok(None);
+        }
+        TlsArg::On => TlsMode::On,
+        TlsArg::Require => TlsMode::Require,
+    };
+    let Some(dir) = &args.tls_certificates else {
+        anyhow::bail!(
+            "--tls={} needs --tls-certificates DIR (a directory holding server-cert.pem, \
+             server-key.pem and ca-cert.pem)",
+            if mode == TlsMode::Require {
+                "require"
+            } else {
+                "on"
+            }
+        );
+    };
+    if !dir.is_dir() {
+        anyhow::bail!("--tls-certificates {}: not a directory", dir.display());
+    }
+    let cfg = TlsConfig::load(dir, mode, args.tls_verify_peer)
+        .with_context(|| format!("--tls-certificates {}", dir.display()))?;
+    Ok(Some(cfg))
 }
 
 /// A byte count option, at least 4 KiB.
@@ -112,6 +174,20 @@ pub fn run(args: &Args) -> Result<()> {
     if tcp.is_empty() && args.unix.is_empty() {
         tcp.push(SocketAddr::from(([127, 0, 0, 1], 10809)));
     }
+    let tls = tls_config(args)?;
+    for addr in tcp.iter().filter(|a| !a.ip().is_loopback()) {
+        match tls.as_ref().map(|t| t.mode) {
+            None => eprintln!(
+                "elevator serve: warning: listening on {addr} without TLS: clients' data \
+                 crosses the network in clear: use --tls=require --tls-certificates DIR"
+            ),
+            Some(TlsMode::On) => eprintln!(
+                "elevator serve: warning: listening on {addr} with TLS optional: clients \
+                 that do not ask for it send their data in clear: use --tls=require"
+            ),
+            Some(TlsMode::Require) => {}
+        }
+    }
     let cfg = ServerConfig {
         exports,
         tcp,
@@ -127,6 +203,7 @@ pub fn run(args: &Args) -> Result<()> {
             Some(n) => n,
             None => ServerConfig::default().threads,
         },
+        tls,
         max_conn_bytes,
         max_total_bytes,
         idle_timeout,
@@ -139,14 +216,31 @@ pub fn run(args: &Args) -> Result<()> {
         let tx = stop_tx.try_clone().context("cloning the stop socket")?;
         signal_hook::low_level::pipe::register(sig, tx).context("installing a signal handler")?;
     }
+    let scheme = if cfg.tls.is_some() { "nbds" } else { "nbd" };
     for addr in server.tcp_addrs() {
-        eprintln!("elevator serve: listening on {addr} (nbd://{addr}/NAME)");
+        eprintln!("elevator serve: listening on {addr} ({scheme}://{addr}/NAME)");
     }
     for path in &cfg.unix {
         eprintln!(
-            "elevator serve: listening on {} (nbd+unix:///NAME?socket={})",
+            "elevator serve: listening on {} ({scheme}+unix:///NAME?socket={})",
             path.display(),
             path.display()
+        );
+    }
+    if let Some(t) = &cfg.tls {
+        eprintln!(
+            "elevator serve: TLS {} with the certificates in {}{}",
+            if t.mode == TlsMode::Require {
+                "required"
+            } else {
+                "offered"
+            },
+            t.certificates.display(),
+            if t.verify_peer {
+                ", client certificates required"
+            } else {
+                ""
+            }
         );
     }
     for line in server.describe() {

@@ -1,11 +1,12 @@
-//! How to serve: the exports, where to listen, the worker threads, and the
-//! limits on connections, requests and memory ([`ServerConfig`]).
+//! How to serve: the exports, where to listen, the worker threads, the
+//! limits on connections, requests and memory, and TLS ([`ServerConfig`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::export::ExportSpec;
+use crate::tls::TlsConfig;
 
 /// How to serve.
 #[derive(Clone, Debug)]
@@ -30,6 +31,9 @@ pub struct ServerConfig {
     /// ring on every export. Default: the number of cores. At most
     /// [`MAX_THREADS`].
     pub threads: usize,
+    /// TLS (`NBD_OPT_STARTTLS`), with its certificates loaded: `None` (the
+    /// default) refuses `STARTTLS` with `NBD_REP_ERR_UNSUP`.
+    pub tls: Option<TlsConfig>,
     /// Bytes one connection may hold (data of its requests in flight and
     /// replies not yet sent) before the server stops reading from it. One
     /// request is always let in, however big. Default 64 MiB.
@@ -63,6 +67,7 @@ impl Default for ServerConfig {
             threads: std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
                 .min(MAX_THREADS),
+            tls: None,
             max_conn_bytes: 64 << 20,
             max_total_bytes: 1 << 30,
             idle_timeout: None,

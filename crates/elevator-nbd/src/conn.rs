@@ -6,6 +6,12 @@
 //! into the request's buffer (read from the socket into it when the input
 //! buffer holds no more). Output is a queue of replies, each a short header
 //! and perhaps a data buffer, written with one `writev` for as many as fit.
+//!
+//! After `STARTTLS` the same buffers go through the connection's
+//! [`TlsSession`]: reads take its decrypted input, and the output queue is
+//! encrypted into it and its records written out. A TLS connection stays
+//! readable until a read would block (rustls may hold decrypted input after
+//! the socket is drained), and its pending output counts what rustls holds.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
@@ -18,6 +24,7 @@ use elevator_core::IoContext;
 
 use crate::pool::{Buf, Pool};
 use crate::proto::{self, OptionHeader, ProtoError, Request};
+use crate::tls::{TlsConfig, TlsSession};
 
 /// Largest option data kept; longer options are skipped and refused.
 pub const MAX_OPTION: u32 = 64 << 10;
@@ -56,6 +63,65 @@ impl Stream {
             Stream::Tcp(s) => s.as_fd(),
             Stream::Unix(s) => s.as_fd(),
         }
+    }
+}
+
+/// For rustls, which reads and writes TLS records through `io` traits.
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Stream::read(self, buf)
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        Stream::write_vectored(self, bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Output queue `out`'s next slices to send, from its front: how many of
+/// `slices` were filled.
+fn gather<'a>(out: &'a VecDeque<Out>, slices: &mut [IoSlice<'a>; IOV]) -> usize {
+    let mut n = 0;
+    for item in out {
+        if n + 2 > IOV {
+            break;
+        }
+        let head = item.head();
+        if item.pos < head.len() {
+            slices[n] = IoSlice::new(&head[item.pos..]);
+            n += 1;
+        }
+        if let Some(d) = &item.data {
+            let from = item.pos.saturating_sub(head.len());
+            slices[n] = IoSlice::new(&d[from..]);
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Read from the socket, or through TLS once it is on.
+#[inline]
+fn receive(
+    stream: &mut Stream,
+    tls: &mut Option<Box<TlsSession>>,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    match tls {
+        None => stream.read(buf),
+        Some(t) => t.read(stream, buf),
     }
 }
 
@@ -194,6 +260,11 @@ pub struct Conn {
     pub started: Instant,
     /// The export it uses, once chosen.
     pub export_name: Option<String>,
+    /// TLS, once `STARTTLS` has been accepted.
+    tls: Option<Box<TlsSession>>,
+    /// An option was refused because TLS is required and not on: a client
+    /// that then leaves is logged as having left for that.
+    pub(crate) refused_for_tls: bool,
 }
 
 impl Conn {
@@ -231,6 +302,8 @@ impl Conn {
             stats: ConnStats::default(),
             started: Instant::now(),
             export_name: None,
+            tls: None,
+            refused_for_tls: false,
         };
         c.send_bytes(proto::greeting().to_vec());
         c
@@ -320,7 +393,7 @@ impl Conn {
             // through the input buffer, several requests per read.
             Some((_, buf, filled)) if self.start == self.end && buf.len() - *filled >= DIRECT => {
                 let want = buf.len() - *filled;
-                let r = self.stream.read(&mut buf[*filled..]);
+                let r = receive(&mut self.stream, &mut self.tls, &mut buf[*filled..]);
                 if let Ok(n) = r {
                     *filled += n;
                 }
@@ -334,7 +407,7 @@ impl Conn {
                     self.start = 0;
                 }
                 let want = self.inbuf.len() - self.end;
-                let r = self.stream.read(&mut self.inbuf[self.end..]);
+                let r = receive(&mut self.stream, &mut self.tls, &mut self.inbuf[self.end..]);
                 if let Ok(n) = r {
                     self.end += n;
                 }
@@ -345,16 +418,24 @@ impl Conn {
             (Ok(0), _) => {
                 self.eof = true;
                 self.readable = false;
+                if self.refused_for_tls && self.tls.is_none() {
+                    self.closing.get_or_insert_with(|| {
+                        "client left after its options were refused: TLS is required \
+                         (--tls=require) and it did not send STARTTLS"
+                            .into()
+                    });
+                }
                 false
             }
             // A short read drained the socket: with edge-triggered epoll,
             // data that arrives later raises a new event, so asking again
             // now would only cost a system call that answers EAGAIN. Not so
             // the end of the stream: a hangup that came with the data raises
-            // no new event, so then read on until the read answers 0.
+            // no new event, so then read on until the read answers 0. Nor
+            // TLS: rustls may hold decrypted input the socket no longer has.
             (Ok(n), want) => {
                 self.progressed = true;
-                if n < want && !self.hangup {
+                if n < want && !self.hangup && self.tls.is_none() {
                     self.readable = false;
                 }
                 true
@@ -367,8 +448,15 @@ impl Conn {
             (Err(e), _) => {
                 self.eof = true;
                 self.readable = false;
-                self.closing
-                    .get_or_insert_with(|| format!("read failed: {e}"));
+                // TLS failures say what failed themselves.
+                let tls_failure = self.tls.is_some() && e.kind() == io::ErrorKind::InvalidData;
+                self.closing.get_or_insert_with(|| {
+                    if tls_failure {
+                        e.to_string()
+                    } else {
+                        format!("read failed: {e}")
+                    }
+                });
                 false
             }
         }
@@ -417,9 +505,69 @@ impl Conn {
         self.out.push_back(item);
     }
 
-    /// Bytes waiting to be sent.
+    /// Bytes waiting to be sent (with TLS, at least 1 more while rustls
+    /// holds output: it does not say how much).
     pub fn pending_output(&self) -> usize {
-        self.out_bytes
+        match &self.tls {
+            None => self.out_bytes,
+            Some(t) => self.out_bytes + usize::from(t.has_output()),
+        }
+    }
+
+    /// Whether the connection has switched to TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Switch to TLS (`STARTTLS` was accepted, and its reply queued): the
+    /// output queued so far goes out in clear, then everything is TLS. Input
+    /// already read goes to the session as the start of the client's TLS
+    /// handshake. A session that cannot start fails the connection.
+    pub(crate) fn start_tls(&mut self, config: &TlsConfig) {
+        let mut plain = Vec::with_capacity(self.out_bytes);
+        for item in self.out.drain(..) {
+            plain.extend_from_slice(&item.head()[item.pos.min(item.head().len())..]);
+            if let Some(d) = &item.data {
+                plain.extend_from_slice(&d[item.pos.saturating_sub(item.head().len())..]);
+            }
+        }
+        self.out_bytes = 0;
+        let early = &self.inbuf[self.start..self.end];
+        let started = config
+            .session()
+            .map_err(|e| format!("TLS session cannot start: {e}"))
+            .and_then(|tls| TlsSession::start(tls, plain, early));
+        self.start = self.end;
+        match started {
+            Ok(t) => {
+                self.tls = Some(Box::new(t));
+                self.readable = true;
+            }
+            Err(why) => self.fail(&why),
+        }
+    }
+
+    /// `sent` bytes from the queue's front are gone: fully sent data buffers
+    /// go back to `pool`.
+    fn consume(&mut self, mut sent: usize, pool: &mut Pool) {
+        self.progressed = true;
+        self.out_bytes -= sent;
+        while sent > 0 {
+            let Some(front) = self.out.front_mut() else {
+                break;
+            };
+            let left = front.len() - front.pos;
+            if sent < left {
+                front.pos += sent;
+                break;
+            }
+            sent -= left;
+            if let Some(item) = self.out.pop_front()
+                && let Some(d) = item.data
+            {
+                pool.put(d);
+            }
+        }
     }
 
     /// Bytes the connection holds: its requests' data and its unsent
@@ -430,53 +578,62 @@ impl Conn {
 
     /// Send what the socket takes. Data buffers fully sent go back to `pool`.
     pub fn flush(&mut self, pool: &mut Pool) {
+        if self.tls.is_some() {
+            self.flush_tls(pool);
+            return;
+        }
         while self.writable && !self.out.is_empty() {
             let mut slices: [IoSlice<'_>; IOV] = [IoSlice::new(&[]); IOV];
-            let mut n = 0;
-            for item in &self.out {
-                if n + 2 > IOV {
-                    break;
-                }
-                let head = item.head();
-                if item.pos < head.len() {
-                    slices[n] = IoSlice::new(&head[item.pos..]);
-                    n += 1;
-                }
-                if let Some(d) = &item.data {
-                    let from = item.pos.saturating_sub(head.len());
-                    slices[n] = IoSlice::new(&d[from..]);
-                    n += 1;
-                }
-            }
+            let n = gather(&self.out, &mut slices);
             match self.stream.write_vectored(&slices[..n]) {
                 Ok(0) => {
                     self.fail("the socket took no bytes");
                     return;
                 }
-                Ok(mut sent) => {
-                    self.progressed = true;
-                    self.out_bytes -= sent;
-                    while sent > 0 {
-                        let Some(front) = self.out.front_mut() else {
-                            break;
-                        };
-                        let left = front.len() - front.pos;
-                        if sent < left {
-                            front.pos += sent;
-                            break;
-                        }
-                        sent -= left;
-                        if let Some(item) = self.out.pop_front()
-                            && let Some(d) = item.data
-                        {
-                            pool.put(d);
-                        }
-                    }
-                }
+                Ok(sent) => self.consume(sent, pool),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.fail(&format!("write failed: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// [`Conn::flush`] through TLS: write out what rustls holds, encrypt
+    /// more of the queue into it, until the socket or rustls takes no more.
+    fn flush_tls(&mut self, pool: &mut Pool) {
+        while self.writable {
+            let Some(t) = self.tls.as_mut() else {
+                return;
+            };
+            match t.send(&mut self.stream) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.writable = false;
+                    return;
+                }
+                Err(e) => {
+                    self.fail(&format!("write failed: {e}"));
+                    return;
+                }
+            }
+            if self.out.is_empty() {
+                return;
+            }
+            let mut slices: [IoSlice<'_>; IOV] = [IoSlice::new(&[]); IOV];
+            let n = gather(&self.out, &mut slices);
+            let Some(t) = self.tls.as_mut() else {
+                return;
+            };
+            match t.write_vectored(&slices[..n]) {
+                // rustls is full even though its output is all out: it is
+                // still in the handshake, which must finish first.
+                Ok(0) => return,
+                Ok(taken) => self.consume(taken, pool),
+                Err(e) => {
+                    self.fail(&format!("TLS error: {e}"));
                     return;
                 }
             }
@@ -545,6 +702,8 @@ pub struct Moving {
     stats: ConnStats,
     started: Instant,
     export_name: Option<String>,
+    tls: Option<Box<TlsSession>>,
+    refused_for_tls: bool,
     out: Vec<OutBytes>,
 }
 
@@ -593,6 +752,8 @@ impl Conn {
             stats,
             started,
             export_name,
+            tls,
+            refused_for_tls,
             out,
             payload: _,
         } = self;
@@ -635,6 +796,8 @@ impl Conn {
             stats,
             started,
             export_name,
+            tls,
+            refused_for_tls,
             out,
         })
     }
@@ -673,6 +836,8 @@ impl Moving {
             stats,
             started,
             export_name,
+            tls,
+            refused_for_tls,
             out,
         } = self;
         let out = out
@@ -715,6 +880,8 @@ impl Moving {
             stats,
             started,
             export_name,
+            tls,
+            refused_for_tls,
             payload: None,
             out,
         }

@@ -1,13 +1,15 @@
 //! The option haggling of the fixed newstyle handshake: `EXPORT_NAME`,
-//! `GO`, `INFO`, `LIST`, `ABORT` and `STRUCTURED_REPLY`, and the metadata
-//! context options (answered by [`meta_context`](crate::meta_context));
-//! every other option is answered `NBD_REP_ERR_UNSUP` and the handshake
-//! goes on.
+//! `GO`, `INFO`, `LIST`, `ABORT`, `STRUCTURED_REPLY` and `STARTTLS` (with
+//! the gate that refuses the others until TLS when it is required, in
+//! [`crate::tls`]), and the metadata context options (answered by
+//! [`meta_context`](crate::meta_context)); every other option is answered
+//! `NBD_REP_ERR_UNSUP` and the handshake goes on.
 
 use crate::conn::{Conn, Phase};
 use crate::meta_context;
 use crate::proto::{self, ClientOption, OptionHeader, info, opt, rep, tflag};
 use crate::shared::Shared;
+use crate::tls::{self, TlsGate};
 
 /// The export a client asks for by `name`: the one of that name, or for the
 /// empty name the first export.
@@ -51,6 +53,10 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
     if shared.stopping {
         reply(c, h.option, rep::ERR_SHUTDOWN, b"server shutting down");
         return;
+    }
+    match tls::gate(c, shared.cfg.tls.as_ref(), h, data) {
+        TlsGate::Pass => {}
+        TlsGate::Handled => return,
     }
     let parsed = match proto::client_option(h, data) {
         Ok(o) => o,

@@ -19,6 +19,7 @@
 //!   in flight, the buffer pool, the configuration);
 //! - [`ServerConfig`] (`config`, private): how to serve;
 //! - [`conn`]: one connection's socket and buffers;
+//! - [`tls`]: `STARTTLS`'s certificates and a connection's TLS session;
 //! - [`export`]: what `--export` names, opened;
 //! - [`pool`]: the reusable data buffers;
 //! - [`proto`]: the wire format (pure, fuzzed).
@@ -38,9 +39,11 @@ pub mod proto;
 pub mod server;
 mod shared;
 mod status;
+pub mod tls;
 mod transmit;
 mod worker;
 
 pub use config::MAX_THREADS;
 pub use export::{ExportError, ExportSpec};
 pub use server::{Log, Server, ServerConfig, ServerError};
+pub use tls::{TlsConfig, TlsError, TlsMode};

@@ -76,6 +76,8 @@ pub mod rep {
     pub const ERR_POLICY: u32 = 0x8000_0002;
     /// Malformed.
     pub const ERR_INVALID: u32 = 0x8000_0003;
+    /// TLS is required: `STARTTLS` first.
+    pub const ERR_TLS_REQD: u32 = 0x8000_0005;
     /// No such export.
     pub const ERR_UNKNOWN: u32 = 0x8000_0006;
     /// The server is shutting down.

@@ -2,11 +2,11 @@
 //!
 //! [`Server::bind`] opens every export for [`ServerConfig::threads`]
 //! workers (a device handle and a software context of the export's
-//! multi-queue layer each; see [`ExportSpec::open`]) and binds the
-//! listeners. [`Server::run`] starts the workers ([`worker`](crate::worker)),
+//! multi-queue layer each; see [`ExportSpec::open`](crate::ExportSpec::open)) and binds the
+//! listeners. [`Server::run`] starts the workers (module `worker`),
 //! each with its own epoll loop and io_uring rings, and waits for them.
 //! Worker 0 runs on the caller's thread: it accepts every connection and
-//! runs every handshake ([`accept`](crate::accept)), then hands each
+//! runs every handshake (module `accept`), then hands each
 //! connection to the worker serving fewest connections among those that
 //! serve its export. A connection's requests are its own I/O context, so
 //! fair schedulers share the disk between clients; on an export with a

@@ -13,6 +13,7 @@ pub fn package_of(program: &str) -> Option<&'static str> {
         "fusermount3" => "fuse3",
         "mkfs.ext4" | "fsck.ext4" | "e2fsck" => "e2fsprogs",
         "losetup" | "mount" | "umount" => "mount",
+        "openssl" => "openssl",
         _ => return None,
     })
 }

@@ -72,6 +72,10 @@ pub struct Args {
     /// many seconds while none of its requests runs. Default: never.
     #[arg(long, value_name = "SECONDS")]
     idle_timeout: Option<f64>,
+    /// Microseconds a worker keeps looking for work without sleeping after
+    /// a pass that did some (0: sleep at once; at most 10000).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
+    poll_us: u64,
 }
 
 /// `--tls`'s values.
@@ -207,6 +211,11 @@ pub fn run(args: &Args) -> Result<()> {
         max_conn_bytes,
         max_total_bytes,
         idle_timeout,
+        poll_spin: if args.poll_us > 10_000 {
+            anyhow::bail!("--poll-us {}: must be 0 to 10000", args.poll_us)
+        } else {
+            Duration::from_micros(args.poll_us)
+        },
     };
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
     let mut server = Server::bind(cfg.clone(), log)?;

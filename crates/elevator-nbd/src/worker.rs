@@ -72,6 +72,8 @@ pub(crate) struct Worker {
     stop_since: Option<Instant>,
     /// Connections that have just chosen their export, to place.
     placing: Vec<u32>,
+    /// Until when the loop looks again rather than sleeps.
+    busy_until: Option<Instant>,
 }
 
 impl Worker {
@@ -98,6 +100,7 @@ impl Worker {
             adopted: Vec::new(),
             stop_since: None,
             placing: Vec::new(),
+            busy_until: None,
         })
     }
 
@@ -136,11 +139,18 @@ impl Worker {
         let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
         loop {
             let mut timeout = self.timeout();
+            // Busy a moment ago: look again at once rather than sleep, for
+            // a while (a client's next requests tend to follow its replies
+            // closely, and a sleep and a wake-up cost more than a look).
+            let spinning = timeout.as_ref().is_none_or(|t| t.tv_sec > 0 || t.tv_nsec > 0)
+                && self.busy_until.is_some_and(|t| Instant::now() < t);
             // Engines announce that they sleep, so that other workers write
             // their inboxes; one with something waiting keeps the loop awake.
-            let mut asleep = true;
-            for e in self.shared.engines.iter().flatten() {
-                asleep &= e.prepare_sleep();
+            let mut asleep = !spinning;
+            if asleep {
+                for e in self.shared.engines.iter().flatten() {
+                    asleep &= e.prepare_sleep();
+                }
             }
             if !asleep {
                 timeout = Some(Timespec {
@@ -154,8 +164,10 @@ impl Worker {
                 rustix::buffer::spare_capacity(&mut events),
                 timeout.as_ref(),
             );
-            for e in self.shared.engines.iter().flatten() {
-                e.woke();
+            if !spinning {
+                for e in self.shared.engines.iter().flatten() {
+                    e.woke();
+                }
             }
             match waited {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
@@ -201,7 +213,9 @@ impl Worker {
                 }
             }
             self.expire()?;
-            self.service()?;
+            if self.service()? && !self.shared.cfg.poll_spin.is_zero() {
+                self.busy_until = Some(Instant::now() + self.shared.cfg.poll_spin);
+            }
             self.place();
             if self.shared.stopping && self.finish_stop()? {
                 return self.drain_engines();
@@ -347,8 +361,10 @@ impl Worker {
         Some(c)
     }
 
-    /// Read, submit, complete, reply, write, close: one pass.
-    fn service(&mut self) -> Result<(), ServerError> {
+    /// Read, submit, complete, reply, write, close: one pass. Returns
+    /// whether anything happened.
+    fn service(&mut self) -> Result<bool, ServerError> {
+        let mut any = false;
         for _ in 0..4 {
             let mut progress = false;
             for i in 0..self.conns.len() {
@@ -366,10 +382,11 @@ impl Worker {
             if !progress {
                 break;
             }
+            any = true;
         }
         self.reap_closed();
         self.account();
-        Ok(())
+        Ok(any)
     }
 
     /// Publish what this worker's connections hold, note whether all of

@@ -1,23 +1,32 @@
 //! `elevator bench-vs-nbdkit`: `elevator serve` with a memory export beside
-//! `nbdkit memory`, under the same clients, one after the other.
+//! `nbdkit memory`, under the same clients, one server after the other,
+//! over a Unix socket and over TCP loopback.
 //!
-//! Each round starts one server on a Unix socket, then runs: `nbdcopy` of a
-//! file of random bytes into the export (upload), the same again (now the
-//! server's memory is touched: the first upload also pays for the machine
-//! handing the server fresh pages, which varies a lot), fio's `nbd` engine with
-//! 4 KiB random reads and then random writes at depth 16, and `nbdcopy` of the
-//! export to `/dev/null` (download); then stops the server and does the same
-//! with the other. Rounds alternate the order; the table shows each figure's
-//! median.
+//! Each round, for each transport, starts one server (elevator with its
+//! default worker threads, nbdkit with its default threads) and runs, in
+//! this order: `nbdcopy` of a file of random bytes into the fresh export
+//! over one connection (the server also pays for the machine handing it
+//! fresh pages), the same again over one connection and over four (into
+//! touched memory), fio's `nbd` engine with 4 KiB random reads and then
+//! random writes at depth 16 with one job and with four (a connection
+//! each), and `nbdcopy` of the export to `null:` over one connection and
+//! over four; then stops it and does the same with the other server. Then
+//! each serves a sparse file (a tenth of it data) and `nbdcopy` copies it to
+//! `null:` over four connections; the servers' own counts (elevator's log,
+//! nbdkit's stats filter) say how many bytes that read. Rounds alternate
+//! which server goes first. The table shows each figure's median over the
+//! rounds, and the median and range of the per-round ratio
+//! elevator / nbdkit.
+
+mod peers;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use elevator_sim::device::{ParamUnit, parse_param};
-use serde_json::Value;
+
+use peers::{Address, Running, Transport, need};
 
 /// Options of `elevator bench-vs-nbdkit`.
 #[derive(clap::Args, Debug)]
@@ -28,152 +37,230 @@ pub struct Args {
     /// Seconds per fio run.
     #[arg(long, default_value_t = 10)]
     runtime: u32,
-    /// Rounds (each runs both servers).
+    /// Rounds (each runs both servers on both transports).
     #[arg(long, default_value_t = 3)]
     rounds: u32,
     /// elevator's scheduler.
     #[arg(long, default_value = "none")]
     scheduler: String,
-    /// Where the sockets and the source file go.
+    /// Size of the sparse file export (a tenth of it data).
+    #[arg(long, default_value = "1g")]
+    sparse_size: String,
+    /// Where the sockets, the source file and the sparse file go.
     #[arg(long, default_value = "/dev/shm")]
-    dir: PathBuf,
+    dir: std::path::PathBuf,
 }
 
-/// A table row: workload, unit, and which figure.
-type Row = (&'static str, &'static str, fn(&Figures) -> f64);
+/// What a workload runs.
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    /// nbdcopy from the source file into the export, over N connections.
+    CopyIn(u32),
+    /// fio's nbd engine: this access pattern, N jobs.
+    Fio(&'static str, u32),
+    /// nbdcopy from the export to `null:`, over N connections.
+    CopyOut(u32),
+}
 
-/// One server's figures in one round.
-#[derive(Clone, Copy, Debug, Default)]
+/// A row of the table: its name, unit, and client.
+struct Workload {
+    name: &'static str,
+    unit: &'static str,
+    client: Client,
+}
+
+/// The workloads on the memory export, in the order they run (the first
+/// finds the export fresh).
+const WORKLOADS: [Workload; 9] = [
+    Workload {
+        name: "nbdcopy in, fresh, 1 conn",
+        unit: "MB/s",
+        client: Client::CopyIn(1),
+    },
+    Workload {
+        name: "nbdcopy in, 1 conn",
+        unit: "MB/s",
+        client: Client::CopyIn(1),
+    },
+    Workload {
+        name: "nbdcopy in, 4 conns",
+        unit: "MB/s",
+        client: Client::CopyIn(4),
+    },
+    Workload {
+        name: "fio randread 4k QD16, 1 conn",
+        unit: "IOPS",
+        client: Client::Fio("randread", 1),
+    },
+    Workload {
+        name: "fio randread 4k QD16, 4 conns",
+        unit: "IOPS",
+        client: Client::Fio("randread", 4),
+    },
+    Workload {
+        name: "fio randwrite 4k QD16, 1 conn",
+        unit: "IOPS",
+        client: Client::Fio("randwrite", 1),
+    },
+    Workload {
+        name: "fio randwrite 4k QD16, 4 conns",
+        unit: "IOPS",
+        client: Client::Fio("randwrite", 4),
+    },
+    Workload {
+        name: "nbdcopy out, 1 conn",
+        unit: "MB/s",
+        client: Client::CopyOut(1),
+    },
+    Workload {
+        name: "nbdcopy out, 4 conns",
+        unit: "MB/s",
+        client: Client::CopyOut(4),
+    },
+];
+
+/// Connections of the sparse copy.
+const SPARSE_CONNECTIONS: u32 = 4;
+
+/// The two servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Server {
+    Nbdkit,
+    Elevator,
+}
+
+/// One server's figures on one transport in one round.
+#[derive(Clone, Debug, Default)]
 struct Figures {
-    randread_iops: f64,
-    randwrite_iops: f64,
-    upload_mbps: f64,
-    upload_again_mbps: f64,
-    download_mbps: f64,
+    /// Per workload, in [`WORKLOADS`] order.
+    workloads: Vec<f64>,
+    /// The sparse copy's apparent speed (file size / time), MB/s.
+    sparse_mbps: f64,
+    /// The bytes the sparse copy read, as a fraction of the file.
+    sparse_read: f64,
 }
 
-fn need(tool: &str, package: &str) -> Result<()> {
-    let ok = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        bail!("{tool} is not installed (apt-get install {package})");
-    }
-    Ok(())
+/// One transport's figures: per round, [nbdkit, elevator].
+type Rounds = Vec<[Figures; 2]>;
+
+/// Everything one run needs to know.
+struct Bench<'a> {
+    args: &'a Args,
+    size: u64,
+    sparse_size: u64,
+    source: std::path::PathBuf,
+    sparse: std::path::PathBuf,
+    socket: std::path::PathBuf,
+    log: std::path::PathBuf,
+    stats: std::path::PathBuf,
+    me: std::path::PathBuf,
 }
 
-/// A server process, stopped when dropped.
-struct Running(Child, PathBuf);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        // SIGTERM first (elevator shuts down cleanly on it), then make sure.
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.0.id().to_string())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                let _ = std::fs::remove_file(&self.1);
-                return;
+impl Bench<'_> {
+    /// Start `server` serving a memory export of the bench's size.
+    fn start_mem(&self, server: Server, address: Address) -> Result<Running> {
+        let cmd = match server {
+            Server::Nbdkit => {
+                let mut cmd = Command::new("nbdkit");
+                cmd.arg("-f")
+                    .args(address.nbdkit_args())
+                    .args(["memory", &self.size.to_string()]);
+                cmd
             }
-            std::thread::sleep(Duration::from_millis(20));
+            Server::Elevator => {
+                let mut cmd = Command::new(&self.me);
+                cmd.args([
+                    "serve",
+                    "--export",
+                    &format!("bench=mem:{},scheduler={}", self.size, self.args.scheduler),
+                ])
+                .args(address.elevator_args());
+                cmd
+            }
+        };
+        Running::start(cmd, address, &self.log)
+    }
+
+    /// Start `server` serving the sparse file (nbdkit through its stats
+    /// filter, which counts the bytes read).
+    fn start_sparse(&self, server: Server, address: Address) -> Result<Running> {
+        let file = self.sparse.display().to_string();
+        let cmd = match server {
+            Server::Nbdkit => {
+                let _ = std::fs::remove_file(&self.stats);
+                let mut cmd = Command::new("nbdkit");
+                cmd.arg("-f")
+                    .args(address.nbdkit_args())
+                    .args(["--filter=stats", "file", &file])
+                    .arg(format!("statsfile={}", self.stats.display()));
+                cmd
+            }
+            Server::Elevator => {
+                let mut cmd = Command::new(&self.me);
+                cmd.args([
+                    "serve",
+                    "--export",
+                    &format!("sparse=file:{file},scheduler={}", self.args.scheduler),
+                ])
+                .args(address.elevator_args());
+                cmd
+            }
+        };
+        Running::start(cmd, address, &self.log)
+    }
+
+    /// Every figure of `server` on `transport`.
+    fn measure(&self, server: Server, transport: Transport) -> Result<Figures> {
+        let mut figures = Figures::default();
+        let running = self.start_mem(server, Address::new(transport, &self.socket)?)?;
+        let uri = running.address().uri("bench");
+        let source = self.source.display().to_string();
+        for w in &WORKLOADS {
+            let figure = match w.client {
+                Client::CopyIn(n) => peers::nbdcopy(&source, &uri, n, self.size)?,
+                Client::Fio(rw, jobs) => peers::fio(&uri, rw, jobs, self.size, self.args.runtime)?,
+                Client::CopyOut(n) => peers::nbdcopy(&uri, "null:", n, self.size)?,
+            };
+            figures.workloads.push(figure);
         }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let _ = std::fs::remove_file(&self.1);
+        running.stop();
+
+        let running = self.start_sparse(server, Address::new(transport, &self.socket)?)?;
+        let uri = running.address().uri("sparse");
+        figures.sparse_mbps = peers::nbdcopy(&uri, "null:", SPARSE_CONNECTIONS, self.sparse_size)?;
+        running.stop();
+        let read = match server {
+            Server::Nbdkit => {
+                let stats = std::fs::read_to_string(&self.stats)
+                    .with_context(|| format!("reading {}", self.stats.display()))?;
+                peers::nbdkit_read_bytes(&stats)?
+            }
+            Server::Elevator => {
+                let log = std::fs::read_to_string(&self.log)
+                    .with_context(|| format!("reading {}", self.log.display()))?;
+                peers::elevator_read_bytes(&log, "sparse")?
+            }
+        };
+        figures.sparse_read = read as f64 / self.sparse_size as f64;
+        Ok(figures)
     }
 }
 
-fn start(mut cmd: Command, socket: &Path) -> Result<Running> {
-    let _ = std::fs::remove_file(socket);
-    let child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting a server")?;
-    let running = Running(child, socket.to_path_buf());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !socket.exists() {
-        if Instant::now() > deadline {
-            bail!(
-                "the server did not create {} within a minute",
-                socket.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(running)
-}
-
-fn fio(uri: &str, rw: &str, size: u64, runtime: u32) -> Result<f64> {
-    let out = Command::new("fio")
-        .args([
-            "--name=bench",
-            "--ioengine=nbd",
-            &format!("--uri={uri}"),
-            &format!("--rw={rw}"),
-            "--bs=4k",
-            "--iodepth=16",
-            &format!("--size={size}"),
-            &format!("--runtime={runtime}"),
-            "--time_based",
-            "--output-format=json",
-        ])
-        .output()
-        .context("running fio")?;
-    if !out.status.success() {
-        bail!(
-            "fio failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let start = text.find('{').context("fio printed no JSON")?;
-    let v: Value = serde_json::from_str(&text[start..]).context("reading fio's JSON")?;
-    let job = &v["jobs"][0];
-    Ok(job["read"]["iops"].as_f64().unwrap_or(0.0) + job["write"]["iops"].as_f64().unwrap_or(0.0))
-}
-
-/// `nbdcopy from to`, in MB/s for `bytes`.
-fn nbdcopy(from: &str, to: &str, bytes: u64) -> Result<f64> {
-    let t = Instant::now();
-    let out = Command::new("nbdcopy")
-        .args([from, to])
-        .output()
-        .context("running nbdcopy")?;
-    if !out.status.success() {
-        bail!(
-            "nbdcopy failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(bytes as f64 / t.elapsed().as_secs_f64() / 1e6)
-}
-
-fn measure(uri: &str, source: &Path, size: u64, runtime: u32) -> Result<Figures> {
-    let source = source.display().to_string();
-    let upload_mbps = nbdcopy(&source, uri, size)?;
-    let upload_again_mbps = nbdcopy(&source, uri, size)?;
-    let randread_iops = fio(uri, "randread", size, runtime)?;
-    let randwrite_iops = fio(uri, "randwrite", size, runtime)?;
-    let download_mbps = nbdcopy(uri, "null:", size)?;
-    Ok(Figures {
-        randread_iops,
-        randwrite_iops,
-        upload_mbps,
-        upload_again_mbps,
-        download_mbps,
-    })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn min_max(v: &[f64]) -> (f64, f64) {
+    v.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        })
 }
 
 /// Run `elevator bench-vs-nbdkit`.
@@ -185,73 +272,75 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("--rounds: at least one");
     }
     let size = parse_param("bench", "--size", ParamUnit::Bytes, &args.size)? as u64;
+    let sparse_size = parse_param(
+        "bench",
+        "--sparse-size",
+        ParamUnit::Bytes,
+        &args.sparse_size,
+    )? as u64;
     let pid = std::process::id();
-    let source = args.dir.join(format!("elevator-bench-src-{pid}.img"));
-    let sock = args.dir.join(format!("elevator-bench-{pid}.sock"));
-    let uri = format!("nbd+unix:///?socket={}", sock.display());
-    let me = std::env::current_exe().context("finding the elevator binary")?;
-    // Random bytes, so that nothing can be skipped as zero.
-    {
-        let mut f = std::fs::File::create(&source)
-            .with_context(|| format!("creating {}", source.display()))?;
-        let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ u64::from(pid);
-        let mut block = vec![0u8; 1 << 20];
-        let mut left = size;
-        while left > 0 {
-            for chunk in block.chunks_mut(8) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-            }
-            let n = left.min(block.len() as u64) as usize;
-            f.write_all(&block[..n])?;
-            left -= n as u64;
-        }
-    }
-    let result = (|| -> Result<(Vec<Figures>, Vec<Figures>)> {
-        let (mut nbdkit, mut ours) = (Vec::new(), Vec::new());
+    let at = |what: &str| args.dir.join(format!("elevator-bench-{pid}-{what}"));
+    let bench = Bench {
+        args,
+        size,
+        sparse_size,
+        source: at("src.img"),
+        sparse: at("sparse.img"),
+        socket: at("nbd.sock"),
+        log: at("server.log"),
+        stats: at("nbdkit.stats"),
+        me: std::env::current_exe().context("finding the elevator binary")?,
+    };
+    let result = (|| -> Result<([Rounds; 2], u64)> {
+        // Random bytes, so that nothing can be skipped as zero.
+        peers::write_random(&bench.source, size, u64::from(pid))?;
+        let data = peers::write_sparse(&bench.sparse, sparse_size, u64::from(pid))?;
+        let mut by_transport: [Rounds; 2] = [Vec::new(), Vec::new()];
         for round in 0..args.rounds {
-            for first in [round % 2 == 0, round % 2 == 1] {
-                if first {
-                    eprintln!("round {}/{}: nbdkit memory", round + 1, args.rounds);
-                    let mut cmd = Command::new("nbdkit");
-                    cmd.args(["-f", "-U"])
-                        .arg(&sock)
-                        .args(["memory", &size.to_string()]);
-                    let _server = start(cmd, &sock)?;
-                    nbdkit.push(measure(&uri, &source, size, args.runtime)?);
-                } else {
-                    eprintln!("round {}/{}: elevator serve", round + 1, args.rounds);
-                    let mut cmd = Command::new(&me);
-                    cmd.args([
-                        "serve",
-                        "--export",
-                        &format!("bench=mem:{size},scheduler={}", args.scheduler),
-                        "--unix",
-                    ])
-                    .arg(&sock);
-                    let _server = start(cmd, &sock)?;
-                    ours.push(measure(&uri, &source, size, args.runtime)?);
+            let order = if round % 2 == 0 {
+                [Server::Nbdkit, Server::Elevator]
+            } else {
+                [Server::Elevator, Server::Nbdkit]
+            };
+            for (t, transport) in Transport::ALL.into_iter().enumerate() {
+                let mut pair: [Figures; 2] = Default::default();
+                for server in order {
+                    eprintln!(
+                        "round {}/{}, {}: {}",
+                        round + 1,
+                        args.rounds,
+                        transport.name(),
+                        match server {
+                            Server::Nbdkit => "nbdkit",
+                            Server::Elevator => "elevator serve",
+                        }
+                    );
+                    let i = usize::from(server == Server::Elevator);
+                    pair[i] = bench.measure(server, transport)?;
                 }
+                by_transport[t].push(pair);
             }
         }
-        Ok((nbdkit, ours))
+        Ok((by_transport, data))
     })();
-    let _ = std::fs::remove_file(&source);
-    let (nbdkit, ours) = result?;
-    let pick = |v: &[Figures], f: fn(&Figures) -> f64| median(v.iter().map(f).collect());
-    let rows: [Row; 5] = [
-        ("fio nbd randread 4k QD16", "IOPS", |f| f.randread_iops),
-        ("fio nbd randwrite 4k QD16", "IOPS", |f| f.randwrite_iops),
-        ("nbdcopy file -> export", "MB/s", |f| f.upload_mbps),
-        ("  the same again", "MB/s", |f| f.upload_again_mbps),
-        ("nbdcopy export -> null:", "MB/s", |f| f.download_mbps),
-    ];
+    for path in [
+        &bench.source,
+        &bench.sparse,
+        &bench.socket,
+        &bench.log,
+        &bench.stats,
+    ] {
+        let _ = std::fs::remove_file(path);
+    }
+    let (by_transport, data) = result?;
+    print_table(args, sparse_size, data, &by_transport)
+}
+
+fn print_table(args: &Args, sparse_size: u64, data: u64, by_transport: &[Rounds]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "nbdkit memory vs elevator serve mem: (scheduler {}), {} export, Unix socket, {} round{} (medians)",
+        "nbdkit memory vs elevator serve mem: (scheduler {}, default threads), {} export, {} round{}",
         args.scheduler,
         args.size,
         args.rounds,
@@ -259,27 +348,102 @@ pub fn run(args: &Args) -> Result<()> {
     )?;
     writeln!(
         out,
-        "{:<28} {:>6} {:>12} {:>12} {:>8}",
-        "workload", "unit", "nbdkit", "elevator", "ratio"
+        "{:<32} {:<4} {:>5} {:>9} {:>9} {:>6} {:>11}",
+        "workload", "via", "unit", "nbdkit", "elevator", "ratio", "range"
     )?;
-    for (name, unit, f) in rows {
-        let (a, b) = (pick(&nbdkit, f), pick(&ours, f));
+    let row = |out: &mut dyn Write,
+               name: &str,
+               via: &str,
+               unit: &str,
+               rounds: &Rounds,
+               pick: &dyn Fn(&Figures) -> f64|
+     -> Result<()> {
+        let kit: Vec<f64> = rounds.iter().map(|r| pick(&r[0])).collect();
+        let ours: Vec<f64> = rounds.iter().map(|r| pick(&r[1])).collect();
+        let ratios: Vec<f64> = kit
+            .iter()
+            .zip(&ours)
+            .map(|(a, b)| b / a.max(f64::MIN_POSITIVE))
+            .collect();
+        let (lo, hi) = min_max(&ratios);
         writeln!(
             out,
-            "{name:<28} {unit:>6} {a:>12.0} {b:>12.0} {:>8.2}",
-            b / a.max(f64::MIN_POSITIVE)
+            "{name:<32} {via:<4} {unit:>5} {:>9.0} {:>9.0} {:>6.2} {:>11}",
+            median(&kit),
+            median(&ours),
+            median(&ratios),
+            format!("{lo:.2}-{hi:.2}")
         )?;
-    }
-    if args.rounds > 1 {
-        writeln!(out, "\nevery round (nbdkit / elevator):")?;
-        for (name, _, f) in rows {
-            let each: Vec<String> = nbdkit
-                .iter()
-                .zip(&ours)
-                .map(|(a, b)| format!("{:.0}/{:.0}", f(a), f(b)))
-                .collect();
-            writeln!(out, "{name:<28} {}", each.join("  "))?;
+        Ok(())
+    };
+    for (i, w) in WORKLOADS.iter().enumerate() {
+        for (t, transport) in Transport::ALL.into_iter().enumerate() {
+            row(
+                &mut out,
+                w.name,
+                transport.name(),
+                w.unit,
+                &by_transport[t],
+                &|f| f.workloads[i],
+            )?;
         }
     }
+    let sparse_name = format!("nbdcopy sparse out, {SPARSE_CONNECTIONS} conns");
+    for (t, transport) in Transport::ALL.into_iter().enumerate() {
+        row(
+            &mut out,
+            &sparse_name,
+            transport.name(),
+            "MB/s",
+            &by_transport[t],
+            &|f| f.sparse_mbps,
+        )?;
+    }
+    writeln!(
+        out,
+        "\nsparse copy: a {} file, {:.1}% of it data; bytes each server read (median):",
+        args.sparse_size,
+        100.0 * data as f64 / sparse_size as f64
+    )?;
+    for (t, transport) in Transport::ALL.into_iter().enumerate() {
+        let rounds = &by_transport[t];
+        let kit: Vec<f64> = rounds.iter().map(|r| r[0].sparse_read).collect();
+        let ours: Vec<f64> = rounds.iter().map(|r| r[1].sparse_read).collect();
+        writeln!(
+            out,
+            "  {:<4} nbdkit {:>5.1}%   elevator {:>5.1}%",
+            transport.name(),
+            100.0 * median(&kit),
+            100.0 * median(&ours)
+        )?;
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_ranges() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        assert_eq!(min_max(&[2.0, 0.5, 1.0]), (0.5, 2.0));
+    }
+
+    #[test]
+    fn the_sparse_file_is_a_tenth_data() {
+        let dir = std::env::temp_dir().join(format!("elevator-sparse-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        let path = dir.join("sparse.img");
+        let data = peers::write_sparse(&path, 100 << 20, 1).expect("writing a sparse file");
+        assert_eq!(data, 10 << 20);
+        assert_eq!(
+            std::fs::metadata(&path).expect("stat").len(),
+            100 << 20,
+            "its size"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

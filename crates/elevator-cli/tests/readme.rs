@@ -53,8 +53,8 @@ const SMALLER: &[(&str, &str)] = &[
     ),
     ("--rounds 5", "--rounds 1"),
     (
-        "--rounds 9 --runtime 10",
-        "--rounds 1 --runtime 1 --size 64m",
+        "--rounds 3 --runtime 5",
+        "--rounds 1 --runtime 1 --size 64m --sparse-size 64m",
     ),
 ];
 

@@ -235,6 +235,8 @@ impl Drop for TestServer {
 mod tools;
 pub use tools::missing;
 
+pub mod ext4;
+
 /// Whether `program` can be run (it is installed).
 pub fn have(program: &str) -> bool {
     Command::new(program)

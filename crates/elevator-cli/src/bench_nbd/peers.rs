@@ -1,0 +1,350 @@
+//! The programs `bench-vs-nbdkit` runs: the two servers (started on a Unix
+//! socket or a TCP loopback port, stopped when dropped) and the clients
+//! (fio's `nbd` engine and `nbdcopy`), each reduced to the figure the table
+//! shows; and what the servers say about the bytes they read.
+
+use std::io::Write;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+/// How a client reaches a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A Unix socket in the bench's directory.
+    Unix,
+    /// TCP on 127.0.0.1, a port the kernel picked.
+    Tcp,
+}
+
+impl Transport {
+    /// Both, in the order the table shows them.
+    pub const ALL: [Transport; 2] = [Transport::Unix, Transport::Tcp];
+
+    /// Its name in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+/// Where a server listens: a socket path or a loopback port.
+pub enum Address {
+    /// A Unix socket.
+    Unix(PathBuf),
+    /// A TCP port on 127.0.0.1.
+    Tcp(u16),
+}
+
+impl Address {
+    /// A fresh address of `transport`: `socket` for a Unix socket, or a
+    /// port free a moment ago.
+    pub fn new(transport: Transport, socket: &Path) -> Result<Address> {
+        Ok(match transport {
+            Transport::Unix => Address::Unix(socket.to_path_buf()),
+            Transport::Tcp => {
+                let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                    .context("finding a free TCP port")?;
+                Address::Tcp(l.local_addr()?.port())
+            }
+        })
+    }
+
+    /// The NBD URI of `export` (the default export when empty).
+    pub fn uri(&self, export: &str) -> String {
+        match self {
+            Address::Unix(p) => format!("nbd+unix:///{export}?socket={}", p.display()),
+            Address::Tcp(port) => format!("nbd://127.0.0.1:{port}/{export}"),
+        }
+    }
+
+    /// `nbdkit`'s options to listen here.
+    pub fn nbdkit_args(&self) -> Vec<String> {
+        match self {
+            Address::Unix(p) => vec!["-U".into(), p.display().to_string()],
+            Address::Tcp(port) => vec![
+                "-i".into(),
+                "127.0.0.1".into(),
+                "-p".into(),
+                port.to_string(),
+            ],
+        }
+    }
+
+    /// `elevator serve`'s options to listen here.
+    pub fn elevator_args(&self) -> Vec<String> {
+        match self {
+            Address::Unix(p) => vec!["--unix".into(), p.display().to_string()],
+            Address::Tcp(port) => vec!["--listen".into(), format!("127.0.0.1:{port}")],
+        }
+    }
+
+    fn listening(&self) -> bool {
+        match self {
+            Address::Unix(p) => p.exists(),
+            Address::Tcp(port) => TcpStream::connect((Ipv4Addr::LOCALHOST, *port)).is_ok(),
+        }
+    }
+
+    fn clean_up(&self) {
+        if let Address::Unix(p) = self {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Fail unless `tool` runs, naming its Debian package.
+pub fn need(tool: &str, package: &str) -> Result<()> {
+    let ok = Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        bail!("{tool} is not installed (apt-get install {package})");
+    }
+    Ok(())
+}
+
+/// A server process, stopped (SIGTERM, then SIGKILL) when dropped.
+pub struct Running {
+    child: Child,
+    address: Address,
+}
+
+impl Running {
+    /// Start `cmd`, with its stderr to `log`, and wait until it listens at
+    /// `address`.
+    pub fn start(mut cmd: Command, address: Address, log: &Path) -> Result<Running> {
+        address.clean_up();
+        let log =
+            std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {cmd:?}"))?;
+        let mut running = Running { child, address };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !running.address.listening() {
+            if let Ok(Some(status)) = running.child.try_wait() {
+                bail!("{cmd:?} exited ({status}) before it listened");
+            }
+            if Instant::now() > deadline {
+                bail!("{cmd:?} did not listen within a minute");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(running)
+    }
+
+    /// Where it listens.
+    pub fn address(&self) -> &Address {
+        &self.address
+    }
+
+    /// Stop it and wait for it to exit (so its log and statistics are
+    /// complete).
+    pub fn stop(mut self) {
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
+        // SIGTERM first (both servers finish cleanly on it), then make sure.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                self.address.clean_up();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.address.clean_up();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.terminate();
+        }
+    }
+}
+
+/// fio's `nbd` engine on `uri`: `rw` of 4 KiB blocks at depth 16 over
+/// `size` bytes for `runtime` s, with `jobs` jobs (each its own
+/// connection); their IOPS summed.
+pub fn fio(uri: &str, rw: &str, jobs: u32, size: u64, runtime: u32) -> Result<f64> {
+    let out = Command::new("fio")
+        .args([
+            "--name=bench",
+            "--ioengine=nbd",
+            &format!("--uri={uri}"),
+            &format!("--rw={rw}"),
+            "--bs=4k",
+            "--iodepth=16",
+            &format!("--numjobs={jobs}"),
+            "--group_reporting",
+            &format!("--size={size}"),
+            &format!("--runtime={runtime}"),
+            "--time_based",
+            "--output-format=json",
+        ])
+        .output()
+        .context("running fio")?;
+    if !out.status.success() {
+        bail!(
+            "fio failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let start = text.find('{').context("fio printed no JSON")?;
+    let v: Value = serde_json::from_str(&text[start..]).context("reading fio's JSON")?;
+    let job = &v["jobs"][0];
+    Ok(job["read"]["iops"].as_f64().unwrap_or(0.0) + job["write"]["iops"].as_f64().unwrap_or(0.0))
+}
+
+/// `nbdcopy from to` over `connections` connections (one thread each), in
+/// MB/s of `bytes`.
+pub fn nbdcopy(from: &str, to: &str, connections: u32, bytes: u64) -> Result<f64> {
+    let t = Instant::now();
+    let out = Command::new("nbdcopy")
+        .arg(format!("--connections={connections}"))
+        .arg(format!("--threads={connections}"))
+        .args([from, to])
+        .output()
+        .context("running nbdcopy")?;
+    if !out.status.success() {
+        bail!(
+            "nbdcopy failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(bytes as f64 / t.elapsed().as_secs_f64() / 1e6)
+}
+
+/// Write `size` bytes of random data (xorshift, from `seed`) to `path`.
+pub fn write_random(path: &Path, size: u64, seed: u64) -> Result<()> {
+    let mut f =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ seed;
+    let mut block = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        for chunk in block.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+        }
+        let n = left.min(block.len() as u64) as usize;
+        f.write_all(&block[..n])
+            .with_context(|| format!("writing {}", path.display()))?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+/// Make `path` a sparse file of `size` bytes whose first MiB of every
+/// 10 MiB is random data (the rest holes); return the bytes of data.
+pub fn write_sparse(path: &Path, size: u64, seed: u64) -> Result<u64> {
+    use std::os::unix::fs::FileExt;
+    const MIB: u64 = 1 << 20;
+    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    f.set_len(size)
+        .with_context(|| format!("sizing {}", path.display()))?;
+    let mut x = 0x2545_F491_4F6C_DD1Du64 ^ seed;
+    let mut block = vec![0u8; MIB as usize];
+    let mut data = 0;
+    for at in (0..size).step_by(10 * MIB as usize) {
+        for chunk in block.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+        }
+        let n = (size - at).min(MIB) as usize;
+        f.write_all_at(&block[..n], at)
+            .with_context(|| format!("writing {}", path.display()))?;
+        data += n as u64;
+    }
+    Ok(data)
+}
+
+/// The bytes `elevator serve` read for clients of `export`, summed over the
+/// connection lines of its log (`... N reads (B bytes) ...`).
+pub fn elevator_read_bytes(log: &str, export: &str) -> Result<u64> {
+    let needle = format!("export '{export}'");
+    let mut total = 0;
+    for line in log.lines().filter(|l| l.contains(&needle)) {
+        let Some((_, after)) = line.split_once(" reads (") else {
+            continue;
+        };
+        let bytes = after
+            .split_once(" bytes)")
+            .and_then(|(n, _)| n.parse::<u64>().ok())
+            .with_context(|| format!("no read byte count in the log line {line:?}"))?;
+        total += bytes;
+    }
+    Ok(total)
+}
+
+/// The bytes nbdkit's stats filter counted as read (its `read:` line:
+/// `read: N ops, T s, X UNIT, ...`).
+pub fn nbdkit_read_bytes(stats: &str) -> Result<u64> {
+    let Some(line) = stats.lines().find(|l| l.starts_with("read:")) else {
+        return Ok(0); // no reads at all
+    };
+    let amount = line
+        .split(", ")
+        .nth(2)
+        .with_context(|| format!("nbdkit's stats line {line:?}"))?;
+    let (value, unit) = amount
+        .split_once(' ')
+        .with_context(|| format!("nbdkit's stats amount {amount:?}"))?;
+    let value: f64 = value
+        .parse()
+        .with_context(|| format!("nbdkit's stats amount {amount:?}"))?;
+    let scale = match unit {
+        "bytes" | "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        other => bail!("nbdkit's stats: unknown unit {other:?} in {line:?}"),
+    };
+    Ok((value * scale) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_bytes_from_the_servers_words() {
+        let log = "elevator serve: listening on x\n\
+            elevator serve: unix:/s export 'sparse' after 1.0 s: 3 reads (12288 bytes), 0 writes (0 bytes), 0 errors; client disconnected (DISC)\n\
+            elevator serve: unix:/s export 'other' after 1.0 s: 1 reads (4096 bytes), 0 writes (0 bytes), 0 errors; x\n\
+            elevator serve: unix:/s export 'sparse' after 1.0 s: 1 reads (4096 bytes), 0 writes (0 bytes), 0 errors; x\n";
+        assert_eq!(elevator_read_bytes(log, "sparse").ok(), Some(16384));
+        let stats = "total: 9 ops, 0.47 s, 2.00 MiB, 4.25 MiB/s\n\
+            read: 8 ops, 0.000625 s, 2.00 MiB, 3.12 GiB/s op, 4.25 MiB/s total\n";
+        assert_eq!(nbdkit_read_bytes(stats).ok(), Some(2 << 20));
+        assert_eq!(nbdkit_read_bytes("total: 0 ops\n").ok(), Some(0));
+        assert!(nbdkit_read_bytes("read: 1 ops, 0 s, 2.00 XiB, x\n").is_err());
+    }
+}

@@ -142,7 +142,9 @@ impl Worker {
             // Busy a moment ago: look again at once rather than sleep, for
             // a while (a client's next requests tend to follow its replies
             // closely, and a sleep and a wake-up cost more than a look).
-            let spinning = timeout.as_ref().is_none_or(|t| t.tv_sec > 0 || t.tv_nsec > 0)
+            let spinning = timeout
+                .as_ref()
+                .is_none_or(|t| t.tv_sec > 0 || t.tv_nsec > 0)
                 && self.busy_until.is_some_and(|t| Instant::now() < t);
             // Engines announce that they sleep, so that other workers write
             // their inboxes; one with something waiting keeps the loop awake.

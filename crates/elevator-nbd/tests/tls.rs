@@ -666,3 +666,49 @@ fn pipelined_requests_through_tls_while_throttled_all_get_answers() {
     writer.join().expect("the writer thread");
     server.stop();
 }
+
+/// TLS with every device kind (a file, memory, a simulated disk that one
+/// worker serves alone) on two workers: 4 MiB in with nbdcopy, and back
+/// out with libnbd's Python bindings (the exports are bigger).
+#[test]
+fn tls_works_with_every_device_kind() {
+    let Some(certs) = certs("tls_works_with_every_device_kind") else {
+        return;
+    };
+    let dir = temp_dir("tlskinds");
+    let backing = dir.path().join("backing.img");
+    std::fs::File::create(&backing)
+        .and_then(|f| f.set_len(16 * MIB))
+        .expect("backing file");
+    let file = format!("file=file:{}", backing.display());
+    let tls = TlsConfig::load(&certs.server, TlsMode::Require, false)
+        .unwrap_or_else(|e| panic!("loading the certificates: {}", common::chain(&e)));
+    let server = TestServer::start_with(
+        &[&file, "mem=mem:16m", "disk=ssd-sata,scheduler=bfq"],
+        |c: &mut ServerConfig| {
+            c.tls = Some(tls);
+            c.threads = 2;
+        },
+    );
+    let img = dir.path().join("in.img");
+    write_image(&img, 4 * MIB, 0x7150);
+    for export in ["file", "mem", "disk"] {
+        let uri = format!(
+            "nbds+unix:///{export}?socket={}&tls-certificates={}",
+            server.sock.display(),
+            certs.client.display()
+        );
+        assert!(nbdinfo_size(&uri) >= 4 * MIB, "{export}");
+        run_ok(Command::new("nbdcopy").arg("--flush").arg(&img).arg(&uri));
+        let back = dir.path().join(format!("{export}.img"));
+        let script = format!(
+            "import nbd\nh = nbd.NBD()\nh.set_uri_allow_local_file(True)\nh.connect_uri({uri:?})\n\
+             open({out:?}, 'wb').write(h.pread({len}, 0))\nh.shutdown()\n",
+            out = back.display().to_string(),
+            len = 4 * MIB
+        );
+        run_ok(Command::new("/usr/bin/python3").arg("-c").arg(script));
+        assert_same_file(&img, &back);
+    }
+    server.stop();
+}

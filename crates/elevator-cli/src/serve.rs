@@ -130,7 +130,7 @@ fn tls_config(args: &Args) -> Result<Option<TlsConfig>> {
 fn bytes_option(flag: &str, text: &str) -> Result<u64> {
     let v = parse_param("serve", flag, ParamUnit::Bytes, text)?;
     if !(4096.0..=f64::from(u32::MAX) * 4096.0).contains(&v) {
-        anyhow::bail!("{flag} {text}: must be at least 4k");
+        anyhow::bail!("{flag} {text}: must be 4k to 16t");
     }
     Ok(v as u64)
 }

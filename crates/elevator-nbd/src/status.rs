@@ -21,6 +21,7 @@ use crate::conn::Conn;
 use crate::proto::meta::{self, state};
 use crate::proto::{self, Request, cflag, chunk, cmd, err};
 use crate::shared::Shared;
+use crate::transmit::error_reply;
 
 /// Most descriptors in one block status reply.
 pub(crate) const MAX_DESCRIPTORS: usize = 4096;
@@ -52,7 +53,7 @@ pub(crate) fn request(c: &mut Conn, shared: &Shared, e: usize, r: &Request) {
         || !r.offset.is_multiple_of(block)
         || !u64::from(r.len).is_multiple_of(block);
     if bad {
-        refuse(c, r, err::EINVAL);
+        error_reply(c, r, err::EINVAL);
         return;
     }
     if r.kind == cmd::CACHE {
@@ -60,21 +61,21 @@ pub(crate) fn request(c: &mut Conn, shared: &Shared, e: usize, r: &Request) {
         return;
     }
     let Some(context) = c.meta_allocation else {
-        refuse(c, r, err::EINVAL);
+        error_reply(c, r, err::EINVAL);
         return;
     };
     // This worker's handle on the device: every handle sees the same
     // allocation. Connections reach the worker that serves their export
     // before they send a request, so there is one.
     let Some(engine) = shared.engines[e].as_ref() else {
-        refuse(c, r, err::EIO);
+        error_reply(c, r, err::EIO);
         return;
     };
     let max = MAX_DESCRIPTORS + 1;
     let extents = match engine.device().extents(r.offset, u64::from(r.len), max) {
         Ok(x) => x,
         Err(_) => {
-            refuse(c, r, err::EIO);
+            error_reply(c, r, err::EIO);
             return;
         }
     };
@@ -118,26 +119,6 @@ pub(crate) fn hole_read(c: &mut Conn, shared: &Shared, e: usize, r: &Request) ->
             true
         }
         _ => false,
-    }
-}
-
-/// The error reply to `r`: a structured error chunk for block status (the
-/// client reads its replies as chunks), a simple reply otherwise.
-fn refuse(c: &mut Conn, r: &Request, errno: u32) {
-    c.stats.errors += 1;
-    if c.structured && r.kind == cmd::BLOCK_STATUS {
-        let mut h = [0u8; proto::STRUCTURED_HEADER_LEN + 6];
-        h[..proto::STRUCTURED_HEADER_LEN].copy_from_slice(&proto::structured_header(
-            chunk::DONE,
-            chunk::ERROR,
-            r.cookie,
-            6,
-        ));
-        h[proto::STRUCTURED_HEADER_LEN..proto::STRUCTURED_HEADER_LEN + 4]
-            .copy_from_slice(&errno.to_be_bytes());
-        c.send(&h, None);
-    } else {
-        c.send(&proto::simple_reply(errno, r.cookie), None);
     }
 }
 

@@ -38,9 +38,13 @@ pub(crate) fn throttled(c: &Conn, shared: &Shared) -> bool {
     }
 }
 
-fn error_reply(c: &mut Conn, r: &Request, errno: u32) {
+/// Answer `r` with error `errno`: a structured error chunk for the
+/// commands whose replies the client reads as chunks (reads and block
+/// status, once structured replies were negotiated), a simple reply
+/// otherwise.
+pub(crate) fn error_reply(c: &mut Conn, r: &Request, errno: u32) {
     c.stats.errors += 1;
-    if c.structured && r.kind == cmd::READ {
+    if c.structured && matches!(r.kind, cmd::READ | cmd::BLOCK_STATUS) {
         let mut h = [0u8; proto::STRUCTURED_HEADER_LEN + 6];
         h[..proto::STRUCTURED_HEADER_LEN].copy_from_slice(&proto::structured_header(
             chunk::DONE,

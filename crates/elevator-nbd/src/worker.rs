@@ -205,7 +205,7 @@ impl Worker {
             if self.hub.stopping() && !self.shared.stopping {
                 self.begin_stop();
             }
-            self.adopt()?;
+            self.adopt();
             if accept {
                 for ev in &events {
                     let t = ev.data.u64();
@@ -214,7 +214,7 @@ impl Worker {
                     }
                 }
             }
-            self.expire()?;
+            self.expire();
             if self.service()? && !self.shared.cfg.poll_spin.is_zero() {
                 self.busy_until = Some(Instant::now() + self.shared.cfg.poll_spin);
             }
@@ -299,7 +299,7 @@ impl Worker {
     }
 
     /// Take the connections handed over to this worker.
-    fn adopt(&mut self) -> Result<(), ServerError> {
+    fn adopt(&mut self) {
         self.hub.adopt(self.id, &mut self.adopted);
         while let Some(c) = self.adopted.pop() {
             let mut c = c.attach();
@@ -310,7 +310,6 @@ impl Worker {
             // One that cannot be watched has ended; the others go on.
             let _ = self.insert(c);
         }
-        Ok(())
     }
 
     /// Hand each connection that has just chosen its export to the worker
@@ -546,7 +545,7 @@ impl Worker {
     }
 
     /// Fail connections in the handshake too long, and idle ones.
-    fn expire(&mut self) -> Result<(), ServerError> {
+    fn expire(&mut self) {
         let limit = self.shared.cfg.handshake_timeout;
         let idle = self.shared.cfg.idle_timeout;
         for c in self.conns.iter_mut().flatten() {
@@ -573,7 +572,6 @@ impl Worker {
                 ));
             }
         }
-        Ok(())
     }
 
     fn begin_stop(&mut self) {

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{
-    Json, JsonExt, TestServer, assert_same_file, run, run_ok, temp_dir, temp_dir_in, wait_for,
-    write_image,
+    Json, JsonExt, TestServer, assert_same_file, run, run_fio, run_ok, temp_dir, temp_dir_in,
+    wait_for, write_image,
 };
 
 const MIB: u64 = 1 << 20;
@@ -332,25 +332,9 @@ fn fio_job(uri: &str, rw: &str, extra: &[&str], dir: &Path) -> Json {
         .arg(format!("--rw={rw}"))
         .args(extra);
     let what = format!("{cmd:?}");
-    let out = run(&mut cmd);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{stderr}\n{stdout}",
-        out.status
-    );
-    // fio prints "fio: connected to NBD server" before the JSON.
-    let json = &stdout[stdout
-        .find('{')
-        .unwrap_or_else(|| panic!("no JSON from fio:\n{stdout}"))..];
-    let j = serde_json::from_str::<Json>(json).unwrap_or_else(|e| panic!("fio JSON: {e}:\n{json}"));
+    let j = run_fio(&mut cmd);
     for job in j.at("jobs").arr() {
-        assert_eq!(
-            job.at("error").num(),
-            0.0,
-            "{what}: fio reported an error:\n{stderr}"
-        );
+        assert_eq!(job.at("error").num(), 0.0, "{what}: fio reported an error");
     }
     j
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    Json, JsonExt, TestServer, assert_same_file, run, run_ok, temp_dir, temp_dir_in, wait_for,
+    JsonExt, TestServer, assert_same_file, run_fio, run_ok, temp_dir, temp_dir_in, wait_for,
     write_image,
 };
 
@@ -124,28 +124,12 @@ fn fio_four_jobs_verify(uri: &str) -> u64 {
         ])
         .arg(format!("--uri={uri}"));
     let what = format!("{cmd:?}");
-    let out = run(&mut cmd);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{stderr}\n{stdout}",
-        out.status
-    );
-    // fio prints "fio: connected to NBD server" lines before the JSON.
-    let json = &stdout[stdout
-        .find('{')
-        .unwrap_or_else(|| panic!("no JSON from fio:\n{stdout}"))..];
-    let j = serde_json::from_str::<Json>(json).unwrap_or_else(|e| panic!("fio JSON: {e}:\n{json}"));
+    let j = run_fio(&mut cmd);
     let jobs = j.at("jobs").arr();
     assert_eq!(jobs.len(), 4, "{what}: one report per job");
     let mut written = 0;
     for job in jobs {
-        assert_eq!(
-            job.at("error").num(),
-            0.0,
-            "{what}: a job failed:\n{stderr}"
-        );
+        assert_eq!(job.at("error").num(), 0.0, "{what}: a job failed");
         let bytes = job.at("write").at("io_bytes").num() as u64;
         assert_eq!(bytes, 16 * MIB, "{what}: a job wrote its whole range");
         // The verify pass read it all back.

@@ -328,6 +328,17 @@ pub fn run_ok(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Run fio (`--output-format=json`), check it succeeded, and return its
+/// report (what fio prints before the JSON, such as its nbd engine's
+/// "connected" lines, is skipped).
+pub fn run_fio(cmd: &mut Command) -> Json {
+    let stdout = run_ok(cmd);
+    let json = &stdout[stdout
+        .find('{')
+        .unwrap_or_else(|| panic!("no JSON from fio:\n{stdout}"))..];
+    serde_json::from_str::<Json>(json).unwrap_or_else(|e| panic!("fio JSON: {e}:\n{json}"))
+}
+
 // ---------------------------------------------------------------------------
 // Data.
 

@@ -2,7 +2,9 @@
 //! counts, bytes and latencies; and the queue's and device's own figures.
 //! Reports (fio-like text, fio JSON, comparison tables) are made from this.
 
-use elevator_core::{DeviceStats, Histogram, Nanos, QueueStats};
+use elevator_core::{DeviceStats, Histogram, Nanos, Op, QueueStats};
+
+use crate::job::JobSpec;
 
 /// Count, min, max, mean and standard deviation of a series (defined in
 /// elevator-core, where [`Histogram`] keeps one too).
@@ -38,6 +40,100 @@ impl DirStats {
     }
 }
 
+/// One completed I/O, as the figures see it.
+#[derive(Clone, Copy, Debug)]
+pub struct IoDone {
+    /// Operation (read, write, discard).
+    pub op: Op,
+    /// Bytes it moved.
+    pub bytes: u64,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Its byte offset on the device.
+    pub offset: u64,
+    /// When the job wanted it issued.
+    pub issued: Nanos,
+    /// When the queue took it.
+    pub submitted: Nanos,
+    /// When it completed.
+    pub now: Nanos,
+}
+
+/// What fio reports per job beyond the per-direction figures: syncs,
+/// I/O depths, logs.
+#[derive(Clone, Debug, Default)]
+pub struct JobExtra {
+    /// Cache flushes (`fsync`, `fdatasync`, `end_fsync`): their latencies.
+    pub sync: Summary,
+}
+
+/// A job clone's figures while it runs: the hooks a worker calls as it
+/// issues and completes I/O, and what they gather.
+#[derive(Clone, Debug, Default)]
+pub struct JobStats {
+    /// Reads, writes, trims.
+    pub dirs: [DirStats; 3],
+    /// Syncs, depths, logs.
+    pub extra: JobExtra,
+}
+
+impl JobStats {
+    /// Figures for a clone of `job` (which logs, percentiles...).
+    pub fn new(job: &JobSpec) -> JobStats {
+        let _ = job;
+        JobStats::default()
+    }
+
+    /// Figures start at `now`: the job starts, or its `ramp_time` ends
+    /// (what was gathered before is dropped).
+    pub fn start(&mut self, now: Nanos) {
+        let _ = now;
+    }
+
+    /// One submission: `ios` I/Os went to the queue together, leaving
+    /// `in_flight` of the job's I/Os in flight.
+    #[inline]
+    pub fn submitted(&mut self, ios: u32, in_flight: u32) {
+        let _ = (ios, in_flight);
+    }
+
+    /// One I/O completed.
+    #[inline]
+    pub fn completed(&mut self, io: &IoDone) {
+        let d = &mut self.dirs[match io.op {
+            Op::Read => READ,
+            Op::Discard => TRIM,
+            _ => WRITE,
+        }];
+        d.ios += 1;
+        d.bytes += io.bytes;
+        if !io.ok {
+            d.errors += 1;
+        }
+        d.clat.record(io.now - io.submitted);
+        d.slat.record(io.submitted - io.issued);
+        d.lat.record(io.now - io.issued);
+    }
+
+    /// The job took `ios` completions together.
+    #[inline]
+    pub fn reaped(&mut self, ios: u32) {
+        let _ = ios;
+    }
+
+    /// A cache flush the job asked for (wanted at `issued`) completed at
+    /// `now`.
+    pub fn synced(&mut self, issued: Nanos, now: Nanos, ok: bool) {
+        let _ = ok;
+        self.extra.sync.record(now - issued);
+    }
+
+    /// The job ended at `now`.
+    pub fn finish(&mut self, now: Nanos) {
+        let _ = now;
+    }
+}
+
 /// Index of reads, writes and trims in [`JobResult::dirs`].
 pub const READ: usize = 0;
 /// See [`READ`].
@@ -64,6 +160,8 @@ pub struct JobResult {
     pub end: Nanos,
     /// Reads, writes, trims.
     pub dirs: [DirStats; 3],
+    /// Syncs, depths, logs.
+    pub extra: JobExtra,
 }
 
 impl JobResult {

@@ -54,7 +54,7 @@ fn defaults_are_fios() {
     let j = job("");
     assert_eq!(j, JobSpec::new("j", 1));
     assert_eq!(j.rw, RwMode::Read);
-    assert_eq!(j.bs, [4096, 4096]);
+    assert_eq!(j.bs, [4096; 3]);
     assert!(j.options.is_empty());
 }
 
@@ -113,14 +113,14 @@ fn rwmixread_and_rwmixwrite() {
 #[test]
 fn block_sizes() {
     for (text, bs) in [
-        ("bs=4k", [4096, 4096]),
-        ("blocksize=64KiB", [64 * KIB; 2]),
-        ("bs=512", [512, 512]),
-        ("bs=8k,64k", [8 * KIB, 64 * KIB]),
-        ("bs=8k , 64k", [8 * KIB, 64 * KIB]),
-        ("bs=,8k", [4096, 8 * KIB]),
-        ("bs=16k,", [16 * KIB, 4096]),
-        ("bs=1m\nbs=,8k", [MIB, 8 * KIB]),
+        ("bs=4k", [4096; 3]),
+        ("blocksize=64KiB", [64 * KIB; 3]),
+        ("bs=512", [512; 3]),
+        ("bs=8k,64k", [8 * KIB, 64 * KIB, 64 * KIB]),
+        ("bs=8k , 64k", [8 * KIB, 64 * KIB, 64 * KIB]),
+        ("bs=,8k", [4096, 8 * KIB, 8 * KIB]),
+        ("bs=16k,", [16 * KIB, 4096, 4096]),
+        ("bs=1m\nbs=,8k", [MIB, 8 * KIB, 8 * KIB]),
     ] {
         assert_eq!(job(text).bs, bs, "{text}");
     }
@@ -482,12 +482,12 @@ fn global_options_reach_later_jobs_only() {
     let [early, middle, late] = &file.jobs[..] else {
         panic!("three jobs")
     };
-    assert_eq!((early.bs, early.iodepth, early.line), ([4096; 2], 1, 1));
+    assert_eq!((early.bs, early.iodepth, early.line), ([4096; 3], 1, 1));
     assert_eq!(
         (middle.bs, middle.iodepth, middle.line),
-        ([8 * KIB; 2], 2, 5)
+        ([8 * KIB; 3], 2, 5)
     );
-    assert_eq!((late.bs, late.iodepth, late.line), ([16 * KIB; 2], 4, 9));
+    assert_eq!((late.bs, late.iodepth, late.line), ([16 * KIB; 3], 4, 9));
     // Each job records only its own options; the globals go to the file.
     assert!(early.options.is_empty() && late.options.is_empty());
     assert_eq!(middle.options, [("iodepth".to_string(), "2".to_string())]);
@@ -503,7 +503,7 @@ fn global_options_reach_later_jobs_only() {
 fn job_overrides_global_and_repeated_options_take_the_last() {
     let file = parse("[global]\nrw=randread\nbs=4k\nbs=8k\n[a]\nrw=write\nrw=randwrite\n[b]\n");
     assert_eq!(file.jobs[0].rw, RwMode::RandWrite);
-    assert_eq!(file.jobs[0].bs, [8 * KIB; 2]);
+    assert_eq!(file.jobs[0].bs, [8 * KIB; 3]);
     assert_eq!(file.jobs[1].rw, RwMode::RandRead);
     assert_eq!(file.jobs[0].options.len(), 2);
 }
@@ -534,7 +534,7 @@ fn comments_blank_lines_and_whitespace() {
     assert_eq!((j.name.as_str(), j.line), ("job one", 9));
     assert_eq!(
         (j.bs, j.iodepth, j.rw, j.size),
-        ([8 * KIB; 2], 16, RwMode::RandWrite, None)
+        ([8 * KIB; 3], 16, RwMode::RandWrite, None)
     );
     assert_eq!(file.global_options[0], ("bs".to_string(), "8k".to_string()));
 }
@@ -685,7 +685,7 @@ fn realistic_round_robin_writers() {
     expected.numjobs = 8;
     expected.ioengine = "libaio".into();
     expected.direct = true;
-    expected.bs = [4096; 2];
+    expected.bs = [4096; 3];
     expected.size = Some(Amount::Bytes(16 * MIB));
     expected.nrfiles = 4;
     expected.filesize = Some(16 * MIB);
@@ -717,7 +717,7 @@ fn fio_style_timed_random_reads() {
     assert_eq!(reads.options[0].0, "description");
     assert_eq!(
         (write.rw, write.bs, write.iodepth),
-        (RwMode::Write, [128 * KIB; 2], 8)
+        (RwMode::Write, [128 * KIB; 3], 8)
     );
     assert!(write.stonewall && write.time_based && write.group_reporting);
     assert_eq!(
@@ -757,7 +757,7 @@ fn fio_howto_style_job() {
     };
     assert_eq!(
         (mixed.rw, mixed.rwmixread, mixed.bs),
-        (RwMode::RandRw, 75, [4 * KIB, 16 * KIB])
+        (RwMode::RandRw, 75, [4 * KIB, 16 * KIB, 16 * KIB])
     );
     assert_eq!((mixed.thinktime, mixed.thinktime_blocks), (50_000, 8));
     assert_eq!(
@@ -768,7 +768,7 @@ fn fio_howto_style_job() {
     assert!(seq.new_group && !seq.stonewall && seq.time_based);
     assert_eq!(
         (seq.rw, seq.bs, seq.size),
-        (RwMode::Read, [MIB; 2], Some(Amount::Percent(50)))
+        (RwMode::Read, [MIB; 3], Some(Amount::Percent(50)))
     );
 }
 
@@ -776,7 +776,7 @@ fn fio_howto_style_job() {
 fn an_option_set_twice_in_one_section_is_a_warning_naming_both_lines() {
     let file = parse("[global]\nbs=4k\nblocksize=8k\n[j]\nrw=read\nsize=1m\nreadwrite=randwrite\n");
     assert_eq!(file.jobs[0].rw, RwMode::RandWrite, "the last value wins");
-    assert_eq!(file.jobs[0].bs, [8192; 2]);
+    assert_eq!(file.jobs[0].bs, [8192; 3]);
     assert_eq!(file.warnings.len(), 2, "{:?}", file.warnings);
     assert!(
         file.warnings[0].starts_with(

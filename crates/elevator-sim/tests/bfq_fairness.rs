@@ -14,7 +14,7 @@ const SECOND: u64 = 1_000_000_000;
 
 fn reader(name: &str, bs: u64) -> JobSpec {
     let mut j = timed(name, RwMode::Read, GIB, 1, 10 * SECOND);
-    j.bs = [bs, bs];
+    j.bs = [bs; 3];
     j
 }
 

@@ -11,7 +11,7 @@ use common::{file, sim, timed};
 
 fn reader(name: &str) -> JobSpec {
     let mut j = timed(name, RwMode::Read, 1 << 30, 1, 10_000_000_000);
-    j.bs = [64 << 10, 64 << 10];
+    j.bs = [64 << 10; 3];
     j
 }
 

@@ -15,7 +15,7 @@ fn readers(n: usize) -> JobFile {
     let jobs = (0..n)
         .map(|i| {
             let mut j = timed(&format!("r{i}"), RwMode::RandRead, 64 << 20, 64, 5_000_000);
-            j.bs = [4096, 4096];
+            j.bs = [4096; 3];
             j
         })
         .collect();

@@ -419,14 +419,15 @@ fn file_service(v: &str) -> Result<(FileService, u32), String> {
 }
 
 /// `bs=SIZE` (reads and writes), `bs=R,W`, `bs=,W` or `bs=R,` (one side).
-fn block_sizes(v: &str, bs: &mut [u64; 2]) -> Result<(), String> {
+fn block_sizes(v: &str, bs: &mut [u64; 3]) -> Result<(), String> {
     let parts: Vec<&str> = v.split(',').map(str::trim).collect();
     *bs = match parts.as_slice() {
-        [both] => [block_size(both)?; 2],
+        [all] => [block_size(all)?; 3],
         ["", ""] => return Err("needs at least one size: bs=READ,WRITE".into()),
         [read, write] => {
             let side = |s: &str, old: u64| if s.is_empty() { Ok(old) } else { block_size(s) };
-            [side(read, bs[0])?, side(write, bs[1])?]
+            let write = side(write, bs[1])?;
+            [side(read, bs[0])?, write, write]
         }
         _ => {
             return Err(format!(

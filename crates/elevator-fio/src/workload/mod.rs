@@ -4,9 +4,11 @@
 //! elevator-io drives the same workers on the real one.
 
 mod layout;
+mod pattern;
 mod worker;
 
 pub use layout::{Extent, Layout};
+pub use pattern::{NextIo, Pattern};
 pub use worker::{Pending, State, Worker};
 
 use elevator_core::Nanos;
@@ -85,7 +87,8 @@ pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
             ctx: w.ctx.0,
             start: w.start,
             end: w.end,
-            dirs: w.dirs,
+            dirs: w.stats.dirs,
+            extra: w.stats.extra,
         })
         .collect()
 }

@@ -1,0 +1,517 @@
+//! One fio job as data: [`JobSpec`] with every option elevator knows, its
+//! defaults (fio's), and the value types of options (distributions, rate
+//! processes, zone modes...). The parser fills it; workloads read it.
+
+use elevator_core::Nanos;
+
+/// fio's `rw`: the I/O pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwMode {
+    /// `read`: sequential reads.
+    Read,
+    /// `write`: sequential writes.
+    Write,
+    /// `randread`.
+    RandRead,
+    /// `randwrite`.
+    RandWrite,
+    /// `rw` / `readwrite`: sequential, mixed by `rwmixread`.
+    ReadWrite,
+    /// `randrw`: random, mixed by `rwmixread`.
+    RandRw,
+    /// `trim`: sequential discards.
+    Trim,
+    /// `randtrim`: random discards.
+    RandTrim,
+}
+
+impl RwMode {
+    /// Whether offsets are random.
+    pub fn random(self) -> bool {
+        matches!(
+            self,
+            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim
+        )
+    }
+
+    /// fio's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::ReadWrite => "rw",
+            RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+        }
+    }
+}
+
+/// fio's `file_service_type`: how a job with several files moves between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileService {
+    /// `roundrobin` (fio's default): the next file after every `count` I/Os.
+    RoundRobin,
+    /// `sequential`: finish one file before the next.
+    Sequential,
+    /// `random`: a random file every `count` I/Os.
+    Random,
+}
+
+/// An amount given either in bytes or as a percentage of what it applies to
+/// (fio accepts `size=50%`, `offset=10%`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Amount {
+    /// Bytes.
+    Bytes(u64),
+    /// Percent, 1..=100 (of the file or device).
+    Percent(u8),
+}
+
+/// One job section, with `[global]` inheritance and defaults applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    /// The section name.
+    pub name: String,
+    /// Line of the section header (1-based).
+    pub line: usize,
+    /// `rw` (default `read`).
+    pub rw: RwMode,
+    /// `rwmixread`: percent of reads in mixed modes (default 50; `rwmixwrite`
+    /// sets 100 minus it).
+    pub rwmixread: u8,
+    /// `bs` for reads, writes and trims, in bytes (default 4096; `bs=4k`
+    /// sets all three, `bs=4k,64k` reads and writes; see fio's HOWTO for
+    /// how fewer than three values fill the rest). `bsrange` and `bssplit`,
+    /// when set, take over from it for their directions.
+    pub bs: [u64; 3],
+    /// `size`: bytes of I/O per job (and the file size unless `filesize` is
+    /// set). `None`: the whole file or device.
+    pub size: Option<Amount>,
+    /// `offset`: where in each file I/O starts (default 0).
+    pub offset: Amount,
+    /// `iodepth` (default 1).
+    pub iodepth: u32,
+    /// `numjobs`: clones of this job, each its own process (default 1).
+    pub numjobs: u32,
+    /// `thinktime`: pause after an I/O completes before the next (µs unless
+    /// a unit is given; default 0), in nanoseconds.
+    pub thinktime: Nanos,
+    /// `thinktime_blocks`: I/Os issued between pauses (default 1).
+    pub thinktime_blocks: u32,
+    /// `runtime`: stop after this long (seconds unless a unit is given), in
+    /// nanoseconds.
+    pub runtime: Option<Nanos>,
+    /// `time_based`: run for `runtime` even when `size` is done, starting
+    /// over.
+    pub time_based: bool,
+    /// `direct` (default false). Direct I/O is synchronous in the block
+    /// layer's sense (bios carry SYNC) for reads and writes alike.
+    pub direct: bool,
+    /// `ioengine`: accepted and kept for reports; the simulation does not
+    /// need it.
+    pub ioengine: String,
+    /// `filename`: `None` means fio's default, a file per job clone
+    /// (`name.clone.file`).
+    pub filename: Option<String>,
+    /// `nrfiles` (default 1).
+    pub nrfiles: u32,
+    /// `filesize`: size of each file (default: `size / nrfiles`).
+    pub filesize: Option<u64>,
+    /// `file_service_type` (default round robin) and its `:count` (default 1).
+    pub file_service: (FileService, u32),
+    /// `randrepeat` (default true): the same random sequence on every run.
+    pub randrepeat: bool,
+    /// `randseed`: the seed (default: fio's fixed seed, so runs repeat).
+    pub randseed: Option<u64>,
+    /// `group_reporting`: report the job's group as one.
+    pub group_reporting: bool,
+    /// `stonewall` / `wait_for_previous`: start only when every earlier job
+    /// has finished; also starts a new reporting group.
+    pub stonewall: bool,
+    /// `new_group`: start a new reporting group.
+    pub new_group: bool,
+    /// `thread`: run clones as threads rather than processes. elevator
+    /// always runs a real device's clones on threads of its own process
+    /// (and a simulation's in one loop), so it is accepted and changes
+    /// nothing.
+    pub thread: bool,
+    /// `cpus_allowed`: the CPUs the job's threads may run on (sorted, no
+    /// repeats); `None` for any. The parser checks the list's form; the
+    /// runner checks that the CPUs exist.
+    pub cpus_allowed: Option<Vec<u32>>,
+    /// `bsrange` per direction: block sizes drawn between `min` and `max`
+    /// (multiples of the smaller of `min` and `blockalign`).
+    pub bsrange: Option<[(u64, u64); 3]>,
+    /// `bssplit` per direction: `(block size, percent)` pairs; the percents
+    /// of a direction sum to 100 (fio fills a missing share).
+    pub bssplit: Option<[Vec<(u64, u32)>; 3]>,
+    /// `blockalign` per direction: offsets are multiples of it (default:
+    /// the direction's minimum block size).
+    pub blockalign: Option<[u64; 3]>,
+    /// `bs_unaligned`: random block sizes need not be multiples of the
+    /// minimum.
+    pub bs_unaligned: bool,
+    /// `random_distribution` (default `random`, uniform).
+    pub random_distribution: Distribution,
+    /// `norandommap` clears it (default true): with the map, random I/O
+    /// touches every block once per pass before any twice.
+    pub randommap: bool,
+    /// `random_generator` (default tausworthe).
+    pub random_generator: RandomGenerator,
+    /// `allrandrepeat`: every random choice repeats, not only offsets.
+    pub allrandrepeat: bool,
+    /// `rw=...:N`: fio's offset modifier: for sequential modes, bytes to skip
+    /// after every I/O; for random modes, I/Os per new random offset
+    /// (`rw_sequencer` says what happens in between). 0: none.
+    pub rw_nr: u64,
+    /// `rw_sequencer` (default sequential).
+    pub rw_sequencer: RwSequencer,
+    /// `rate` per direction in bytes per second (0: no limit).
+    pub rate: [u64; 3],
+    /// `rate_iops` per direction (0: no limit).
+    pub rate_iops: [u64; 3],
+    /// `rate_min` per direction in bytes per second: the job fails if it
+    /// falls below this (0: no minimum).
+    pub rate_min: [u64; 3],
+    /// `rate_iops_min` per direction (0: no minimum).
+    pub rate_iops_min: [u64; 3],
+    /// `rate_process` (default linear).
+    pub rate_process: RateProcess,
+    /// `rate_cycle`: the window `rate_min` is checked over (default 1000 ms).
+    pub rate_cycle: Nanos,
+    /// `rate_ignore_thinktime`.
+    pub rate_ignore_thinktime: bool,
+    /// `ramp_time`: run this long before figures are recorded (the runtime
+    /// starts after it). 0: none.
+    pub ramp_time: Nanos,
+    /// `thinktime_spin`: of each think time, the part spent spinning on the
+    /// CPU (for the simulation, time like the rest).
+    pub thinktime_spin: Nanos,
+    /// `thinktime_blocks_type` (default complete).
+    pub thinktime_blocks_type: ThinkBlocks,
+    /// `thinktime_iotime`: think only after this much I/O time (0: after
+    /// every `thinktime_blocks`).
+    pub thinktime_iotime: Nanos,
+    /// `io_size` (alias `io_limit`): bytes of I/O to do, when it differs from
+    /// `size` (the region).
+    pub io_size: Option<Amount>,
+    /// `number_ios`: stop after this many I/Os (0: no limit).
+    pub number_ios: u64,
+    /// `loops`: run the job this many times (default 1).
+    pub loops: u32,
+    /// `startdelay`: wait before starting; a range `a-b` draws a delay in it.
+    pub startdelay: (Nanos, Nanos),
+    /// `offset_increment`: clone `n` starts at `offset + n × offset_increment`.
+    pub offset_increment: Option<Amount>,
+    /// `zonemode` (default none; `strided` with `zonesize`/`zonerange`/
+    /// `zoneskip`).
+    pub zonemode: ZoneMode,
+    /// `zonesize`: bytes to transfer in a zone before moving on.
+    pub zonesize: u64,
+    /// `zonerange`: size of a zone (default: `zonesize`).
+    pub zonerange: u64,
+    /// `zoneskip`: bytes skipped after each zone.
+    pub zoneskip: u64,
+    /// `fsync`: a cache flush after every N writes (0: never).
+    pub fsync: u32,
+    /// `fdatasync`: as `fsync`; elevator's flush does both.
+    pub fdatasync: u32,
+    /// `end_fsync`: flush when the job's writes are done.
+    pub end_fsync: bool,
+    /// `fsync_on_close`: flush when each file is closed (at the job's end).
+    pub fsync_on_close: bool,
+    /// `verify`: the checksum or pattern written blocks carry (fio's name,
+    /// checked by the parser); `None` for no verification.
+    pub verify: Option<String>,
+    /// `do_verify` (default true): read back and check after writing.
+    pub do_verify: bool,
+    /// `verify_only`: do not write; only read and check (data written by an
+    /// earlier run with the same options).
+    pub verify_only: bool,
+    /// `verify_backlog`: check after every N writes rather than at the end
+    /// (0: at the end).
+    pub verify_backlog: u64,
+    /// `verify_fatal`: stop the job at the first failure.
+    pub verify_fatal: bool,
+    /// `verify_pattern`: the bytes of `verify=pattern`.
+    pub verify_pattern: Option<Vec<u8>>,
+    /// `verify_interval`: bytes covered by each header (default: the block).
+    pub verify_interval: Option<u64>,
+    /// `write_lat_log`: file name prefix of the latency logs (`PREFIX_lat`,
+    /// `_clat`, `_slat`).
+    pub write_lat_log: Option<String>,
+    /// `write_bw_log`: file name prefix of the bandwidth log.
+    pub write_bw_log: Option<String>,
+    /// `write_iops_log`: file name prefix of the IOPS log.
+    pub write_iops_log: Option<String>,
+    /// `log_avg_msec`: average log entries over this many ms (0: one entry
+    /// per I/O).
+    pub log_avg_msec: u64,
+    /// `log_offset`: log entries carry the I/O's offset.
+    pub log_offset: bool,
+    /// `per_job_logs` (default true): each clone's own log file.
+    pub per_job_logs: bool,
+    /// `percentile_list`: the completion-latency percentiles reported
+    /// (default fio's 17), in the order given.
+    pub percentile_list: Option<Vec<f64>>,
+    /// `clat_percentiles` (default true).
+    pub clat_percentiles: bool,
+    /// `lat_percentiles` (default false).
+    pub lat_percentiles: bool,
+    /// `slat_percentiles` (default false).
+    pub slat_percentiles: bool,
+    /// `wait_for`: start only when the job of this name has finished.
+    pub wait_for: Option<String>,
+    /// `directory`: prefix of the job's file names.
+    pub directory: Option<String>,
+    /// `filename_format` (default `$jobname.$jobnum.$filenum`).
+    pub filename_format: Option<String>,
+    /// `unified_rw_reporting` (default none).
+    pub unified_rw_reporting: UnifiedRw,
+    /// `iodepth_batch_submit` (alias `iodepth_batch`): I/Os submitted at
+    /// once (default 1).
+    pub iodepth_batch_submit: u32,
+    /// `iodepth_batch_complete_min` (alias `iodepth_batch_complete`):
+    /// completions reaped at once at least (default 1).
+    pub iodepth_batch_complete_min: u32,
+    /// `iodepth_batch_complete_max` (default `iodepth`).
+    pub iodepth_batch_complete_max: u32,
+    /// `iodepth_low`: once the depth is reached, refill only when in-flight
+    /// I/Os fall to this (default `iodepth`).
+    pub iodepth_low: Option<u32>,
+    /// Options accepted that have no effect on elevator, each with why, in
+    /// the order set (`invalidate` when every I/O is direct, ...). Verbose
+    /// output and the JSON's `elevator.notes` list them.
+    pub notes: Vec<(String, String)>,
+    /// The job section's own options as written, for fio's "job options" in
+    /// JSON: `(name, value)` in the order they were set (inherited ones are
+    /// in [`JobFile::global_options`]; when a name repeats, the last wins).
+    pub options: Vec<(String, String)>,
+    /// Where each option that applies to this job was set: `(name, line)`,
+    /// `[global]` ones first, in file order. [`JobSpec::line_of`] reads it.
+    pub option_lines: Vec<(String, usize)>,
+}
+
+impl JobSpec {
+    /// A job named `name` with fio's defaults.
+    pub fn new(name: &str, line: usize) -> JobSpec {
+        JobSpec {
+            name: name.to_string(),
+            line,
+            rw: RwMode::Read,
+            rwmixread: 50,
+            bs: [4096; 3],
+            size: None,
+            offset: Amount::Bytes(0),
+            iodepth: 1,
+            numjobs: 1,
+            thinktime: 0,
+            thinktime_blocks: 1,
+            runtime: None,
+            time_based: false,
+            direct: false,
+            ioengine: "psync".to_string(),
+            filename: None,
+            nrfiles: 1,
+            filesize: None,
+            file_service: (FileService::RoundRobin, 1),
+            randrepeat: true,
+            randseed: None,
+            group_reporting: false,
+            stonewall: false,
+            new_group: false,
+            thread: false,
+            cpus_allowed: None,
+            bsrange: None,
+            bssplit: None,
+            blockalign: None,
+            bs_unaligned: false,
+            random_distribution: Distribution::Random,
+            randommap: true,
+            random_generator: RandomGenerator::Tausworthe,
+            allrandrepeat: false,
+            rw_nr: 0,
+            rw_sequencer: RwSequencer::Sequential,
+            rate: [0; 3],
+            rate_iops: [0; 3],
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
+            rate_process: RateProcess::Linear,
+            rate_cycle: 1_000_000_000,
+            rate_ignore_thinktime: false,
+            ramp_time: 0,
+            thinktime_spin: 0,
+            thinktime_blocks_type: ThinkBlocks::Complete,
+            thinktime_iotime: 0,
+            io_size: None,
+            number_ios: 0,
+            loops: 1,
+            startdelay: (0, 0),
+            offset_increment: None,
+            zonemode: ZoneMode::None,
+            zonesize: 0,
+            zonerange: 0,
+            zoneskip: 0,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            fsync_on_close: false,
+            verify: None,
+            do_verify: true,
+            verify_only: false,
+            verify_backlog: 0,
+            verify_fatal: false,
+            verify_pattern: None,
+            verify_interval: None,
+            write_lat_log: None,
+            write_bw_log: None,
+            write_iops_log: None,
+            log_avg_msec: 0,
+            log_offset: false,
+            per_job_logs: true,
+            percentile_list: None,
+            clat_percentiles: true,
+            lat_percentiles: false,
+            slat_percentiles: false,
+            wait_for: None,
+            directory: None,
+            filename_format: None,
+            unified_rw_reporting: UnifiedRw::None,
+            iodepth_batch_submit: 1,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
+            iodepth_low: None,
+            notes: Vec::new(),
+            options: Vec::new(),
+            option_lines: Vec::new(),
+        }
+    }
+
+    /// The largest block size any of its I/Os can have (`bs`, `bsrange`,
+    /// `bssplit`), for buffers and layouts.
+    pub fn max_bs(&self) -> u64 {
+        let mut max = self.bs.iter().copied().max().unwrap_or(0);
+        if let Some(r) = &self.bsrange {
+            max = r.iter().map(|&(_, hi)| hi).fold(max, u64::max);
+        }
+        if let Some(s) = &self.bssplit {
+            max = s.iter().flatten().map(|&(b, _)| b).fold(max, u64::max);
+        }
+        max
+    }
+
+    /// The smallest block size any of its I/Os can have.
+    pub fn min_bs(&self) -> u64 {
+        let mut min = self.bs.iter().copied().min().unwrap_or(0);
+        if let Some(r) = &self.bsrange {
+            min = r.iter().map(|&(lo, _)| lo).fold(min, u64::min);
+        }
+        if let Some(s) = &self.bssplit {
+            min = s.iter().flatten().map(|&(b, _)| b).fold(min, u64::min);
+        }
+        min
+    }
+
+    /// The line that last set any of `names` for this job (in its section
+    /// or an earlier `[global]`), or the section's header line when none
+    /// was set: errors about an option point at the line that gave it.
+    pub fn line_of(&self, names: &[&str]) -> usize {
+        self.option_lines
+            .iter()
+            .rev()
+            .find(|(n, _)| names.contains(&n.as_str()))
+            .map_or(self.line, |&(_, line)| line)
+    }
+}
+
+/// fio's `random_distribution`: how random offsets are spread over a file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Distribution {
+    /// `random`: uniform (fio's default).
+    Random,
+    /// `zipf:THETA`.
+    Zipf(f64),
+    /// `pareto:H`.
+    Pareto(f64),
+    /// `normal:DEV`: Gaussian with this deviation in percent of the file.
+    Normal(f64),
+    /// `zoned:...` (percent of accesses to percent of the file) or
+    /// `zoned_abs:...` (to absolute sizes), per direction.
+    Zoned {
+        /// Per direction (read, write, trim): the zones in order.
+        dirs: [Vec<Zone>; 3],
+        /// `zoned_abs`: zone sizes in bytes rather than percent.
+        absolute: bool,
+    },
+}
+
+/// One zone of a zoned distribution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Zone {
+    /// Percent of the accesses that go to this zone.
+    pub access: f64,
+    /// Its size: percent of the file, or bytes for `zoned_abs`.
+    pub size: f64,
+}
+
+/// fio's `random_generator`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RandomGenerator {
+    /// `tausworthe` (default).
+    Tausworthe,
+    /// `lfsr`: a full-period sequence, every block once per pass without a
+    /// map.
+    Lfsr,
+    /// `tausworthe64`.
+    Tausworthe64,
+}
+
+/// fio's `rw_sequencer`: what the I/Os between new offsets of `rw=...:N` do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwSequencer {
+    /// `sequential`: follow on from the last offset.
+    Sequential,
+    /// `identical`: repeat the same offset.
+    Identical,
+}
+
+/// fio's `rate_process`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateProcess {
+    /// `linear`: evenly spaced I/Os.
+    Linear,
+    /// `poisson`: exponentially distributed gaps with the same mean.
+    Poisson,
+}
+
+/// fio's `thinktime_blocks_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThinkBlocks {
+    /// `complete`: think after `thinktime_blocks` I/Os completed (default).
+    Complete,
+    /// `issue`: think after `thinktime_blocks` I/Os issued.
+    Issue,
+}
+
+/// fio's `zonemode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZoneMode {
+    /// No zones (default), unless `zonesize` is set, which implies strided.
+    None,
+    /// `strided`: `zonesize` bytes in each `zonerange`, then skip `zoneskip`.
+    Strided,
+}
+
+/// fio's `unified_rw_reporting`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnifiedRw {
+    /// `none` / `0`: per direction (default).
+    None,
+    /// `mixed` / `1`: one `mixed` set of figures.
+    Mixed,
+    /// `both` / `2`: per direction and mixed.
+    Both,
+}

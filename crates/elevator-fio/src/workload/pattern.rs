@@ -111,7 +111,7 @@ impl Pattern {
 
     /// The next I/O.
     #[inline]
-    pub fn next(&mut self) -> NextIo {
+    pub fn choose(&mut self) -> NextIo {
         let op = match self.rw {
             RwMode::Read | RwMode::RandRead => Op::Read,
             RwMode::Write | RwMode::RandWrite => Op::Write,

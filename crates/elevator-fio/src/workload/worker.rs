@@ -160,7 +160,7 @@ impl Worker {
         if let Some(p) = self.pending.take() {
             return p;
         }
-        let io = self.pattern.next();
+        let io = self.pattern.choose();
         Pending {
             op: io.op,
             sector: io.sector,

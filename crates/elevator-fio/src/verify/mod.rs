@@ -1,0 +1,271 @@
+//! fio's `verify`: blocks that describe themselves, so that a later read can
+//! tell whether it got what was written there.
+//!
+//! [`fill`] prepares a write buffer for a device offset and a generation (a
+//! counter the engine bumps each time it rewrites a region); [`check`] looks
+//! at a read buffer and says precisely what is wrong with it, as a
+//! [`VerifyError`]. What goes in the buffer is chosen by a [`VerifySpec`]:
+//! the [`VerifyKind`] (fio's `verify=`), the `verify_pattern` bytes, a seed
+//! and fio's `verify_interval`.
+//!
+//! # Block format
+//!
+//! This is elevator's own format, **not fio's on-disk format**: data written
+//! by fio with `verify=` cannot be checked by elevator, nor the reverse.
+//!
+//! A buffer is cut into intervals (`verify_interval`, by default the whole
+//! buffer); each interval is a multiple of 512 bytes and starts with an
+//! 80-byte header ([`HEADER_LEN`]), all integers little-endian:
+//!
+//! | bytes   | field                                                      |
+//! |---------|------------------------------------------------------------|
+//! | 0..8    | magic, [`MAGIC`] (`"ELVVRFY1"`; the `1` is the version)    |
+//! | 8       | kind: 1 crc32c, 2 md5, 3 sha256, 4 xxhash, 5 pattern, 6 meta |
+//! | 9..12   | reserved, zero                                             |
+//! | 12..16  | length of the interval in bytes (u32)                      |
+//! | 16..24  | device byte offset of the interval (u64)                   |
+//! | 24..32  | generation (u64)                                           |
+//! | 32..40  | seed (u64)                                                 |
+//! | 40..72  | digest, zero-padded: crc32c and xxhash 4 bytes (the u32, little-endian), md5 16, sha256 32; zero for pattern and meta |
+//! | 72..76  | reserved, zero                                             |
+//! | 76..80  | CRC-32C of bytes 0..76: the header's own checksum           |
+//!
+//! The payload (bytes 80 to the end of the interval) is, for `pattern`, the
+//! `verify_pattern` repeated from the start of the interval (byte `i` of the
+//! interval is `pattern[i % pattern.len()]`, the header then written over the
+//! first 80 bytes); for every other kind, pseudo-random bytes drawn from
+//! (seed, offset, generation), so that each write of each block differs.
+//!
+//! The digest of the digest kinds covers bytes 0..40 of the header (magic,
+//! kind, length, offset, generation, seed) followed by the payload. XXH32
+//! uses seed 0 (the job's seed is already in the hashed header).
+//!
+//! # Checks
+//!
+//! [`check`] looks at each interval in turn and reports the first fault, in
+//! this order: magic ([`VerifyError::BadMagic`]: never written, or written by
+//! something else), header checksum, kind, length, seed, offset
+//! ([`VerifyError::WrongOffset`]: a misdirected write), generation
+//! ([`VerifyError::WrongGeneration`]: stale data), then the payload: digest
+//! or pattern. `meta` checks the header only: its payload is not checked.
+//! Every error names the device offset and length of the failing interval.
+//!
+//! Neither [`fill`] nor [`check`] allocates.
+
+mod block;
+mod block64;
+mod crc32c;
+mod error;
+mod md5;
+mod sha256;
+mod xxhash;
+
+pub use block::{check, fill};
+pub use crc32c::{Crc32c, crc32c};
+pub use error::{Digest, SpecError, VerifyError};
+pub use md5::{Md5, md5};
+pub use sha256::{Sha256, sha256};
+pub use xxhash::{Xxh32, xxh32};
+
+use std::fmt;
+
+/// The first eight bytes of every interval elevator's verify writes.
+pub const MAGIC: [u8; 8] = *b"ELVVRFY1";
+/// Length of the header at the start of every interval.
+pub const HEADER_LEN: usize = 80;
+/// Buffers and intervals are multiples of this many bytes (and at least it).
+pub const BLOCK_ALIGN: usize = 512;
+/// fio's `verify=`: what makes a block self-describing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VerifyKind {
+    /// `crc32c` (also fio's `crc32c-intel`): CRC-32C of header and payload.
+    Crc32c,
+    /// `md5`: MD5 of header and payload.
+    Md5,
+    /// `sha256`: SHA-256 of header and payload.
+    Sha256,
+    /// `xxhash`: XXH32 of header and payload.
+    Xxhash,
+    /// `pattern`: the payload is `verify_pattern` repeated, compared byte by
+    /// byte.
+    Pattern,
+    /// `meta`: the header only (magic, offset, generation); the payload is
+    /// not checked.
+    Meta,
+}
+
+/// fio's `verify=` names elevator accepts, with what they mean (`None`: no
+/// verification).
+const NAMES: [(&str, Option<VerifyKind>); 9] = [
+    ("crc32c", Some(VerifyKind::Crc32c)),
+    ("crc32c-intel", Some(VerifyKind::Crc32c)),
+    ("md5", Some(VerifyKind::Md5)),
+    ("sha256", Some(VerifyKind::Sha256)),
+    ("xxhash", Some(VerifyKind::Xxhash)),
+    ("pattern", Some(VerifyKind::Pattern)),
+    ("meta", Some(VerifyKind::Meta)),
+    ("null", None),
+    ("0", None),
+];
+
+/// fio's `verify=` names elevator knows but does not implement.
+const NOT_IMPLEMENTED: [&str; 13] = [
+    "crc64",
+    "crc32",
+    "crc16",
+    "crc7",
+    "sha1",
+    "sha224",
+    "sha384",
+    "sha512",
+    "sha3-224",
+    "sha3-256",
+    "sha3-384",
+    "sha3-512",
+    "pattern_no_hdr",
+];
+
+impl VerifyKind {
+    /// The kind fio's `verify=name` asks for. `null` and `0` (no
+    /// verification) are refused here: use [`VerifyKind::parse_option`]
+    /// where they are allowed.
+    pub fn parse(name: &str) -> Result<VerifyKind, String> {
+        match VerifyKind::parse_option(name)? {
+            Some(kind) => Ok(kind),
+            None => Err(format!(
+                "verify={} turns verification off: it names no verify method",
+                name.trim()
+            )),
+        }
+    }
+
+    /// fio's `verify=name`: `Ok(None)` for `null` or `0` (no
+    /// verification). Names are matched ignoring ASCII case; fio's methods
+    /// elevator does not implement are refused by name.
+    pub fn parse_option(name: &str) -> Result<Option<VerifyKind>, String> {
+        let name = name.trim();
+        if let Some((_, kind)) = NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return Ok(*kind);
+        }
+        if NOT_IMPLEMENTED.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            return Err(format!(
+                "verify={name} is not implemented: elevator verifies with crc32c, md5, sha256, \
+                 xxhash, pattern or meta"
+            ));
+        }
+        Err(format!(
+            "verify={name}: unknown verify method; elevator accepts crc32c (or crc32c-intel), \
+             md5, sha256, xxhash, pattern, meta, or null/0 for none"
+        ))
+    }
+
+    /// fio's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyKind::Crc32c => "crc32c",
+            VerifyKind::Md5 => "md5",
+            VerifyKind::Sha256 => "sha256",
+            VerifyKind::Xxhash => "xxhash",
+            VerifyKind::Pattern => "pattern",
+            VerifyKind::Meta => "meta",
+        }
+    }
+
+    /// Bytes of digest stored in the header (0 for `pattern` and `meta`).
+    pub fn digest_len(self) -> usize {
+        match self {
+            VerifyKind::Crc32c | VerifyKind::Xxhash => 4,
+            VerifyKind::Md5 => 16,
+            VerifyKind::Sha256 => 32,
+            VerifyKind::Pattern | VerifyKind::Meta => 0,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            VerifyKind::Crc32c => 1,
+            VerifyKind::Md5 => 2,
+            VerifyKind::Sha256 => 3,
+            VerifyKind::Xxhash => 4,
+            VerifyKind::Pattern => 5,
+            VerifyKind::Meta => 6,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<VerifyKind> {
+        [
+            VerifyKind::Crc32c,
+            VerifyKind::Md5,
+            VerifyKind::Sha256,
+            VerifyKind::Xxhash,
+            VerifyKind::Pattern,
+            VerifyKind::Meta,
+        ]
+        .into_iter()
+        .find(|k| k.code() == code)
+    }
+}
+
+impl fmt::Display for VerifyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a job verifies: fio's `verify`, `verify_pattern` and
+/// `verify_interval`, and the seed its random payloads come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifySpec {
+    /// `verify=`.
+    pub kind: VerifyKind,
+    /// `verify_pattern` as bytes: required (non-empty) for
+    /// [`VerifyKind::Pattern`], ignored by the other kinds.
+    pub pattern: Option<Vec<u8>>,
+    /// Seed of the random payloads, also stored in every header: a block
+    /// written under another seed fails with [`VerifyError::WrongSeed`].
+    pub seed: u64,
+    /// `verify_interval`: bytes per header, a multiple of 512 dividing every
+    /// buffer; `None` for one header per buffer (fio's default: the block
+    /// size).
+    pub interval: Option<usize>,
+}
+
+impl VerifySpec {
+    /// A spec of `kind` with `seed`, no pattern and one header per buffer.
+    pub fn new(kind: VerifyKind, seed: u64) -> VerifySpec {
+        VerifySpec {
+            kind,
+            pattern: None,
+            seed,
+            interval: None,
+        }
+    }
+
+    /// The interval length used for a buffer of `len` bytes, or why this
+    /// spec cannot fill or check such a buffer. An engine can call it once
+    /// per block size when it sets a job up.
+    pub fn interval_len(&self, len: usize) -> Result<usize, SpecError> {
+        if len == 0 || !len.is_multiple_of(BLOCK_ALIGN) {
+            return Err(SpecError::BadLength { len });
+        }
+        if self.kind == VerifyKind::Pattern && self.pattern.as_ref().is_none_or(|p| p.is_empty()) {
+            return Err(SpecError::NoPattern);
+        }
+        let interval = match self.interval {
+            None => len,
+            Some(interval) => {
+                if interval == 0 || !interval.is_multiple_of(BLOCK_ALIGN) {
+                    return Err(SpecError::BadInterval { interval });
+                }
+                if !len.is_multiple_of(interval) {
+                    return Err(SpecError::IntervalDoesNotDivide { interval, len });
+                }
+                interval
+            }
+        };
+        if u32::try_from(interval).is_err() {
+            return Err(SpecError::TooLong { interval });
+        }
+        Ok(interval)
+    }
+}

@@ -47,3 +47,6 @@ pub fn skip(test: &str, why: &str) {
     }
     eprintln!("SKIPPED {test}: {why}");
 }
+
+/// fio and elevator side by side (fio_compat.rs).
+pub mod fio;

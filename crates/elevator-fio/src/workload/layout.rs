@@ -18,10 +18,10 @@
 //! Regions follow fio (measured with fio 3.33 on real files):
 //!
 //! - A created file's I/O region is `size / nrfiles` bytes (a percentage:
-//!   of the device) from its start offset, and the file is as long as start
-//!   + region (fio creates `offset + size` bytes). With `filesize`, the
-//!   file has that size and the region runs from the start offset to its
-//!   end.
+//!   of the device) from its start offset, and the file ends where the
+//!   region does (fio creates files of `offset` plus `size` bytes). With
+//!   `filesize`, the file has that size and the region runs from the start
+//!   offset to its end.
 //! - The start offset is `offset + clone × offset_increment`; a percentage
 //!   of either is of the file (of `filesize`, else of the region) and is
 //!   aligned down to the smallest block size. A file shared by clones is
@@ -232,12 +232,12 @@ impl Layout {
                 (end, end)
             }
         };
-        if start.saturating_add(block) > end {
+        if start.saturating_add(block) > end.min(dev) {
             return Err(err(
                 blame,
                 format!(
                     "job '{}': offset {start} leaves no room for a block of {block} bytes in its \
-                     files of {bytes} bytes (the device has {dev} bytes)",
+                     files of {region} bytes (the device has {dev} bytes)",
                     job.name
                 ),
             ));

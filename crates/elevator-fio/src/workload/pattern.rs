@@ -244,7 +244,7 @@ impl Pattern {
             BlockSize::Fixed(512),
         ];
         let sector = |option: &str, what: &str, b: u64| {
-            if b == 0 || b % 512 != 0 || b > u64::from(u32::MAX) / 512 * 512 {
+            if b == 0 || !b.is_multiple_of(512) || b > u64::from(u32::MAX) / 512 * 512 {
                 Err(err(
                     option,
                     format!(

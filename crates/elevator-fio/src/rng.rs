@@ -1,6 +1,12 @@
 //! A small, fast, seeded random number generator (xoshiro256**, seeded
 //! through SplitMix64): every random choice of a simulation comes from one of
 //! these, so a seed reproduces a run exactly.
+//!
+//! fio's `random_generator` names its own generators (`tausworthe`,
+//! `tausworthe64`, `lfsr`); elevator draws from this one for all of them
+//! (an `lfsr` job gets a full-period sequence of its own, see
+//! `workload::randommap`), so the offsets of a job are fio's in
+//! distribution, never the same numbers as fio's.
 
 /// xoshiro256** with SplitMix64 seeding.
 #[derive(Clone, Debug)]
@@ -44,6 +50,12 @@ impl Rng {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
+    /// A uniform value in `[0, 1)` with 53 random bits.
+    #[inline]
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
     /// True with probability `percent`/100.
     #[inline]
     pub fn percent(&mut self, percent: u8) -> bool {
@@ -69,5 +81,9 @@ mod tests {
             "{counts:?}"
         );
         assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
+        let u: Vec<f64> = (0..1000).map(|_| a.unit()).collect();
+        assert!(u.iter().all(|&x| (0.0..1.0).contains(&x)));
+        let mean = u.iter().sum::<f64>() / 1000.0;
+        assert!((0.45..0.55).contains(&mean), "{mean}");
     }
 }

@@ -3,34 +3,55 @@
 //! Like a fresh file system that allocates files one after another: every
 //! file is one contiguous extent, aligned to 1 MiB, placed in the order jobs
 //! and their clones appear, from the start of the device (job 1's clone 0's
-//! files, then its clone 1's, then job 2's...). Jobs that name the same
-//! `filename` share one file, laid out where it first appears. A `filename`
-//! under `/dev/` is the raw device: one extent from its start, `size` long
-//! (all of it without `size`), as fio does I/O on a device.
+//! files, then its clone 1's, then job 2's...).
 //!
-//! File sizes follow fio: `filesize` if given, else `size / nrfiles`; a job
-//! with neither `size` nor `filesize` needs a device filename.
+//! Files have names, as fio gives them: `filename` when set (one file,
+//! whatever `nrfiles`), else `filename_format` (default
+//! `$jobname.$jobnum.$filenum`: `$jobnum` is the clone's number within its
+//! job, `$filenum` the file's; `$clientuid` is empty, as in fio outside
+//! client/server mode), under `directory` unless the name is absolute.
+//! Files with the same name are one file, laid out where it first appears
+//! (so `filename=shared`, or a format without `$jobnum`, shares it between
+//! clones and jobs). A name under `/dev/` is the raw device: one extent from
+//! its start, as fio does I/O on a device.
 //!
-//! `offset` is where the job's I/O starts in each file (a percentage is of
-//! the file), or on a raw device, where its `size` bytes start (a percentage
-//! is of the device). An offset that leaves no room for one block, or an
-//! offset + size past the device's end, is an error naming the option's
-//! line and the device's size: nothing is clamped.
+//! Regions follow fio (measured with fio 3.33 on real files):
+//!
+//! - A created file's I/O region is `size / nrfiles` bytes (a percentage:
+//!   of the device) from its start offset, and the file ends where the
+//!   region does (fio creates files of `offset` plus `size` bytes). With
+//!   `filesize`, the file has that size and the region runs from the start
+//!   offset to its end.
+//! - The start offset is `offset + clone × offset_increment`; a percentage
+//!   of either is of the file (of `filesize`, else of the region) and is
+//!   aligned down to the smallest block size. A file shared by clones is
+//!   as long as its furthest clone needs.
+//! - On a raw device, the region is `size` bytes from the start offset (all
+//!   the rest without `size`); percentages are of the device.
+//!
+//! A start that leaves no room for a block, or a file or region past the
+//! device's end, is an error naming the option (`offset`,
+//! `offset_increment`, `size`, `filesize`), its line and the device's size:
+//! nothing is clamped.
 
 use std::collections::BTreeMap;
 
 use crate::job::{Amount, JobError, JobSpec};
 
-/// One file: a contiguous run of bytes on the device.
+/// One file: a contiguous run of bytes on the device, and the region of it
+/// a job clone does I/O in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extent {
     /// First sector.
     pub sector: u64,
     /// Length in bytes (a multiple of 512).
     pub bytes: u64,
-    /// Where the job's I/O starts in it, in bytes (its `offset`, a multiple
-    /// of 512, at least one block before `bytes`).
+    /// Where the clone's I/O starts in it, in bytes (its `offset` and
+    /// `offset_increment`, a multiple of 512, at least one block before
+    /// `end`).
     pub start: u64,
+    /// Where the clone's I/O region ends, in bytes (at most `bytes`).
+    pub end: u64,
 }
 
 const ALIGN: u64 = 1 << 20;
@@ -53,31 +74,87 @@ impl Layout {
         }
     }
 
-    /// The files of one clone of `job` (from file `path`).
-    pub fn files_for(&mut self, job: &JobSpec, path: &str) -> Result<Vec<Extent>, JobError> {
+    /// The name of file `filenum` of clone `clone` of `job`.
+    pub fn file_name(job: &JobSpec, clone: u32, filenum: u32) -> String {
+        let name = match &job.filename {
+            Some(f) => f.clone(),
+            None => job
+                .filename_format
+                .as_deref()
+                .unwrap_or("$jobname.$jobnum.$filenum")
+                .replace("$jobname", &job.name)
+                .replace("$jobnum", &clone.to_string())
+                .replace("$filenum", &filenum.to_string())
+                .replace("$clientuid", ""),
+        };
+        match &job.directory {
+            Some(dir) if !name.starts_with('/') => {
+                format!("{}/{name}", dir.trim_end_matches('/'))
+            }
+            _ => name,
+        }
+    }
+
+    /// The files of clone `clone` of `job` (from file `path`).
+    pub fn files_for(
+        &mut self,
+        job: &JobSpec,
+        clone: u32,
+        path: &str,
+    ) -> Result<Vec<Extent>, JobError> {
         let err = |option: &str, message: String| JobError {
             file: path.to_string(),
             line: job.line_of(&[option]),
             option: Some(option.to_string()),
             message,
         };
-        let bs = job.bs[0].max(job.bs[1]);
-        let offset_of = |of: u64| match job.offset {
+        let block = job.min_bs().max(512);
+        let dev = self.device_bytes;
+        let amount = |a: Amount, of: u64| match a {
             Amount::Bytes(b) => b / 512 * 512,
-            Amount::Percent(p) => (u128::from(of) * u128::from(p) / 100) as u64 / 512 * 512,
+            Amount::Percent(p) => (u128::from(of) * u128::from(p) / 100) as u64 / block * block,
         };
-        if let Some(name) = &job.filename
-            && name.starts_with("/dev/")
-        {
-            // fio on a raw device: I/O within `size` bytes from `offset`,
-            // or from `offset` to the end.
-            let dev = self.device_bytes;
-            let start = offset_of(dev);
-            if start.saturating_add(bs) > dev {
+        // The start offset in a file (or device) of `of` bytes, and the
+        // option to blame when it is too far.
+        let start_in = |of: u64| -> Result<(u64, &'static str), JobError> {
+            let base = amount(job.offset, of);
+            let Some(inc) = job.offset_increment.map(|a| amount(a, of)) else {
+                return Ok((base, "offset"));
+            };
+            u64::from(clone)
+                .checked_mul(inc)
+                .and_then(|i| base.checked_add(i))
+                .map(|s| {
+                    (
+                        s,
+                        if clone > 0 && inc > 0 {
+                            "offset_increment"
+                        } else {
+                            "offset"
+                        },
+                    )
+                })
+                .ok_or_else(|| {
+                    err(
+                        "offset_increment",
+                        format!(
+                            "job '{}': clone {clone} would start past 2^64 bytes \
+                             (offset {base} + {clone} × {inc})",
+                            job.name
+                        ),
+                    )
+                })
+        };
+        let first = Layout::file_name(job, clone, 0);
+        if first.starts_with("/dev/") {
+            // fio on a raw device: I/O within `size` bytes from the start,
+            // or from the start to the end.
+            let (start, blame) = start_in(dev)?;
+            if start.saturating_add(block) > dev {
                 return Err(err(
-                    "offset",
+                    blame,
                     format!(
-                        "job '{}': offset {start} leaves no room for a block of {bs} bytes \
+                        "job '{}': offset {start} leaves no room for a block of {block} bytes \
                          on the device ({dev} bytes)",
                         job.name
                     ),
@@ -86,30 +163,43 @@ impl Layout {
             let end = match job.size {
                 Some(Amount::Bytes(b)) => {
                     start.checked_add(b).filter(|&e| e <= dev).ok_or_else(|| {
+                        let base = amount(job.offset, dev);
+                        let fits_alone = base.checked_add(b).is_some_and(|e| e <= dev);
                         err(
-                            "size",
+                            if fits_alone { blame } else { "size" },
                             format!(
                                 "job '{}': offset {start} + size {b} runs past the end of the \
-                             device ({dev} bytes)",
+                                 device ({dev} bytes)",
                                 job.name
                             ),
                         )
                     })?
                 }
-                Some(Amount::Percent(p)) => (start + dev / 100 * u64::from(p)).min(dev),
+                Some(Amount::Percent(p)) => start.saturating_add(dev / 100 * u64::from(p)).min(dev),
                 None => dev,
             };
+            let end = end / 512 * 512;
             return Ok(vec![Extent {
                 sector: 0,
-                bytes: end / 512 * 512,
+                bytes: end,
                 start,
+                end,
             }]);
         }
-        let n = u64::from(job.nrfiles);
-        let file_bytes = match (job.filesize, job.size) {
+        let n = if job.filename.is_some() {
+            1
+        } else {
+            job.nrfiles.max(1)
+        };
+        let size_option = if job.filesize.is_some() {
+            "filesize"
+        } else {
+            "size"
+        };
+        let region = match (job.filesize, job.size) {
             (Some(f), _) => f,
-            (None, Some(Amount::Bytes(s))) => s / n,
-            (None, Some(Amount::Percent(p))) => self.device_bytes / 100 * u64::from(p) / n,
+            (None, Some(Amount::Bytes(s))) => s / u64::from(n),
+            (None, Some(Amount::Percent(p))) => dev / 100 * u64::from(p) / u64::from(n),
             (None, None) => {
                 return Err(err(
                     "size",
@@ -120,64 +210,92 @@ impl Layout {
                     ),
                 ));
             }
-        };
-        let file_bytes = file_bytes / 512 * 512;
-        if file_bytes < bs {
-            let option = if job.filesize.is_some() {
-                "filesize"
-            } else {
-                "size"
-            };
+        } / 512
+            * 512;
+        if region < block {
             return Err(err(
-                option,
-                format!("files of {file_bytes} bytes are smaller than one block of {bs} bytes"),
+                size_option,
+                format!("files of {region} bytes are smaller than one block of {block} bytes"),
             ));
         }
-        let start = offset_of(file_bytes);
-        if start.saturating_add(bs) > file_bytes {
+        let (start, blame) = start_in(region)?;
+        // The file's length and the region's end.
+        let (bytes, end) = match job.filesize {
+            Some(_) => (region, region),
+            None => {
+                let end = start.checked_add(region).ok_or_else(|| {
+                    err(
+                        blame,
+                        format!("job '{}': offset {start} is past 2^64 bytes", job.name),
+                    )
+                })?;
+                (end, end)
+            }
+        };
+        if start.saturating_add(block) > end.min(dev) {
             return Err(err(
-                "offset",
+                blame,
                 format!(
-                    "job '{}': offset {start} leaves no room for a block of {bs} bytes in its \
-                     files of {file_bytes} bytes (the device has {} bytes)",
-                    job.name, self.device_bytes
+                    "job '{}': offset {start} leaves no room for a block of {block} bytes in its \
+                     files of {region} bytes (the device has {dev} bytes)",
+                    job.name
                 ),
             ));
         }
-        if let Some(name) = &job.filename
-            && let Some(&e) = self.shared.get(name)
-        {
-            return Ok(vec![Extent { start, ..e }]);
-        }
-        let mut files = Vec::with_capacity(job.nrfiles as usize);
-        for _ in 0..n {
-            let begin = self.next.div_ceil(ALIGN) * ALIGN;
-            let end = begin
-                .checked_add(file_bytes)
-                .filter(|&e| e <= self.device_bytes);
-            let Some(end) = end else {
-                return Err(err(
-                    if job.filesize.is_some() {
-                        "filesize"
-                    } else {
-                        "size"
-                    },
+        let mut files = Vec::with_capacity(n as usize);
+        for filenum in 0..n {
+            let name = Layout::file_name(job, clone, filenum);
+            let too_big = |at: u64| {
+                err(
+                    if start > 0 { blame } else { size_option },
                     format!(
-                        "job '{}': its files do not fit on the device ({} bytes); \
-                         laid out so far: {} bytes",
-                        job.name, self.device_bytes, self.next
+                        "job '{}': its file '{name}' of {bytes} bytes (offset {start} + region \
+                         {}) does not fit: the device has {dev} bytes, {at} laid out so far",
+                        job.name,
+                        end - start
                     ),
-                ));
+                )
             };
-            self.next = end;
-            files.push(Extent {
-                sector: begin / 512,
-                bytes: file_bytes,
-                start,
-            });
-        }
-        if let Some(name) = &job.filename {
-            self.shared.insert(name.clone(), files[0]);
+            let e = match self.shared.get(&name).copied() {
+                Some(e) if e.bytes >= bytes => e,
+                Some(e) => {
+                    // A shared file that must grow: only the last one laid
+                    // out can.
+                    let begin = e.sector * 512;
+                    if begin + e.bytes != self.next {
+                        return Err(err(
+                            blame,
+                            format!(
+                                "job '{}': file '{name}' was laid out with {} bytes by an \
+                                 earlier job; this clone needs {bytes} (other files follow it)",
+                                job.name, e.bytes
+                            ),
+                        ));
+                    }
+                    let stop = begin
+                        .checked_add(bytes)
+                        .filter(|&x| x <= dev)
+                        .ok_or_else(|| too_big(self.next))?;
+                    self.next = stop;
+                    Extent { bytes, ..e }
+                }
+                None => {
+                    let begin = self.next.div_ceil(ALIGN) * ALIGN;
+                    let stop = begin
+                        .checked_add(bytes)
+                        .filter(|&x| x <= dev)
+                        .ok_or_else(|| too_big(self.next))?;
+                    self.next = stop;
+                    Extent {
+                        sector: begin / 512,
+                        bytes,
+                        start: 0,
+                        end: bytes,
+                    }
+                }
+            };
+            self.shared.insert(name, e);
+            files.push(Extent { start, end, ..e });
         }
         Ok(files)
     }
@@ -193,42 +311,46 @@ mod tests {
         let mut j = JobSpec::new("a", 1);
         j.nrfiles = 2;
         j.size = Some(Amount::Bytes(3 << 20));
-        let f = l.files_for(&j, "x.fio").unwrap();
+        let f = l.files_for(&j, 0, "x.fio").unwrap();
         assert_eq!(
             f[0],
             Extent {
                 sector: 0,
                 bytes: 3 << 19,
                 start: 0,
+                end: 3 << 19,
             }
         );
         assert_eq!(f[1].sector, (2 << 20) / 512);
-        let again = l.files_for(&j, "x.fio").unwrap();
+        // Clone 1 has files of its own ("a.1.0", "a.1.1"); clone 0's again
+        // are the same files.
+        let again = l.files_for(&j, 1, "x.fio").unwrap();
         assert_eq!(again[0].sector, (4 << 20) / 512);
+        assert_eq!(l.files_for(&j, 0, "x.fio").unwrap(), f);
         j.filename = Some("/dev/sdb".into());
-        assert_eq!(l.files_for(&j, "x.fio").unwrap()[0].bytes, 3 << 20);
+        assert_eq!(l.files_for(&j, 0, "x.fio").unwrap()[0].bytes, 3 << 20);
         j.size = None;
-        assert_eq!(l.files_for(&j, "x.fio").unwrap()[0].bytes, 1 << 30);
+        assert_eq!(l.files_for(&j, 0, "x.fio").unwrap()[0].bytes, 1 << 30);
         j.size = Some(Amount::Bytes(3 << 20));
         j.filename = Some("shared".into());
         j.nrfiles = 1;
-        let s1 = l.files_for(&j, "x.fio").unwrap();
-        assert_eq!(l.files_for(&j, "x.fio").unwrap(), s1);
+        let s1 = l.files_for(&j, 0, "x.fio").unwrap();
+        assert_eq!(l.files_for(&j, 0, "x.fio").unwrap(), s1);
     }
 
     #[test]
     fn errors_name_the_job() {
         let mut l = Layout::new(10 << 20);
         let j = JobSpec::new("nosize", 3);
-        let e = l.files_for(&j, "x.fio").unwrap_err().to_string();
+        let e = l.files_for(&j, 0, "x.fio").unwrap_err().to_string();
         assert!(e.starts_with("x.fio:3: option 'size'"), "{e}");
         let mut big = JobSpec::new("big", 5);
         big.size = Some(Amount::Bytes(1 << 30));
         assert!(
-            l.files_for(&big, "x.fio")
+            l.files_for(&big, 0, "x.fio")
                 .unwrap_err()
                 .to_string()
-                .contains("do not fit")
+                .contains("does not fit")
         );
     }
 
@@ -237,7 +359,7 @@ mod tests {
         let file = crate::job::JobFile::parse("[global]\nbs=4k\n[j]\nrw=read\nsize=1k\n", "x.fio")
             .unwrap();
         let e = Layout::new(1 << 30)
-            .files_for(&file.jobs[0], "x.fio")
+            .files_for(&file.jobs[0], 0, "x.fio")
             .unwrap_err();
         assert_eq!((e.line, e.option.as_deref()), (5, Some("size")), "{e}");
     }
@@ -248,26 +370,28 @@ mod tests {
         let mut raw = JobSpec::new("raw", 1);
         raw.filename = Some("/dev/sdb".into());
         raw.offset = Amount::Bytes(2 << 40);
-        let e = Layout::new(tb).files_for(&raw, "x.fio").unwrap_err();
+        let e = Layout::new(tb).files_for(&raw, 0, "x.fio").unwrap_err();
         assert_eq!(e.option.as_deref(), Some("offset"), "{e}");
         assert!(e.message.contains("(1000204886016 bytes)"), "{e}");
         raw.offset = Amount::Bytes(tb - (1 << 20));
         raw.size = Some(Amount::Bytes(2 << 20));
-        let e = Layout::new(tb).files_for(&raw, "x.fio").unwrap_err();
+        let e = Layout::new(tb).files_for(&raw, 0, "x.fio").unwrap_err();
         assert_eq!(e.option.as_deref(), Some("size"), "{e}");
         assert!(e.message.contains("runs past the end"), "{e}");
         raw.size = Some(Amount::Bytes(1 << 20));
-        let f = Layout::new(tb).files_for(&raw, "x.fio").unwrap();
+        let f = Layout::new(tb).files_for(&raw, 0, "x.fio").unwrap();
         assert_eq!((f[0].start, f[0].bytes), (tb - (1 << 20), tb));
 
         let mut file = JobSpec::new("file", 1);
         file.size = Some(Amount::Bytes(16 << 20));
         file.offset = Amount::Bytes(2 << 40);
-        let e = Layout::new(64 << 20).files_for(&file, "x.fio").unwrap_err();
+        let e = Layout::new(64 << 20)
+            .files_for(&file, 0, "x.fio")
+            .unwrap_err();
         assert_eq!(e.option.as_deref(), Some("offset"), "{e}");
         assert!(e.message.contains("the device has 67108864 bytes"), "{e}");
         file.offset = Amount::Percent(50);
-        let f = Layout::new(64 << 20).files_for(&file, "x.fio").unwrap();
+        let f = Layout::new(64 << 20).files_for(&file, 0, "x.fio").unwrap();
         assert_eq!(f[0].start, 8 << 20);
     }
 }

@@ -3,9 +3,12 @@
 //! [`Layout`]. The simulation engine drives workers on a virtual clock;
 //! elevator-io drives the same workers on the real one.
 
+mod distribution;
 mod layout;
 mod pattern;
+mod randommap;
 mod worker;
+mod zones;
 
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};
@@ -36,7 +39,7 @@ pub fn workers(
             group += 1;
         }
         for clone in 0..job.numjobs {
-            let files = layout.files_for(job, &jobs.path)?;
+            let files = layout.files_for(job, clone, &jobs.path)?;
             let ctx = workers.len() as u32 + 1;
             let seed = mix(&[
                 seed,
@@ -44,7 +47,14 @@ pub fn workers(
                 j as u64,
                 u64::from(clone),
             ]);
-            workers.push(Worker::new(job, j, clone, group, phase, ctx, files, seed));
+            let worker =
+                Worker::new(job, j, clone, group, phase, ctx, files, seed).map_err(|e| {
+                    JobError {
+                        file: jobs.path.clone(),
+                        ..e
+                    }
+                })?;
+            workers.push(worker);
         }
     }
     Ok((workers, phase + 1))

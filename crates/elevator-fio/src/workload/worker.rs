@@ -94,15 +94,15 @@ impl Worker {
         ctx: u32,
         files: Vec<Extent>,
         seed: u64,
-    ) -> Worker {
-        Worker {
+    ) -> Result<Worker, crate::job::JobError> {
+        Ok(Worker {
             name: job.name.clone(),
             job_index,
             clone,
             group,
             phase,
             ctx: IoContext(ctx),
-            pattern: Pattern::new(job, files, clone, seed),
+            pattern: Pattern::new(job, files, clone, seed)?,
             iodepth: job.iodepth,
             think: job.thinktime,
             think_blocks: job.thinktime_blocks.max(1),
@@ -122,7 +122,7 @@ impl Worker {
             pending: None,
             blocked: false,
             stats: JobStats::new(job),
-        }
+        })
     }
 
     /// Whether it runs for its runtime whatever its size.

@@ -156,7 +156,10 @@ fn implemented(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<()
             }
         }
         "bs" => {
-            if v.contains(['-', ':']) {
+            let ranged = v
+                .split(',')
+                .any(|p| p.trim().get(1..).is_some_and(|t| t.contains(['-', ':'])));
+            if ranged {
                 return Err(format!(
                     "'{v}': a range of block sizes is bsrange's (write bsrange={v}); fio would \
                      read '-' or ':' in bs as a separator of the read and write sizes"

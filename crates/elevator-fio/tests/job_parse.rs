@@ -138,7 +138,7 @@ fn block_sizes() {
         ("blocksize=4x", "blocksize", "unknown size suffix"),
         ("bs=1.5k", "bs", "decimals"),
         ("bs=-4k", "bs", "negative"),
-        ("bs=0xfg", "bs", "unknown size suffix"),
+        ("bs=0xzz", "bs", "hexadecimal"),
         ("bs=4k-16k", "bs", "bsrange"),
         ("bs=4k:16k", "bs", "bsrange"),
     ]);

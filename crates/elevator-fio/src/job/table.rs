@@ -39,25 +39,71 @@ const PROCESS: &str = "elevator does not change process priorities, users, cgrou
 const OUTPUT: &str = "it changes fio's reporting in a way elevator does not reproduce (yet)";
 const DEFAULT_ONLY: &str = "only fio's default is supported";
 
-/// Shorthand for an engine option.
-const fn engine(reason: &'static str) -> Verdict {
-    R(reason)
+/// Shorthand for [`Verdict::DefaultOnly`].
+const fn d(default: &'static str, reason: &'static str) -> Verdict {
+    D { default, reason }
 }
 
 /// Every fio option name (canonical), with its verdict.
+/// Why an engine option is refused.
+const E_IO_URING_LIBAIO: &str =
+    "an io_uring/libaio option: elevator does not implement I/O priorities (yet)";
+/// Why an engine option is refused.
+const E_IO_URING: &str = "an io_uring option: elevator sets up its own io_uring";
+/// Why an engine option is refused.
+const E_IO_URING_CMD: &str = "an io_uring_cmd option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_IO_URING_HIPRI: &str =
+    "an io_uring option: elevator sets up its own io_uring (see its --poll-us)";
+/// Why an engine option is refused.
+const E_LIBAIO: &str = "a libaio option: elevator runs every engine through its own queue";
+/// Why an engine option is refused.
+const E_PVSYNC2: &str = "a pvsync2 option: elevator runs every engine through its own queue";
+/// Why an engine option is refused.
+const E_IO_URING_LIBAIO_PVSYNC2: &str =
+    "an io_uring/libaio/pvsync2 option: elevator runs every engine through its own queue";
+/// Why an engine option is refused.
+const E_CPUIO: &str = "a cpuio option: elevator does not run the cpuio engine";
+/// Why an engine option is refused.
+const E_LIBHDFS: &str = "a libhdfs option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_NET: &str = "a network engine option: elevator does not run network engines";
+/// Why an engine option is refused.
+const E_LIBRPMA: &str = "a librpma option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_E4DEFRAG: &str = "an e4defrag option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_CEPH: &str = "a Ceph option: elevator does not run the rbd/rados engines";
+/// Why an engine option is refused.
+const E_DAOS: &str = "a DAOS option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_MTD: &str = "an mtd option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_RDMA: &str = "an rdma option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_FILESTAT: &str = "a filestat option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_SG: &str = "an sg option: elevator runs every engine through its own queue";
+/// Why an engine option is refused.
+const E_HTTP: &str = "an http option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_NBD: &str = "an nbd-engine option: elevator is the NBD side (`elevator serve`)";
+/// Why an engine option is refused.
+const E_LIBCUFILE: &str = "a libcufile option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_NFS: &str = "an nfs option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_EXEC: &str = "an exec option: elevator does not run that engine";
+/// Why an engine option is refused.
+const E_XNVME: &str = "an xnvme option: elevator does not run that engine";
+
 pub(super) const TABLE: &[(&str, Verdict)] = &[
     // Job description, files.
     ("description", I),
     ("name", I),
     ("wait_for", I),
     ("filename", I),
-    (
-        "lockfile",
-        D {
-            default: "none",
-            reason: NOT_YET,
-        },
-    ),
+    ("lockfile", d("none", NOT_YET)),
     ("directory", I),
     ("filename_format", I),
     (
@@ -86,62 +132,20 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
         "create_on_open",
         N("elevator lays out files before any job starts"),
     ),
-    (
-        "create_only",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "allow_file_create",
-        D {
-            default: "1",
-            reason: NOT_YET,
-        },
-    ),
+    ("create_only", d("0", NOT_YET)),
+    ("allow_file_create", d("1", NOT_YET)),
     (
         "allow_mounted_write",
         N("elevator does not check whether a device is mounted: check the target yourself"),
     ),
-    (
-        "pre_read",
-        D {
-            default: "0",
-            reason: NO_CACHE,
-        },
-    ),
-    (
-        "unlink",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "unlink_each_loop",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("pre_read", d("0", NO_CACHE)),
+    ("unlink", d("0", NOT_YET)),
+    ("unlink_each_loop", d("0", NOT_YET)),
     ("fallocate", N("elevator lays out its own files")),
     ("fadvise_hint", N(NO_CACHE)),
     ("invalidate", N(NO_CACHE)),
-    (
-        "file_append",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "fill_device",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("file_append", d("0", NOT_YET)),
+    ("fill_device", d("0", NOT_YET)),
     // Zones.
     ("zonemode", I),
     ("zonesize", I),
@@ -157,65 +161,29 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     // I/O type.
     ("direct", I),
     ("buffered", I),
-    (
-        "atomic",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("atomic", d("0", NOT_YET)),
     ("rw", I),
     ("rw_sequencer", I),
     ("unified_rw_reporting", I),
     ("randrepeat", I),
     ("allrandrepeat", I),
     ("randseed", I),
-    (
-        "write_hint",
-        D {
-            default: "none",
-            reason: NOT_YET,
-        },
-    ),
+    ("write_hint", d("none", NOT_YET)),
     ("offset", I),
-    (
-        "offset_align",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("offset_align", d("0", NOT_YET)),
     ("offset_increment", I),
     ("number_ios", I),
     ("fsync", I),
     ("fdatasync", I),
-    (
-        "write_barrier",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("write_barrier", d("0", NOT_YET)),
     ("sync_file_range", R(NOT_YET)),
-    (
-        "overwrite",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("overwrite", d("0", NOT_YET)),
     ("end_fsync", I),
     ("fsync_on_close", I),
     ("rwmixread", I),
     ("rwmixwrite", I),
     ("random_distribution", I),
-    (
-        "percentage_random",
-        D {
-            default: "100",
-            reason: NOT_YET,
-        },
-    ),
+    ("percentage_random", d("100", NOT_YET)),
     ("norandommap", I),
     ("softrandommap", N("elevator's random map is always there")),
     ("random_generator", I),
@@ -224,74 +192,20 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("bsrange", I),
     ("bssplit", I),
     ("bs_unaligned", I),
-    (
-        "bs_is_seq_rand",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("bs_is_seq_rand", d("0", NOT_YET)),
     ("ba", I),
     // Buffers and memory.
-    (
-        "zero_buffers",
-        D {
-            default: "0",
-            reason: CONTENT,
-        },
-    ),
-    (
-        "refill_buffers",
-        D {
-            default: "0",
-            reason: CONTENT,
-        },
-    ),
-    (
-        "scramble_buffers",
-        D {
-            default: "1",
-            reason: CONTENT,
-        },
-    ),
+    ("zero_buffers", d("0", CONTENT)),
+    ("refill_buffers", d("0", CONTENT)),
+    ("scramble_buffers", d("1", CONTENT)),
     ("buffer_pattern", R(CONTENT)),
     ("buffer_compress_percentage", R(CONTENT)),
-    (
-        "buffer_compress_chunk",
-        D {
-            default: "512",
-            reason: CONTENT,
-        },
-    ),
+    ("buffer_compress_chunk", d("512", CONTENT)),
     ("dedupe_percentage", R(CONTENT)),
-    (
-        "dedupe_mode",
-        D {
-            default: "repeat",
-            reason: CONTENT,
-        },
-    ),
-    (
-        "dedupe_working_set_percentage",
-        D {
-            default: "5",
-            reason: CONTENT,
-        },
-    ),
-    (
-        "dedupe_global",
-        D {
-            default: "0",
-            reason: CONTENT,
-        },
-    ),
-    (
-        "sync",
-        D {
-            default: "none|0",
-            reason: NOT_YET,
-        },
-    ),
+    ("dedupe_mode", d("repeat", CONTENT)),
+    ("dedupe_working_set_percentage", d("5", CONTENT)),
+    ("dedupe_global", d("0", CONTENT)),
+    ("sync", d("none|0", NOT_YET)),
     ("mem", N(BUFFERS)),
     ("mem_align", N(BUFFERS)),
     ("hugepage-size", N(BUFFERS)),
@@ -307,20 +221,8 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("iodepth_batch_complete_min", I),
     ("iodepth_batch_complete_max", I),
     ("iodepth_low", I),
-    (
-        "serialize_overlap",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "io_submit_mode",
-        D {
-            default: "inline",
-            reason: NOT_YET,
-        },
-    ),
+    ("serialize_overlap", d("0", NOT_YET)),
+    ("io_submit_mode", d("inline", NOT_YET)),
     // Time, rate.
     ("loops", I),
     ("numjobs", I),
@@ -334,10 +236,7 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ),
     (
         "gtod_reduce",
-        D {
-            default: "0",
-            reason: "it turns off latency figures fio would report",
-        },
+        d("0", "it turns off latency figures fio would report"),
     ),
     ("gtod_cpu", N("elevator does not run a time-keeping thread")),
     ("thinktime", I),
@@ -356,28 +255,10 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("latency_target", R(NOT_YET)),
     ("latency_window", R(NOT_YET)),
     ("latency_percentile", R(NOT_YET)),
-    (
-        "latency_run",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("latency_run", d("0", NOT_YET)),
     ("steadystate", R(NOT_YET)),
-    (
-        "steadystate_duration",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "steadystate_ramp_time",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("steadystate_duration", d("0", NOT_YET)),
+    ("steadystate_ramp_time", d("0", NOT_YET)),
     // Verification.
     ("verify_only", I),
     ("verify", I),
@@ -386,13 +267,7 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("verify_offset", R(NOT_YET)),
     ("verify_pattern", I),
     ("verify_fatal", I),
-    (
-        "verify_dump",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("verify_dump", d("0", NOT_YET)),
     (
         "verify_async",
         N("elevator checks data in its completion path, not in extra threads"),
@@ -403,53 +278,17 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ),
     ("verify_backlog", I),
     ("verify_backlog_batch", R(NOT_YET)),
-    (
-        "experimental_verify",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "verify_state_load",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "verify_state_save",
-        D {
-            default: "1|0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "trim_percentage",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "trim_verify_zero",
-        D {
-            default: "1",
-            reason: NOT_YET,
-        },
-    ),
+    ("experimental_verify", d("0", NOT_YET)),
+    ("verify_state_load", d("0", NOT_YET)),
+    ("verify_state_save", d("1|0", NOT_YET)),
+    ("trim_percentage", d("0", NOT_YET)),
+    ("trim_verify_zero", d("1", NOT_YET)),
     ("trim_backlog", R(NOT_YET)),
     ("trim_backlog_batch", R(NOT_YET)),
     // I/O logs and replay.
     ("write_iolog", R(IOLOG)),
     ("read_iolog", R(IOLOG)),
-    (
-        "read_iolog_chunked",
-        D {
-            default: "0",
-            reason: IOLOG,
-        },
-    ),
+    ("read_iolog_chunked", d("0", IOLOG)),
     ("replay_no_stall", R(IOLOG)),
     ("replay_redirect", R(IOLOG)),
     ("replay_scale", R(IOLOG)),
@@ -462,79 +301,25 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     // Process.
     ("exec_prerun", R("elevator does not run commands")),
     ("exec_postrun", R("elevator does not run commands")),
-    (
-        "nice",
-        D {
-            default: "0",
-            reason: PROCESS,
-        },
-    ),
+    ("nice", d("0", PROCESS)),
     ("prio", R(PROCESS)),
     ("prioclass", R(PROCESS)),
     ("cpumask", R("use cpus_allowed, which elevator implements")),
     ("cpus_allowed", I),
-    (
-        "cpus_allowed_policy",
-        D {
-            default: "shared",
-            reason: NOT_YET,
-        },
-    ),
+    ("cpus_allowed_policy", d("shared", NOT_YET)),
     ("numa_cpu_nodes", R(PROCESS)),
     ("numa_mem_policy", R(PROCESS)),
     ("cgroup", R(PROCESS)),
-    (
-        "cgroup_nodelete",
-        D {
-            default: "0",
-            reason: PROCESS,
-        },
-    ),
+    ("cgroup_nodelete", d("0", PROCESS)),
     ("cgroup_weight", R(PROCESS)),
     ("uid", R(PROCESS)),
     ("gid", R(PROCESS)),
-    (
-        "flow_id",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "flow",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "flow_sleep",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "exitall",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "exit_what",
-        D {
-            default: "group",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "exitall_on_error",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("flow_id", d("0", NOT_YET)),
+    ("flow", d("0", NOT_YET)),
+    ("flow_sleep", d("0", NOT_YET)),
+    ("exitall", d("0", NOT_YET)),
+    ("exit_what", d("group", NOT_YET)),
+    ("exitall_on_error", d("0", NOT_YET)),
     ("stonewall", I),
     ("new_group", I),
     ("thread", I),
@@ -548,494 +333,120 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("write_lat_log", I),
     ("write_iops_log", I),
     ("write_hist_log", R(NOT_YET)),
-    (
-        "bwavgtime",
-        D {
-            default: "500",
-            reason: OUTPUT,
-        },
-    ),
-    (
-        "iopsavgtime",
-        D {
-            default: "500",
-            reason: OUTPUT,
-        },
-    ),
+    ("bwavgtime", d("500", OUTPUT)),
+    ("iopsavgtime", d("500", OUTPUT)),
     ("log_entries", N("elevator grows its logs as needed")),
     ("log_avg_msec", I),
-    (
-        "log_hist_msec",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "log_hist_coarseness",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "log_max_value",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("log_hist_msec", d("0", NOT_YET)),
+    ("log_hist_coarseness", d("0", NOT_YET)),
+    ("log_max_value", d("0", NOT_YET)),
     ("log_offset", I),
-    (
-        "log_prio",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "log_compression",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("log_prio", d("0", NOT_YET)),
+    ("log_compression", d("0", NOT_YET)),
     ("log_compression_cpus", R(NOT_YET)),
-    (
-        "log_store_compressed",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "log_unix_epoch",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "log_alternate_epoch",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "log_alternate_epoch_clock_id",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
-    (
-        "block_error_percentiles",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("log_store_compressed", d("0", NOT_YET)),
+    ("log_unix_epoch", d("0", NOT_YET)),
+    ("log_alternate_epoch", d("0", NOT_YET)),
+    ("log_alternate_epoch_clock_id", d("0", NOT_YET)),
+    ("block_error_percentiles", d("0", NOT_YET)),
     ("group_reporting", I),
-    (
-        "stats",
-        D {
-            default: "1",
-            reason: OUTPUT,
-        },
-    ),
+    ("stats", d("1", OUTPUT)),
     ("clat_percentiles", I),
     ("lat_percentiles", I),
     ("slat_percentiles", I),
     ("percentile_list", I),
-    (
-        "significant_figures",
-        D {
-            default: "4",
-            reason: OUTPUT,
-        },
-    ),
-    (
-        "disk_util",
-        D {
-            default: "1",
-            reason: OUTPUT,
-        },
-    ),
-    (
-        "disable_lat",
-        D {
-            default: "0",
-            reason: OUTPUT,
-        },
-    ),
-    (
-        "disable_clat",
-        D {
-            default: "0",
-            reason: OUTPUT,
-        },
-    ),
-    (
-        "disable_slat",
-        D {
-            default: "0",
-            reason: OUTPUT,
-        },
-    ),
-    (
-        "disable_bw_measurement",
-        D {
-            default: "0",
-            reason: OUTPUT,
-        },
-    ),
-    (
-        "continue_on_error",
-        D {
-            default: "none|0",
-            reason: NOT_YET,
-        },
-    ),
+    ("significant_figures", d("4", OUTPUT)),
+    ("disk_util", d("1", OUTPUT)),
+    ("disable_lat", d("0", OUTPUT)),
+    ("disable_clat", d("0", OUTPUT)),
+    ("disable_slat", d("0", OUTPUT)),
+    ("disable_bw_measurement", d("0", OUTPUT)),
+    ("continue_on_error", d("none|0", NOT_YET)),
     ("ignore_error", R(NOT_YET)),
-    (
-        "error_dump",
-        D {
-            default: "0",
-            reason: NOT_YET,
-        },
-    ),
+    ("error_dump", d("0", NOT_YET)),
     ("kb_base", I),
-    (
-        "unit_base",
-        D {
-            default: "0",
-            reason: OUTPUT,
-        },
-    ),
+    ("unit_base", d("0", OUTPUT)),
     // Engine options (fio knows them once the engine is chosen).
-    (
-        "cmdprio_percentage",
-        engine("an io_uring/libaio option: elevator does not implement I/O priorities (yet)"),
-    ),
-    (
-        "cmdprio_class",
-        engine("an io_uring/libaio option: elevator does not implement I/O priorities (yet)"),
-    ),
-    (
-        "cmdprio",
-        engine("an io_uring/libaio option: elevator does not implement I/O priorities (yet)"),
-    ),
-    (
-        "cmdprio_bssplit",
-        engine("an io_uring/libaio option: elevator does not implement I/O priorities (yet)"),
-    ),
-    (
-        "fixedbufs",
-        engine("an io_uring option: elevator sets up its own io_uring"),
-    ),
-    (
-        "nonvectored",
-        engine("an io_uring option: elevator sets up its own io_uring"),
-    ),
-    (
-        "force_async",
-        engine("an io_uring option: elevator sets up its own io_uring"),
-    ),
-    (
-        "registerfiles",
-        engine("an io_uring option: elevator sets up its own io_uring"),
-    ),
-    (
-        "sqthread_poll",
-        engine("an io_uring option: elevator sets up its own io_uring"),
-    ),
-    (
-        "sqthread_poll_cpu",
-        engine("an io_uring option: elevator sets up its own io_uring"),
-    ),
-    (
-        "cmd_type",
-        engine("an io_uring_cmd option: elevator does not run that engine"),
-    ),
-    (
-        "hipri",
-        engine("an io_uring option: elevator sets up its own io_uring (see its --poll-us)"),
-    ),
-    (
-        "userspace_reap",
-        engine("a libaio option: elevator runs every engine through its own queue"),
-    ),
-    (
-        "hipri_percentage",
-        engine("a pvsync2 option: elevator runs every engine through its own queue"),
-    ),
-    (
-        "nowait",
-        engine(
-            "an io_uring/libaio/pvsync2 option: elevator runs every engine through its own queue",
-        ),
-    ),
-    (
-        "cpuload",
-        engine("a cpuio option: elevator does not run the cpuio engine"),
-    ),
-    (
-        "cpuchunks",
-        engine("a cpuio option: elevator does not run the cpuio engine"),
-    ),
-    (
-        "cpumode",
-        engine("a cpuio option: elevator does not run the cpuio engine"),
-    ),
-    (
-        "exit_on_io_done",
-        engine("a cpuio option: elevator does not run the cpuio engine"),
-    ),
-    (
-        "namenode",
-        engine("a libhdfs option: elevator does not run that engine"),
-    ),
-    (
-        "hdfsdirectory",
-        engine("a libhdfs option: elevator does not run that engine"),
-    ),
-    (
-        "port",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "hostname",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "serverip",
-        engine("a librpma option: elevator does not run that engine"),
-    ),
-    (
-        "direct_write_to_pmem",
-        engine("a librpma option: elevator does not run that engine"),
-    ),
-    (
-        "busy_wait_polling",
-        engine("a librpma option: elevator does not run that engine"),
-    ),
-    (
-        "interface",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "ttl",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "nodelay",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "protocol",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "listen",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "pingpong",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "window_size",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "mss",
-        engine("a network engine option: elevator does not run network engines"),
-    ),
-    (
-        "donorname",
-        engine("an e4defrag option: elevator does not run that engine"),
-    ),
-    (
-        "inplace",
-        engine("an e4defrag option: elevator does not run that engine"),
-    ),
-    (
-        "clustername",
-        engine("a Ceph option: elevator does not run the rbd/rados engines"),
-    ),
-    (
-        "rbdname",
-        engine("a Ceph option: elevator does not run the rbd/rados engines"),
-    ),
-    (
-        "clientname",
-        engine("a Ceph option: elevator does not run the rbd/rados engines"),
-    ),
-    (
-        "conf",
-        engine("a Ceph option: elevator does not run the rbd/rados engines"),
-    ),
-    (
-        "busy_poll",
-        engine("a Ceph option: elevator does not run the rbd/rados engines"),
-    ),
-    (
-        "touch_objects",
-        engine("a Ceph option: elevator does not run the rbd/rados engines"),
-    ),
-    (
-        "pool",
-        engine("a DAOS option: elevator does not run that engine"),
-    ),
-    (
-        "cont",
-        engine("a DAOS option: elevator does not run that engine"),
-    ),
-    (
-        "chunk_size",
-        engine("a DAOS option: elevator does not run that engine"),
-    ),
-    (
-        "object_class",
-        engine("a DAOS option: elevator does not run that engine"),
-    ),
-    (
-        "skip_bad",
-        engine("an mtd option: elevator does not run that engine"),
-    ),
-    (
-        "verb",
-        engine("an rdma option: elevator does not run that engine"),
-    ),
-    (
-        "bindname",
-        engine("an rdma option: elevator does not run that engine"),
-    ),
-    (
-        "stat_type",
-        engine("a filestat option: elevator does not run that engine"),
-    ),
-    (
-        "readfua",
-        engine("an sg option: elevator runs every engine through its own queue"),
-    ),
-    (
-        "writefua",
-        engine("an sg option: elevator runs every engine through its own queue"),
-    ),
-    (
-        "sg_write_mode",
-        engine("an sg option: elevator runs every engine through its own queue"),
-    ),
-    (
-        "stream_id",
-        engine("an sg option: elevator runs every engine through its own queue"),
-    ),
-    (
-        "http_host",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_user",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_pass",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "https",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_mode",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_s3_region",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_s3_key",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_s3_keyid",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_s3_sse_customer_key",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_s3_sse_customer_algorithm",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_s3_storage_class",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_swift_auth_token",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "http_verbose",
-        engine("an http option: elevator does not run that engine"),
-    ),
-    (
-        "uri",
-        engine("an nbd-engine option: elevator is the NBD side (`elevator serve`)"),
-    ),
-    (
-        "gpu_dev_ids",
-        engine("a libcufile option: elevator does not run that engine"),
-    ),
-    (
-        "cuda_io",
-        engine("a libcufile option: elevator does not run that engine"),
-    ),
-    (
-        "nfs_url",
-        engine("an nfs option: elevator does not run that engine"),
-    ),
-    (
-        "program",
-        engine("an exec option: elevator does not run that engine"),
-    ),
-    (
-        "arguments",
-        engine("an exec option: elevator does not run that engine"),
-    ),
-    (
-        "grace_time",
-        engine("an exec option: elevator does not run that engine"),
-    ),
-    (
-        "std_redirect",
-        engine("an exec option: elevator does not run that engine"),
-    ),
-    (
-        "xnvme_async",
-        engine("an xnvme option: elevator does not run that engine"),
-    ),
-    (
-        "xnvme_sync",
-        engine("an xnvme option: elevator does not run that engine"),
-    ),
-    (
-        "xnvme_admin",
-        engine("an xnvme option: elevator does not run that engine"),
-    ),
-    (
-        "xnvme_dev_nsid",
-        engine("an xnvme option: elevator does not run that engine"),
-    ),
-    (
-        "xnvme_iovec",
-        engine("an xnvme option: elevator does not run that engine"),
-    ),
+    ("cmdprio_percentage", R(E_IO_URING_LIBAIO)),
+    ("cmdprio_class", R(E_IO_URING_LIBAIO)),
+    ("cmdprio", R(E_IO_URING_LIBAIO)),
+    ("cmdprio_bssplit", R(E_IO_URING_LIBAIO)),
+    ("fixedbufs", R(E_IO_URING)),
+    ("nonvectored", R(E_IO_URING)),
+    ("force_async", R(E_IO_URING)),
+    ("registerfiles", R(E_IO_URING)),
+    ("sqthread_poll", R(E_IO_URING)),
+    ("sqthread_poll_cpu", R(E_IO_URING)),
+    ("cmd_type", R(E_IO_URING_CMD)),
+    ("hipri", R(E_IO_URING_HIPRI)),
+    ("userspace_reap", R(E_LIBAIO)),
+    ("hipri_percentage", R(E_PVSYNC2)),
+    ("nowait", R(E_IO_URING_LIBAIO_PVSYNC2)),
+    ("cpuload", R(E_CPUIO)),
+    ("cpuchunks", R(E_CPUIO)),
+    ("cpumode", R(E_CPUIO)),
+    ("exit_on_io_done", R(E_CPUIO)),
+    ("namenode", R(E_LIBHDFS)),
+    ("hdfsdirectory", R(E_LIBHDFS)),
+    ("port", R(E_NET)),
+    ("hostname", R(E_NET)),
+    ("serverip", R(E_LIBRPMA)),
+    ("direct_write_to_pmem", R(E_LIBRPMA)),
+    ("busy_wait_polling", R(E_LIBRPMA)),
+    ("interface", R(E_NET)),
+    ("ttl", R(E_NET)),
+    ("nodelay", R(E_NET)),
+    ("protocol", R(E_NET)),
+    ("listen", R(E_NET)),
+    ("pingpong", R(E_NET)),
+    ("window_size", R(E_NET)),
+    ("mss", R(E_NET)),
+    ("donorname", R(E_E4DEFRAG)),
+    ("inplace", R(E_E4DEFRAG)),
+    ("clustername", R(E_CEPH)),
+    ("rbdname", R(E_CEPH)),
+    ("clientname", R(E_CEPH)),
+    ("conf", R(E_CEPH)),
+    ("busy_poll", R(E_CEPH)),
+    ("touch_objects", R(E_CEPH)),
+    ("pool", R(E_DAOS)),
+    ("cont", R(E_DAOS)),
+    ("chunk_size", R(E_DAOS)),
+    ("object_class", R(E_DAOS)),
+    ("skip_bad", R(E_MTD)),
+    ("verb", R(E_RDMA)),
+    ("bindname", R(E_RDMA)),
+    ("stat_type", R(E_FILESTAT)),
+    ("readfua", R(E_SG)),
+    ("writefua", R(E_SG)),
+    ("sg_write_mode", R(E_SG)),
+    ("stream_id", R(E_SG)),
+    ("http_host", R(E_HTTP)),
+    ("http_user", R(E_HTTP)),
+    ("http_pass", R(E_HTTP)),
+    ("https", R(E_HTTP)),
+    ("http_mode", R(E_HTTP)),
+    ("http_s3_region", R(E_HTTP)),
+    ("http_s3_key", R(E_HTTP)),
+    ("http_s3_keyid", R(E_HTTP)),
+    ("http_s3_sse_customer_key", R(E_HTTP)),
+    ("http_s3_sse_customer_algorithm", R(E_HTTP)),
+    ("http_s3_storage_class", R(E_HTTP)),
+    ("http_swift_auth_token", R(E_HTTP)),
+    ("http_verbose", R(E_HTTP)),
+    ("uri", R(E_NBD)),
+    ("gpu_dev_ids", R(E_LIBCUFILE)),
+    ("cuda_io", R(E_LIBCUFILE)),
+    ("nfs_url", R(E_NFS)),
+    ("program", R(E_EXEC)),
+    ("arguments", R(E_EXEC)),
+    ("grace_time", R(E_EXEC)),
+    ("std_redirect", R(E_EXEC)),
+    ("xnvme_async", R(E_XNVME)),
+    ("xnvme_sync", R(E_XNVME)),
+    ("xnvme_admin", R(E_XNVME)),
+    ("xnvme_dev_nsid", R(E_XNVME)),
+    ("xnvme_iovec", R(E_XNVME)),
 ];
 
 /// fio's other spellings: `(alias, canonical)`.

@@ -1,21 +1,40 @@
-//! fio job files: the options elevator understands, as data.
+//! fio job files and command lines: the options elevator understands, as
+//! data.
 //!
-//! [`JobFile::parse`] (in `parse.rs`) reads fio's INI format: `[global]`
+//! [`JobFile::parse_with`] reads fio's INI format as fio does: `[global]`
 //! sections whose options every later job inherits, one section per job,
-//! `;`/`#` comments, `name=value` or bare switches. Every job section becomes a
-//! [`JobSpec`] with all inheritance and defaults applied, in file order.
-//! `numjobs` is kept as a count; the engine makes the clones.
+//! `;`/`#` comments (whole-line or from the first `;` or `#` on a line),
+//! `name=value` or bare switches, `include FILE`, `${VAR}` and fio's
+//! keywords `$pagesize`, `$mb_memory`, `$ncpus`, fio's size, time, range and
+//! per-direction value forms. [`JobFile::from_command_line`] takes options
+//! as fio's command line does. Every job becomes a [`JobSpec`] with all
+//! inheritance and defaults applied, in order. `numjobs` is kept as a
+//! count; the engine makes the clones.
 //!
-//! An option elevator does not support, a bad value or a malformed line is a
-//! [`JobError`] naming the file, the line and the option: never ignored.
+//! Every option fio knows has a verdict ([`fio_options`]): implemented,
+//! accepted with a note in [`JobSpec::notes`] because it cannot change what
+//! elevator does, or refused by name. An unknown option, a bad value or a
+//! malformed line is a [`JobError`] naming the file, the line and the
+//! option: never ignored.
+//!
+//! elevator-fio does no I/O: included files, environment variables and
+//! the machine's figures come from the caller's [`ParseEnv`].
 
+mod cmdline;
+mod engines;
+mod options;
 mod parse;
 mod spec;
+mod syntax;
+mod table;
+mod values;
 
+pub use engines::BLOCK_ENGINES;
 pub use spec::{
     Amount, Distribution, FileService, JobSpec, RandomGenerator, RateProcess, RwMode, RwSequencer,
     ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
+pub use table::Verdict;
 
 use thiserror::Error;
 
@@ -39,9 +58,11 @@ pub struct JobFile {
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[error("{file}:{line}: {}{message}", option.as_ref().map(|o| format!("option '{o}': ")).unwrap_or_default())]
 pub struct JobError {
-    /// The file.
+    /// The file (an included file's own path; `command line` for options
+    /// given as arguments).
     pub file: String,
-    /// Line (1-based; 0 for the file as a whole).
+    /// Line (1-based; 0 for the file as a whole). On the command line: the
+    /// argument's position (1-based).
     pub line: usize,
     /// The option concerned, if any.
     pub option: Option<String>,
@@ -49,9 +70,127 @@ pub struct JobError {
     pub message: String,
 }
 
-impl JobFile {
-    /// Parse the text of a job file; `path` names it in errors.
-    pub fn parse(text: &str, path: &str) -> Result<JobFile, JobError> {
-        parse::parse(text, path)
+/// Reads an included file by path; the error says why it cannot.
+pub type ReadInclude = Box<dyn Fn(&str) -> Result<String, String>>;
+
+/// Looks up an environment variable.
+pub type LookupVar = Box<dyn Fn(&str) -> Option<String>>;
+
+/// What parsing needs from the world, supplied by the caller (elevator-fio
+/// itself reads no files and no environment).
+pub struct ParseEnv {
+    /// The text of an included file, by path (as written, resolved against
+    /// the including file's directory when relative); the error is why not.
+    pub read_include: ReadInclude,
+    /// An environment variable for `${NAME}` (`None`: unset, which fio
+    /// replaces with nothing).
+    pub var: LookupVar,
+    /// `$ncpus`: online CPUs.
+    pub ncpus: u32,
+    /// `$pagesize`: bytes.
+    pub pagesize: u64,
+    /// `$mb_memory`: total memory in MiB.
+    pub mb_memory: u64,
+}
+
+impl ParseEnv {
+    /// No includes (refused with a clear error), no variables set, and
+    /// fixed figures (1 CPU, 4 KiB pages, 1024 MiB): for tests and for
+    /// callers without a machine to ask.
+    pub fn none() -> ParseEnv {
+        ParseEnv {
+            read_include: Box::new(|path| {
+                Err(format!(
+                    "includes are not available here (no file access was given to the parser \
+                     for '{path}')"
+                ))
+            }),
+            var: Box::new(|_| None),
+            ncpus: 1,
+            pagesize: 4096,
+            mb_memory: 1024,
+        }
     }
+}
+
+impl std::fmt::Debug for ParseEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParseEnv")
+            .field("ncpus", &self.ncpus)
+            .field("pagesize", &self.pagesize)
+            .field("mb_memory", &self.mb_memory)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JobFile {
+    /// Parse the text of a job file; `path` names it in errors. No
+    /// includes, no variables: [`ParseEnv::none`].
+    pub fn parse(text: &str, path: &str) -> Result<JobFile, JobError> {
+        JobFile::parse_with(text, path, &ParseEnv::none())
+    }
+
+    /// Parse the text of a job file at `path` with `env` for includes,
+    /// variables and fio's keywords.
+    pub fn parse_with(text: &str, path: &str, env: &ParseEnv) -> Result<JobFile, JobError> {
+        let items = syntax::items(text, path, env)?;
+        parse::assemble(&items, path, &[])
+    }
+
+    /// Jobs from command-line arguments as fio takes them (`--name=a`,
+    /// `--rw=randread`, `--bs 4k`, bare `--time_based`), with or without a
+    /// job file `(text, path)`.
+    ///
+    /// `--name=X` starts a job (`--name=global` a global section); options
+    /// before the first `--name` are global. With a job file, those global
+    /// options override the file's values in every job of the file (they
+    /// are applied at the end of each job section), and `--name` jobs are
+    /// appended after the file's, inheriting its last `[global]` state and
+    /// the command-line globals. fio differs here: its command-line globals
+    /// are only defaults that the file's own settings override.
+    ///
+    /// `args` holds job options only (not elevator's or fio's own flags
+    /// such as `--output-format`). Errors name `command line` as the file
+    /// and the argument's position as the line.
+    pub fn from_command_line(
+        file: Option<(&str, &str)>,
+        args: &[String],
+        env: &ParseEnv,
+    ) -> Result<JobFile, JobError> {
+        let (global, jobs) = cmdline::items(args, env)?;
+        let mut items = Vec::new();
+        let path = match file {
+            Some((text, path)) => {
+                items = syntax::items(text, path, env)?;
+                path
+            }
+            None => cmdline::COMMAND_LINE,
+        };
+        if let Some(first) = global.first() {
+            items.push(syntax::Item {
+                file: cmdline::COMMAND_LINE.to_string(),
+                line: first.line,
+                kind: syntax::Kind::Section("global".into()),
+            });
+            items.extend(global.iter().cloned());
+        }
+        items.extend(jobs);
+        parse::assemble(&items, path, &global)
+    }
+}
+
+/// Every option name fio knows (canonical names and aliases), each with
+/// elevator's verdict.
+pub fn fio_options() -> impl Iterator<Item = (&'static str, Verdict)> {
+    table::TABLE.iter().copied().chain(
+        table::ALIASES
+            .iter()
+            .filter_map(|&(alias, _)| table::lookup(alias).map(|(_, v)| (alias, v))),
+    )
+}
+
+/// elevator's verdict on a fio option name (or alias); `None` when fio has
+/// no such option.
+pub fn option_verdict(name: &str) -> Option<Verdict> {
+    table::lookup(name).map(|(_, v)| v)
 }

@@ -282,6 +282,13 @@ pub struct JobSpec {
     /// `iodepth_low`: once the depth is reached, refill only when in-flight
     /// I/Os fall to this (default `iodepth`).
     pub iodepth_low: Option<u32>,
+    /// `random_distribution`'s optional second number for zipf, pareto and
+    /// normal: where in the file (0.0..=1.0) the distribution is centred.
+    /// `None`: fio's default (random for zipf and pareto, 0.5 for normal).
+    pub random_center: Option<f64>,
+    /// `kb_base` (1024 or 1000): how the job's sizes were read, and the
+    /// prefix fio uses for units it reports.
+    pub kb_base: u32,
     /// Options accepted that have no effect on elevator, each with why, in
     /// the order set (`invalidate` when every I/O is direct, ...). Verbose
     /// output and the JSON's `elevator.notes` list them.
@@ -384,6 +391,8 @@ impl JobSpec {
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
             iodepth_low: None,
+            random_center: None,
+            kb_base: 1024,
             notes: Vec::new(),
             options: Vec::new(),
             option_lines: Vec::new(),

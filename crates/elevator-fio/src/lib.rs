@@ -13,6 +13,9 @@
 //!   output of it.
 //! - [`locks`]: lock statistics of a run and their reports (lockmeter's
 //!   table, `/proc/lock_stat`'s counts, JSON).
+//! - [`verify`]: fio's `verify=`: self-describing blocks that a write fills
+//!   and a later read checks (crc32c, md5, sha256, xxhash, pattern, meta),
+//!   and the digests they use.
 //!
 //! Pure: no clock, no I/O. Time is a number an engine passes in.
 
@@ -25,6 +28,7 @@ pub mod report;
 pub mod result;
 pub mod rng;
 mod run;
+pub mod verify;
 pub mod workload;
 
 pub use run::{Progress, RunConfig};

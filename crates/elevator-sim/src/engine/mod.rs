@@ -272,7 +272,7 @@ impl Engine {
         let mut started = std::mem::take(&mut self.started);
         let next = workload::start_ready(&mut self.workers, 0, now, &mut started);
         for &w in &started {
-            self.touch(w);
+            self.schedule(now, Event::Wake(w));
         }
         started.clear();
         self.started = started;

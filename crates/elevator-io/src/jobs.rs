@@ -109,7 +109,7 @@ pub enum JobRunError {
         /// Which clone.
         clone: u32,
         /// Why.
-        failure: JobFailure,
+        failure: Box<JobFailure>,
         /// The run's result, with every job's figures.
         partial: Box<RunResult>,
     },
@@ -235,7 +235,7 @@ pub fn run<D: DataDevice>(
         Some((job, clone, failure)) => Err(JobRunError::JobFailed {
             job,
             clone,
-            failure,
+            failure: Box::new(failure),
             partial: Box::new(result),
         }),
         None => Ok(result),
@@ -427,7 +427,8 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
     /// Start the workers whose start rules are met at `now`.
     fn start_check(&mut self, run_start: Nanos, now: Nanos) {
         self.started.clear();
-        self.start_next = workload::start_ready(&mut self.workers, run_start, now, &mut self.started);
+        self.start_next =
+            workload::start_ready(&mut self.workers, run_start, now, &mut self.started);
     }
 
     /// The end of the spinning part of a worker's think time, if one is

@@ -29,14 +29,20 @@ fn rate_iops_and_rate_give_the_rate_in_simulated_time() {
     j.rate_iops = [1000, 0, 0];
     let r = sim(&file("rate.fio", vec![j]), DEV, "none", &[]);
     let ios = r.jobs[0].dirs[0].ios as f64;
-    assert!((ios - 1000.0).abs() <= 20.0, "{ios} I/Os in 1 s at 1000 IOPS");
+    assert!(
+        (ios - 1000.0).abs() <= 20.0,
+        "{ios} I/Os in 1 s at 1000 IOPS"
+    );
 
     let mut j = timed("b", RwMode::Write, 64 << 20, 4, SEC);
     j.rate = [0, 4 << 20, 0];
     let r = sim(&file("rate.fio", vec![j]), DEV, "none", &[]);
     let bytes = r.jobs[0].dirs[1].bytes as f64;
     let want = (4 << 20) as f64;
-    assert!((bytes - want).abs() <= want * 0.02, "{bytes} bytes in 1 s at 4 MiB/s");
+    assert!(
+        (bytes - want).abs() <= want * 0.02,
+        "{bytes} bytes in 1 s at 4 MiB/s"
+    );
 }
 
 #[test]
@@ -57,7 +63,11 @@ fn ramp_time_comes_before_runtime_and_figures() {
     let r = sim(&file("ramp.fio", vec![j]), DEV, "none", &[]);
     let jr = &r.jobs[0];
     assert_eq!(jr.start, 50 * MS, "figures start at the ramp's end");
-    assert!(jr.end >= 150 * MS && jr.end < 151 * MS, "runtime after the ramp: {}", jr.end);
+    assert!(
+        jr.end >= 150 * MS && jr.end < 151 * MS,
+        "runtime after the ramp: {}",
+        jr.end
+    );
 }
 
 #[test]
@@ -71,7 +81,12 @@ fn startdelay_and_wait_for_order_starts() {
     let (a, b, c) = (&r.jobs[0], &r.jobs[1], &r.jobs[2]);
     assert_eq!(a.start, 10 * MS);
     assert_eq!(b.start, 0);
-    assert!(c.start >= a.end && a.end > 0, "c waits for a: {} vs {}", c.start, a.end);
+    assert!(
+        c.start >= a.end && a.end > 0,
+        "c waits for a: {} vs {}",
+        c.start,
+        a.end
+    );
 
     // A range draws a delay in it per clone.
     let mut d = job("d", RwMode::Read, 1 << 20, 1);
@@ -84,7 +99,10 @@ fn startdelay_and_wait_for_order_starts() {
 
     let mut e = job("e", RwMode::Read, 1 << 20, 1);
     e.wait_for = Some("nobody".into());
-    assert!(matches!(run_err(&file("bad.fio", vec![e]), DEV), SimError::Job(_)));
+    assert!(matches!(
+        run_err(&file("bad.fio", vec![e]), DEV),
+        SimError::Job(_)
+    ));
 }
 
 fn think(kind: ThinkBlocks) -> u64 {
@@ -93,7 +111,13 @@ fn think(kind: ThinkBlocks) -> u64 {
     j.thinktime_blocks = 4;
     j.thinktime_blocks_type = kind;
     // One I/O at a time on the device: completions come one by one.
-    sim(&file("think.fio", vec![j]), "null,latency=20,queue_depth=1", "none", &[]).elapsed
+    sim(
+        &file("think.fio", vec![j]),
+        "null,latency=20,queue_depth=1",
+        "none",
+        &[],
+    )
+    .elapsed
 }
 
 #[test]
@@ -103,8 +127,8 @@ fn thinktime_blocks_type_issue_and_complete_differ() {
     // issued per pause (3 refills, then a drain of 3): 9 pauses.
     let issue = think(ThinkBlocks::Issue);
     let complete = think(ThinkBlocks::Complete);
-    assert!(issue >= 15 * MS && issue < 17 * MS, "issue {issue}");
-    assert!(complete >= 9 * MS && complete < 11 * MS, "complete {complete}");
+    assert!((15 * MS..17 * MS).contains(&issue), "issue {issue}");
+    assert!((9 * MS..11 * MS).contains(&complete), "complete {complete}");
 }
 
 #[test]
@@ -203,10 +227,13 @@ fn rate_min_not_met_fails_the_job() {
     match run_err(&file("min.fio", vec![j, other]), DEV) {
         SimError::JobFailed {
             job,
-            failure: JobFailure::RateMin(s),
+            failure,
             partial,
             ..
         } => {
+            let JobFailure::RateMin(s) = *failure else {
+                panic!("{failure}");
+            };
             assert_eq!(job, "slow");
             assert!(s.iops && s.min == 500 && s.got < 500, "{s:?}");
             // It stopped after its first cycle; the other job ran.

@@ -32,7 +32,10 @@ impl Think {
         if job.thinktime == 0 {
             return None;
         }
-        let blocks_given = job.option_lines.iter().any(|(n, _)| n == "thinktime_blocks");
+        let blocks_given = job
+            .option_lines
+            .iter()
+            .any(|(n, _)| n == "thinktime_blocks");
         let blocks = if job.thinktime_iotime > 0 && !blocks_given {
             u32::MAX
         } else {

@@ -104,7 +104,9 @@ pub(crate) fn spec(job: &crate::job::JobSpec, seed: u64) -> Result<Option<Verify
     };
     let interval = match job.verify_interval {
         None => None,
-        Some(i) => Some(usize::try_from(i).map_err(|_| format!("verify_interval={i} is too large"))?),
+        Some(i) => {
+            Some(usize::try_from(i).map_err(|_| format!("verify_interval={i} is too large"))?)
+        }
     };
     let spec = VerifySpec {
         kind,

@@ -218,7 +218,7 @@ impl Worker {
         let verify_seed = super::mix(&[
             job.randseed.unwrap_or(0x5EED_F10F),
             u64::from(clone),
-            0x7E21_F7,
+            0x007E_21F7,
         ]);
         let verify = verify_log::spec(job, verify_seed).map_err(|message| JobError {
             file: path.to_string(),
@@ -256,11 +256,7 @@ impl Worker {
         } else {
             Rate::new(job, seed)
         };
-        let rate_min = if verify_only {
-            None
-        } else {
-            RateMin::new(job)
-        };
+        let rate_min = if verify_only { None } else { RateMin::new(job) };
         let sync_every = if writes {
             [u64::from(job.fsync), u64::from(job.fdatasync)]
         } else {
@@ -846,7 +842,8 @@ impl Worker {
             State::Done => 1.0,
             State::Running => {
                 let by_time = self.runtime.map(|r| {
-                    now.saturating_sub(self.began) as f64 / r.saturating_add(self.ramp).max(1) as f64
+                    now.saturating_sub(self.began) as f64
+                        / r.saturating_add(self.ramp).max(1) as f64
                 });
                 let by_bytes = (!self.time_based()).then(|| self.pattern.progress());
                 by_time

@@ -10,15 +10,15 @@
 //! error comes back with every thread's results.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use elevator_core::Nanos;
 use elevator_core::{DeviceStats, QueueStats};
 use elevator_fio::job::JobFile;
 use elevator_fio::locks::LockStat;
 use elevator_fio::result::{CpuUse, RunResult};
-use elevator_core::Nanos;
 use elevator_fio::workload::{self, Worker};
 use elevator_fio::{Progress, RunConfig};
 
@@ -382,7 +382,7 @@ fn finish(
         (None, Some((job, clone, failure))) => Err(JobRunError::JobFailed {
             job,
             clone,
-            failure,
+            failure: Box::new(failure),
             partial: Box::new(result),
         }),
         (None, None) => Ok(ThreadedRun {

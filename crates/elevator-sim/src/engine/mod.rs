@@ -83,7 +83,7 @@ pub enum SimError {
         /// Which clone.
         clone: u32,
         /// Why.
-        failure: JobFailure,
+        failure: Box<JobFailure>,
         /// The run's result, with every job's figures.
         partial: Box<RunResult>,
     },
@@ -172,7 +172,7 @@ pub fn run(
         Some((job, clone, failure)) => Err(SimError::JobFailed {
             job,
             clone,
-            failure,
+            failure: Box::new(failure),
             partial: Box::new(result),
         }),
         None => Ok(result),

@@ -12,6 +12,17 @@
 //! [`RunResult`], with the CPU time the run used: by the whole process
 //! (io_uring's worker threads included) and by the engine's thread alone
 //! (fio's measure).
+//!
+//! Options with time in them are the worker's ([`Worker`]): this loop only
+//! starts workers by their start rules, sleeps until the next time one of
+//! them names ([`Worker::next_wake`]), spins the CPU through the
+//! `thinktime_spin` part of a think time, and hands completions over. With
+//! `verify`, a write's buffer is filled by [`verify::fill`] for its offset
+//! and generation just before it is submitted, and a read-back is checked by
+//! [`verify::check`] as it completes; a failure is the worker's
+//! ([`Worker::verify_failed`]), and a run with a failed job ends with
+//! [`JobRunError::JobFailed`]. Without `verify`, buffers keep the random
+//! bytes written once at the start.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -19,7 +30,8 @@ use elevator_core::{Nanos, Op, Scheduler};
 use elevator_fio::job::{JobError, JobFile};
 use elevator_fio::result::{CpuUse, RunResult};
 use elevator_fio::rng::Rng;
-use elevator_fio::workload::{self, State, Worker};
+use elevator_fio::verify::{self, SpecError};
+use elevator_fio::workload::{self, JobFailure, Pending, State, VerifyIo, Worker};
 use elevator_fio::{Progress, RunConfig};
 use thiserror::Error;
 
@@ -88,6 +100,30 @@ pub enum JobRunError {
         /// Requests still in flight.
         requests: u32,
     },
+    /// A job failed (`rate_min` not met, a block that did not verify): the
+    /// other jobs ran on; every job's figures are in `partial`.
+    #[error("job '{job}' (clone {clone}) failed: {failure}")]
+    JobFailed {
+        /// The job.
+        job: String,
+        /// Which clone.
+        clone: u32,
+        /// Why.
+        failure: Box<JobFailure>,
+        /// The run's result, with every job's figures.
+        partial: Box<RunResult>,
+    },
+    /// A job's verify options cannot fill one of its buffers (e.g. a
+    /// `verify_interval` that does not divide the block size).
+    #[error("job '{job}': verify cannot fill a {len}-byte block: {error}")]
+    VerifySetup {
+        /// The job.
+        job: String,
+        /// The block's length.
+        len: u32,
+        /// Why.
+        error: SpecError,
+    },
     /// A worker thread could not be started.
     #[error("cannot start a worker thread: {0}")]
     Spawn(String),
@@ -118,8 +154,7 @@ pub(crate) type Buf = Slice<AlignedBuf>;
 /// One I/O slot: the buffer list it lends out, and what is in flight in it.
 pub(crate) struct Slot {
     worker: u32,
-    op: Op,
-    issued: Nanos,
+    io: Pending,
     bufs: Vec<Buf>,
     /// The slot's own buffer while not lent out.
     spare: Option<AlignedBuf>,
@@ -152,7 +187,7 @@ pub fn run<D: DataDevice>(
             read_only: false,
         },
     )?;
-    let (workers, phases) = workload::workers(jobs, engine.capacity(), cfg.seed)?;
+    let workers = workload::workers(jobs, engine.capacity(), cfg.seed)?;
     let align = engine.alignment().memory;
     let (slots, free) = make_slots(jobs, &workers, align, cfg.seed)?;
     let mut runner = Runner {
@@ -160,8 +195,9 @@ pub fn run<D: DataDevice>(
         workers,
         slots,
         free,
-        phase: 0,
-        phases,
+        run_start: None,
+        started: Vec::new(),
+        start_next: None,
         ios: 0,
         polls: 0,
         out: Vec::with_capacity(depth as usize),
@@ -178,7 +214,8 @@ pub fn run<D: DataDevice>(
         polls,
         ..
     } = runner;
-    Ok(RunResult {
+    let failed = failure(&workers);
+    let result = RunResult {
         scheduler: engine.queue().scheduler().name().to_string(),
         device: engine.device().describe(),
         elapsed: workload::elapsed(&workers),
@@ -193,7 +230,23 @@ pub fn run<D: DataDevice>(
             thread_system_ns: thread.system.as_nanos() as u64,
         }),
         jobs: workload::job_results(workers),
-    })
+    };
+    match failed {
+        Some((job, clone, failure)) => Err(JobRunError::JobFailed {
+            job,
+            clone,
+            failure: Box::new(failure),
+            partial: Box::new(result),
+        }),
+        None => Ok(result),
+    }
+}
+
+/// The first failed worker: its job, clone and failure.
+pub(crate) fn failure(workers: &[Worker]) -> Option<(String, u32, JobFailure)> {
+    workers
+        .iter()
+        .find_map(|w| Some((w.name.clone(), w.clone, w.failure.clone()?)))
 }
 
 /// Slots for `workers`' I/Os, with buffers aligned to `align` (at least a
@@ -221,8 +274,13 @@ pub(crate) fn make_slots(
             mine.push(slots.len() as u32);
             slots.push(Slot {
                 worker: w as u32,
-                op: Op::Read,
-                issued: 0,
+                io: Pending {
+                    op: Op::Read,
+                    sector: 0,
+                    len: 0,
+                    issued: 0,
+                    verify: VerifyIo::None,
+                },
                 bufs: Vec::with_capacity(1),
                 spare: Some(buf),
             });
@@ -239,8 +297,12 @@ pub(crate) struct Runner<D: DataDevice, Q: QueueAccess = QueueState> {
     pub(crate) workers: Vec<Worker>,
     pub(crate) slots: Vec<Slot>,
     pub(crate) free: Vec<Vec<u32>>,
-    pub(crate) phase: u32,
-    pub(crate) phases: u32,
+    /// When the run began (start delays count from it); `None`: when this
+    /// loop starts.
+    pub(crate) run_start: Option<Nanos>,
+    pub(crate) started: Vec<u32>,
+    /// When a start delay ends.
+    pub(crate) start_next: Option<Nanos>,
     pub(crate) ios: u64,
     pub(crate) polls: u64,
     pub(crate) out: Vec<Completion<Buf>>,
@@ -285,7 +347,8 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
         // engine (dropped while unwinding) waits for its requests.
         let _stop_on_panic = self.stop.clone().map(StopOnPanic);
         let now = self.engine.now();
-        self.start_phase(now);
+        let run_start = *self.run_start.get_or_insert(now);
+        self.start_check(run_start.min(now), now);
         loop {
             if self
                 .stop
@@ -309,8 +372,19 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
                 return Ok(());
             }
             let now = self.engine.now();
+            if self.start_next.is_some_and(|t| now >= t) {
+                self.start_check(run_start, now);
+            }
+            self.retire(run_start, now);
             self.issue_all(now)?;
-            self.retire(now);
+            self.retire(run_start, now);
+            if let Some(t) = self.spin_until(now) {
+                // thinktime_spin: busy on the CPU, not asleep.
+                while self.engine.now() < t {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
             if self.workers.iter().all(|w| w.state == State::Done) && self.engine.in_flight() == 0 {
                 // Requests of other threads' may still be on this engine's
                 // device (a shared queue): see them through.
@@ -328,6 +402,10 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
                 self.completed(c);
             }
             self.out = out;
+            let now = self.engine.now();
+            for w in &mut self.workers {
+                w.reap(now);
+            }
             if self.polls & 0x3FF == 0 {
                 let now = self.engine.now();
                 progress(Progress {
@@ -346,12 +424,21 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
         Ok(())
     }
 
-    fn start_phase(&mut self, now: Nanos) {
-        for w in &mut self.workers {
-            if w.phase == self.phase && w.state == State::Waiting {
-                w.start(now);
-            }
-        }
+    /// Start the workers whose start rules are met at `now`.
+    fn start_check(&mut self, run_start: Nanos, now: Nanos) {
+        self.started.clear();
+        self.start_next =
+            workload::start_ready(&mut self.workers, run_start, now, &mut self.started);
+    }
+
+    /// The end of the spinning part of a worker's think time, if one is
+    /// spinning now.
+    fn spin_until(&self, now: Nanos) -> Option<Nanos> {
+        self.workers
+            .iter()
+            .filter_map(|w| w.spin_until)
+            .filter(|&t| t > now)
+            .max()
     }
 
     /// Every running worker issues what it may, all under one plug.
@@ -364,22 +451,39 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
 
     fn issue(&mut self, w: usize, now: Nanos) -> Result<(), JobRunError> {
         let worker = &mut self.workers[w];
-        if worker.sleeping_until.is_some_and(|t| now >= t) {
-            worker.sleeping_until = None;
-        }
+        let result = Self::issue_one(
+            worker,
+            &mut self.engine,
+            &mut self.slots,
+            &mut self.free[w],
+            w,
+            now,
+        );
+        worker.commit();
+        result
+    }
+
+    fn issue_one(
+        worker: &mut Worker,
+        engine: &mut Engine<D, Buf, Q>,
+        slots: &mut [Slot],
+        free: &mut Vec<u32>,
+        w: usize,
+        now: Nanos,
+    ) -> Result<(), JobRunError> {
         while worker.can_issue(now) {
-            let Some(s) = self.free[w].pop() else {
+            let Some(s) = free.pop() else {
                 break;
             };
             let io = worker.next_io(now);
-            let slot = &mut self.slots[s as usize];
+            let slot = &mut slots[s as usize];
             let offset = io.sector << 9;
             let req = if io.op.has_data() {
                 let buf = slot.spare.take().ok_or_else(|| JobRunError::Refused {
                     job: worker.name.clone(),
                     error: DioError::Busy { max: 0 },
                 })?;
-                let piece = match Slice::new(buf, 0, io.len as usize) {
+                let mut piece = match Slice::new(buf, 0, io.len as usize) {
                     Ok(p) => p,
                     Err(buf) => {
                         slot.spare = Some(buf);
@@ -389,6 +493,17 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
                         }));
                     }
                 };
+                if let (VerifyIo::Fill(generation), Some(spec)) = (io.verify, &worker.verify)
+                    && let Err(error) = verify::fill(spec, &mut piece, offset, generation)
+                {
+                    slot.spare = Some(piece.into_inner());
+                    free.push(s);
+                    return Err(JobRunError::VerifySetup {
+                        job: worker.name.clone(),
+                        len: io.len,
+                        error,
+                    });
+                }
                 let mut bufs = std::mem::take(&mut slot.bufs);
                 bufs.push(piece);
                 if io.op == Op::Read {
@@ -396,33 +511,35 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
                 } else {
                     DioRequest::write(offset, bufs, u64::from(s))
                 }
+            } else if io.op == Op::Flush {
+                DioRequest::flush(u64::from(s))
             } else {
                 DioRequest::discard(offset, u64::from(io.len), u64::from(s))
             };
             let req = req.with_ctx(worker.ctx).with_flags(worker.flags(io.op));
-            if let Err(rejected) = self.engine.submit(req) {
+            if let Err(rejected) = engine.submit(req) {
                 let rejected = *rejected;
                 let mut bufs = rejected.request.bufs;
                 if let Some(b) = bufs.pop() {
                     slot.spare = Some(b.into_inner());
                 }
                 slot.bufs = bufs;
-                self.free[w].push(s);
+                free.push(s);
                 return Err(JobRunError::Refused {
                     job: worker.name.clone(),
                     error: rejected.error,
                 });
             }
             slot.worker = w as u32;
-            slot.op = io.op;
-            slot.issued = io.issued;
-            worker.issued(&io);
+            slot.io = io;
+            worker.issued(&io, now);
         }
         Ok(())
     }
 
-    /// Workers with nothing more to do finish; phases advance.
-    fn retire(&mut self, now: Nanos) {
+    /// Workers with nothing more to do finish; the workers waiting for
+    /// them may start.
+    fn retire(&mut self, run_start: Nanos, now: Nanos) {
         let mut any = false;
         for w in &mut self.workers {
             if w.state == State::Running && w.check_done(now) {
@@ -430,16 +547,8 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
                 any = true;
             }
         }
-        if any
-            && self
-                .workers
-                .iter()
-                .filter(|w| w.phase == self.phase)
-                .all(|w| w.state == State::Done)
-            && self.phase + 1 < self.phases
-        {
-            self.phase += 1;
-            self.start_phase(now);
+        if any {
+            self.start_check(run_start, now);
         }
     }
 
@@ -447,19 +556,16 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
     fn next_wake(&self) -> Option<Nanos> {
         self.workers
             .iter()
-            .filter(|w| w.state == State::Running)
-            .flat_map(|w| [w.sleeping_until, w.deadline()])
-            .flatten()
+            .filter_map(Worker::next_wake)
+            .chain(self.start_next)
             .min()
     }
 
     fn completed(&mut self, mut c: Completion<Buf>) {
         let s = c.user_data as usize;
-        let slot = &mut self.slots[s];
-        if let Some(b) = c.bufs.pop() {
-            slot.spare = Some(b.into_inner());
-        }
-        slot.bufs = c.bufs;
+        let Some(slot) = self.slots.get_mut(s) else {
+            return;
+        };
         let w = slot.worker as usize;
         let (bytes, ok) = match c.result {
             Ok(n) => (n, true),
@@ -468,8 +574,21 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
         let Some(worker) = self.workers.get_mut(w) else {
             return;
         };
-        worker.record(slot.op, bytes, ok, slot.issued, c.queued_at, c.completed_at);
-        worker.completed(c.completed_at);
+        let io = slot.io;
+        let piece = c.bufs.pop();
+        if let (VerifyIo::Check(generation), Some(spec), Some(buf), true) =
+            (io.verify, &worker.verify, &piece, ok)
+        {
+            let got = &buf[..(bytes as usize).min(buf.len())];
+            if let Err(e) = verify::check(spec, got, io.offset(), generation) {
+                worker.verify_failed(e);
+            }
+        }
+        if let Some(b) = piece {
+            slot.spare = Some(b.into_inner());
+        }
+        slot.bufs = c.bufs;
+        worker.completed(&io, bytes, ok, c.queued_at, c.completed_at);
         self.free[w].push(s as u32);
         self.ios += 1;
     }

@@ -4,15 +4,24 @@
 //! elevator-io drives the same workers on the real one.
 
 mod distribution;
+mod failure;
 mod layout;
 mod pattern;
 mod randommap;
+mod rate;
+mod start;
+mod think;
+mod verify_log;
 mod worker;
 mod zones;
 
+pub use failure::JobFailure;
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};
-pub use worker::{Pending, State, Worker};
+pub use rate::RateShortfall;
+pub use start::{StartRule, start_ready};
+pub use verify_log::GENERATION;
+pub use worker::{Pending, State, VerifyIo, Worker};
 
 use elevator_core::Nanos;
 
@@ -20,44 +29,42 @@ use crate::job::{JobError, JobFile, JobSpec};
 use crate::result::JobResult;
 
 /// Every clone of every job in `jobs`, with files laid out on a device of
-/// `device_bytes`, and the number of stonewall phases. Clone `i` (counting
-/// from 0 across the file) runs as I/O context `i + 1`; each clone's random
-/// stream is derived from `seed`, its job's `randseed`, and its position.
-pub fn workers(
-    jobs: &JobFile,
-    device_bytes: u64,
-    seed: u64,
-) -> Result<(Vec<Worker>, u32), JobError> {
-    let mut layout = Layout::new(device_bytes);
-    let mut workers = Vec::new();
-    let (mut group, mut phase) = (0u32, 0u32);
+/// `device_bytes` and its start rule (`stonewall`, `wait_for`,
+/// `startdelay`: see [`start_ready`]). Clone `i` (counting from 0 across the
+/// file) runs as I/O context `i + 1`; each clone's random stream is derived
+/// from `seed`, its job's `randseed`, and its position. Reporting groups
+/// start at `stonewall` and `new_group`.
+pub fn workers(jobs: &JobFile, device_bytes: u64, seed: u64) -> Result<Vec<Worker>, JobError> {
+    let mut seeds = Vec::new();
     for (j, job) in jobs.jobs.iter().enumerate() {
-        if j > 0 && job.stonewall {
-            phase += 1;
+        for clone in 0..job.numjobs {
+            seeds.push(mix(&[
+                seed,
+                job.randseed.unwrap_or(0x5EED_F10F),
+                j as u64,
+                u64::from(clone),
+            ]));
         }
+    }
+    let mut rules = start::rules(jobs, &seeds)?.into_iter();
+    let mut layout = Layout::new(device_bytes);
+    let mut workers = Vec::with_capacity(seeds.len());
+    let mut group = 0u32;
+    for (j, job) in jobs.jobs.iter().enumerate() {
         if j > 0 && (job.stonewall || job.new_group) {
             group += 1;
         }
         for clone in 0..job.numjobs {
             let files = layout.files_for(job, clone, &jobs.path)?;
             let ctx = workers.len() as u32 + 1;
-            let seed = mix(&[
-                seed,
-                job.randseed.unwrap_or(0x5EED_F10F),
-                j as u64,
-                u64::from(clone),
-            ]);
-            let worker =
-                Worker::new(job, j, clone, group, phase, ctx, files, seed).map_err(|e| {
-                    JobError {
-                        file: jobs.path.clone(),
-                        ..e
-                    }
-                })?;
-            workers.push(worker);
+            let seed = seeds[workers.len()];
+            let rule = rules.next().unwrap_or_default();
+            workers.push(Worker::new(
+                job, &jobs.path, j, clone, group, ctx, files, seed, rule,
+            )?);
         }
     }
-    Ok((workers, phase + 1))
+    Ok(workers)
 }
 
 /// The I/Os the jobs of `jobs` may have in flight at once (sum of `iodepth ×
@@ -95,7 +102,7 @@ pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
             clone: w.clone,
             group: w.group,
             ctx: w.ctx.0,
-            start: w.start,
+            start: w.start.min(w.end),
             end: w.end,
             dirs: w.stats.dirs,
             extra: w.stats.extra,

@@ -1,25 +1,61 @@
-//! One clone of one job: a process issuing I/O as fio would.
+//! One clone of one job: a process issuing I/O as fio would. Pure: every
+//! method is given the time; the engines (simulated and real) call the same
+//! methods in the same way, so a job behaves alike on both.
 //!
-//! - Keeps up to `iodepth` I/Os in flight.
+//! - Keeps up to `iodepth` I/Os in flight; with `iodepth_low`, once the
+//!   depth is reached it refills only when in-flight I/Os fall to it.
 //! - Takes each I/O's direction, file, offset and length from its
-//!   [`Pattern`].
-//! - `thinktime`: after every `thinktime_blocks` I/Os issued it stops, waits
-//!   for its outstanding I/O to complete, then sleeps `thinktime` (fio's
-//!   behaviour).
-//! - Stops issuing when `size` bytes are issued (unless `time_based`) or when
-//!   `runtime` is up; it is done when its last I/O completes.
+//!   [`Pattern`]; `rate`/`rate_iops` hold an I/O until its time
+//!   ([`super::rate`]).
+//! - Think time ([`super::think`]): when due, it stops issuing, waits for its
+//!   I/O in flight, then pauses (`sleeping_until`; the first
+//!   `thinktime_spin` of it is `spin_until`, which a real engine spends
+//!   spinning and a simulation spends like the rest).
+//! - `iodepth_batch_submit`: its I/Os are counted into submissions of that
+//!   many ([`JobStats::submitted`] once per submission, and once for a
+//!   partial one when the engine [`Worker::commit`]s). The engines plug a
+//!   worker's whole burst as before: batches change the figures only.
+//! - `iodepth_batch_complete_min/max`: completions are taken
+//!   ([`Worker::reap`]) only once at least `min` (or all in flight) are
+//!   there, in groups of at most `max`; an I/O's slot in the depth frees
+//!   when it is reaped.
+//! - `fsync=N` / `fdatasync=N`: a cache flush ([`Op::Flush`]) after every N
+//!   writes issued, queued like any I/O behind them without waiting for the
+//!   writes in flight, as fio's io_uring and libaio engines queue it
+//!   (`IORING_OP_FSYNC`): ordering is the device's. `end_fsync` and
+//!   `fsync_on_close`: one flush per file each once the job's I/O (and
+//!   verification) is over and nothing is in flight, before it ends.
+//! - `ramp_time`: figures start ([`JobStats::start`]) at its end, as do the
+//!   rate's schedule and `rate_min`'s cycles; `runtime` counts after it.
+//!   (A job bounded by size counts its ramp's I/O towards its size.)
+//! - `verify` ([`super::verify_log`]): writes carry a generation to fill
+//!   their buffers with; completed writes are logged; after the job's I/O
+//!   (or every `verify_backlog` writes, once those have completed) the
+//!   logged blocks are read back with the generation to check. Checking is
+//!   the engine's (it has the data): a real engine calls
+//!   [`Worker::verify_failed`]; the simulation has no data and only issues
+//!   and times the reads. `verify_only` replays the job's choices without
+//!   issuing them to build the log, then only reads back.
+//! - Stops issuing when its pattern is exhausted or `runtime` is up; it is
+//!   done when its last I/O (and sync) completes.
 
 use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op};
 
+use super::failure::JobFailure;
 use super::layout::Extent;
-use super::pattern::Pattern;
-use crate::job::JobSpec;
+use super::pattern::{NextIo, Pattern};
+use super::rate::{Rate, RateMin, directions};
+use super::start::StartRule;
+use super::think::Think;
+use super::verify_log::{self, GENERATION, VerifyLog};
+use crate::job::{JobError, JobSpec};
 use crate::result::{IoDone, JobStats};
+use crate::verify::{VerifyError, VerifySpec};
 
 /// Where a worker is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
-    /// Its phase (stonewall) has not started.
+    /// Its start conditions are not met yet.
     Waiting,
     /// Issuing and completing I/O.
     Running,
@@ -27,17 +63,62 @@ pub enum State {
     Done,
 }
 
-/// An I/O the worker generated but the queue could not take yet.
+/// What an I/O does for `verify`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyIo {
+    /// Nothing.
+    None,
+    /// A write whose buffer is to be filled for this generation.
+    Fill(u64),
+    /// A read-back whose data is to be checked against this generation.
+    Check(u64),
+}
+
+/// An I/O the worker generated, not yet issued or in flight.
 #[derive(Clone, Copy, Debug)]
 pub struct Pending {
     /// Operation.
     pub op: Op,
-    /// First sector on the device.
+    /// First sector on the device (0 for a flush).
     pub sector: u64,
-    /// Length in bytes.
+    /// Length in bytes (0 for a flush).
     pub len: u32,
     /// When the worker wanted it issued.
     pub issued: Nanos,
+    /// What it does for `verify`.
+    pub verify: VerifyIo,
+}
+
+impl Pending {
+    /// Its byte offset on the device.
+    #[inline]
+    pub fn offset(&self) -> u64 {
+        self.sector << 9
+    }
+}
+
+/// Where a running worker is in its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// The job's I/O (with backlog read-backs).
+    Io,
+    /// Reading back what it wrote.
+    Verify,
+    /// `end_fsync` / `fsync_on_close`.
+    Sync,
+    /// Failed fatally: no more I/O.
+    Stopped,
+}
+
+/// Index of `op`'s direction (read, write, trim), if it has one.
+#[inline]
+pub(crate) fn dir(op: Op) -> Option<usize> {
+    match op {
+        Op::Read => Some(0),
+        Op::Write | Op::WriteZeroes => Some(1),
+        Op::Discard => Some(2),
+        Op::Flush => None,
+    }
 }
 
 /// One job clone.
@@ -51,62 +132,160 @@ pub struct Worker {
     pub clone: u32,
     /// Its reporting group.
     pub group: u32,
-    /// Its stonewall phase.
-    pub phase: u32,
     /// Its I/O context (one per clone, as one process per clone in fio).
     pub ctx: IoContext,
     /// What it issues.
     pub pattern: Pattern,
+    /// How its buffers are filled and checked, when it verifies.
+    pub verify: Option<VerifySpec>,
+    pub(crate) rule: StartRule,
     iodepth: u32,
-    think: Nanos,
-    think_blocks: u32,
+    low: u32,
+    filling: bool,
     runtime: Option<Nanos>,
+    ramp: Nanos,
+    ramp_end: Option<Nanos>,
     write_flags: BioFlags,
     /// Where it is in its life.
     pub state: State,
-    /// When it started.
+    /// When its figures started (its start, or the end of its ramp).
     pub start: Nanos,
     /// When it finished.
     pub end: Nanos,
-    /// I/Os issued and not completed.
+    began: Nanos,
+    /// I/Os issued and not reaped.
     pub in_flight: u32,
-    since_think: u32,
+    unreaped: u32,
+    reap_min: u32,
+    reap_max: u32,
+    batch_submit: u32,
+    batch: u32,
+    think: Option<Think>,
     quiescing: bool,
     /// The end of its think time, while it thinks.
     pub sleeping_until: Option<Nanos>,
-    /// An I/O it generated that is not issued yet.
+    /// The end of the part of its think time spent busy (`thinktime_spin`):
+    /// a real engine spins until then.
+    pub spin_until: Option<Nanos>,
+    /// An I/O it generated that the engine could not issue yet (no tag).
     pub pending: Option<Pending>,
     /// Whether it waits for a tag.
     pub blocked: bool,
+    /// Any option beyond depth, pattern and think time in force (rate,
+    /// ramp, syncs, verify, a failure): the slower paths are taken only
+    /// then.
+    slow: bool,
+    stage: Stage,
+    rate: Option<Rate>,
+    held: Option<Pending>,
+    rate_wait: Option<Nanos>,
+    rate_ignore_think: bool,
+    rate_min: Option<RateMin>,
+    sync_every: [u64; 2],
+    writes: u64,
+    syncs_owed: u32,
+    end_syncs: u32,
+    log: Option<Box<VerifyLog>>,
+    do_verify: bool,
+    verify_backlog: u64,
+    verify_fatal: bool,
+    backlog_due: bool,
+    verify_only: bool,
+    /// Blocks read back that failed verification.
+    pub verify_errors: u64,
+    /// Why it failed, if it did (the first failure).
+    pub failure: Option<JobFailure>,
     /// Its figures.
     pub stats: JobStats,
 }
 
 impl Worker {
-    /// A worker for clone `clone` of `job`, with its files laid out.
+    /// A worker for clone `clone` of `job` (job `job_index` of the file
+    /// `path`), with its files laid out and its start rule; its random
+    /// choices come from `seed`. Refuses a `verify` it cannot do.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         job: &JobSpec,
+        path: &str,
         job_index: usize,
         clone: u32,
         group: u32,
-        phase: u32,
         ctx: u32,
         files: Vec<Extent>,
         seed: u64,
-    ) -> Result<Worker, crate::job::JobError> {
+        rule: StartRule,
+    ) -> Result<Worker, JobError> {
+        let verify_seed = super::mix(&[
+            job.randseed.unwrap_or(0x5EED_F10F),
+            u64::from(clone),
+            0x007E_21F7,
+        ]);
+        let verify = verify_log::spec(job, verify_seed).map_err(|message| JobError {
+            file: path.to_string(),
+            line: job.line_of(&["verify", "verify_pattern", "verify_interval"]),
+            option: Some("verify".into()),
+            message,
+        })?;
+        let file_bytes: u64 = files.iter().map(|f| f.bytes - f.start).sum();
+        let nfiles = files.len() as u32;
+        let mut pattern = Pattern::new(job, files, clone, seed).map_err(|e| JobError {
+            file: path.to_string(),
+            ..e
+        })?;
+        let verify_only = verify.is_some() && job.verify_only;
+        let mut log = verify
+            .as_ref()
+            .map(|_| Box::new(VerifyLog::new(pattern.max_bs())));
+        if verify_only && let Some(log) = log.as_deref_mut() {
+            replay_writes(&mut pattern, log, file_bytes);
+        }
+        let writes = directions(job.rw)[1] && !verify_only;
+        let end_syncs = if writes {
+            (u32::from(job.end_fsync) + u32::from(job.fsync_on_close)) * nfiles
+        } else {
+            0
+        };
+        let iodepth = job.iodepth.max(1);
+        let batch_submit = match job.iodepth_batch_submit {
+            0 => iodepth,
+            n => n.min(iodepth),
+        };
+        let reap_max = match job.iodepth_batch_complete_max {
+            0 => iodepth,
+            n => n,
+        };
+        let rate = if verify_only {
+            None
+        } else {
+            Rate::new(job, seed)
+        };
+        let rate_min = if verify_only { None } else { RateMin::new(job) };
+        let sync_every = if writes {
+            [u64::from(job.fsync), u64::from(job.fdatasync)]
+        } else {
+            [0; 2]
+        };
+        let slow = rate.is_some()
+            || rate_min.is_some()
+            || job.ramp_time > 0
+            || sync_every != [0; 2]
+            || end_syncs > 0
+            || log.is_some();
         Ok(Worker {
             name: job.name.clone(),
             job_index,
             clone,
             group,
-            phase,
             ctx: IoContext(ctx),
-            pattern: Pattern::new(job, files, clone, seed)?,
-            iodepth: job.iodepth,
-            think: job.thinktime,
-            think_blocks: job.thinktime_blocks.max(1),
+            pattern,
+            verify,
+            rule,
+            iodepth,
+            low: job.iodepth_low.unwrap_or(iodepth).min(iodepth),
+            filling: true,
             runtime: job.runtime,
+            ramp: job.ramp_time,
+            ramp_end: None,
             write_flags: if job.direct {
                 BioFlags::SYNC
             } else {
@@ -115,12 +294,38 @@ impl Worker {
             state: State::Waiting,
             start: 0,
             end: 0,
+            began: 0,
             in_flight: 0,
-            since_think: 0,
+            unreaped: 0,
+            reap_min: job.iodepth_batch_complete_min.max(1),
+            reap_max: reap_max.max(1),
+            batch_submit: batch_submit.max(1),
+            batch: 0,
+            think: Think::new(job),
             quiescing: false,
             sleeping_until: None,
+            spin_until: None,
             pending: None,
             blocked: false,
+            slow,
+            stage: Stage::Io,
+            rate,
+            held: None,
+            rate_wait: None,
+            rate_ignore_think: job.rate_ignore_thinktime,
+            rate_min,
+            sync_every,
+            writes: 0,
+            syncs_owed: 0,
+            end_syncs,
+            log,
+            do_verify: job.do_verify || job.verify_only,
+            verify_backlog: job.verify_backlog,
+            verify_fatal: job.verify_fatal,
+            backlog_due: false,
+            verify_only,
+            verify_errors: 0,
+            failure: None,
             stats: JobStats::new(job),
         })
     }
@@ -130,67 +335,248 @@ impl Worker {
         self.pattern.time_based()
     }
 
-    /// Start at `now`.
-    pub fn start(&mut self, now: Nanos) {
-        self.state = State::Running;
-        self.start = now;
-        self.stats.start(now);
+    /// The workers that must finish before it starts.
+    pub fn waits_for(&self) -> &[u32] {
+        &self.rule.after
     }
 
-    fn deadline_passed(&self, now: Nanos) -> bool {
+    /// Forget its waits for other workers (an engine that has seen them
+    /// over, e.g. on another thread); its start delay stays.
+    pub fn clear_waits(&mut self) {
+        self.rule.after.clear();
+    }
+
+    /// Start at `now`.
+    pub fn start(&mut self, now: Nanos) {
+        debug_assert_eq!(self.state, State::Waiting);
+        self.state = State::Running;
+        self.began = now;
+        self.start = now;
+        if self.ramp > 0 {
+            self.ramp_end = Some(now.saturating_add(self.ramp));
+        } else {
+            self.stats.start(now);
+        }
+        self.restart_clocks(now);
+    }
+
+    fn restart_clocks(&mut self, now: Nanos) {
+        if let Some(r) = &mut self.rate {
+            r.restart(now);
+        }
+        if let Some(r) = &mut self.rate_min {
+            r.restart(now);
+        }
+        if let Some(t) = &mut self.think {
+            t.begin(now);
+        }
+    }
+
+    /// When its runtime is up (after its ramp), if it has one.
+    fn deadline(&self) -> Option<Nanos> {
         self.runtime
-            .is_some_and(|r| now >= self.start.saturating_add(r))
+            .map(|r| self.began.saturating_add(self.ramp).saturating_add(r))
+    }
+
+    #[inline]
+    fn deadline_passed(&self, now: Nanos) -> bool {
+        self.runtime.is_some() && self.deadline().is_some_and(|d| now >= d)
+    }
+
+    /// Time-driven changes due at `now`: the end of the ramp, a `rate_min`
+    /// check.
+    fn tick(&mut self, now: Nanos) {
+        if let Some(t) = self.ramp_end
+            && now >= t
+        {
+            self.ramp_end = None;
+            self.start = now;
+            self.stats.start(now);
+            self.restart_clocks(now);
+        }
+        if self.stage == Stage::Io
+            && self.ramp_end.is_none()
+            && let Some(r) = &mut self.rate_min
+            && let Err(shortfall) = r.check(now)
+        {
+            self.fail(JobFailure::RateMin(shortfall), true);
+        }
+    }
+
+    /// Record `failure`; with `fatal`, stop issuing.
+    fn fail(&mut self, failure: JobFailure, fatal: bool) {
+        if self.failure.is_none() {
+            self.failure = Some(failure);
+        }
+        self.slow = true;
+        if fatal {
+            self.stop();
+        }
+    }
+
+    /// A block read back at `error`'s offset did not verify (the engine
+    /// checked it): counted; with `verify_fatal` the job stops.
+    pub fn verify_failed(&mut self, error: VerifyError) {
+        self.verify_errors += 1;
+        let n = self.verify_errors;
+        match &mut self.failure {
+            Some(JobFailure::Verify { errors, .. }) => *errors = n,
+            Some(_) => {}
+            None => self.failure = Some(JobFailure::Verify { error, errors: n }),
+        }
+        self.slow = true;
+        if self.verify_fatal {
+            self.stop();
+        }
+    }
+
+    /// Issue nothing more.
+    fn stop(&mut self) {
+        self.stage = Stage::Stopped;
+        self.held = None;
+        self.syncs_owed = 0;
+        self.quiescing = false;
     }
 
     /// Whether it wants to issue an I/O now.
     #[inline]
-    pub fn can_issue(&self, now: Nanos) -> bool {
-        self.state == State::Running
-            && !self.quiescing
-            && !self.blocked
-            && self.sleeping_until.is_none_or(|t| now >= t)
-            && self.in_flight < self.iodepth
-            && !self.pattern.exhausted()
-            && !self.deadline_passed(now)
+    pub fn can_issue(&mut self, now: Nanos) -> bool {
+        if self.state != State::Running
+            || self.blocked
+            || self.quiescing
+            || !self.filling
+            || self.in_flight >= self.iodepth
+        {
+            return false;
+        }
+        if self.pending.is_some() {
+            // Chosen, and waiting for a tag only.
+            return !(self.stage == Stage::Stopped
+                || (self.stage == Stage::Io && self.deadline_passed(now)));
+        }
+        if let Some(t) = self.sleeping_until {
+            if now < t {
+                return false;
+            }
+            self.woke();
+        }
+        if self.slow {
+            return self.can_issue_slow(now);
+        }
+        !self.pattern.exhausted() && !self.deadline_passed(now)
     }
 
-    /// The next I/O to issue: a pending one, or a new one.
-    #[inline]
-    pub fn next_io(&mut self, now: Nanos) -> Pending {
-        if let Some(p) = self.pending.take() {
-            return p;
+    /// Its think time is over.
+    fn woke(&mut self) {
+        self.sleeping_until = None;
+        if self.rate_ignore_think
+            && let (Some(r), Some(t)) = (&mut self.rate, &self.think)
+        {
+            r.shift(t.time());
         }
+    }
+
+    fn can_issue_slow(&mut self, now: Nanos) -> bool {
+        self.tick(now);
+        if self.syncs_owed > 0 {
+            return true;
+        }
+        let read_back = self.log.as_ref().is_some_and(|l| l.has_next());
+        match self.stage {
+            Stage::Stopped | Stage::Sync => false,
+            Stage::Verify => read_back,
+            Stage::Io => {
+                if read_back {
+                    return true;
+                }
+                if self.verify_only
+                    || self.backlog_due
+                    || self.pattern.exhausted()
+                    || self.deadline_passed(now)
+                {
+                    return false;
+                }
+                if self.rate.is_some() {
+                    return self.rate_allows(now);
+                }
+                true
+            }
+        }
+    }
+
+    /// Rate: choose the next I/O (held until its time) and say whether its
+    /// time has come.
+    fn rate_allows(&mut self, now: Nanos) -> bool {
+        let held = match self.held {
+            Some(h) => h,
+            None => {
+                let h = self.choose(now);
+                self.held = Some(h);
+                h
+            }
+        };
+        let at = self.rate.as_ref().map_or(0, |r| r.allowed_at(held.op));
+        if now < at {
+            self.rate_wait = Some(at);
+            return false;
+        }
+        self.rate_wait = None;
+        if let Some(h) = &mut self.held {
+            // Wanted from when its rate let it go.
+            h.issued = h.issued.max(at);
+        }
+        true
+    }
+
+    fn choose(&mut self, now: Nanos) -> Pending {
         let io = self.pattern.choose();
+        let verify = if io.op == Op::Write && self.log.is_some() {
+            VerifyIo::Fill(GENERATION)
+        } else {
+            VerifyIo::None
+        };
         Pending {
             op: io.op,
             sector: io.sector,
             len: io.len,
             issued: now,
+            verify,
         }
     }
 
-    /// Add a completed I/O to its figures: it was wanted at `issued`,
-    /// entered the queue at `submitted` and completed at `now` with `bytes`
-    /// and `status`.
+    /// The next I/O to issue (call only when [`Worker::can_issue`] said
+    /// so): a pending one, or a new one.
     #[inline]
-    pub fn record(
-        &mut self,
-        op: Op,
-        bytes: u64,
-        ok: bool,
-        issued: Nanos,
-        submitted: Nanos,
-        now: Nanos,
-    ) {
-        self.stats.completed(&IoDone {
-            op,
-            bytes,
-            ok,
-            offset: 0,
-            issued,
-            submitted,
-            now,
-        });
+    pub fn next_io(&mut self, now: Nanos) -> Pending {
+        if let Some(p) = self.pending.take() {
+            return p;
+        }
+        if self.slow {
+            if self.syncs_owed > 0 {
+                return Pending {
+                    op: Op::Flush,
+                    sector: 0,
+                    len: 0,
+                    issued: now,
+                    verify: VerifyIo::None,
+                };
+            }
+            if let Some(log) = &mut self.log
+                && let Some((offset, len, generation)) = log.next()
+            {
+                return Pending {
+                    op: Op::Read,
+                    sector: offset >> 9,
+                    len,
+                    issued: now,
+                    verify: VerifyIo::Check(generation),
+                };
+            }
+            if let Some(h) = self.held.take() {
+                return h;
+            }
+        }
+        self.choose(now)
     }
 
     /// Its largest block size.
@@ -213,71 +599,243 @@ impl Worker {
         }
     }
 
-    /// `io` was taken by the queue.
-    #[inline]
-    pub fn issued(&mut self, io: &Pending) {
-        self.in_flight += 1;
-        self.pattern.accepted(&super::NextIo {
-            op: io.op,
-            sector: io.sector,
-            len: io.len,
-        });
-        self.since_think += 1;
-        if self.think > 0 && self.since_think >= self.think_blocks {
-            self.quiescing = true;
-        }
-    }
-
     /// The flags its I/Os of `op` carry (reads and direct writes are
-    /// synchronous).
+    /// synchronous; a flush flushes).
     #[inline]
     pub fn flags(&self, op: Op) -> BioFlags {
         match op {
             Op::Read => BioFlags::SYNC,
             Op::Write => self.write_flags,
+            Op::Flush => BioFlags::PREFLUSH,
             _ => BioFlags::NONE,
         }
     }
 
-    /// One of its I/Os completed at `now`. Returns the time it wants to wake
-    /// up at, if it goes to sleep.
+    /// `io` was taken by the queue at `now`.
     #[inline]
-    pub fn completed(&mut self, now: Nanos) -> Option<Nanos> {
-        self.in_flight -= 1;
-        if self.quiescing && self.in_flight == 0 {
+    pub fn issued(&mut self, io: &Pending, now: Nanos) {
+        self.in_flight += 1;
+        debug_assert!(self.in_flight <= self.iodepth, "depth exceeded");
+        if self.in_flight >= self.iodepth {
+            self.filling = false;
+        }
+        self.batch += 1;
+        if self.batch >= self.batch_submit {
+            self.stats.submitted(self.batch, self.in_flight);
+            self.batch = 0;
+        }
+        if io.op == Op::Flush {
+            debug_assert!(self.syncs_owed > 0);
+            self.syncs_owed = self.syncs_owed.saturating_sub(1);
+            return;
+        }
+        if let VerifyIo::Check(_) = io.verify {
+            return;
+        }
+        self.pattern.accepted(&NextIo {
+            op: io.op,
+            sector: io.sector,
+            len: io.len,
+        });
+        if let Some(t) = &mut self.think
+            && t.issued(now)
+        {
+            self.quiescing = true;
+        }
+        if self.slow {
+            self.issued_slow(io);
+        }
+    }
+
+    fn issued_slow(&mut self, io: &Pending) {
+        if let Some(r) = &mut self.rate {
+            r.issued(io.op, io.len);
+        }
+        if io.op == Op::Write {
+            self.writes += 1;
+            if self
+                .sync_every
+                .iter()
+                .any(|&n| n > 0 && self.writes.is_multiple_of(n))
+            {
+                self.syncs_owed += 1;
+            }
+            if let Some(log) = &mut self.log
+                && log.issued_write(self.verify_backlog)
+                && self.do_verify
+            {
+                self.backlog_due = true;
+            }
+        }
+    }
+
+    /// The engine is done issuing for now: a partial submission batch is
+    /// one submission.
+    #[inline]
+    pub fn commit(&mut self) {
+        if self.batch > 0 {
+            self.stats.submitted(self.batch, self.in_flight);
+            self.batch = 0;
+        }
+    }
+
+    /// `io` (submitted to the queue at `submitted`) completed at `now`,
+    /// moving `bytes`, `ok` or not. Its slot frees when it is reaped.
+    #[inline]
+    pub fn completed(&mut self, io: &Pending, bytes: u64, ok: bool, submitted: Nanos, now: Nanos) {
+        self.unreaped += 1;
+        debug_assert!(self.unreaped <= self.in_flight, "completion not in flight");
+        if io.op == Op::Flush {
+            self.stats.synced(io.issued, now, ok);
+            return;
+        }
+        self.stats.completed(&IoDone {
+            op: io.op,
+            bytes,
+            ok,
+            offset: io.offset(),
+            issued: io.issued,
+            submitted,
+            now,
+        });
+        if let Some(t) = &mut self.think
+            && t.completed(now)
+        {
+            self.quiescing = true;
+        }
+        if self.slow {
+            if let (VerifyIo::Fill(generation), Some(log)) = (io.verify, &mut self.log) {
+                log.written(io.offset(), io.len, generation, ok);
+            }
+            if let Some(r) = &mut self.rate_min {
+                r.completed(io.op, bytes);
+            }
+        }
+    }
+
+    /// Take the completions the engine delivered (call once the engine has
+    /// delivered what it had, e.g. after each event or poll). Returns the
+    /// time it wants to wake at, if it goes to think.
+    #[inline]
+    pub fn reap(&mut self, now: Nanos) -> Option<Nanos> {
+        if self.unreaped == 0 || self.unreaped < self.reap_min.min(self.in_flight) {
+            return None;
+        }
+        let mut left = self.unreaped;
+        while left > 0 {
+            let n = left.min(self.reap_max);
+            self.stats.reaped(n);
+            left -= n;
+        }
+        self.in_flight -= self.unreaped;
+        self.unreaped = 0;
+        if self.in_flight <= self.low {
+            self.filling = true;
+        }
+        if self.slow {
+            self.tick(now);
+        }
+        if self.in_flight > 0 {
+            return None;
+        }
+        if self.backlog_due {
+            self.backlog_due = false;
+            if let Some(log) = &mut self.log {
+                log.queue_all();
+            }
+        }
+        if self.quiescing && self.stage != Stage::Stopped {
             self.quiescing = false;
-            self.since_think = 0;
-            let wake = now + self.think;
-            self.sleeping_until = Some(wake);
-            return Some(wake);
+            if let Some(t) = &mut self.think {
+                let (spin, wake) = t.pause(now);
+                self.spin_until = (spin > now).then_some(spin);
+                self.sleeping_until = Some(wake);
+                return Some(wake);
+            }
         }
         None
     }
 
-    /// Mark it done if it has nothing more to do; returns whether it is done.
+    /// Move on if its present work is over; mark it done if it has nothing
+    /// more to do. Returns whether it is done.
     pub fn check_done(&mut self, now: Nanos) -> bool {
         if self.state != State::Running {
             return self.state == State::Done;
         }
-        if self.deadline_passed(now) {
-            // Time is up: an I/O still waiting for a tag is never issued.
+        if self.slow {
+            self.tick(now);
+        }
+        let time_up = self.stage == Stage::Io && self.deadline_passed(now);
+        if time_up || self.stage == Stage::Stopped {
+            // An I/O still waiting for a tag or for its rate is never issued.
             self.pending = None;
             self.blocked = false;
+            self.held = None;
+            self.syncs_owed = 0;
         }
-        let finished_issuing = self.pattern.exhausted() || self.deadline_passed(now);
-        if finished_issuing && self.in_flight == 0 && self.pending.is_none() {
-            self.state = State::Done;
-            self.end = now;
-            self.stats.finish(now);
-            return true;
+        loop {
+            let idle = self.in_flight == 0 && self.pending.is_none() && self.syncs_owed == 0;
+            if !idle {
+                return false;
+            }
+            let read_back = self.log.as_ref().is_some_and(|l| l.has_next());
+            match self.stage {
+                Stage::Io => {
+                    if read_back || !(time_up || self.verify_only || self.pattern.exhausted()) {
+                        return false;
+                    }
+                    self.held = None;
+                    self.backlog_due = false;
+                    self.stage = Stage::Verify;
+                    if self.do_verify
+                        && let Some(log) = &mut self.log
+                    {
+                        log.queue_all();
+                    }
+                }
+                Stage::Verify => {
+                    if read_back {
+                        return false;
+                    }
+                    self.stage = Stage::Sync;
+                    self.syncs_owed = self.end_syncs;
+                }
+                Stage::Sync | Stage::Stopped => {
+                    self.state = State::Done;
+                    self.end = now;
+                    self.quiescing = false;
+                    self.stats.finish(now);
+                    debug_assert!(self.in_flight == 0 && self.unreaped == 0);
+                    return true;
+                }
+            }
         }
-        false
     }
 
-    /// When it must be looked at again even if nothing happens: the end of
-    /// its runtime, if it has one.
-    pub fn deadline(&self) -> Option<Nanos> {
-        self.runtime.map(|r| self.start.saturating_add(r))
+    /// When it must be looked at again even if none of its I/O completes:
+    /// the end of its think time, of its rate wait, of its ramp, of a
+    /// `rate_min` cycle, or of its runtime.
+    pub fn next_wake(&self) -> Option<Nanos> {
+        if self.state != State::Running {
+            return None;
+        }
+        let mut t = self.sleeping_until;
+        let mut at = |x: Option<Nanos>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        };
+        if self.stage == Stage::Io {
+            at(self.deadline());
+        }
+        if self.slow {
+            at(self.rate_wait);
+            at(self.ramp_end);
+            if self.stage == Stage::Io {
+                at(self.rate_min.as_ref().map(RateMin::due));
+            }
+        }
+        t
     }
 
     /// How far along it is, 0..=1.
@@ -286,9 +844,10 @@ impl Worker {
             State::Waiting => 0.0,
             State::Done => 1.0,
             State::Running => {
-                let by_time = self
-                    .runtime
-                    .map(|r| (now - self.start) as f64 / r.max(1) as f64);
+                let by_time = self.runtime.map(|r| {
+                    now.saturating_sub(self.began) as f64
+                        / r.saturating_add(self.ramp).max(1) as f64
+                });
                 let by_bytes = (!self.time_based()).then(|| self.pattern.progress());
                 by_time
                     .into_iter()
@@ -298,4 +857,25 @@ impl Worker {
             }
         }
     }
+}
+
+/// `verify_only`: replay the job's I/O choices without issuing them, and
+/// log the writes it would have made (at most one pass over its files when
+/// it is time based).
+fn replay_writes(pattern: &mut Pattern, log: &mut VerifyLog, file_bytes: u64) {
+    let cap = if pattern.time_based() {
+        file_bytes
+    } else {
+        u64::MAX
+    };
+    let mut bytes = 0u64;
+    while !pattern.exhausted() && bytes < cap {
+        let io = pattern.choose();
+        pattern.accepted(&io);
+        bytes += u64::from(io.len.max(1));
+        if io.op == Op::Write {
+            log.written(io.sector << 9, io.len, GENERATION, true);
+        }
+    }
+    debug_assert!(pattern.exhausted() || bytes >= cap);
 }

@@ -1,15 +1,20 @@
 //! fio jobs on threads over a [`MultiQueue`]: one thread per job clone
 //! (fio's `numjobs`, over every job section), in job-file order; clone `k`
-//! uses device `k mod devices`. Stonewalled phases run one after the other.
+//! uses device `k mod devices`. Every thread starts at once; each waits
+//! until the clones its job waits for (`stonewall`, `wait_for`) have
+//! finished, then for its `startdelay` (counted from the run's start), then
+//! runs. A job that fails (`rate_min`, `verify`) ends; the others run on and
+//! the run then ends with [`JobRunError::JobFailed`].
 //! A thread that fails (a device error, a refused I/O, a panic) stops the
 //! run: every other thread cancels what it has in flight and drains, and the
 //! error comes back with every thread's results.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use elevator_core::Nanos;
 use elevator_core::{DeviceStats, QueueStats};
 use elevator_fio::job::JobFile;
 use elevator_fio::locks::LockStat;
@@ -22,7 +27,56 @@ use crate::cpu::CpuTime;
 use crate::device::DataDevice;
 use crate::engine::access::QueueAccess;
 use crate::engine::{Engine, EngineConfig};
-use crate::jobs::{Buf, JobRunError, Runner, Stop, make_slots};
+use crate::jobs::{Buf, JobRunError, Runner, Stop, failure as first_failure, make_slots};
+
+/// Which workers have finished, for the workers waiting for them.
+#[derive(Default)]
+struct Finished {
+    done: Mutex<Vec<bool>>,
+    changed: Condvar,
+}
+
+impl Finished {
+    /// Worker `w` has finished (or will never run).
+    fn set(&self, w: usize) {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = done.get_mut(w) {
+            *d = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Wait until every worker of `after` has finished; false if the run
+    /// stopped meanwhile.
+    fn wait(&self, after: &[u32], stop: &Stop) -> bool {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if stop.flag.load(Ordering::Relaxed) {
+                return false;
+            }
+            if after
+                .iter()
+                .all(|&a| done.get(a as usize).copied().unwrap_or(true))
+            {
+                return true;
+            }
+            done = self
+                .changed
+                .wait_timeout(done, Duration::from_millis(50))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+}
+
+/// Marks a worker finished when its thread ends, however it ends.
+struct MarkDone<'a>(&'a Finished, usize);
+
+impl Drop for MarkDone<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.1);
+    }
+}
 
 /// How to run jobs on threads.
 #[derive(Clone, Debug)]
@@ -65,7 +119,7 @@ struct ThreadEnd {
 
 impl ThreadEnd {
     /// A thread that failed before its worker ran.
-    fn failed(worker: Worker, error: JobRunError) -> ThreadEnd {
+    fn failed(worker: Worker, error: impl Into<Option<JobRunError>>) -> ThreadEnd {
         ThreadEnd {
             worker: Some(worker),
             ios: 0,
@@ -73,7 +127,7 @@ impl ThreadEnd {
             cpu: CpuTime::default(),
             queue: None,
             device: DeviceStats::default(),
-            error: Some(error),
+            error: error.into(),
         }
     }
 }
@@ -97,7 +151,7 @@ where
     let Some(capacity) = capacity else {
         return Err(super::MqError::NoDevice.into());
     };
-    let (workers, phases) = workload::workers(jobs, capacity, cfg.run.seed)?;
+    let workers = workload::workers(jobs, capacity, cfg.run.seed)?;
     check_cpus(jobs)?;
     let nthreads = workers.len();
     // A device no clone would use is left out.
@@ -143,75 +197,73 @@ where
     let cpu0 = CpuTime::process_total();
     let mut pending: Vec<Option<Worker>> = workers.into_iter().map(Some).collect();
     let mut ends: Vec<Option<ThreadEnd>> = (0..nthreads).map(|_| None).collect();
-    for phase in 0..phases {
-        if stop.flag.load(Ordering::Relaxed) {
-            break;
-        }
-        std::thread::scope(|scope| -> Result<(), JobRunError> {
-            let mut running = Vec::new();
-            // Each thread says when it is done, so that the next phase
-            // starts at once (fio's stonewall) and progress is shown
-            // meanwhile.
-            let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-            for w in 0..nthreads {
-                if pending[w].as_ref().is_none_or(|wk| wk.phase != phase) {
-                    continue;
-                }
-                let (Some(worker), Some(device)) =
-                    (pending[w].take(), handles[device_of(w)].next())
-                else {
-                    continue;
-                };
-                let job = Job {
-                    jobs,
-                    mq: &mq,
-                    thread: w,
-                    device: device_of(w),
-                    stop: stop.clone(),
-                    done_ios: done_ios.clone(),
-                    seed: cfg.run.seed,
-                };
-                let done = done_tx.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("elevator-{w}"))
-                    .spawn_scoped(scope, move || {
-                        let end = job.run(device, worker);
-                        let _ = done.send(());
-                        end
-                    });
-                match spawned {
-                    Ok(handle) => running.push((w, handle)),
-                    Err(e) => {
-                        stop.now();
-                        for (w, h) in running {
-                            ends[w] = h.join().ok();
-                        }
-                        return Err(JobRunError::Spawn(e.to_string()));
+    let finished = Finished {
+        done: Mutex::new(vec![false; nthreads]),
+        changed: Condvar::new(),
+    };
+    let run_start = mq.clock().now();
+    std::thread::scope(|scope| -> Result<(), JobRunError> {
+        let mut running = Vec::new();
+        // Each thread says when it is done, so that progress is shown
+        // meanwhile.
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        for w in 0..nthreads {
+            let (Some(worker), Some(device)) = (pending[w].take(), handles[device_of(w)].next())
+            else {
+                finished.set(w);
+                continue;
+            };
+            let job = Job {
+                jobs,
+                mq: &mq,
+                thread: w,
+                device: device_of(w),
+                stop: stop.clone(),
+                done_ios: done_ios.clone(),
+                seed: cfg.run.seed,
+                finished: &finished,
+                run_start,
+            };
+            let done = done_tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("elevator-{w}"))
+                .spawn_scoped(scope, move || {
+                    let end = job.run(device, worker);
+                    let _ = done.send(());
+                    end
+                });
+            match spawned {
+                Ok(handle) => running.push((w, handle)),
+                Err(e) => {
+                    stop.now();
+                    for (w, h) in running {
+                        ends[w] = h.join().ok();
                     }
+                    return Err(JobRunError::Spawn(e.to_string()));
                 }
             }
-            drop(done_tx);
-            let mut finished = 0;
-            while finished < running.len() {
-                match done_rx.recv_timeout(Duration::from_millis(200)) {
-                    Ok(()) => finished += 1,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => progress(Progress {
-                        now: mq.clock().now(),
-                        ios: done_ios.load(Ordering::Relaxed),
-                        fraction: 0.0,
-                    }),
-                    // Every thread has gone (its sender with it).
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-                }
+        }
+        drop(done_tx);
+        let mut done = 0;
+        while done < running.len() {
+            match done_rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(()) => done += 1,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => progress(Progress {
+                    now: mq.clock().now(),
+                    ios: done_ios.load(Ordering::Relaxed),
+                    fraction: 0.0,
+                }),
+                // Every thread has gone (its sender with it).
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            for (w, h) in running {
-                // A thread's panic is caught inside it; a join error would
-                // be a panic in the catching itself.
-                ends[w] = h.join().ok();
-            }
-            Ok(())
-        })?;
-    }
+        }
+        for (w, h) in running {
+            // A thread's panic is caught inside it; a join error would be a
+            // panic in the catching itself.
+            ends[w] = h.join().ok();
+        }
+        Ok(())
+    })?;
     let process = CpuTime::process_total().saturating_sub(cpu0);
     finish(ends, pending, &mq, &describe, cfg, process)
 }
@@ -301,6 +353,7 @@ fn finish(
     if describe.len() > 1 {
         device = format!("{} devices: {}", describe.len(), describe.join("; "));
     }
+    let failed = first_failure(&workers);
     let result = RunResult {
         scheduler: cfg.run.scheduler.clone(),
         device,
@@ -321,12 +374,18 @@ fn finish(
             Vec::new()
         },
     };
-    match failure {
-        Some(error) => Err(JobRunError::Stopped {
+    match (failure, failed) {
+        (Some(error), _) => Err(JobRunError::Stopped {
             error: Box::new(error),
             partial: Box::new(result),
         }),
-        None => Ok(ThreadedRun {
+        (None, Some((job, clone, failure))) => Err(JobRunError::JobFailed {
+            job,
+            clone,
+            failure: Box::new(failure),
+            partial: Box::new(result),
+        }),
+        (None, None) => Ok(ThreadedRun {
             result,
             threads: mq.threads(),
             locks,
@@ -343,12 +402,20 @@ struct Job<'a> {
     stop: Arc<Stop>,
     done_ios: Arc<AtomicU64>,
     seed: u64,
+    finished: &'a Finished,
+    run_start: Nanos,
 }
 
 impl Job<'_> {
-    fn run<D: DataDevice>(self, device: D, worker: Worker) -> ThreadEnd {
+    fn run<D: DataDevice>(self, device: D, mut worker: Worker) -> ThreadEnd {
         let cpu0 = CpuTime::thread();
         let (job, clone) = (worker.name.clone(), worker.clone);
+        let _mark = MarkDone(self.finished, self.thread);
+        if !self.finished.wait(worker.waits_for(), &self.stop) {
+            // The run stopped before this job could start.
+            return ThreadEnd::failed(worker, None);
+        }
+        worker.clear_waits();
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
             if let Some(cpus) = &self.jobs.jobs[worker.job_index].cpus_allowed
                 && let Err(e) = pin(&worker.name, cpus)
@@ -358,7 +425,7 @@ impl Job<'_> {
             match self.mq.engine::<D, Buf>(self.thread, self.device, device) {
                 Ok(MqEngine::Shared(e)) => self.drive(e, worker),
                 Ok(MqEngine::Own(e)) => self.drive(e, worker),
-                Err(e) => ThreadEnd::failed(worker, e.into()),
+                Err(e) => ThreadEnd::failed(worker, JobRunError::from(e)),
             }
         }));
         let mut end = result.unwrap_or_else(|payload| {
@@ -397,17 +464,17 @@ impl Job<'_> {
         let (slots, free) =
             match make_slots(self.jobs, std::slice::from_ref(&worker), align, self.seed) {
                 Ok(s) => s,
-                Err(e) => return ThreadEnd::failed(worker, e.into()),
+                Err(e) => return ThreadEnd::failed(worker, JobRunError::from(e)),
             };
-        let phase = worker.phase;
         let depth = self.jobs.jobs[worker.job_index].iodepth as usize;
         let mut runner = Runner {
             engine,
             workers: vec![worker],
             slots,
             free,
-            phase,
-            phases: phase + 1,
+            run_start: Some(self.run_start),
+            started: Vec::with_capacity(1),
+            start_next: None,
             ios: 0,
             polls: 0,
             out: Vec::with_capacity(depth),

@@ -2,9 +2,12 @@
 //! device model, on a virtual clock.
 //!
 //! Events, in time order: a device completion (the device says when its next
-//! one is due), a worker waking from think time or starting its stonewall
-//! phase, a scheduler timer (a scheduler that idles answers "wait until T"),
-//! and a job's runtime running out. After every event the engine dispatches
+//! one is due), a worker waking (the end of its think time, rate wait, ramp,
+//! `rate_min` cycle or runtime: whatever [`Worker::next_wake`] says), a job's
+//! `startdelay` running out, and a scheduler timer (a scheduler that idles
+//! answers "wait until T"). Jobs start by their start rules
+//! ([`workload::start_ready`]: `stonewall`, `wait_for`, `startdelay`),
+//! looked at when the run starts, when a job finishes and when a delay ends. After every event the engine dispatches
 //! from the queue while the device has room. Equal times are broken by the
 //! order events were scheduled, so the same job file, device, scheduler and
 //! seed give the same result, event for event.
@@ -17,6 +20,10 @@
 //! and, if it wants another, waits again at the back, so the waiters share
 //! the tags in turn as Linux's woken tag waiters do. Nothing here reads a
 //! clock: host CPU time is for the caller to measure.
+//!
+//! The simulation moves no data: `verify`'s read-backs are issued and timed
+//! as fio's are, but nothing is checked. `thinktime_spin` passes like the
+//! rest of the think time.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -29,7 +36,7 @@ use thiserror::Error;
 
 use elevator_fio::job::{JobError, JobFile};
 use elevator_fio::result::RunResult;
-use elevator_fio::workload::{self, Pending, State, Worker};
+use elevator_fio::workload::{self, JobFailure, Pending, State, VerifyIo, Worker};
 use elevator_fio::{Progress, RunConfig};
 
 use crate::device::{ModelSpec, ParamError};
@@ -67,6 +74,19 @@ pub enum SimError {
     /// The device reported a request the queue does not have in flight.
     #[error("the device reported a completion the queue does not expect")]
     Completion(#[from] elevator_core::RequestError),
+    /// A job failed (`rate_min` not met): the run went on without it; the
+    /// figures of every job are in `partial`.
+    #[error("job '{job}' (clone {clone}) failed: {failure}")]
+    JobFailed {
+        /// The job.
+        job: String,
+        /// Which clone.
+        clone: u32,
+        /// Why.
+        failure: Box<JobFailure>,
+        /// The run's result, with every job's figures.
+        partial: Box<RunResult>,
+    },
     /// The simulation can make no progress (a bug, reported rather than hung).
     #[error("simulation stalled at {now} ns: {why}")]
     Stalled {
@@ -84,8 +104,10 @@ const STILL_LIMIT: u64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
-    /// Worker wakes (start of phase, end of think time, end of runtime).
+    /// Worker wakes (end of think time, rate wait, ramp, runtime...).
     Wake(u32),
+    /// A job's start delay ends: start what may start.
+    Start,
     /// The scheduler asked to be called again.
     Timer,
 }
@@ -94,8 +116,7 @@ enum Event {
 #[derive(Clone, Copy, Debug)]
 struct IoRecord {
     worker: u32,
-    op: Op,
-    issued: Nanos,
+    io: Pending,
     submitted: Nanos,
 }
 
@@ -114,8 +135,7 @@ impl IoRecord {
     fn submitted(w: u32, io: &Pending, now: Nanos) -> IoRecord {
         IoRecord {
             worker: w,
-            op: io.op,
-            issued: io.issued,
+            io: *io,
             submitted: now,
         }
     }
@@ -123,8 +143,13 @@ impl IoRecord {
 
 const NO_IO: IoRecord = IoRecord {
     worker: 0,
-    op: Op::Read,
-    issued: 0,
+    io: Pending {
+        op: Op::Read,
+        sector: 0,
+        len: 0,
+        issued: 0,
+        verify: VerifyIo::None,
+    },
     submitted: 0,
 };
 
@@ -138,7 +163,20 @@ pub fn run(
 ) -> Result<RunResult, SimError> {
     let mut engine = Engine::new(jobs, device, cfg)?;
     engine.run(progress)?;
-    Ok(engine.result())
+    let failed = engine
+        .workers
+        .iter()
+        .find_map(|w| Some((w.name.clone(), w.clone, w.failure.clone()?)));
+    let result = engine.result();
+    match failed {
+        Some((job, clone, failure)) => Err(SimError::JobFailed {
+            job,
+            clone,
+            failure: Box::new(failure),
+            partial: Box::new(result),
+        }),
+        None => Ok(result),
+    }
 }
 
 struct Engine {
@@ -158,12 +196,15 @@ struct Engine {
     /// touched (first come, first served).
     touched: Vec<u32>,
     is_touched: Vec<bool>,
-    /// Workers whose I/O completed in the current event, and when each wants
-    /// to wake if its last completion sent it to sleep (think time).
-    completing: Vec<(u32, Option<Nanos>)>,
+    /// Workers whose I/O completed in the current event.
+    completing: Vec<u32>,
     device_done: Vec<(u32, Outcome)>,
-    phase: u32,
-    phases: u32,
+    /// Workers started by the last start check.
+    started: Vec<u32>,
+    /// The wake event last scheduled for each worker.
+    wake_at: Vec<Option<Nanos>>,
+    /// The start event scheduled, if any.
+    start_at: Option<Nanos>,
     now: Nanos,
     event_count: u64,
     ios_done: u64,
@@ -187,7 +228,7 @@ impl Engine {
                     SimError::Tunable { name, value, error }
                 }
             })?;
-        let (workers, phases) = workload::workers(jobs, limits.capacity * 512, cfg.seed)?;
+        let workers = workload::workers(jobs, limits.capacity * 512, cfg.seed)?;
         let depth = workload::total_depth(jobs);
         let nworkers = workers.len();
         Ok(Engine {
@@ -206,8 +247,9 @@ impl Engine {
             is_touched: vec![false; nworkers],
             completing: Vec::new(),
             device_done: Vec::new(),
-            phase: 0,
-            phases,
+            started: Vec::with_capacity(nworkers),
+            wake_at: vec![None; nworkers],
+            start_at: None,
             now: 0,
             event_count: 0,
             ios_done: 0,
@@ -225,15 +267,31 @@ impl Engine {
         self.events.push(Reverse((at, self.seq, e)));
     }
 
-    fn start_phase(&mut self, now: Nanos) {
-        for w in 0..self.workers.len() {
-            if self.workers[w].phase == self.phase {
-                self.workers[w].start(now);
-                if let Some(d) = self.workers[w].deadline() {
-                    self.schedule(d, Event::Wake(w as u32));
-                }
-                self.schedule(now, Event::Wake(w as u32));
-            }
+    /// Start the workers whose start rules are met at `now`.
+    fn start_check(&mut self, now: Nanos) {
+        let mut started = std::mem::take(&mut self.started);
+        let next = workload::start_ready(&mut self.workers, 0, now, &mut started);
+        for &w in &started {
+            self.schedule(now, Event::Wake(w));
+        }
+        started.clear();
+        self.started = started;
+        if let Some(t) = next
+            && self.start_at.is_none_or(|at| at <= now || t < at)
+        {
+            self.start_at = Some(t);
+            self.schedule(t, Event::Start);
+        }
+    }
+
+    /// Make sure worker `w` is looked at when it next wants to be.
+    fn arm(&mut self, w: u32, now: Nanos) {
+        if let Some(t) = self.workers[w as usize].next_wake()
+            && t > now
+            && self.wake_at[w as usize] != Some(t)
+        {
+            self.wake_at[w as usize] = Some(t);
+            self.schedule(t, Event::Wake(w));
         }
     }
 
@@ -241,7 +299,7 @@ impl Engine {
         if self.workers.is_empty() {
             return Ok(());
         }
-        self.start_phase(0);
+        self.start_check(0);
         let mut still = 0u64;
         loop {
             let next_event = self.events.peek().map(|Reverse((t, _, _))| *t);
@@ -280,6 +338,12 @@ impl Engine {
             } else if let Some(Reverse((_, _, e))) = self.events.pop() {
                 match e {
                     Event::Wake(w) => self.touch(w),
+                    Event::Start => {
+                        if self.start_at == Some(now) {
+                            self.start_at = None;
+                        }
+                        self.start_check(now);
+                    }
                     Event::Timer => {
                         if self.timer_at == Some(now) {
                             self.timer_at = None;
@@ -339,29 +403,29 @@ impl Engine {
                     let rec = ios[c.token as usize];
                     free_ios.push(c.token as u32);
                     let w = &mut workers[rec.worker as usize];
-                    w.record(
-                        rec.op,
+                    w.completed(
+                        &rec.io,
                         u64::from(c.bytes),
                         c.status == Status::Ok,
-                        rec.issued,
                         rec.submitted,
                         now,
                     );
                     *ios_done += 1;
-                    completing.push((rec.worker, w.completed(now)));
+                    completing.push(rec.worker);
                 },
             )?;
         }
         self.device_done = done;
+        // Each worker takes what completed for it at once.
+        let mut completing = std::mem::take(&mut self.completing);
+        for &w in &completing {
+            self.workers[w as usize].reap(now);
+        }
         // Tags freed: the workers waiting for one go first, in turn; then
         // those whose I/O just completed (behind any still waiting).
         self.serve_waiting(now)?;
-        let mut completing = std::mem::take(&mut self.completing);
-        for &(w, wake) in &completing {
-            match wake {
-                Some(t) => self.schedule(t, Event::Wake(w)),
-                None => self.touch(w),
-            }
+        for &w in &completing {
+            self.touch(w);
         }
         completing.clear();
         self.completing = completing;
@@ -375,10 +439,16 @@ impl Engine {
             if !std::mem::replace(&mut self.is_touched[w as usize], false) {
                 continue;
             }
-            self.issue(w, now)?;
             let worker = &mut self.workers[w as usize];
             let was_blocked = worker.blocked;
-            let done = worker.state == State::Running && worker.check_done(now);
+            // Move it on first (a stage over), then let it issue.
+            let mut done = worker.state == State::Running && worker.check_done(now);
+            if !done {
+                self.issue(w, now)?;
+                let worker = &mut self.workers[w as usize];
+                done = worker.state == State::Running && worker.check_done(now);
+            }
+            let worker = &mut self.workers[w as usize];
             if was_blocked && !worker.blocked {
                 // Its time ran out while it waited for a tag: it leaves the
                 // line (once per worker, so the search is no per-I/O cost).
@@ -388,7 +458,9 @@ impl Engine {
                 // The process exits: schedulers drop what they kept for it.
                 let ctx = self.workers[w as usize].ctx;
                 self.queue.context_gone(ctx, now);
-                self.phase_check(now);
+                self.start_check(now);
+            } else {
+                self.arm(w, now);
             }
         }
         touched.clear();
@@ -396,29 +468,11 @@ impl Engine {
         Ok(())
     }
 
-    /// Start the next stonewall phase if this one is over.
-    fn phase_check(&mut self, now: Nanos) {
-        let phase = self.phase;
-        if self
-            .workers
-            .iter()
-            .filter(|w| w.phase == phase)
-            .all(|w| w.state == State::Done)
-            && self.phase + 1 < self.phases
-        {
-            self.phase += 1;
-            self.start_phase(now);
-        }
-    }
-
     /// Worker `w` issues I/Os while it may.
     fn issue(&mut self, w: u32, now: Nanos) -> Result<(), SimError> {
         let worker = &mut self.workers[w as usize];
         if !worker.can_issue(now) {
             return Ok(());
-        }
-        if worker.sleeping_until.is_some_and(|t| now >= t) {
-            worker.sleeping_until = None;
         }
         if !self.blocked.is_empty() {
             // Others are waiting for a tag: wait in line behind them, with the
@@ -441,7 +495,7 @@ impl Engine {
             match self.queue.submit(&bio, now) {
                 Ok(_) => {
                     self.ios[token as usize] = IoRecord::submitted(w, &io, now);
-                    worker.issued(&io);
+                    worker.issued(&io, now);
                 }
                 Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {
                     self.free_ios.push(token);
@@ -452,6 +506,7 @@ impl Engine {
                 }
                 Err(error) => {
                     self.queue.unplug(now);
+                    worker.commit();
                     return Err(SimError::Bio {
                         job: worker.name.clone(),
                         error,
@@ -460,6 +515,7 @@ impl Engine {
             }
         }
         self.queue.unplug(now);
+        self.workers[w as usize].commit();
         Ok(())
     }
 
@@ -496,7 +552,8 @@ impl Engine {
             match submitted {
                 Ok(_) => {
                     self.ios[token as usize] = IoRecord::submitted(w, &io, now);
-                    worker.issued(&io);
+                    worker.issued(&io, now);
+                    worker.commit();
                     self.blocked.pop_front();
                     if worker.can_issue(now) {
                         // It wants another: to the back of the line.

@@ -106,6 +106,9 @@ fn dir(s: &Stanza<'_>, d: &DirStats, agg: f64, plus: bool) -> Value {
         "iops_mean": d.iops.mean,
         "iops_stddev": d.iops.stddev(),
         "iops_samples": d.iops.samples,
+        // Not fio's: I/Os that failed (fio stops a job at its first error
+        // unless told to continue).
+        "errors": d.errors,
     })
 }
 

@@ -495,7 +495,7 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         Some(cpu) => {
             let _ = writeln!(
                 out,
-                "  ran {:.3} s: {} I/Os, {} loop passes",
+                "  ran {:.3} s in real time: {} I/Os, {} loop passes",
                 run.elapsed as f64 / 1e9,
                 run.ios,
                 run.events

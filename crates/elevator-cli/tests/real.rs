@@ -56,7 +56,7 @@ fn every_scheduler_runs_on_memory() {
             "json",
         ]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        assert_eq!(v["time"], "real");
+        assert_eq!(v["elevator"]["time"], "real");
         let (r, w, t) = job_ios(&v);
         // 2 clones × 2 MiB of 4 KiB I/O, 2 MiB of 64 KiB writes, 256 KiB of trims.
         assert_eq!(r + w, 2 * 512 + 32, "{sched}");

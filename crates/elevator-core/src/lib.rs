@@ -50,5 +50,5 @@ pub use limits::Limits;
 pub use queue::{BuildError, DeviceShape, Dispatch, Outcome, Queue, QueueConfig, Submitted};
 pub use request::{BioView, Request, RequestId, Requests, RqState};
 pub use sched::{AnyScheduler, MergeKind, SCHEDULER_NAMES, SchedDispatch, Scheduler};
-pub use stats::{Histogram, QueueStats, Summary};
+pub use stats::{DiskDir, Histogram, QueueStats, Summary};
 pub use tunable::{TunableSpec, Unit};

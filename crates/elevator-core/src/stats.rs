@@ -77,6 +77,17 @@ impl Summary {
         let m = self.mean();
         (self.sum_sq / self.count as f64 - m * m).max(0.0).sqrt()
     }
+
+    /// Sample standard deviation (divided by `count - 1`, as fio reports
+    /// it; 0 with fewer than two values).
+    pub fn sample_stddev(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        let m = self.mean();
+        ((self.sum_sq - n * m * m) / (n - 1.0)).max(0.0).sqrt()
+    }
 }
 
 /// A log-linear histogram of `u64` values (nanoseconds, usually).
@@ -183,6 +194,46 @@ impl Histogram {
         self.summary.stddev()
     }
 
+    /// The value fio reports for bucket `i` (its `plat_idx_to_val`): the
+    /// value itself below 128, else the bucket's low end plus half its
+    /// width. elevator's buckets are fio's (`FIO_IO_U_PLAT_BITS` = 6): 64
+    /// per power of two, exact below 128.
+    pub fn bucket_value(i: usize) -> u64 {
+        let (lo, hi) = Self::bucket_range(i);
+        lo + (hi - lo).div_ceil(2)
+    }
+
+    /// The non-empty buckets in increasing order: `(value, count)`, the
+    /// value as fio computes it ([`Histogram::bucket_value`]), for fio's
+    /// json+ `bins`.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c > 0)
+            .map(|(i, &c)| (Self::bucket_value(i), c))
+    }
+
+    /// The value at percentile `p` as fio computes it: the value of the
+    /// first bucket where the running count reaches `p`% of the count
+    /// (not clamped to the minimum and maximum, as fio's is not). 0 if
+    /// empty.
+    pub fn fio_percentile(&self, p: f64) -> u64 {
+        let count = self.count();
+        if count == 0 {
+            return 0;
+        }
+        let want = p.clamp(0.0, 100.0) / 100.0 * count as f64;
+        let mut seen = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen as f64 >= want {
+                return Self::bucket_value(i);
+            }
+        }
+        self.max()
+    }
+
     /// The value at percentile `p` (0..=100): the midpoint of the bucket that
     /// holds the `ceil(p% × count)`-th smallest value, clamped to [min, max].
     pub fn percentile(&self, p: f64) -> u64 {
@@ -237,12 +288,51 @@ pub struct QueueStats {
     pub refused_full: u64,
     /// Time from a request's allocation to its dispatch.
     pub queue_time: Histogram,
+    /// What `/proc/diskstats` would say, per kind of request
+    /// ([`QueueStats::disk_index`]: reads, writes, discards, flushes).
+    pub disk: [DiskDir; 4],
+}
+
+/// One kind of request as `/proc/diskstats` counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskDir {
+    /// Requests completed.
+    pub ios: u64,
+    /// Merges: bios merged into a request, and requests merged into a
+    /// neighbour.
+    pub merges: u64,
+    /// Nanoseconds the completed requests spent from allocation to
+    /// completion, summed (diskstats' ticks, and their sum its weighted
+    /// time in queue).
+    pub ticks_ns: u64,
+}
+
+impl DiskDir {
+    /// Add another's counts.
+    pub fn merge(&mut self, o: &DiskDir) {
+        self.ios += o.ios;
+        self.merges += o.merges;
+        self.ticks_ns += o.ticks_ns;
+    }
 }
 
 impl QueueStats {
     /// Bio merges of any kind.
     pub fn bio_merges(&self) -> u64 {
         self.back_merges + self.front_merges
+    }
+
+    /// Index of `op` in [`QueueStats::disk`]: reads 0, writes (and write
+    /// zeroes) 1, discards 2, flushes 3.
+    #[inline]
+    pub fn disk_index(op: crate::bio::Op) -> usize {
+        use crate::bio::Op;
+        match op {
+            Op::Read => 0,
+            Op::Write | Op::WriteZeroes => 1,
+            Op::Discard => 2,
+            Op::Flush => 3,
+        }
     }
 
     /// Add another queue's figures (the queues of a run's devices or
@@ -263,6 +353,9 @@ impl QueueStats {
         self.bio_errors += other.bio_errors;
         self.refused_full += other.refused_full;
         self.queue_time.merge(&other.queue_time);
+        for (a, b) in self.disk.iter_mut().zip(&other.disk) {
+            a.merge(b);
+        }
     }
 }
 
@@ -308,5 +401,28 @@ mod tests {
         g.merge(&h);
         assert_eq!(g.percentile(50.0), h.percentile(50.0));
         assert_eq!(Histogram::new().percentile(50.0), 0);
+    }
+
+    #[test]
+    fn bucket_values_as_fio() {
+        // fio 3.33's json+ bins for these latencies (ns): 131, 141, 262, 7328.
+        for (v, fio) in [
+            (5u64, 5u64),
+            (127, 127),
+            (131, 131),
+            (140, 141),
+            (262, 262),
+            (7301, 7328),
+        ] {
+            assert_eq!(Histogram::bucket_value(Histogram::bucket(v)), fio, "{v}");
+        }
+        let mut h = Histogram::new();
+        for v in [140u64, 141, 7301] {
+            h.record(v);
+        }
+        let bins: Vec<_> = h.bins().collect();
+        assert_eq!(bins, vec![(141, 2), (7328, 1)]);
+        assert_eq!(h.fio_percentile(50.0), 141);
+        assert_eq!(h.fio_percentile(99.99), 7328);
     }
 }

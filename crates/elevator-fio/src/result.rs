@@ -26,10 +26,23 @@ pub struct DirStats {
     pub slat: Summary,
     /// Total latency: submission plus completion.
     pub lat: Summary,
+    /// Submission latencies' distribution, kept when the job asks for
+    /// `slat_percentiles`.
+    pub slat_hist: Option<Histogram>,
+    /// Total latencies' distribution, kept when the job asks for
+    /// `lat_percentiles`.
+    pub lat_hist: Option<Histogram>,
+    /// Bandwidth samples in KiB/s, one per [`SAMPLE_NS`] of run time with
+    /// I/O (fio's `bw_*`).
+    pub bw: Samples,
+    /// IOPS samples, likewise (fio's `iops_*`).
+    pub iops: Samples,
 }
 
 impl DirStats {
-    /// Add another job's figures (for group reporting).
+    /// Add another job's figures (for group reporting). Bandwidth and IOPS
+    /// samples add as fio adds them for a group: minimum, maximum, mean
+    /// and spread summed (the group's aggregate), sample counts summed.
     pub fn merge(&mut self, other: &DirStats) {
         self.ios += other.ios;
         self.bytes += other.bytes;
@@ -37,8 +50,77 @@ impl DirStats {
         self.clat.merge(&other.clat);
         self.slat.merge(&other.slat);
         self.lat.merge(&other.lat);
+        merge_hist(&mut self.slat_hist, &other.slat_hist);
+        merge_hist(&mut self.lat_hist, &other.lat_hist);
+        self.bw.sum(&other.bw);
+        self.iops.sum(&other.iops);
     }
 }
+
+fn merge_hist(a: &mut Option<Histogram>, b: &Option<Histogram>) {
+    match (a.as_mut(), b) {
+        (Some(a), Some(b)) => a.merge(b),
+        (None, Some(b)) => *a = Some(b.clone()),
+        _ => {}
+    }
+}
+
+/// A series of rate samples (fio's `io_stat` for bandwidth and IOPS):
+/// count, extremes, running mean and sum of squared deviations.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Samples {
+    /// Samples taken.
+    pub samples: u64,
+    /// Smallest sample.
+    pub min: u64,
+    /// Largest sample.
+    pub max: u64,
+    /// Mean of the samples.
+    pub mean: f64,
+    /// Sum of squared deviations from the mean (Welford's `S`).
+    pub s: f64,
+}
+
+impl Samples {
+    /// Add a sample.
+    pub fn add(&mut self, v: u64) {
+        if self.samples == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.samples += 1;
+        let delta = v as f64 - self.mean;
+        self.mean += delta / self.samples as f64;
+        self.s += delta * (v as f64 - self.mean);
+    }
+
+    /// Add another job's samples as fio does for a group: the group's rate
+    /// is the sum of its jobs' rates.
+    pub fn sum(&mut self, o: &Samples) {
+        if o.samples == 0 {
+            return;
+        }
+        self.min += o.min;
+        self.max += o.max;
+        self.mean += o.mean;
+        self.s += o.s;
+        self.samples += o.samples;
+    }
+
+    /// Sample standard deviation (fio's: `sqrt(S / (n - 1))`, 0 for one
+    /// sample).
+    pub fn stddev(&self) -> f64 {
+        if self.samples < 2 {
+            0.0
+        } else {
+            (self.s / (self.samples - 1) as f64).sqrt()
+        }
+    }
+}
+
+/// fio's bandwidth and IOPS sampling period (`bw_avg_time`,
+/// `iops_avg_time`): 500 ms.
+pub const SAMPLE_NS: Nanos = 500_000_000;
 
 /// One completed I/O, as the figures see it.
 #[derive(Clone, Copy, Debug)]
@@ -59,12 +141,141 @@ pub struct IoDone {
     pub now: Nanos,
 }
 
+/// One line of a fio log: `time, value, ddir, bs[, offset], prio`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogEntry {
+    /// Milliseconds since the figures started.
+    pub time_ms: u64,
+    /// The value: latency in ns, bandwidth in KiB/s, or IOPS.
+    pub value: u64,
+    /// Direction: 0 read, 1 write, 2 trim.
+    pub ddir: u8,
+    /// Block size of the I/O (0 for averaged entries).
+    pub bs: u64,
+    /// Offset of the I/O (0 for averaged entries).
+    pub offset: u64,
+}
+
+/// The logs a job keeps in memory (`write_lat_log`, `write_bw_log`,
+/// `write_iops_log`), written out by [`crate::report::logs::files`].
+#[derive(Clone, Debug, Default)]
+pub struct Logs {
+    /// Total latency (`_lat`).
+    pub lat: Vec<LogEntry>,
+    /// Completion latency (`_clat`).
+    pub clat: Vec<LogEntry>,
+    /// Submission latency (`_slat`).
+    pub slat: Vec<LogEntry>,
+    /// Bandwidth (`_bw`).
+    pub bw: Vec<LogEntry>,
+    /// IOPS (`_iops`).
+    pub iops: Vec<LogEntry>,
+}
+
 /// What fio reports per job beyond the per-direction figures: syncs,
-/// I/O depths, logs.
+/// I/O depths, latency buckets, logs.
 #[derive(Clone, Debug, Default)]
 pub struct JobExtra {
     /// Cache flushes (`fsync`, `fdatasync`, `end_fsync`): their latencies.
-    pub sync: Summary,
+    pub sync: Histogram,
+    /// Flushes that failed.
+    pub sync_errors: u64,
+    /// I/Os submitted by the depth in flight after their submission:
+    /// 1, 2, 4, 8, 16, 32, >=64 (fio's `iodepth_level`).
+    pub depth: [u64; 7],
+    /// Submissions by the I/Os they carried: 0, 1-4, 5-8, 9-16, 17-32,
+    /// 33-64, >64 (fio's `iodepth_submit`).
+    pub submit: [u64; 7],
+    /// Reaps by the completions they took, bucketed as `submit` (fio's
+    /// `iodepth_complete`).
+    pub complete: [u64; 7],
+    /// Completion latencies below 1 µs, by fio's buckets: < 2, 4, 10, 20,
+    /// 50, 100, 250, 500, 750, 1000 ns.
+    pub lat_ns: [u64; 10],
+    /// From 1 µs to below 1 ms, the same buckets in µs.
+    pub lat_us: [u64; 10],
+    /// From 1 ms: < 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000,
+    /// >= 2000 ms.
+    pub lat_ms: [u64; 12],
+    /// The logs the job asked for.
+    pub logs: Logs,
+}
+
+impl JobExtra {
+    /// Add another job's figures (for group reporting).
+    pub fn merge(&mut self, o: &JobExtra) {
+        self.sync.merge(&o.sync);
+        self.sync_errors += o.sync_errors;
+        add(&mut self.depth, &o.depth);
+        add(&mut self.submit, &o.submit);
+        add(&mut self.complete, &o.complete);
+        add(&mut self.lat_ns, &o.lat_ns);
+        add(&mut self.lat_us, &o.lat_us);
+        add(&mut self.lat_ms, &o.lat_ms);
+    }
+}
+
+fn add<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+/// fio's latency bucket limits (upper, exclusive) within a unit.
+const LAT_LIMITS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+
+#[inline]
+fn lat_bucket(v: u64) -> usize {
+    LAT_LIMITS.iter().position(|&l| v < l).unwrap_or(9)
+}
+
+/// fio's `iodepth_level` bucket of a depth.
+#[inline]
+fn depth_bucket(d: u32) -> usize {
+    match d {
+        0 | 1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+/// fio's `iodepth_submit`/`iodepth_complete` bucket of a batch.
+#[inline]
+fn batch_bucket(n: u32) -> usize {
+    match n {
+        0 => 0,
+        1..=4 => 1,
+        5..=8 => 2,
+        9..=16 => 3,
+        17..=32 => 4,
+        33..=64 => 5,
+        _ => 6,
+    }
+}
+
+/// Rate sampling over fixed windows from the figures' start: what was
+/// completed (bytes and I/Os per direction) when the last window closed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    /// Window length (0: off).
+    len: Nanos,
+    /// When the next window closes.
+    next: Nanos,
+    bytes: [u64; 3],
+    ios: [u64; 3],
+}
+
+/// Latencies summed over a log averaging window, per direction.
+#[derive(Clone, Copy, Debug, Default)]
+struct LatSums {
+    n: [u64; 3],
+    lat: [u64; 3],
+    clat: [u64; 3],
+    slat: [u64; 3],
 }
 
 /// A job clone's figures while it runs: the hooks a worker calls as it
@@ -75,63 +286,264 @@ pub struct JobStats {
     pub dirs: [DirStats; 3],
     /// Syncs, depths, logs.
     pub extra: JobExtra,
+    start: Nanos,
+    samples: Window,
+    log_window: Window,
+    lat_sums: LatSums,
+    lat_log: bool,
+    bw_log: bool,
+    iops_log: bool,
 }
 
 impl JobStats {
     /// Figures for a clone of `job` (which logs, percentiles...).
     pub fn new(job: &JobSpec) -> JobStats {
-        let _ = job;
-        JobStats::default()
+        let mut s = JobStats {
+            lat_log: job.write_lat_log.is_some(),
+            bw_log: job.write_bw_log.is_some(),
+            iops_log: job.write_iops_log.is_some(),
+            ..JobStats::default()
+        };
+        for d in &mut s.dirs {
+            d.slat_hist = job.slat_percentiles.then(Histogram::new);
+            d.lat_hist = job.lat_percentiles.then(Histogram::new);
+        }
+        s.samples.len = SAMPLE_NS;
+        s.log_window.len = job.log_avg_msec * 1_000_000;
+        s.start(0);
+        s
     }
 
     /// Figures start at `now`: the job starts, or its `ramp_time` ends
     /// (what was gathered before is dropped).
     pub fn start(&mut self, now: Nanos) {
-        let _ = now;
+        for d in &mut self.dirs {
+            *d = DirStats {
+                slat_hist: d.slat_hist.as_ref().map(|_| Histogram::new()),
+                lat_hist: d.lat_hist.as_ref().map(|_| Histogram::new()),
+                ..DirStats::default()
+            };
+        }
+        self.extra = JobExtra::default();
+        self.start = now;
+        for w in [&mut self.samples, &mut self.log_window] {
+            *w = Window {
+                len: w.len,
+                next: now.saturating_add(w.len),
+                ..Window::default()
+            };
+        }
+        self.lat_sums = LatSums::default();
     }
 
     /// One submission: `ios` I/Os went to the queue together, leaving
     /// `in_flight` of the job's I/Os in flight.
     #[inline]
     pub fn submitted(&mut self, ios: u32, in_flight: u32) {
-        let _ = (ios, in_flight);
+        self.extra.depth[depth_bucket(in_flight)] += u64::from(ios);
+        self.extra.submit[batch_bucket(ios)] += 1;
     }
 
     /// One I/O completed.
     #[inline]
     pub fn completed(&mut self, io: &IoDone) {
-        let d = &mut self.dirs[match io.op {
+        if io.now >= self.samples.next {
+            self.sample(io.now);
+        }
+        if self.log_window.len > 0 && io.now >= self.log_window.next {
+            self.log_averages(io.now);
+        }
+        let di = match io.op {
             Op::Read => READ,
             Op::Discard => TRIM,
             _ => WRITE,
-        }];
+        };
+        let clat = io.now.saturating_sub(io.submitted);
+        let slat = io.submitted.saturating_sub(io.issued);
+        let lat = io.now.saturating_sub(io.issued);
+        let d = &mut self.dirs[di];
         d.ios += 1;
         d.bytes += io.bytes;
         if !io.ok {
             d.errors += 1;
         }
-        d.clat.record(io.now - io.submitted);
-        d.slat.record(io.submitted - io.issued);
-        d.lat.record(io.now - io.issued);
+        d.clat.record(clat);
+        d.slat.record(slat);
+        d.lat.record(lat);
+        if let Some(h) = &mut d.slat_hist {
+            h.record(slat);
+        }
+        if let Some(h) = &mut d.lat_hist {
+            h.record(lat);
+        }
+        // fio counts completion latencies in its buckets.
+        let x = &mut self.extra;
+        if clat < 1_000 {
+            x.lat_ns[lat_bucket(clat)] += 1;
+        } else if clat < 1_000_000 {
+            x.lat_us[lat_bucket(clat / 1_000)] += 1;
+        } else {
+            let ms = clat / 1_000_000;
+            let i = if ms < 1000 {
+                lat_bucket(ms)
+            } else if ms < 2000 {
+                10
+            } else {
+                11
+            };
+            x.lat_ms[i] += 1;
+        }
+        if self.lat_log || self.bw_log || self.iops_log {
+            self.log_io(io, di, lat, clat, slat);
+        }
+    }
+
+    /// The logs' part of a completion.
+    fn log_io(&mut self, io: &IoDone, di: usize, lat: u64, clat: u64, slat: u64) {
+        if self.log_window.len > 0 {
+            if self.lat_log {
+                let s = &mut self.lat_sums;
+                s.n[di] += 1;
+                s.lat[di] += lat;
+                s.clat[di] += clat;
+                s.slat[di] += slat;
+            }
+            return;
+        }
+        let e = LogEntry {
+            time_ms: io.now.saturating_sub(self.start) / 1_000_000,
+            value: 0,
+            ddir: di as u8,
+            bs: io.bytes,
+            offset: io.offset,
+        };
+        let logs = &mut self.extra.logs;
+        if self.lat_log {
+            logs.lat.push(LogEntry { value: lat, ..e });
+            logs.clat.push(LogEntry { value: clat, ..e });
+            logs.slat.push(LogEntry { value: slat, ..e });
+        }
+        if self.bw_log {
+            // fio: bytes × 10^6 / completion latency in ns.
+            let value = (io.bytes * 1_000_000).checked_div(clat).unwrap_or(0);
+            logs.bw.push(LogEntry { value, ..e });
+        }
+        if self.iops_log {
+            logs.iops.push(LogEntry { value: 1, ..e });
+        }
+    }
+
+    /// Close the bandwidth/IOPS sampling windows that ended by `now`: one
+    /// sample per direction that moved data in the last (fio skips a window
+    /// without I/O, and what completes after a gap counts in one window).
+    #[cold]
+    fn sample(&mut self, now: Nanos) {
+        let w = &mut self.samples;
+        let ms = w.len / 1_000_000;
+        for (i, d) in self.dirs.iter_mut().enumerate() {
+            let bytes = d.bytes - w.bytes[i];
+            if bytes == 0 {
+                continue;
+            }
+            d.bw.add(bytes * 1000 / ms / 1024);
+            d.iops.add((d.ios - w.ios[i]) * 1000 / ms);
+            w.bytes[i] = d.bytes;
+            w.ios[i] = d.ios;
+        }
+        w.next = next_boundary(self.start, w.len, now);
+    }
+
+    /// Close the log averaging windows that ended by `now`.
+    #[cold]
+    fn log_averages(&mut self, now: Nanos) {
+        let w = &mut self.log_window;
+        let time_ms = (w.next - self.start) / 1_000_000;
+        let ms = w.len / 1_000_000;
+        let logs = &mut self.extra.logs;
+        for (i, d) in self.dirs.iter().enumerate() {
+            let bytes = d.bytes - w.bytes[i];
+            if bytes > 0 {
+                let e = LogEntry {
+                    time_ms,
+                    ddir: i as u8,
+                    ..LogEntry::default()
+                };
+                if self.bw_log {
+                    logs.bw.push(LogEntry {
+                        value: bytes * 1000 / ms / 1024,
+                        ..e
+                    });
+                }
+                if self.iops_log {
+                    logs.iops.push(LogEntry {
+                        value: (d.ios - w.ios[i]) * 1000 / ms,
+                        ..e
+                    });
+                }
+            }
+            w.bytes[i] = d.bytes;
+            w.ios[i] = d.ios;
+        }
+        flush_lat(&mut self.lat_sums, logs, time_ms);
+        w.next = next_boundary(self.start, w.len, now);
     }
 
     /// The job took `ios` completions together.
     #[inline]
     pub fn reaped(&mut self, ios: u32) {
-        let _ = ios;
+        self.extra.complete[batch_bucket(ios)] += 1;
     }
 
     /// A cache flush the job asked for (wanted at `issued`) completed at
     /// `now`.
     pub fn synced(&mut self, issued: Nanos, now: Nanos, ok: bool) {
-        let _ = ok;
-        self.extra.sync.record(now - issued);
+        if !ok {
+            self.extra.sync_errors += 1;
+        }
+        self.extra.sync.record(now.saturating_sub(issued));
     }
 
     /// The job ended at `now`.
     pub fn finish(&mut self, now: Nanos) {
-        let _ = now;
+        if self.log_window.len > 0 && self.lat_log {
+            // fio writes the last, partial window of averaged latencies.
+            let time_ms = now.saturating_sub(self.start) / 1_000_000;
+            flush_lat(&mut self.lat_sums, &mut self.extra.logs, time_ms);
+        }
     }
+}
+
+/// The first window end after `now`, windows of `len` from `start`.
+fn next_boundary(start: Nanos, len: Nanos, now: Nanos) -> Nanos {
+    start + ((now - start) / len + 1) * len
+}
+
+/// Averaged latency log entries for a window, and a fresh window.
+fn flush_lat(s: &mut LatSums, logs: &mut Logs, time_ms: u64) {
+    for i in 0..3 {
+        let n = s.n[i];
+        if n == 0 {
+            continue;
+        }
+        let e = LogEntry {
+            time_ms,
+            ddir: i as u8,
+            ..LogEntry::default()
+        };
+        logs.lat.push(LogEntry {
+            value: s.lat[i] / n,
+            ..e
+        });
+        logs.clat.push(LogEntry {
+            value: s.clat[i] / n,
+            ..e
+        });
+        logs.slat.push(LogEntry {
+            value: s.slat[i] / n,
+            ..e
+        });
+    }
+    *s = LatSums::default();
 }
 
 /// Index of reads, writes and trims in [`JobResult::dirs`].

@@ -26,6 +26,7 @@ use crate::bio::{Bio, BioFlags};
 use crate::index::NIL;
 use crate::request::{BioSlot, Request, RequestId, RqState};
 use crate::sched::{MergeKind, MergeLookup, Scheduler};
+use crate::stats::QueueStats;
 
 /// The result of trying to merge a bio.
 pub(super) enum BioMerge {
@@ -110,6 +111,7 @@ impl<S: Scheduler> Queue<S> {
             self.hash.remove(&mut self.rqs, rq);
         }
         let segments = self.limits.segments_for(bio.op, bio.len) as u16;
+        self.stats.disk[QueueStats::disk_index(bio.op)].merges += 1;
         let r = self.rqs.get_mut(rq);
         r.sectors += bio.sectors();
         r.segments += segments;
@@ -280,6 +282,7 @@ impl<S: Scheduler> Queue<S> {
         self.last_merge = Some(into);
         self.rehash(into);
         self.stats.request_merges += 1;
+        self.stats.disk[QueueStats::disk_index(self.rqs[into].op)].merges += 1;
         true
     }
 

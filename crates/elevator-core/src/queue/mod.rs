@@ -675,6 +675,10 @@ impl<S: Scheduler> Queue<S> {
             self.sched.completed(&self.rqs, id, now);
         }
         self.in_flight -= 1;
+        let rq = &self.rqs[id];
+        let disk = &mut self.stats.disk[QueueStats::disk_index(rq.op)];
+        disk.ios += 1;
+        disk.ticks_ns += elapsed(rq.alloc_time, now);
         self.rqs.free(id);
         self.stats.completions += 1;
         Ok(())

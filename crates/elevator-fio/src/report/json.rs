@@ -1,41 +1,68 @@
-//! fio's JSON output (`--output-format=json`) for a simulated run, with the
-//! keys and units fio uses, so tools written for fio read it; plus an
-//! `elevator` object with the queue's and the device's figures.
+//! fio's JSON output (`--output-format=json` and `json+`) with every key
+//! fio 3.33 writes for a job, in fio's units, so tools written for fio read
+//! it; plus an `elevator` object with the queue's and the device's figures
+//! (and each job's `notes`: options accepted that change nothing).
 //!
 //! Units as fio: `io_bytes` and `bw_bytes` in bytes (per second), `io_kbytes`
 //! in KiB, `bw` in KiB/s, `runtime` in ms, latencies in ns. The output is
 //! deterministic for simulated runs: `timestamp` is `SOURCE_DATE_EPOCH` (or
-//! 0), and simulated jobs use no CPU (`usr_cpu` and `sys_cpu` are 0). Runs on
+//! 0) and `time` that date as fio prints it (whether the clock was virtual
+//! or real is `elevator.time`), and simulated jobs use no CPU (`usr_cpu` and `sys_cpu` are 0). Runs on
 //! real devices report the engine thread's CPU time as each job's `usr_cpu`
 //! and `sys_cpu` (percent of the run's wall time; the jobs share the thread,
 //! and fio too counts only a job's own thread), and the whole process's
 //! (io_uring workers included) under `elevator.cpu`.
 
-use crate::job::JobFile;
+use elevator_core::Histogram;
+
+use crate::job::{JobFile, UnifiedRw};
 use crate::result::{DirStats, RunResult, Summary};
 use serde_json::{Map, Value, json};
 
-use super::{PERCENTILES, rate, stanzas};
+use super::fmt::{ctime, depth_pct, epoch, lat_pct};
+use super::text::{BATCH_KEYS, DEPTH_KEYS, cpu_pct};
+use super::{DiskUtil, Stanza, groups, rate, stanzas};
 
-/// fio's version string, as tools that check it expect a `fio-` prefix.
-pub const FIO_VERSION: &str = concat!("fio-3.35 (elevator ", env!("CARGO_PKG_VERSION"), ")");
+pub use super::FIO_VERSION;
 
-fn summary(s: &Summary) -> Value {
-    json!({
-        "min": s.min(),
-        "max": s.max(),
-        "mean": s.mean(),
-        "stddev": s.stddev(),
-        "N": s.count,
-    })
+/// `min`, `max`, `mean`, `stddev` (fio's, over `N - 1`) and `N`.
+fn summary(s: &Summary) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("min".into(), json!(s.min()));
+    m.insert("max".into(), json!(s.max()));
+    m.insert("mean".into(), json!(s.mean()));
+    m.insert("stddev".into(), json!(s.sample_stddev()));
+    m.insert("N".into(), json!(s.count));
+    m
 }
 
-fn dir(d: &DirStats, runtime_ns: u64) -> Value {
-    let mut pct = Map::new();
-    for p in PERCENTILES {
-        let v = if d.ios == 0 { 0 } else { d.clat.percentile(p) };
-        pct.insert(format!("{p:.6}"), json!(v));
+/// A latency object: the summary, with `percentile` (keys as fio's `%f`,
+/// in numeric order) when `h` is given and holds values, and json+'s
+/// `bins` when `plus`.
+fn latency(s: &Summary, h: Option<&Histogram>, list: &[f64], plus: bool) -> Value {
+    let mut m = summary(s);
+    if let Some(h) = h
+        && h.count() > 0
+    {
+        let mut pct = Map::new();
+        for &p in list {
+            pct.insert(format!("{p:.6}"), json!(h.fio_percentile(p)));
+        }
+        m.insert("percentile".into(), Value::Object(pct));
+        if plus {
+            let mut bins = Map::new();
+            for (v, c) in h.bins() {
+                bins.insert(v.to_string(), json!(c));
+            }
+            m.insert("bins".into(), Value::Object(bins));
+        }
     }
+    Value::Object(m)
+}
+
+fn dir(s: &Stanza<'_>, d: &DirStats, agg: f64, plus: bool) -> Value {
+    let runtime_ns = s.runtime();
+    let list = s.percentiles();
     let bw_bytes = rate(d.bytes, runtime_ns);
     // fio: whole bytes per second, and KiB/s by integer division.
     let bw_b = bw_bytes as u64;
@@ -46,6 +73,15 @@ fn dir(d: &DirStats, runtime_ns: u64) -> Value {
     } else {
         runtime_ns / 1_000_000
     };
+    let agg_kib = (agg as u64 / 1024) as f64;
+    let bw_agg = if d.bw.samples == 0 {
+        0.0
+    } else if agg_kib > 0.0 {
+        (d.bw.mean * 100.0 / agg_kib).min(100.0)
+    } else {
+        100.0
+    };
+    let clat_hist = s.clat_percentiles().then_some(&d.clat);
     json!({
         "io_bytes": d.bytes,
         "io_kbytes": d.bytes / 1024,
@@ -56,28 +92,22 @@ fn dir(d: &DirStats, runtime_ns: u64) -> Value {
         "total_ios": d.ios,
         "short_ios": 0,
         "drop_ios": 0,
-        "slat_ns": summary(&d.slat),
-        "clat_ns": {
-            "min": d.clat.min(),
-            "max": d.clat.max(),
-            "mean": d.clat.mean(),
-            "stddev": d.clat.stddev(),
-            "N": d.clat.count(),
-            "percentile": pct,
-        },
-        "lat_ns": summary(&d.lat),
-        // One aggregate sample: the simulation does not sample per second.
-        "bw_min": bw_kib,
-        "bw_max": bw_kib,
-        "bw_agg": 100.0,
-        "bw_mean": bw_bytes / 1024.0,
-        "bw_dev": 0.0,
-        "bw_samples": u64::from(d.ios > 0),
-        "iops_min": iops.round() as u64,
-        "iops_max": iops.round() as u64,
-        "iops_mean": iops,
-        "iops_stddev": 0.0,
-        "iops_samples": u64::from(d.ios > 0),
+        "slat_ns": latency(&d.slat, d.slat_hist.as_ref(), &list, plus),
+        "clat_ns": latency(d.clat.summary(), clat_hist, &list, plus),
+        "lat_ns": latency(&d.lat, d.lat_hist.as_ref(), &list, plus),
+        "bw_min": d.bw.min,
+        "bw_max": d.bw.max,
+        "bw_agg": bw_agg,
+        "bw_mean": d.bw.mean,
+        "bw_dev": d.bw.stddev(),
+        "bw_samples": d.bw.samples,
+        "iops_min": d.iops.min,
+        "iops_max": d.iops.max,
+        "iops_mean": d.iops.mean,
+        "iops_stddev": d.iops.stddev(),
+        "iops_samples": d.iops.samples,
+        // Not fio's: I/Os that failed (fio stops a job at its first error
+        // unless told to continue).
         "errors": d.errors,
     })
 }
@@ -90,76 +120,132 @@ fn options(opts: &[(String, String)]) -> Value {
     Value::Object(m)
 }
 
-/// The JSON document for `run` of `jobs`.
+fn dist(counts: &[u64], keys: &[&str], pct: fn(u64, u64) -> f64) -> Value {
+    let total: u64 = counts.iter().sum();
+    let mut m = Map::new();
+    for (k, &c) in keys.iter().zip(counts) {
+        m.insert((*k).to_string(), json!(pct(c, total)));
+    }
+    Value::Object(m)
+}
+
+/// The JSON document for `run` of `jobs` (fio's `json`).
 pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
-    let timestamp: u64 = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let (usr_cpu, sys_cpu) = match run.cpu {
-        Some(c) if run.elapsed > 0 => (
-            c.thread_user_ns as f64 * 100.0 / run.elapsed as f64,
-            c.thread_system_ns as f64 * 100.0 / run.elapsed as f64,
-        ),
-        _ => (0.0, 0.0),
-    };
+    render_with(jobs, run, device_name, false)
+}
+
+/// The JSON document for `run` of `jobs`; with `plus`, fio's `json+`
+/// (latency `bins` in each latency object that has percentiles).
+pub fn render_with(jobs: &JobFile, run: &RunResult, device_name: &str, plus: bool) -> Value {
+    const LAT_KEYS: [&str; 12] = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+    ];
+    let timestamp = epoch();
+    let (usr_cpu, sys_cpu) = cpu_pct(run);
+    let groups = groups(run);
     let mut out = Vec::new();
     for s in stanzas(jobs, run) {
-        let opts = jobs
-            .jobs
-            .get(s.job_index)
+        let g = groups.iter().find(|g| g.id == s.group);
+        let agg = |i: usize| g.map_or(0.0, |g| g.agg(i));
+        let opts = s
+            .spec
             .map(|j| options(&j.options))
             .unwrap_or_else(|| json!({}));
         let runtime = s.runtime();
-        let empty = DirStats::default();
-        let sync = json!({
-            "total_ios": 0,
-            "lat_ns": summary(&Summary::default()),
-        });
-        out.push(json!({
-            "jobname": s.name,
-            "groupid": s.group,
-            "job_start": s.start / 1_000_000,
-            "error": 0,
-            "eta": 0,
-            "elapsed": runtime.div_ceil(1_000_000_000),
-            "job options": opts,
-            "read": dir(&s.dirs[0], runtime),
-            "write": dir(&s.dirs[1], runtime),
-            "trim": dir(if s.dirs[2].ios > 0 { &s.dirs[2] } else { &empty }, runtime),
-            "sync": sync,
+        let x = &s.extra;
+        let list = s.percentiles();
+        let mut job = Map::new();
+        job.insert("jobname".into(), json!(s.name));
+        job.insert("groupid".into(), json!(s.group));
+        job.insert("job_start".into(), json!(s.start / 1_000_000));
+        job.insert("error".into(), json!(0));
+        job.insert("eta".into(), json!(0));
+        job.insert("elapsed".into(), json!(runtime.div_ceil(1_000_000_000)));
+        job.insert("job options".into(), opts);
+        let unified = s.unified();
+        if unified != UnifiedRw::Mixed {
+            for (i, name) in ["read", "write", "trim"].iter().enumerate() {
+                job.insert((*name).into(), dir(&s, &s.dirs[i], agg(i), plus));
+            }
+            job.insert(
+                "sync".into(),
+                json!({
+                    "total_ios": x.sync.count(),
+                    "lat_ns": latency(x.sync.summary(), Some(&x.sync), &list, plus),
+                }),
+            );
+        }
+        if unified != UnifiedRw::None {
+            let all = (0..3).map(agg).sum();
+            job.insert("mixed".into(), dir(&s, &s.mixed(), all, plus));
+        }
+        let total: u64 = s.dirs.iter().map(|d| d.ios).sum();
+        let lat = |c: &[u64]| {
+            let mut m = Map::new();
+            for (k, &n) in LAT_KEYS.iter().zip(c) {
+                m.insert((*k).to_string(), json!(lat_pct(n, total)));
+            }
+            Value::Object(m)
+        };
+        let rest = json!({
             "job_runtime": runtime / 1_000_000,
             "usr_cpu": usr_cpu,
             "sys_cpu": sys_cpu,
             "ctx": 0,
             "majf": 0,
             "minf": 0,
-        }));
+            "iodepth_level": dist(&x.depth, &DEPTH_KEYS, depth_pct),
+            "iodepth_submit": dist(&x.submit, &BATCH_KEYS, depth_pct),
+            "iodepth_complete": dist(&x.complete, &BATCH_KEYS, depth_pct),
+            "latency_ns": lat(&x.lat_ns),
+            "latency_us": lat(&x.lat_us),
+            "latency_ms": lat(&x.lat_ms),
+            "latency_depth": s.spec.map_or(1, |j| j.iodepth),
+            "latency_target": 0,
+            "latency_percentile": 100.0,
+            "latency_window": 0,
+        });
+        if let Value::Object(m) = rest {
+            job.extend(m);
+        }
+        out.push(Value::Object(job));
     }
+    let disk = DiskUtil::of(run);
+    let notes: Vec<Value> = jobs
+        .jobs
+        .iter()
+        .filter(|j| !j.notes.is_empty())
+        .map(|j| {
+            json!({
+                "job": j.name,
+                "notes": j.notes.iter().map(|(o, why)| json!({"option": o, "note": why})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
     let q = &run.queue;
-    let reads: u64 = run.jobs.iter().map(|j| j.dirs[0].ios).sum();
-    let writes: u64 = run.jobs.iter().map(|j| j.dirs[1].ios + j.dirs[2].ios).sum();
-    let busy_ms = run.device_stats.busy_ns / 1_000_000;
     json!({
         "fio version": FIO_VERSION,
         "timestamp": timestamp,
         "timestamp_ms": timestamp * 1000,
-        "time": if run.cpu.is_some() { "real" } else { "simulated" },
+        "time": ctime(timestamp),
         "global options": options(&jobs.global_options),
         "jobs": out,
         "disk_util": [{
             "name": device_name,
-            "read_ios": reads,
-            "write_ios": writes,
-            "read_merges": 0,
-            "write_merges": 0,
-            "read_ticks": busy_ms,
-            "write_ticks": 0,
-            "in_queue": busy_ms,
-            "util": run.utilisation() * 100.0,
+            "read_ios": disk.ios[0],
+            "write_ios": disk.ios[1],
+            "read_merges": disk.merges[0],
+            "write_merges": disk.merges[1],
+            "read_ticks": disk.ticks[0],
+            "write_ticks": disk.ticks[1],
+            "in_queue": disk.in_queue,
+            "util": disk.util,
         }],
         "elevator": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "time": if run.cpu.is_some() { "real" } else { "simulated" },
             "note": super::no_time_note(run),
+            "notes": notes,
             "scheduler": run.scheduler,
             "device": run.device,
             "simulated_ns": if run.cpu.is_some() { 0 } else { run.elapsed },

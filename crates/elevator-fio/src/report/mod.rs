@@ -1,15 +1,91 @@
-//! Reports of a run, simulated or real: fio's text ([`text`]) and fio's JSON
-//! ([`json`]).
+//! Reports of a run, simulated or real, in fio 3.33's formats: normal text
+//! ([`text`]), JSON and json+ ([`json`]), terse v3 ([`terse`]); and the
+//! logs fio writes ([`logs`]). [`render`] picks one by [`Format`].
 //!
 //! Reporting follows fio: a job stanza per job clone, or one per group when
 //! its jobs set `group_reporting`; then a "Run status group" line per group;
 //! then disk statistics, and elevator's own figures for the queue.
+//!
+//! Dates: elevator-fio has no clock, so every date a report shows (fio's job
+//! line and JSON `time`/`timestamp`) is `SOURCE_DATE_EPOCH` when set, else
+//! the epoch (`Thu Jan  1 00:00:00 1970`), in UTC: reports of simulations
+//! are the same on every run. Where fio shows a process id, elevator shows
+//! the job clone's I/O context id.
 
+pub mod fmt;
 pub mod json;
+pub mod logs;
+pub mod terse;
 pub mod text;
 
-use crate::job::JobFile;
-use crate::result::{DirStats, JobResult, RunResult};
+use std::str::FromStr;
+
+use crate::job::{JobFile, JobSpec};
+use crate::result::{DirStats, JobExtra, JobResult, RunResult};
+
+/// fio's version, as elevator's reports give it (the format they imitate).
+pub const FIO_VERSION: &str = "fio-3.33";
+
+/// An output format (fio's `--output-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `normal`: fio's text.
+    Normal,
+    /// `json`.
+    Json,
+    /// `json+`: JSON with latency bins.
+    JsonPlus,
+    /// `terse`: fio's semicolon-separated version 3.
+    Terse,
+}
+
+impl Format {
+    /// fio's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Normal => "normal",
+            Format::Json => "json",
+            Format::JsonPlus => "json+",
+            Format::Terse => "terse",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s {
+            "normal" => Ok(Format::Normal),
+            "json" => Ok(Format::Json),
+            "json+" => Ok(Format::JsonPlus),
+            "terse" | "minimal" => Ok(Format::Terse),
+            _ => Err(format!(
+                "unknown output format '{s}' (normal, json, json+ or terse)"
+            )),
+        }
+    }
+}
+
+/// The report of `run` of `jobs` on `device_name` in `format`.
+pub fn render(format: Format, jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
+    match format {
+        Format::Normal => text::render(jobs, run, device_name),
+        Format::Json | Format::JsonPlus => {
+            let v = json::render_with(jobs, run, device_name, format == Format::JsonPlus);
+            let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+        Format::Terse => terse::render(jobs, run, device_name),
+    }
+}
 
 /// fio's default completion-latency percentiles.
 pub const PERCENTILES: [f64; 17] = [
@@ -35,6 +111,10 @@ pub struct Stanza<'a> {
     pub end: u64,
     /// Reads, writes, trims.
     pub dirs: [DirStats; 3],
+    /// Syncs, depths, latency buckets (logs are not merged).
+    pub extra: JobExtra,
+    /// The job's options, when the job file has it.
+    pub spec: Option<&'a JobSpec>,
 }
 
 impl Stanza<'_> {
@@ -42,10 +122,40 @@ impl Stanza<'_> {
     pub fn runtime(&self) -> u64 {
         self.end.saturating_sub(self.start)
     }
+
+    /// The percentiles to report, in numeric order (`percentile_list`, or
+    /// fio's default).
+    pub fn percentiles(&self) -> Vec<f64> {
+        let mut list = self
+            .spec
+            .and_then(|s| s.percentile_list.clone())
+            .unwrap_or_else(|| PERCENTILES.to_vec());
+        list.sort_by(f64::total_cmp);
+        list
+    }
+
+    /// Reads, writes and trims as one (fio's `mixed`).
+    pub fn mixed(&self) -> DirStats {
+        let mut m = self.dirs[0].clone();
+        m.merge(&self.dirs[1]);
+        m.merge(&self.dirs[2]);
+        m
+    }
+
+    /// `unified_rw_reporting`.
+    pub fn unified(&self) -> crate::job::UnifiedRw {
+        self.spec
+            .map_or(crate::job::UnifiedRw::None, |s| s.unified_rw_reporting)
+    }
+
+    /// Whether it reports completion-latency percentiles.
+    pub fn clat_percentiles(&self) -> bool {
+        self.spec.is_none_or(|s| s.clat_percentiles)
+    }
 }
 
 /// The stanzas of a run, as fio would print them.
-pub fn stanzas<'a>(jobs: &JobFile, run: &'a RunResult) -> Vec<Stanza<'a>> {
+pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> Vec<Stanza<'a>> {
     let mut out: Vec<Stanza<'a>> = Vec::new();
     for j in &run.jobs {
         let grouped = jobs
@@ -65,6 +175,12 @@ pub fn stanzas<'a>(jobs: &JobFile, run: &'a RunResult) -> Vec<Stanza<'a>> {
             start: j.start,
             end: j.end,
             dirs: j.dirs.clone(),
+            extra: {
+                let mut x = JobExtra::default();
+                x.merge(&j.extra);
+                x
+            },
+            spec: jobs.jobs.get(j.job_index),
         });
     }
     out
@@ -77,6 +193,7 @@ fn absorb(s: &mut Stanza<'_>, j: &JobResult) {
     for (a, b) in s.dirs.iter_mut().zip(&j.dirs) {
         a.merge(b);
     }
+    s.extra.merge(&j.extra);
 }
 
 /// A reporting group's totals.
@@ -89,6 +206,71 @@ pub struct Group {
     pub start: u64,
     /// See `start`.
     pub end: u64,
+}
+
+impl Group {
+    /// The group's aggregate bandwidth in direction `i`, bytes/s: its
+    /// bytes over its longest job's runtime (fio's `agg`).
+    pub fn agg(&self, i: usize) -> f64 {
+        rate(self.dirs[i].bytes, self.dirs[i].max_run)
+    }
+
+    /// Reads, writes and trims as one (fio's `MIXED` line: the bytes
+    /// summed, the slowest and fastest of the directions' job rates).
+    pub fn mixed(&self) -> GroupDir {
+        let mut m = GroupDir::default();
+        for d in self.dirs.iter().filter(|d| d.bytes > 0) {
+            let first = m.bytes == 0;
+            m.bytes += d.bytes;
+            m.min_bw = if first {
+                d.min_bw
+            } else {
+                m.min_bw.min(d.min_bw)
+            };
+            m.max_bw = m.max_bw.max(d.max_bw);
+            m.min_run = if first {
+                d.min_run
+            } else {
+                m.min_run.min(d.min_run)
+            };
+            m.max_run = m.max_run.max(d.max_run);
+        }
+        m
+    }
+}
+
+/// fio's disk statistics for the run's device, from what the queue counted
+/// (as `/proc/diskstats` would): reads and writes (discards and flushes are
+/// counted apart by Linux, and fio shows neither; they do count in
+/// `in_queue`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DiskUtil {
+    /// Requests completed: reads, writes.
+    pub ios: [u64; 2],
+    /// Merges: reads, writes.
+    pub merges: [u64; 2],
+    /// Milliseconds the requests spent from allocation to completion,
+    /// summed: reads, writes.
+    pub ticks: [u64; 2],
+    /// Milliseconds of all requests in the queue, summed (diskstats'
+    /// weighted time in queue).
+    pub in_queue: u64,
+    /// The device's busy time in percent of the run.
+    pub util: f64,
+}
+
+impl DiskUtil {
+    /// The disk statistics of `run`.
+    pub fn of(run: &RunResult) -> DiskUtil {
+        let d = &run.queue.disk;
+        DiskUtil {
+            ios: [d[0].ios, d[1].ios],
+            merges: [d[0].merges, d[1].merges],
+            ticks: [d[0].ticks_ns / 1_000_000, d[1].ticks_ns / 1_000_000],
+            in_queue: d.iter().map(|x| x.ticks_ns).sum::<u64>() / 1_000_000,
+            util: run.utilisation() * 100.0,
+        }
+    }
 }
 
 /// One direction of a group.

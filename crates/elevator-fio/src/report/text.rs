@@ -1,12 +1,16 @@
-//! fio's normal (text) output for a simulated run, plus a section with the
+//! fio's normal (text) output, line for line as fio 3.33 prints it (header,
+//! job stanzas, run status groups, disk stats), then a section with the
 //! queue's and the device's own figures.
 
 use std::fmt::Write;
 
-use crate::job::JobFile;
+use elevator_core::Histogram;
+
+use crate::job::{JobFile, UnifiedRw};
 use crate::result::{DirStats, RunResult, Summary};
 
-use super::{PERCENTILES, groups, rate, stanzas};
+use super::fmt::{ctime, depth_pct, epoch, lat_pct, num2str, precision};
+use super::{DiskUtil, FIO_VERSION, GroupDir, Stanza, groups, rate, stanzas};
 
 const DIR_NAMES: [(&str, &str); 3] = [("read", "READ"), ("write", "WRITE"), ("trim", "TRIM")];
 
@@ -44,7 +48,8 @@ pub fn iops(n: f64) -> String {
     }
 }
 
-/// The unit fio would print latencies of this size in, and its size in ns.
+/// The unit elevator's own figures print latencies of this size in, and
+/// its size in ns.
 fn lat_unit(ns: f64) -> (&'static str, f64) {
     if ns < 10_000.0 {
         ("nsec", 1.0)
@@ -55,130 +60,386 @@ fn lat_unit(ns: f64) -> (&'static str, f64) {
     }
 }
 
-fn summary_line(out: &mut String, label: &str, s: &Summary) {
-    let (unit, div) = lat_unit(s.mean());
+/// fio's `display_lat`: `    NAME (unit): min=, max=, avg=, stdev=`, in
+/// ms when the minimum and mean pass 1 ms, µs when they pass 1 µs.
+fn lat_line(out: &mut String, name: &str, s: &Summary) {
+    let (mut min, mut max) = (s.min(), s.max());
+    let (mut mean, mut dev) = (s.mean(), s.sample_stddev());
+    let mut unit = "nsec";
+    for (div, u) in [(1_000_000u64, "msec"), (1_000, "usec")] {
+        if min > div && mean > div as f64 {
+            min /= div;
+            max /= div;
+            mean /= div as f64;
+            dev /= div as f64;
+            unit = u;
+            break;
+        }
+    }
     let _ = writeln!(
         out,
-        "    {label} ({unit}): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}",
-        s.min() as f64 / div,
-        s.max() as f64 / div,
-        s.mean() / div,
-        s.stddev() / div
+        "    {name} ({unit}): min={}, max={}, avg={mean:5.02}, stdev={dev:5.02}",
+        num2str(min, 6, false, ""),
+        num2str(max, 6, false, "")
     );
 }
 
-fn dir_stanza(out: &mut String, name: &str, d: &DirStats, runtime: u64) {
-    let bw = rate(d.bytes, runtime);
-    let _ = writeln!(
-        out,
-        "  {name}: IOPS={}, BW={}/s ({}/s)({}/{}msec)",
-        iops(rate(d.ios, runtime)),
-        iec(bw),
-        si(bw),
-        iec(d.bytes as f64),
-        runtime / 1_000_000
-    );
-    summary_line(out, "slat", &d.slat);
-    let c = &d.clat;
-    let (unit, div) = lat_unit(c.mean());
-    let _ = writeln!(
-        out,
-        "    clat ({unit}): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}",
-        c.min() as f64 / div,
-        c.max() as f64 / div,
-        c.mean() / div,
-        c.stddev() / div
-    );
-    let mut lat = d.lat;
-    if lat.count == 0 {
-        lat = Summary::default();
+/// fio's percentile table: `    NAME percentiles (unit):` then rows of
+/// `|  1.00th=[  141],` as many as fit in 80 columns.
+fn percentile_table(out: &mut String, name: &str, h: &Histogram, list: &[f64]) {
+    if h.count() == 0 || list.is_empty() {
+        return;
     }
-    let (unit_l, div_l) = lat_unit(lat.mean());
+    let vals: Vec<u64> = list.iter().map(|&p| h.fio_percentile(p)).collect();
+    let minv = vals.iter().copied().min().unwrap_or(0);
+    let maxv = vals.iter().copied().max().unwrap_or(0);
+    let (scale, div, unit) = if minv > 2_000_000 && maxv > 99_999_999 {
+        (2, 1_000_000, "msec")
+    } else if minv > 2000 && maxv > 99_999 {
+        (1, 1000, "usec")
+    } else {
+        (0, 1, "nsec")
+    };
+    let _ = writeln!(out, "    {name} percentiles ({unit}):");
+    let prec = precision(list);
+    let width = 5.max(((maxv / div).max(1) as f64).log10() as usize + 1);
+    let per_line = (73 / (prec + 10 + width)).max(1);
+    out.push_str("     |");
+    for (j, (&p, &v)) in list.iter().zip(&vals).enumerate() {
+        if j != 0 && j % per_line == 0 {
+            out.push_str("     |");
+        }
+        let mut v = v;
+        for _ in 0..scale {
+            v = v.div_ceil(1000);
+        }
+        let last = j + 1 == list.len();
+        let _ = write!(
+            out,
+            " {p:>w$.prec$}th=[{v:>width$}]{}",
+            if last { '\n' } else { ',' },
+            w = prec + 3,
+        );
+        if !last && j % per_line == per_line - 1 {
+            out.push('\n');
+        }
+    }
+}
+
+/// One direction's figures: fio's `show_ddir_status`.
+fn dir_stanza(out: &mut String, s: &Stanza<'_>, name: &str, d: &DirStats, agg: f64) {
+    let runtime = s.runtime();
+    let bw = rate(d.bytes, runtime) as u64;
     let _ = writeln!(
         out,
-        "     lat ({unit_l}): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}",
-        lat.min() as f64 / div_l,
-        lat.max() as f64 / div_l,
-        lat.mean() / div_l,
-        lat.stddev() / div_l
+        "  {name}: IOPS={}, BW={} ({})({}/{}msec){}",
+        num2str(rate(d.ios, runtime) as u64, 4, false, ""),
+        num2str(bw, 4, true, "B/s"),
+        num2str(bw, 4, false, "B/s"),
+        num2str(d.bytes, 4, true, "B"),
+        runtime / 1_000_000,
+        if name == "write" {
+            "; 0 zone resets"
+        } else {
+            ""
+        }
     );
-    let _ = writeln!(out, "    clat percentiles ({unit}):");
-    let lines: Vec<&[f64]> = PERCENTILES.chunks(4).collect();
-    for (i, chunk) in lines.iter().enumerate() {
-        let cells: Vec<String> = chunk
+    if d.slat.count > 0 {
+        lat_line(out, "slat", &d.slat);
+    }
+    lat_line(out, "clat", d.clat.summary());
+    lat_line(out, " lat", &d.lat);
+    let list = s.percentiles();
+    if let Some(h) = &d.slat_hist
+        && d.slat.count > 0
+    {
+        percentile_table(out, "slat", h, &list);
+    }
+    if s.clat_percentiles() {
+        percentile_table(out, "clat", &d.clat, &list);
+    }
+    if let Some(h) = &d.lat_hist {
+        percentile_table(out, "lat", h, &list);
+    }
+    if d.bw.samples > 0 {
+        let agg_kib = (agg as u64 / 1024) as f64;
+        let per = if agg_kib > 0.0 {
+            (d.bw.mean * 100.0 / agg_kib).min(100.0)
+        } else {
+            100.0
+        };
+        let (mut min, mut max, mut mean, mut dev) = (d.bw.min, d.bw.max, d.bw.mean, d.bw.stddev());
+        let mut unit = "KiB";
+        if mean > 1024.0 * 1024.0 {
+            min /= 1024;
+            max /= 1024;
+            mean /= 1024.0;
+            dev /= 1024.0;
+            unit = "MiB";
+        }
+        let _ = writeln!(
+            out,
+            "   bw ({unit:>5}/s): min={min:5}, max={max:5}, per={per:3.2}%, avg={mean:5.02}, \
+             stdev={dev:5.02}, samples={}",
+            d.bw.samples
+        );
+    }
+    if d.iops.samples > 0 {
+        let _ = writeln!(
+            out,
+            "   iops        : min={:5}, max={:5}, avg={:5.02}, stdev={:5.02}, samples={}",
+            d.iops.min,
+            d.iops.max,
+            d.iops.mean,
+            d.iops.stddev(),
+            d.iops.samples
+        );
+    }
+}
+
+/// fio's latency bucket lines: `  lat (usec)   : 2=0.01%, ...`, five a line,
+/// non-zero buckets only.
+fn lat_buckets(out: &mut String, x: &crate::result::JobExtra, total: u64) {
+    const RANGES: [&str; 12] = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+    ];
+    let sets: [(&str, &[u64]); 3] = [
+        ("nsec", &x.lat_ns),
+        ("usec", &x.lat_us),
+        ("msec", &x.lat_ms),
+    ];
+    for (unit, counts) in sets {
+        let mut line = 0;
+        for (i, &c) in counts.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            if line == 0 {
+                let _ = write!(out, "  lat ({unit})   : ");
+            } else {
+                out.push_str(", ");
+            }
+            let _ = write!(out, "{}={:3.2}%", RANGES[i], lat_pct(c, total));
+            line += 1;
+            if line == 5 {
+                out.push('\n');
+                line = 0;
+            }
+        }
+        if line > 0 {
+            out.push('\n');
+        }
+    }
+}
+
+fn dist(counts: &[u64; 7], keys: &[&str; 7]) -> String {
+    let total: u64 = counts.iter().sum();
+    keys.iter()
+        .zip(counts)
+        .map(|(k, &c)| format!("{k}={:3.1}%", depth_pct(c, total)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Keys of fio's `IO depths` line.
+pub const DEPTH_KEYS: [&str; 7] = ["1", "2", "4", "8", "16", "32", ">=64"];
+/// Keys of fio's `submit` and `complete` lines.
+pub const BATCH_KEYS: [&str; 7] = ["0", "4", "8", "16", "32", "64", ">=64"];
+
+/// `usr` and `sys` CPU in percent of the run: the engine thread's on the
+/// real clock, none in simulation.
+pub fn cpu_pct(run: &RunResult) -> (f64, f64) {
+    match run.cpu {
+        Some(c) if run.elapsed > 0 => (
+            c.thread_user_ns as f64 * 100.0 / run.elapsed as f64,
+            c.thread_system_ns as f64 * 100.0 / run.elapsed as f64,
+        ),
+        _ => (0.0, 0.0),
+    }
+}
+
+/// fio's lines before the results: one per job section, the version, and
+/// how many processes start.
+fn header(out: &mut String, jobs: &JobFile, run: &RunResult) {
+    for (i, spec) in jobs.jobs.iter().enumerate() {
+        let Some(first) = run.jobs.iter().find(|j| j.job_index == i) else {
+            continue;
+        };
+        let bs: Vec<String> = ["R", "W", "T"]
             .iter()
-            .map(|&p| format!("{p:5.2}th=[{:5.0}]", c.percentile(p) as f64 / div))
+            .enumerate()
+            .map(|(d, n)| {
+                let (lo, hi) = bs_range(spec, d);
+                format!(
+                    "({n}) {}-{}",
+                    num2str(lo, 4, true, "B"),
+                    num2str(hi, 4, true, "B")
+                )
+            })
             .collect();
-        let end = if i + 1 < lines.len() { "," } else { "" };
-        let _ = writeln!(out, "     | {}{end}", cells.join(", "));
+        let _ = writeln!(
+            out,
+            "{}: (g={}): rw={}, bs={}, ioengine={}, iodepth={}",
+            spec.name,
+            first.group,
+            spec.rw.name(),
+            bs.join(", "),
+            spec.ioengine,
+            spec.iodepth
+        );
+        if run.jobs.iter().filter(|j| j.job_index == i).count() > 1 {
+            out.push_str("...\n");
+        }
     }
+    let _ = writeln!(out, "{FIO_VERSION}");
+    let n = run.jobs.len();
+    let threads = jobs.jobs.first().is_some_and(|s| s.thread);
+    let what = match (threads, n == 1) {
+        (true, true) => "thread",
+        (true, false) => "threads",
+        (false, true) => "process",
+        (false, false) => "processes",
+    };
+    let _ = writeln!(out, "Starting {n} {what}");
+}
+
+/// The smallest and largest block size of direction `d`.
+fn bs_range(spec: &crate::job::JobSpec, d: usize) -> (u64, u64) {
+    if let Some(split) = &spec.bssplit
+        && !split[d].is_empty()
+    {
+        let lo = split[d].iter().map(|&(b, _)| b).min().unwrap_or(0);
+        let hi = split[d].iter().map(|&(b, _)| b).max().unwrap_or(0);
+        return (lo, hi);
+    }
+    if let Some(r) = &spec.bsrange {
+        return r[d];
+    }
+    (spec.bs[d], spec.bs[d])
 }
 
 /// The whole text report.
 pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
     let mut out = String::new();
-    if let Some(note) = super::no_time_note(run) {
-        let _ = writeln!(out, "note: {note}\n");
-    }
+    header(&mut out, jobs, run);
+    let date = ctime(epoch());
+    let groups = groups(run);
+    let (usr, sys) = cpu_pct(run);
     for s in stanzas(jobs, run) {
         let _ = writeln!(
             out,
-            "{}: (groupid={}, jobs={}): err= 0: ctx={}: {}",
-            s.name,
-            s.group,
-            s.jobs,
-            s.ctx,
-            if run.cpu.is_some() {
-                "real time"
-            } else {
-                "simulated"
-            }
+            "{}: (groupid={}, jobs={}): err= 0: pid={}: {date}",
+            s.name, s.group, s.jobs, s.ctx
         );
-        for (i, (name, _)) in DIR_NAMES.iter().enumerate() {
-            if s.dirs[i].ios > 0 {
-                dir_stanza(&mut out, name, &s.dirs[i], s.runtime());
+        let g = groups.iter().find(|g| g.id == s.group);
+        let agg = |i: usize| g.map_or(0.0, |g| g.agg(i));
+        let unified = s.unified();
+        if unified != UnifiedRw::Mixed {
+            for (i, (name, _)) in DIR_NAMES.iter().enumerate() {
+                if s.dirs[i].ios > 0 {
+                    dir_stanza(&mut out, &s, name, &s.dirs[i], agg(i));
+                }
             }
         }
+        if unified != UnifiedRw::None {
+            let agg_all = (0..3).map(agg).sum();
+            dir_stanza(&mut out, &s, "mixed", &s.mixed(), agg_all);
+        }
+        let x = &s.extra;
+        let total: u64 = s.dirs.iter().map(|d| d.ios).sum();
+        lat_buckets(&mut out, x, total);
+        if x.sync.count() > 0 {
+            out.push_str("  fsync/fdatasync/sync_file_range:\n");
+            lat_line(&mut out, "sync", x.sync.summary());
+            percentile_table(&mut out, "sync", &x.sync, &s.percentiles());
+        }
+        let _ = writeln!(
+            out,
+            "  cpu          : usr={usr:.2}%, sys={sys:.2}%, ctx=0, majf=0, minf=0"
+        );
+        let _ = writeln!(out, "  IO depths    : {}", dist(&x.depth, &DEPTH_KEYS));
+        let _ = writeln!(out, "     submit    : {}", dist(&x.submit, &BATCH_KEYS));
+        let _ = writeln!(out, "     complete  : {}", dist(&x.complete, &BATCH_KEYS));
+        let _ = writeln!(
+            out,
+            "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
+            s.dirs[0].ios,
+            s.dirs[1].ios,
+            s.dirs[2].ios,
+            x.sync.count()
+        );
+        let _ = writeln!(
+            out,
+            "     latency   : target=0, window=0, percentile=100.00%, depth={}",
+            s.spec.map_or(1, |j| j.iodepth)
+        );
         out.push('\n');
     }
-    for g in groups(run) {
+    for g in &groups {
         let _ = writeln!(out, "Run status group {} (all jobs):", g.id);
-        for (i, (_, upper)) in DIR_NAMES.iter().enumerate() {
-            let d = &g.dirs[i];
+        let unified = jobs
+            .jobs
+            .iter()
+            .enumerate()
+            .find(|(i, _)| {
+                run.jobs
+                    .iter()
+                    .any(|j| j.job_index == *i && j.group == g.id)
+            })
+            .map_or(UnifiedRw::None, |(_, s)| s.unified_rw_reporting);
+        let mut lines: Vec<(&str, GroupDir)> = Vec::new();
+        if unified != UnifiedRw::Mixed {
+            for (i, (_, upper)) in DIR_NAMES.iter().enumerate() {
+                lines.push((upper, g.dirs[i]));
+            }
+        }
+        if unified != UnifiedRw::None {
+            lines.push(("MIXED", g.mixed()));
+        }
+        for (upper, d) in lines {
             if d.bytes == 0 {
                 continue;
             }
-            let bw = rate(d.bytes, g.end - g.start);
+            let bw = rate(d.bytes, d.max_run) as u64;
             let _ = writeln!(
                 out,
-                "  {upper:>5}: bw={}/s ({}/s), {}/s-{}/s ({}/s-{}/s), io={} ({}), run={}-{}msec",
-                iec(bw),
-                si(bw),
-                iec(d.min_bw),
-                iec(d.max_bw),
-                si(d.min_bw),
-                si(d.max_bw),
-                iec(d.bytes as f64),
-                si(d.bytes as f64),
+                "{upper:>7}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
+                num2str(bw, 4, true, "B/s"),
+                num2str(bw, 4, false, "B/s"),
+                num2str(d.min_bw as u64, 4, true, "B/s"),
+                num2str(d.max_bw as u64, 4, true, "B/s"),
+                num2str(d.min_bw as u64, 4, false, "B/s"),
+                num2str(d.max_bw as u64, 4, false, "B/s"),
+                num2str(d.bytes, 4, true, "B"),
+                num2str(d.bytes, 4, false, "B"),
                 d.min_run / 1_000_000,
                 d.max_run / 1_000_000
             );
         }
     }
-    let reads: u64 = run.jobs.iter().map(|j| j.dirs[0].ios).sum();
-    let writes: u64 = run.jobs.iter().map(|j| j.dirs[1].ios + j.dirs[2].ios).sum();
+    let disk = DiskUtil::of(run);
     let _ = writeln!(out, "\nDisk stats (read/write):");
     let _ = writeln!(
         out,
-        "  {device_name}: ios={reads}/{writes}, merge={}, util={:.2}%",
-        run.queue.bio_merges(),
-        run.utilisation() * 100.0
+        "  {device_name}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
+        disk.ios[0],
+        disk.ios[1],
+        disk.merges[0],
+        disk.merges[1],
+        disk.ticks[0],
+        disk.ticks[1],
+        disk.in_queue,
+        disk.util
     );
+    let _ = writeln!(out, "\n-- elevator's own figures --");
+    if let Some(note) = super::no_time_note(run) {
+        let _ = writeln!(out, "note: {note}");
+    }
     let q = &run.queue;
     let dev = &run.device_stats;
     let _ = writeln!(
         out,
-        "\nelevator: scheduler {} on {}",
+        "elevator: scheduler {} on {}",
         run.scheduler, run.device
     );
     let _ = writeln!(
@@ -234,7 +495,7 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         Some(cpu) => {
             let _ = writeln!(
                 out,
-                "  ran {:.3} s: {} I/Os, {} loop passes",
+                "  ran {:.3} s in real time: {} I/Os, {} loop passes",
                 run.elapsed as f64 / 1e9,
                 run.ios,
                 run.events

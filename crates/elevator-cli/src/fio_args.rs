@@ -69,7 +69,7 @@ pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<Stri
                     keep.push(value);
                 }
             }
-            None => fio.push(body.to_string()),
+            None => fio.push(text.clone()),
         }
     }
     (keep, fio)

@@ -8,6 +8,7 @@ mod bench_nbd;
 mod compare;
 mod cpu_time;
 mod experiment;
+mod fio_args;
 mod list;
 mod microbench;
 mod run;
@@ -53,11 +54,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let (args, fio) = fio_args::split::<Cli>(std::env::args_os().collect());
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Microbench(args) => microbench::run(&args),
-        Command::Run(args) => run::run(&args),
-        Command::Compare(args) => run::compare(&args),
+        Command::Run(mut args) => {
+            args.fio = fio;
+            run::run(&args)
+        }
+        Command::Compare(mut args) => {
+            args.fio = fio;
+            run::compare(&args)
+        }
         Command::Experiment(args) => experiment::run(&args),
         Command::BenchVsFio(args) => bench_fio::run(&args),
         Command::Serve(args) => serve::run(&args),

@@ -55,10 +55,32 @@ pub struct ThreadArgs {
 }
 
 /// Options of `elevator run`.
+///
+/// fio's job options may follow on the command line as fio takes them
+/// (`--name=a --rw=randread --bs=4k`, with or without a job file): every
+/// `--option` that is not one of elevator's own is one
+/// ([`crate::fio_args::split`]).
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The fio job file.
-    jobfile: String,
+    /// The fio job file (optional when the job is given as fio options on
+    /// the command line).
+    jobfile: Option<String>,
+    /// fio job options from the command line, in order (filled by
+    /// `fio_args::split`, not by clap).
+    #[arg(skip)]
+    pub fio: Vec<String>,
+    /// Parse and check the job (file and command-line options), print
+    /// nothing, and exit: 0 if it would run, non-zero with the reason if not
+    /// (fio's --parse-only).
+    #[arg(long)]
+    parse_only: bool,
+    /// Write the report to this file rather than stdout (fio's --output).
+    #[arg(long, value_name = "FILE")]
+    output: Option<String>,
+    /// Also print what elevator makes of the job: options accepted with no
+    /// effect here and why, the I/O path every ioengine maps onto.
+    #[arg(long, short)]
+    verbose: bool,
     /// Device: a simulated preset with optional overrides (hdd-7200,rpm=5400;
     /// `elevator devices` lists them), or a real one: file:PATH (O_DIRECT
     /// through io_uring) or mem:SIZE.
@@ -70,12 +92,15 @@ pub struct RunArgs {
     /// Set a queue or scheduler tunable (repeatable), e.g. --set read_expire=250.
     #[arg(long = "set", value_name = "TUNABLE=VALUE")]
     set: Vec<String>,
-    /// Seed mixed into every job's random stream.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "normal")]
-    output_format: OutputFormat,
+    /// Seed mixed into every job's random stream (default 0; a job with
+    /// randrepeat=0 gets a fresh seed each run unless this is given, and the
+    /// seed used is printed on stderr).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Output format: normal, json, json+ or terse, or several joined by
+    /// commas (as fio takes them).
+    #[arg(long, default_value = "normal")]
+    output_format: String,
     #[command(flatten)]
     threads: ThreadArgs,
 }
@@ -83,8 +108,12 @@ pub struct RunArgs {
 /// Options of `elevator compare`.
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
-    /// The fio job file (default: a shipped job, 8 random readers at depth 4).
+    /// The fio job file (default: a shipped job, 8 random readers at depth 4,
+    /// unless the job is given as fio options on the command line).
     jobfile: Option<String>,
+    /// fio job options from the command line (see `elevator run`).
+    #[arg(skip)]
+    pub fio: Vec<String>,
     /// Device: a simulated preset with optional overrides, or file:PATH or
     /// mem:SIZE.
     #[arg(long, default_value = "hdd-7200")]
@@ -120,10 +149,27 @@ fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// Read and parse a job file, printing its warnings to stderr.
-pub fn load(path: &str) -> Result<JobFile> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading job file {path}"))?;
-    let jobs = JobFile::parse(&text, path)?;
+/// The job a command line gives: a job file, fio job options (`--name=a
+/// --rw=randread ...`), or both (the options then override the file's for
+/// every job); its warnings are printed to stderr.
+pub fn load_job(path: Option<&str>, fio: &[String]) -> Result<JobFile> {
+    if path.is_none() && fio.is_empty() {
+        bail!(
+            "no job: give a fio job file, or the job as fio options on the command line \
+             (e.g. --name=a --rw=randread --bs=4k --size=64m)"
+        );
+    }
+    let text = match path {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).with_context(|| format!("reading job file {p}"))?)
+        }
+        None => None,
+    };
+    let file = match (&text, path) {
+        (Some(t), Some(p)) => Some((t.as_str(), p)),
+        _ => None,
+    };
+    let jobs = JobFile::from_command_line(file, fio, &crate::fio_args::parse_env())?;
     for warning in &jobs.warnings {
         eprintln!("elevator: warning: {warning}");
     }
@@ -133,20 +179,12 @@ pub fn load(path: &str) -> Result<JobFile> {
 /// The share of the machine's memory a run may plan to hold: half.
 const MEMORY_SHARE: u64 = 2;
 
-/// The machine's memory in bytes (`MemTotal` of /proc/meminfo), if known.
-fn machine_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
-
 /// Refuse a run whose workers and I/O buffers would hold more than half of
 /// the machine's memory, before anything is allocated: such a run would be
 /// killed by the kernel partway (`numjobs=4096` with `iodepth=65536` grew to
 /// 23 GB and was).
 pub fn check_memory(jobs: &JobFile, target: &DeviceSpec) -> Result<()> {
-    let Some(total) = machine_memory() else {
+    let Some(total) = crate::fio_args::machine_memory() else {
         return Ok(());
     };
     let (need, what) = match target.model() {
@@ -272,6 +310,23 @@ pub fn execute(
     threads: &ThreadArgs,
     bar: &mut Bar,
 ) -> Result<(RunResult, u64)> {
+    let (result, cpu, failure) = execute_to_the_end(jobs, target, cfg, threads, bar)?;
+    match failure {
+        Some(why) => bail!("{why}"),
+        None => Ok((result, cpu)),
+    }
+}
+
+/// [`execute`], but a job that failed on its own terms (a verify error,
+/// `rate_min` not met) still gives the run's figures, with what failed:
+/// fio reports such a run in full and then exits non-zero.
+pub fn execute_to_the_end(
+    jobs: &JobFile,
+    target: &DeviceSpec,
+    cfg: &RunConfig,
+    threads: &ThreadArgs,
+    bar: &mut Bar,
+) -> Result<(RunResult, u64, Option<String>)> {
     match target.model() {
         Some(_) if !threads.also.is_empty() => bail!(
             "--also-device goes with a real --device (file:PATH or mem:SIZE): a disk model runs \
@@ -286,7 +341,16 @@ pub fn execute(
             let result = simulate(jobs, model, cfg, &mut |p| bar.update(p));
             let cpu = thread_cpu_ns().saturating_sub(t0);
             bar.finish();
-            Ok((result?, cpu))
+            match result {
+                Ok(result) => Ok((result, cpu, None)),
+                Err(elevator_sim::engine::SimError::JobFailed {
+                    job,
+                    clone,
+                    failure,
+                    partial,
+                }) => Ok((*partial, cpu, Some(job_failed(&job, clone, &failure)))),
+                Err(e) => Err(e.into()),
+            }
         }
         None => {
             bar.real = true;
@@ -314,11 +378,24 @@ pub fn execute(
                 &mut |p| bar.update(p),
             );
             bar.finish();
-            let result = result?.result;
+            let (result, failure) = match result {
+                Ok(run) => (run.result, None),
+                Err(elevator_io::jobs::JobRunError::JobFailed {
+                    job,
+                    clone,
+                    failure,
+                    partial,
+                }) => (*partial, Some(job_failed(&job, clone, &failure))),
+                Err(e) => return Err(e.into()),
+            };
             let cpu = result.cpu.map_or(0, |c| c.process_ns);
-            Ok((result, cpu))
+            Ok((result, cpu, failure))
         }
     }
+}
+
+fn job_failed(job: &str, clone: u32, failure: &elevator_fio::workload::JobFailure) -> String {
+    format!("job '{job}' (clone {clone}) failed: {failure}")
 }
 
 /// The host-dependent line: kept off stdout, which is deterministic.
@@ -347,42 +424,102 @@ fn speed_line(run: &RunResult, cpu_ns: u64) -> String {
     )
 }
 
+/// The output formats `--output-format` names: one, or several joined by
+/// commas as fio takes them.
+pub fn output_formats(text: &str) -> Result<Vec<report::Format>> {
+    text.split(',')
+        .map(|f| {
+            f.trim().parse::<report::Format>().map_err(|e| {
+                anyhow::anyhow!("--output-format {text}: {e} (normal, json, json+ or terse)")
+            })
+        })
+        .collect()
+}
+
+/// The seed of a run: `--seed` if given; else 0, unless a job sets
+/// randrepeat=0, which asks for a different random stream every run (as
+/// fio's does): then one from the clock, printed so the run can be
+/// repeated.
+fn run_seed(given: Option<u64>, jobs: &JobFile) -> u64 {
+    match given {
+        Some(seed) => seed,
+        None if jobs.jobs.iter().any(|j| !j.randrepeat) => {
+            let seed = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            eprintln!(
+                "elevator: randrepeat=0: random seed {seed} for this run (--seed {seed} repeats it)"
+            );
+            seed
+        }
+        None => 0,
+    }
+}
+
+/// Print each job's notes (options accepted that change nothing here, and
+/// why), once per option and reason.
+fn print_notes(jobs: &JobFile) {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for job in &jobs.jobs {
+        for (option, why) in &job.notes {
+            if !seen.contains(&(option.as_str(), why.as_str())) {
+                seen.push((option, why));
+                eprintln!("elevator: note: {option}: {why}");
+            }
+        }
+    }
+}
+
 /// Run `elevator run`.
 pub fn run(args: &RunArgs) -> Result<()> {
-    let jobs = load(&args.jobfile)?;
+    let formats = output_formats(&args.output_format)?;
+    let jobs = load_job(args.jobfile.as_deref(), &args.fio)?;
     let dev = DeviceSpec::parse(&args.device)?;
+    let tunables = parse_sets(&args.set)?;
+    check_schedulers(&dev, std::slice::from_ref(&args.scheduler), &tunables)?;
+    check_memory(&jobs, &dev)?;
+    if args.verbose {
+        print_notes(&jobs);
+    }
+    if args.parse_only {
+        return Ok(());
+    }
     let cfg = RunConfig {
         scheduler: args.scheduler.clone(),
-        tunables: parse_sets(&args.set)?,
-        seed: args.seed,
+        tunables,
+        seed: run_seed(args.seed, &jobs),
     };
-    check_schedulers(&dev, std::slice::from_ref(&cfg.scheduler), &cfg.tunables)?;
-    check_memory(&jobs, &dev)?;
-    let json = args.output_format == OutputFormat::Json;
-    let mut bar = Bar::new(!json, format!("{} on {}", args.scheduler, args.device));
-    let (result, cpu) = execute(&jobs, &dev, &cfg, &args.threads, &mut bar)?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &report::json::render(&jobs, &result, &args.device),
-        )?;
-        writeln!(out)?;
-    } else {
-        write!(
-            out,
-            "{}",
-            report::text::render(&jobs, &result, &args.device)
-        )?;
+    let normal_only = formats.iter().all(|f| *f == report::Format::Normal);
+    let mut bar = Bar::new(
+        normal_only && args.output.is_none(),
+        format!("{} on {}", args.scheduler, args.device),
+    );
+    let (result, cpu, failure) = execute_to_the_end(&jobs, &dev, &cfg, &args.threads, &mut bar)?;
+    let mut text = String::new();
+    for format in &formats {
+        text.push_str(&report::render(*format, &jobs, &result, &args.device));
+    }
+    match &args.output {
+        Some(path) => std::fs::write(path, &text).with_context(|| format!("writing {path}"))?,
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    for (name, contents) in report::logs::files(&jobs, &result) {
+        std::fs::write(&name, contents).with_context(|| format!("writing log {name}"))?;
+    }
+    if normal_only {
         eprintln!("{}", speed_line(&result, cpu));
     }
-    Ok(())
+    match failure {
+        Some(why) => bail!("{why}"),
+        None => Ok(()),
+    }
 }
 
 /// Run `elevator compare`.
 pub fn compare(args: &CompareArgs) -> Result<()> {
     let (jobs, name) = match &args.jobfile {
-        Some(path) => (load(path)?, path.clone()),
+        Some(path) => (load_job(Some(path), &args.fio)?, path.clone()),
+        None if !args.fio.is_empty() => (load_job(None, &args.fio)?, "command line".to_string()),
         None => (
             JobFile::parse(DEFAULT_JOB.1, DEFAULT_JOB.0)?,
             DEFAULT_JOB.0.to_string(),

@@ -55,7 +55,7 @@ fn verify_passes_on_memory() {
     .expect("verify passes");
     assert_eq!(r.jobs[0].dirs[1].ios, 64);
     assert_eq!(r.jobs[0].dirs[0].ios, 64, "every block read back");
-    assert_eq!(r.jobs[0].extra.sync.count, 1, "end_fsync");
+    assert_eq!(r.jobs[0].extra.sync.count(), 1, "end_fsync");
 }
 
 fn open(path: &Path) -> FileDevice {

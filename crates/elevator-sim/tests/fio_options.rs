@@ -167,20 +167,20 @@ fn fsync_every_4_writes_and_end_fsync() {
     let mut j = job("f", RwMode::Write, 64 * 4096, 4);
     j.fsync = 4;
     let r = sim(&file("fsync.fio", vec![j]), DEV, "none", &[]);
-    assert_eq!(r.jobs[0].extra.sync.count, 16);
+    assert_eq!(r.jobs[0].extra.sync.count(), 16);
     assert_eq!(r.jobs[0].dirs[1].ios, 64);
 
     let mut j = job("e", RwMode::Write, 64 * 4096, 4);
     j.end_fsync = true;
     let r = sim(&file("end.fio", vec![j]), DEV, "none", &[]);
-    assert_eq!(r.jobs[0].extra.sync.count, 1);
+    assert_eq!(r.jobs[0].extra.sync.count(), 1);
 
     // A read job has nothing to sync.
     let mut j = job("r", RwMode::Read, 64 * 4096, 4);
     j.end_fsync = true;
     j.fsync = 4;
     let r = sim(&file("read.fio", vec![j]), DEV, "none", &[]);
-    assert_eq!(r.jobs[0].extra.sync.count, 0);
+    assert_eq!(r.jobs[0].extra.sync.count(), 0);
 }
 
 #[test]

@@ -61,10 +61,19 @@ pub(super) fn items(args: &[String], env: &ParseEnv) -> Result<(Vec<Item>, Vec<I
                     "needs a value: write --name=JOB".into(),
                 ));
             };
+            // fio lists a command-line job's `name` among its options.
             jobs.push(Item {
                 file: COMMAND_LINE.to_string(),
                 line: position,
-                kind: Kind::Section(job),
+                kind: Kind::Section(job.clone()),
+            });
+            jobs.push(Item {
+                file: COMMAND_LINE.to_string(),
+                line: position,
+                kind: Kind::Option {
+                    name: "name".to_string(),
+                    value: Some(job),
+                },
             });
             continue;
         }

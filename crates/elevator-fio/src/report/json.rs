@@ -112,9 +112,11 @@ fn dir(s: &Stanza<'_>, d: &DirStats, agg: f64, plus: bool) -> Value {
     })
 }
 
+/// Options as fio lists them: bare switches (`time_based`,
+/// `group_reporting`) are left out, as fio leaves them out.
 fn options(opts: &[(String, String)]) -> Value {
     let mut m = Map::new();
-    for (k, v) in opts {
+    for (k, v) in opts.iter().filter(|(_, v)| !v.is_empty()) {
         m.insert(k.clone(), json!(v));
     }
     Value::Object(m)

@@ -91,6 +91,23 @@ impl BlockSize {
         }
     }
 
+    /// The largest of its sizes that fits in `room` bytes (fio picks a
+    /// smaller block size that fits rather than cut one short); `room`
+    /// itself when none does (a last partial block is shortened).
+    fn fit(&self, room: u64) -> u64 {
+        match self {
+            BlockSize::Fixed(_) => room,
+            BlockSize::Range { min, step, .. } if room >= *min => room / step * step,
+            BlockSize::Range { .. } => room,
+            BlockSize::Split(t, _) => t
+                .iter()
+                .map(|e| e.0)
+                .filter(|&b| b <= room)
+                .max()
+                .unwrap_or(room),
+        }
+    }
+
     #[inline]
     fn draw(&self, rng: &mut Rng) -> u64 {
         match self {
@@ -495,7 +512,9 @@ impl Pattern {
                 c
             }
         };
-        len = len.min(whi - off);
+        if len > whi - off {
+            len = self.bs[d].fit(whi - off);
+        }
         let s = &mut self.files[f];
         if !self.rw.random() {
             s.cursor[d] = off.saturating_add(len).saturating_add(self.rw_nr);

@@ -122,7 +122,7 @@ fn bad_devices_say_what_is_wrong() {
         &["run", JOB, "--device", "mem:16m,colour=red"],
         "unknown option 'colour=red'",
     );
-    fails_with(&["run", JOB, "--device", "mem:1m"], "do not fit");
+    fails_with(&["run", JOB, "--device", "mem:1m"], "does not fit");
     fails_with(
         &[
             "run",

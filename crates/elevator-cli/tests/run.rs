@@ -253,7 +253,7 @@ fn bad_input_says_what_and_where() {
     let path = huge.to_string_lossy().to_string();
     fails_with(
         &["run", &path, "--device", "null,capacity=1g"],
-        "do not fit",
+        "does not fit",
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1374,7 +1374,8 @@ fn command_line_options() {
             ("bs".to_string(), "8k".to_string())
         ]
     );
-    assert_eq!(a.options.len(), 3);
+    // rw, time_based, bs, and the name fio lists for a command-line job.
+    assert_eq!(a.options.len(), 4);
 
     let err =
         JobFile::from_command_line(None, &args(&["--name=a", "--rw=sideways"]), &e).unwrap_err();

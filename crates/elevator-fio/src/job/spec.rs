@@ -295,7 +295,7 @@ pub struct JobSpec {
     pub notes: Vec<(String, String)>,
     /// The job section's own options as written, for fio's "job options" in
     /// JSON: `(name, value)` in the order they were set (inherited ones are
-    /// in [`JobFile::global_options`]; when a name repeats, the last wins).
+    /// in [`super::JobFile::global_options`]; when a name repeats, the last wins).
     pub options: Vec<(String, String)>,
     /// Where each option that applies to this job was set: `(name, line)`,
     /// `[global]` ones first, in file order. [`JobSpec::line_of`] reads it.

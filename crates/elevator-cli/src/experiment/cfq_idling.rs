@@ -241,9 +241,12 @@ pub fn run(args: &Args) -> Result<()> {
         let mut jobs = base.clone();
         if sc.think > 0 {
             for j in &mut jobs.jobs {
-                // The 2011 report's aio-stress slept 1 ms after each batch it submitted.
+                // The 2011 report's aio-stress slept 1 ms after each batch it
+                // submitted: a batch of four issued (fio's
+                // thinktime_blocks_type=issue), not four completed.
                 j.thinktime = sc.think;
                 j.thinktime_blocks = 4;
+                j.thinktime_blocks_type = elevator_fio::job::ThinkBlocks::Issue;
             }
         }
         let device = ModelSpec::parse(sc.device)?;

@@ -73,14 +73,7 @@ fn dir(s: &Stanza<'_>, d: &DirStats, agg: f64, plus: bool) -> Value {
     } else {
         runtime_ns / 1_000_000
     };
-    let agg_kib = (agg as u64 / 1024) as f64;
-    let bw_agg = if d.bw.samples == 0 {
-        0.0
-    } else if agg_kib > 0.0 {
-        (d.bw.mean * 100.0 / agg_kib).min(100.0)
-    } else {
-        100.0
-    };
+    let bw_agg = super::bw_share(d, agg);
     let clat_hist = s.clat_percentiles().then_some(&d.clat);
     json!({
         "io_bytes": d.bytes,

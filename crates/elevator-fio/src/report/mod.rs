@@ -326,6 +326,19 @@ pub fn groups(run: &RunResult) -> Vec<Group> {
     out
 }
 
+/// fio's `bw_agg` / `per=`: a direction's mean sampled bandwidth as a
+/// percent of its group's aggregate `agg` (bytes/s); 0 without samples.
+pub fn bw_share(d: &DirStats, agg: f64) -> f64 {
+    let agg_kib = (agg as u64 / 1024) as f64;
+    if d.bw.samples == 0 {
+        0.0
+    } else if agg_kib > 0.0 {
+        (d.bw.mean * 100.0 / agg_kib).min(100.0)
+    } else {
+        100.0
+    }
+}
+
 /// `amount` per second over `ns` nanoseconds.
 pub fn rate(amount: u64, ns: u64) -> f64 {
     if ns == 0 {

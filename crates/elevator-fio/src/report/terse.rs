@@ -54,14 +54,7 @@ fn dir(out: &mut String, s: &Stanza<'_>, d: &DirStats, agg: f64) {
         }
     }
     lat(out, &d.lat);
-    let agg_kib = (agg as u64 / 1024) as f64;
-    let per = if d.bw.samples == 0 {
-        0.0
-    } else if agg_kib > 0.0 {
-        (d.bw.mean * 100.0 / agg_kib).min(100.0)
-    } else {
-        100.0
-    };
+    let per = super::bw_share(d, agg);
     let _ = write!(
         out,
         ";{};{};{per:.6}%;{:.6};{:.6}",

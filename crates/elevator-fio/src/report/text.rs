@@ -162,12 +162,7 @@ fn dir_stanza(out: &mut String, s: &Stanza<'_>, name: &str, d: &DirStats, agg: f
         percentile_table(out, "lat", h, &list);
     }
     if d.bw.samples > 0 {
-        let agg_kib = (agg as u64 / 1024) as f64;
-        let per = if agg_kib > 0.0 {
-            (d.bw.mean * 100.0 / agg_kib).min(100.0)
-        } else {
-            100.0
-        };
+        let per = super::bw_share(d, agg);
         let (mut min, mut max, mut mean, mut dev) = (d.bw.min, d.bw.max, d.bw.mean, d.bw.stddev());
         let mut unit = "KiB";
         if mean > 1024.0 * 1024.0 {

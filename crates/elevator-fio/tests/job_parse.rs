@@ -981,7 +981,7 @@ fn every_fio_option_has_a_verdict_and_implemented_ones_take_a_sample() {
             }
             Verdict::Refused(reason) => {
                 counts[3] += 1;
-                let e = rejects(&format!("{name}=1"), name, "is fio's but elevator does not");
+                let e = rejects(&format!("{name}=1"), name, "fio's option, but elevator does not");
                 assert!(e.message.contains(reason), "{e}");
             }
         }

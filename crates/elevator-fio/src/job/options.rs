@@ -39,7 +39,7 @@ pub(super) fn apply(
         Verdict::DefaultOnly { default, reason } => {
             let given = value.map_or("1", str::trim);
             if !default.split('|').any(|d| d.eq_ignore_ascii_case(given)) {
-                return Err(table::default_only_message(name, default, reason));
+                return Err(table::default_only_message(default, reason));
             }
             note(
                 spec,
@@ -49,7 +49,7 @@ pub(super) fn apply(
         }
         Verdict::Refused(reason) => {
             return Err(format!(
-                "option '{name}' is fio's but elevator does not implement it: {reason}"
+                "fio's option, but elevator does not implement it: {reason}"
             ));
         }
     }

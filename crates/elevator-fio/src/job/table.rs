@@ -540,10 +540,10 @@ fn distance(a: &str, b: &str) -> usize {
 }
 
 /// The message of `DefaultOnly` options given another value.
-pub(super) fn default_only_message(name: &str, default: &str, reason: &str) -> String {
+pub(super) fn default_only_message(default: &str, reason: &str) -> String {
     format!(
-        "option '{name}' is fio's but elevator does not implement it (yet) beyond fio's default \
-         ({}): {reason}",
+        "fio's option, but elevator does not implement it (yet) beyond fio's default ({}): \
+         {reason}",
         default.replace('|', " or ")
     )
 }

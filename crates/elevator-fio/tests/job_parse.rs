@@ -479,6 +479,26 @@ fn name_and_description() {
 }
 
 #[test]
+fn options_with_no_effect_here_are_accepted_with_a_note() {
+    for (line, name, needle) in [
+        ("gtod_reduce=1", "gtod_reduce", "clock reads"),
+        ("unlink=1", "unlink", "no file to delete"),
+        ("io_submit_mode=offload", "io_submit_mode", "not the I/O"),
+    ] {
+        let j = job(line);
+        assert!(
+            j.notes
+                .iter()
+                .any(|(n, why)| n == name && why.contains(needle)),
+            "{line}: {:?}",
+            j.notes
+        );
+    }
+    // fio takes `threads` for `thread`.
+    assert!(job("threads=1").thread);
+}
+
+#[test]
 fn fio_options_elevator_does_not_implement_are_refused_by_name() {
     for (line, needle) in [
         ("exec_prerun=ls", "does not run commands"),
@@ -486,10 +506,9 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
         ("cmdprio_percentage=10", "I/O priorities"),
         ("read_iolog=trace", "elevator replay"),
         ("zonecapacity=1m", "zoned block devices"),
-        ("gtod_reduce=1", "latency figures"),
         ("stats=0", "reporting"),
         (
-            "unlink=1",
+            "fill_device=1",
             "not implement it (yet) beyond fio's default (0)",
         ),
         ("buffer_pattern=0xaa", "data contents"),
@@ -981,7 +1000,11 @@ fn every_fio_option_has_a_verdict_and_implemented_ones_take_a_sample() {
             }
             Verdict::Refused(reason) => {
                 counts[3] += 1;
-                let e = rejects(&format!("{name}=1"), name, "fio's option, but elevator does not");
+                let e = rejects(
+                    &format!("{name}=1"),
+                    name,
+                    "fio's option, but elevator does not",
+                );
                 assert!(e.message.contains(reason), "{e}");
             }
         }

@@ -524,12 +524,17 @@ fn distribution(v: &str, kb: u32) -> Result<(Distribution, Option<f64>), String>
 /// One direction of a zoned distribution: `access/size` joined by `:`.
 fn zones(v: &str, absolute: bool, kb: u32) -> Result<Vec<Zone>, String> {
     let mut out = Vec::new();
-    for part in v.split(':').filter(|p| !p.is_empty()) {
+    let parts: Vec<&str> = v.split(':').filter(|p| !p.is_empty()).collect();
+    for (i, &part) in parts.iter().enumerate() {
         let Some((access, size)) = part.split_once('/') else {
             return Err(format!("zone '{part}': write ACCESS%/SIZE, e.g. 60/10"));
         };
         let access = float(access)?;
-        let size = if absolute {
+        // fio reads a last `zoned` zone with no size (`20/`) as the rest of
+        // the file (checked against fio 3.33's offsets).
+        let size = if size.is_empty() && !absolute && i + 1 == parts.len() {
+            100.0 - out.iter().map(|z: &Zone| z.size).sum::<f64>()
+        } else if absolute {
             super::values::size(size, kb)? as f64
         } else {
             float(size)?

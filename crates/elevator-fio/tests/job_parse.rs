@@ -508,7 +508,7 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
         ("zonecapacity=1m", "zoned block devices"),
         ("stats=0", "reporting"),
         (
-            "fill_device=1",
+            "file_append=1",
             "not implement it (yet) beyond fio's default (0)",
         ),
         ("buffer_pattern=0xaa", "data contents"),
@@ -1466,4 +1466,23 @@ fn no_input_panics() {
             let _ = JobFile::parse(&format!("[j]\n{name}={v}\n"), FILE);
         }
     }
+}
+
+#[test]
+fn negative_offset_modifier_reads_backwards() {
+    let j = job("rw=read:-8k");
+    assert_eq!((j.rw, j.rw_nr, j.rw_back), (RwMode::Read, 0, 8 * KIB));
+    rejects("rw=randread:-8", "rw", "not negative");
+}
+
+#[test]
+fn fill_device_and_overwrite() {
+    assert!(job("fill_device=1").fill_device);
+    assert!(job("fill_fs=1").fill_device);
+    let j = job("overwrite=1");
+    assert!(
+        j.notes.iter().any(|(n, _)| n == "overwrite"),
+        "{:?}",
+        j.notes
+    );
 }

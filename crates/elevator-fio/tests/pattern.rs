@@ -277,6 +277,19 @@ fn sequential_holes() {
 }
 
 #[test]
+fn sequential_backwards() {
+    // fio --rw=read:-8k --size=1m --bs=4k --number_ios=10 logs offsets 0,
+    // 1040384 (1m - 8k), 1036288, ... 1007616: 4k back after each I/O.
+    let mut j = job(RwMode::Read, 1 << 20);
+    j.rw_back = 8 * K;
+    let ios = run(&j, 10);
+    let offsets: Vec<u64> = ios.iter().map(|io| io.1).collect();
+    let mut want = vec![0];
+    want.extend((0..9).map(|i| (1 << 20) - 8 * K - i * 4 * K));
+    assert_eq!(offsets, want);
+}
+
+#[test]
 fn random_with_sequencer() {
     let mut j = job(RwMode::RandRead, 64 * M);
     j.rw_nr = 8;

@@ -120,7 +120,10 @@ fn implemented(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<()
         "zonesize" => spec.zonesize = size(v)?,
         "zonerange" => spec.zonerange = size(v)?,
         "zoneskip" => spec.zoneskip = size(v)?,
-        "rw" => (spec.rw, spec.rw_nr) = rw_mode(v, kb)?,
+        "rw" => {
+            let (mode, nr, back) = rw_mode(v, kb)?;
+            (spec.rw, spec.rw_nr, spec.rw_back) = (mode, nr, back);
+        }
         "rw_sequencer" => {
             spec.rw_sequencer = match v {
                 "sequential" => RwSequencer::Sequential,
@@ -269,6 +272,7 @@ fn bool_field<'a>(spec: &'a mut JobSpec, name: &str) -> Option<&'a mut bool> {
         "randrepeat" => &mut spec.randrepeat,
         "allrandrepeat" => &mut spec.allrandrepeat,
         "end_fsync" => &mut spec.end_fsync,
+        "fill_device" => &mut spec.fill_device,
         "fsync_on_close" => &mut spec.fsync_on_close,
         "rate_ignore_thinktime" => &mut spec.rate_ignore_thinktime,
         "do_verify" => &mut spec.do_verify,
@@ -307,14 +311,18 @@ fn filename(v: &str) -> Result<String, String> {
 }
 
 /// `rw` with fio's optional `:N` offset modifier.
-fn rw_mode(v: &str, kb: u32) -> Result<(RwMode, u64), String> {
-    let (mode, nr) = match v.split_once(':') {
-        Some((m, n)) if n.trim().is_empty() => (m, 0),
-        Some((m, n)) => (
-            m,
-            super::values::size(n, kb).map_err(|e| format!("offset modifier after ':': {e}"))?,
-        ),
-        None => (v, 0),
+/// `rw`: the mode, its `:N` offset modifier, and for sequential modes a
+/// negative one (`read:-8k`, backwards) as bytes to move back.
+fn rw_mode(v: &str, kb: u32) -> Result<(RwMode, u64, u64), String> {
+    let modifier =
+        |n: &str| super::values::size(n, kb).map_err(|e| format!("offset modifier after ':': {e}"));
+    let (mode, nr, back) = match v.split_once(':') {
+        Some((m, n)) if n.trim().is_empty() => (m, 0, 0),
+        Some((m, n)) => match n.trim().strip_prefix('-') {
+            Some(back) => (m, 0, modifier(back)?),
+            None => (m, modifier(n)?, 0),
+        },
+        None => (v, 0, 0),
     };
     let mode = match mode {
         "read" => RwMode::Read,
@@ -337,7 +345,12 @@ fn rw_mode(v: &str, kb: u32) -> Result<(RwMode, u64), String> {
             ));
         }
     };
-    Ok((mode, nr))
+    if back > 0 && mode.random() {
+        return Err(format!(
+            "'{v}': a random mode's ':N' is a count of I/Os per new offset, not negative"
+        ));
+    }
+    Ok((mode, nr, back))
 }
 
 /// `roundrobin`, `sequential` or `random`, optionally `:N`.

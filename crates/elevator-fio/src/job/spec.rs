@@ -167,6 +167,10 @@ pub struct JobSpec {
     /// after every I/O; for random modes, I/Os per new random offset
     /// (`rw_sequencer` says what happens in between). 0: none.
     pub rw_nr: u64,
+    /// `rw=read:-N` (sequential modes): bytes the offset moves back after
+    /// every I/O, so the job goes backwards; below the start of the region
+    /// it goes on from N bytes before its end, as fio does. 0: none.
+    pub rw_back: u64,
     /// `rw_sequencer` (default sequential).
     pub rw_sequencer: RwSequencer,
     /// `rate` per direction in bytes per second (0: no limit).
@@ -219,6 +223,9 @@ pub struct JobSpec {
     pub fsync: u32,
     /// `fdatasync`: as `fsync`; elevator's flush does both.
     pub fdatasync: u32,
+    /// `fill_device` (alias `fill_fs`): a created file takes the rest of the
+    /// device (fio writes until the device is full).
+    pub fill_device: bool,
     /// `end_fsync`: flush when the job's writes are done.
     pub end_fsync: bool,
     /// `fsync_on_close`: flush when each file is closed (at the job's end).
@@ -341,6 +348,7 @@ impl JobSpec {
             random_generator: RandomGenerator::Tausworthe,
             allrandrepeat: false,
             rw_nr: 0,
+            rw_back: 0,
             rw_sequencer: RwSequencer::Sequential,
             rate: [0; 3],
             rate_iops: [0; 3],
@@ -364,6 +372,7 @@ impl JobSpec {
             zoneskip: 0,
             fsync: 0,
             fdatasync: 0,
+            fill_device: false,
             end_fsync: false,
             fsync_on_close: false,
             verify: None,

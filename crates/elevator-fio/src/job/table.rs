@@ -151,7 +151,7 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("fadvise_hint", N(NO_CACHE)),
     ("invalidate", N(NO_CACHE)),
     ("file_append", d("0", NOT_YET)),
-    ("fill_device", d("0", NOT_YET)),
+    ("fill_device", I),
     // Zones.
     ("zonemode", I),
     ("zonesize", I),
@@ -183,7 +183,13 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("fdatasync", I),
     ("write_barrier", d("0", NOT_YET)),
     ("sync_file_range", R(NOT_YET)),
-    ("overwrite", d("0", NOT_YET)),
+    (
+        "overwrite",
+        N(
+            "elevator's files are extents of the device that exist before the job starts, \
+           so writes always overwrite: there is nothing to lay out first",
+        ),
+    ),
     ("end_fsync", I),
     ("fsync_on_close", I),
     ("rwmixread", I),

@@ -21,7 +21,10 @@
 //!   of the device) from its start offset, and the file ends where the
 //!   region does (fio creates files of `offset` plus `size` bytes). With
 //!   `filesize`, the file has that size and the region runs from the start
-//!   offset to its end.
+//!   offset to its end. With `fill_device`, the region is the rest of the
+//!   device (fio writes until it is full). Without `size` or `filesize`, a
+//!   file an earlier job laid out keeps its size, as fio reads an existing
+//!   file.
 //! - The start offset is `offset + clone × offset_increment`; a percentage
 //!   of either is of the file (of `filesize`, else of the region) and is
 //!   aligned down to the smallest block size. A file shared by clones is
@@ -198,18 +201,27 @@ impl Layout {
         };
         let region = match (job.filesize, job.size) {
             (Some(f), _) => f,
+            // fio writes until the device is full: the rest of it.
+            (None, _) if job.fill_device => {
+                dev.saturating_sub(self.next.div_ceil(ALIGN) * ALIGN) / u64::from(n)
+            }
             (None, Some(Amount::Bytes(s))) => s / u64::from(n),
             (None, Some(Amount::Percent(p))) => dev / 100 * u64::from(p) / u64::from(n),
-            (None, None) => {
-                return Err(err(
-                    "size",
-                    format!(
-                        "job '{}' creates files, so it needs size= or filesize= \
-                         (or a filename under /dev/ for the whole device)",
-                        job.name
-                    ),
-                ));
-            }
+            // A file an earlier job laid out keeps its size, as fio uses an
+            // existing file's.
+            (None, None) => match self.shared.get(&Layout::file_name(job, clone, 0)) {
+                Some(e) => e.bytes,
+                None => {
+                    return Err(err(
+                        "size",
+                        format!(
+                            "job '{}' creates files, so it needs size= or filesize= \
+                             (or a filename under /dev/ for the whole device)",
+                            job.name
+                        ),
+                    ));
+                }
+            },
         } / 512
             * 512;
         if region < block {
@@ -352,6 +364,22 @@ mod tests {
                 .to_string()
                 .contains("does not fit")
         );
+    }
+
+    #[test]
+    fn fill_device_takes_the_rest_and_a_later_job_reuses_the_file() {
+        let mut l = Layout::new(64 << 20);
+        let mut first = JobSpec::new("first", 1);
+        first.size = Some(Amount::Bytes(4 << 20));
+        l.files_for(&first, 0, "x.fio").unwrap();
+        let mut fill = JobSpec::new("fill", 2);
+        fill.filename = Some("data".into());
+        fill.fill_device = true;
+        let f = l.files_for(&fill, 0, "x.fio").unwrap();
+        assert_eq!((f[0].sector * 512, f[0].bytes), (4 << 20, 60 << 20));
+        let mut read = JobSpec::new("read", 3);
+        read.filename = Some("data".into());
+        assert_eq!(l.files_for(&read, 0, "x.fio").unwrap(), f);
     }
 
     #[test]

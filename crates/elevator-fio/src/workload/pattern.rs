@@ -170,6 +170,8 @@ pub struct Pattern {
     offsets: Offsets,
     zones: Option<Strided>,
     rw_nr: u64,
+    /// `rw=read:-N`: bytes to move back after each I/O.
+    rw_back: u64,
     sequencer: RwSequencer,
     time_based: bool,
     /// Bytes per loop, bytes in all, and where the next loop starts.
@@ -405,6 +407,7 @@ impl Pattern {
             offsets,
             zones,
             rw_nr: job.rw_nr,
+            rw_back: job.rw_back,
             sequencer: job.rw_sequencer,
             time_based: job.time_based,
             per_loop,
@@ -517,7 +520,16 @@ impl Pattern {
         }
         let s = &mut self.files[f];
         if !self.rw.random() {
-            s.cursor[d] = off.saturating_add(len).saturating_add(self.rw_nr);
+            let next = off.saturating_add(len).saturating_add(self.rw_nr);
+            s.cursor[d] = if self.rw_back == 0 {
+                next
+            } else if next >= wlo.saturating_add(self.rw_back) {
+                next - self.rw_back
+            } else {
+                // Backwards past the start: on from `rw_back` before the
+                // end, as fio 3.33 goes (0, then end - 8k for read:-8k).
+                whi.saturating_sub(self.rw_back).max(wlo)
+            };
         }
         s.last_off = off;
         s.last_end = off + len;

@@ -38,6 +38,7 @@ pub mod queue;
 pub mod request;
 pub mod sched;
 pub mod stats;
+pub mod trace;
 pub mod tunable;
 
 pub use bio::{
@@ -51,4 +52,5 @@ pub use queue::{BuildError, DeviceShape, Dispatch, Outcome, Queue, QueueConfig, 
 pub use request::{BioView, Request, RequestId, Requests, RqState};
 pub use sched::{AnyScheduler, MergeKind, SCHEDULER_NAMES, SchedDispatch, Scheduler};
 pub use stats::{DiskDir, Histogram, QueueStats, Summary};
+pub use trace::{TraceAction, TraceEvent, TraceLog};
 pub use tunable::{TunableSpec, Unit};

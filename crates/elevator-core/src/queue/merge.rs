@@ -27,6 +27,7 @@ use crate::index::NIL;
 use crate::request::{BioSlot, Request, RequestId, RqState};
 use crate::sched::{MergeKind, MergeLookup, Scheduler};
 use crate::stats::QueueStats;
+use crate::trace::TraceAction;
 
 /// The result of trying to merge a bio.
 pub(super) enum BioMerge {
@@ -112,6 +113,11 @@ impl<S: Scheduler> Queue<S> {
         }
         let segments = self.limits.segments_for(bio.op, bio.len) as u16;
         self.stats.disk[QueueStats::disk_index(bio.op)].merges += 1;
+        let action = match kind {
+            MergeKind::Back => TraceAction::BackMerge,
+            MergeKind::Front => TraceAction::FrontMerge,
+        };
+        self.trace_bio(action, bio, self.trace.now());
         let r = self.rqs.get_mut(rq);
         r.sectors += bio.sectors();
         r.segments += segments;
@@ -262,6 +268,7 @@ impl<S: Scheduler> Queue<S> {
             return false;
         }
         let b = *b;
+        self.trace_rq(TraceAction::RqMerge, next, self.trace.now(), 0);
         self.hash.remove(&mut self.rqs, into);
         self.hash.remove(&mut self.rqs, next);
         let a = self.rqs.get_mut(into);

@@ -39,6 +39,7 @@ use crate::limits::Limits;
 use crate::request::{BioSlot, Bios, Request, RequestId, Requests, RqState, SplitRecord};
 use crate::sched::{AnyScheduler, MergeKind, MergeLookup, SchedDispatch, Scheduler};
 use crate::stats::{QueueStats, elapsed};
+use crate::trace::{TraceAction, TraceEvent, TraceLog};
 use crate::tunable::{self, Tunable, TunableSpec, Unit, find_spec, parse_value, specs};
 
 pub use build::{BuildError, DeviceShape};
@@ -168,6 +169,7 @@ pub struct Queue<S: Scheduler = AnyScheduler> {
     sched: S,
     in_flight: u32,
     stats: QueueStats,
+    trace: TraceLog,
 }
 
 impl Queue<AnyScheduler> {
@@ -309,6 +311,7 @@ impl<S: Scheduler> Queue<S> {
             sched,
             in_flight: 0,
             stats: QueueStats::default(),
+            trace: TraceLog::default(),
         })
     }
 
@@ -317,6 +320,18 @@ impl<S: Scheduler> Queue<S> {
     /// On error nothing was taken: the bio is bad, or the queue is full for
     /// now (complete requests and resubmit).
     pub fn submit(&mut self, bio: &Bio, now: Nanos) -> Result<Submitted, SubmitError> {
+        if !self.trace.is_on() {
+            return self.submit_untraced(bio, now);
+        }
+        self.trace.set_now(now);
+        let mark = self.trace.mark();
+        let submitted = self.submit_untraced(bio, now)?;
+        self.trace
+            .insert_at(mark, bio_event(TraceAction::Queue, bio, now));
+        Ok(submitted)
+    }
+
+    fn submit_untraced(&mut self, bio: &Bio, now: Nanos) -> Result<Submitted, SubmitError> {
         self.limits.check_bio(bio)?;
         let fits = bio.op == Op::Flush
             || (bio.len <= self.piece_max[bio.op as usize]
@@ -407,6 +422,12 @@ impl<S: Scheduler> Queue<S> {
                 flags: bio.flags | BioFlags::NOMERGE,
                 ..*bio
             };
+            if self.trace.is_on() && offset + len < bio.len {
+                let mut cut = bio_event(TraceAction::Split, &piece, now);
+                cut.bytes = bio.len - offset;
+                cut.extra = sector + u64::from(len >> SECTOR_SHIFT);
+                self.trace.push(cut);
+            }
             // Tags and entries were counted above, so this cannot fail.
             let id = self.new_request(&piece, parent, offset, now)?;
             self.add_request(id, now, true);
@@ -473,6 +494,9 @@ impl<S: Scheduler> Queue<S> {
         rq.bio_head = b;
         rq.bio_tail = b;
         self.stats.requests += 1;
+        if self.trace.is_on() {
+            self.trace.push(bio_event(TraceAction::GetRq, bio, now));
+        }
         Ok(id)
     }
 
@@ -481,6 +505,9 @@ impl<S: Scheduler> Queue<S> {
     fn add_request(&mut self, id: RequestId, now: Nanos, insert_merge_done: bool) -> bool {
         let rq = &self.rqs[id];
         if rq.op == Op::Flush || rq.flags.intersects(BioFlags::FUA | BioFlags::PREFLUSH) {
+            if rq.op != Op::Flush {
+                self.trace_rq(TraceAction::Insert, id, now, 0);
+            }
             self.rqs.get_mut(id).state = RqState::Bypass;
             self.bypass.push_back(id);
             return false;
@@ -495,6 +522,11 @@ impl<S: Scheduler> Queue<S> {
                 self.flush_plug(now);
             }
             self.rqs.get_mut(id).state = RqState::Plugged;
+            if self.plug.is_empty() && self.trace.is_on() {
+                let ctx = self.rqs[id].ctx;
+                self.trace
+                    .push(TraceEvent::plug(TraceAction::Plug, now, ctx, 0));
+            }
             self.plug.push(id);
             return false;
         }
@@ -513,6 +545,7 @@ impl<S: Scheduler> Queue<S> {
     /// Give a request to the scheduler, after an insert-time merge attempt.
     /// Returns whether it merged away instead.
     fn insert(&mut self, id: RequestId, now: Nanos, insert_merge_done: bool) -> bool {
+        self.trace.set_now(now);
         self.rqs.get_mut(id).state = RqState::Queued;
         let elevator = self.sched.merge_lookup() == MergeLookup::Elevator;
         let mergeable = self.nomerges != 2 && self.rqs[id].mergeable();
@@ -520,6 +553,7 @@ impl<S: Scheduler> Queue<S> {
             return true;
         }
         self.rqs.get_mut(id).via_sched = true;
+        self.trace_rq(TraceAction::Insert, id, now, 0);
         self.sched.insert(&self.rqs, id, now);
         if elevator && mergeable {
             if self.nomerges == 0 {
@@ -549,6 +583,13 @@ impl<S: Scheduler> Queue<S> {
     }
 
     fn flush_plug(&mut self, now: Nanos) {
+        if self.trace.is_on()
+            && let Some(&first) = self.plug.first()
+        {
+            let (ctx, depth) = (self.rqs[first].ctx, self.plug.len() as u64);
+            self.trace
+                .push(TraceEvent::plug(TraceAction::Unplug, now, ctx, depth));
+        }
         let mut plug = std::mem::take(&mut self.plug);
         for &id in &plug {
             self.insert(id, now, false);
@@ -578,6 +619,7 @@ impl<S: Scheduler> Queue<S> {
 
     #[inline]
     fn start(&mut self, id: RequestId, now: Nanos) -> RequestId {
+        self.trace.set_now(now);
         debug_assert!(
             matches!(self.rqs[id].state, RqState::Queued | RqState::Bypass),
             "dispatching request {} in state {:?}",
@@ -588,6 +630,7 @@ impl<S: Scheduler> Queue<S> {
             self.last_merge = None;
         }
         self.hash.remove(&mut self.rqs, id);
+        self.trace_rq(TraceAction::Issue, id, now, 0);
         let rq = self.rqs.get_mut(id);
         rq.state = RqState::InFlight;
         let waited = elapsed(rq.alloc_time, now);
@@ -618,6 +661,7 @@ impl<S: Scheduler> Queue<S> {
     /// goes to the head of the queue's own dispatch list.
     pub fn requeue(&mut self, id: RequestId) -> Result<(), RequestError> {
         self.in_flight_check(id)?;
+        self.trace_rq(TraceAction::Requeue, id, self.trace.now(), 0);
         self.rqs.get_mut(id).state = RqState::Bypass;
         self.in_flight -= 1;
         self.stats.requeues += 1;
@@ -675,6 +719,7 @@ impl<S: Scheduler> Queue<S> {
             self.sched.completed(&self.rqs, id, now);
         }
         self.in_flight -= 1;
+        self.trace_rq(TraceAction::Complete, id, now, status.errno());
         let rq = &self.rqs[id];
         let disk = &mut self.stats.disk[QueueStats::disk_index(rq.op)];
         disk.ios += 1;
@@ -734,6 +779,55 @@ impl<S: Scheduler> Queue<S> {
     /// the scheduler drops what it kept for it and stops waiting on it.
     pub fn context_gone(&mut self, ctx: IoContext, now: Nanos) {
         self.sched.context_gone(ctx, now);
+    }
+
+    /// Record an event about request `id`, if tracing.
+    #[inline]
+    pub(crate) fn trace_rq(&mut self, action: TraceAction, id: RequestId, now: Nanos, error: i32) {
+        if self.trace.is_on() {
+            let rq = &self.rqs[id];
+            self.trace.push(TraceEvent {
+                time: now,
+                action,
+                op: rq.op,
+                flags: rq.flags,
+                sector: if rq.op == Op::Flush { 0 } else { rq.sector },
+                bytes: rq.bytes() as u32,
+                ctx: rq.ctx,
+                error,
+                extra: 0,
+            });
+        }
+    }
+
+    /// Record an event about `bio`, if tracing.
+    #[inline]
+    pub(crate) fn trace_bio(&mut self, action: TraceAction, bio: &Bio, now: Nanos) {
+        if self.trace.is_on() {
+            self.trace.push(bio_event(action, bio, now));
+        }
+    }
+
+    /// Record trace events from now on (with room for `limit` undrained
+    /// ones: drain them with [`Queue::drain_trace`] after each call), or stop.
+    pub fn set_tracing(&mut self, on: bool, limit: usize) {
+        self.trace.set(on, limit);
+    }
+
+    /// Whether trace events are recorded.
+    #[inline]
+    pub fn is_tracing(&self) -> bool {
+        self.trace.is_on()
+    }
+
+    /// Take the trace events recorded since the last drain, oldest first.
+    pub fn drain_trace(&mut self) -> std::vec::Drain<'_, TraceEvent> {
+        self.trace.drain()
+    }
+
+    /// Trace events lost because they were not drained in time.
+    pub fn trace_dropped(&self) -> u64 {
+        self.trace.dropped()
     }
 
     /// The request behind `id`.
@@ -944,5 +1038,21 @@ impl<S: Scheduler> Queue<S> {
         self.bios = Slab::new(nr.saturating_mul(4), limit);
         self.splits = Slab::new(64, limit);
         self.sched.resize(nr);
+    }
+}
+
+/// A trace event about `bio`.
+#[inline]
+fn bio_event(action: TraceAction, bio: &Bio, now: Nanos) -> TraceEvent {
+    TraceEvent {
+        time: now,
+        action,
+        op: bio.op,
+        flags: bio.flags,
+        sector: if bio.op == Op::Flush { 0 } else { bio.sector },
+        bytes: bio.len,
+        ctx: bio.ctx,
+        error: 0,
+        extra: 0,
     }
 }

@@ -1,0 +1,23 @@
+//! Block traces: the formats storage engineers record and read, and what
+//! elevator makes of them.
+//!
+//! - [`record`]: one trace item ([`Record`]: an event with its CPU, process
+//!   and device; or a process name), and rwbs text (`WS`, `FWFSM`, `R`).
+//! - [`blktrace`]: blktrace's binary format (48-byte `blk_io_trace` records,
+//!   version 0x07), read (one file or a per-CPU set merged by time) and
+//!   written (one file per submitting thread, as `blktrace -o NAME`).
+//! - `blkparse` / `tracefs` / `iolog` text formats, format detection and
+//!   decompression, the btt-style analysis: added module by module.
+//!
+//! Nothing here has threads or clocks: readers take any `Read`, writers any
+//! `Write`, and times are the trace's own.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod blktrace;
+pub mod error;
+pub mod record;
+
+pub use error::{TraceError, TraceErrorKind};
+pub use record::{Item, Record, parse_rwbs, rwbs};

@@ -1,0 +1,221 @@
+//! One item of a trace, whatever format it came from, and the rwbs text
+//! that blkparse and tracefs use for an operation and its flags.
+
+use elevator_core::{BioFlags, IoContext, Op, TraceAction, TraceEvent};
+
+/// A device number as blktrace stores it: `major << 20 | minor`.
+pub type DevT = u32;
+
+/// Make a blktrace device number.
+pub fn dev_t(major: u32, minor: u32) -> DevT {
+    (major << 20) | (minor & 0xfffff)
+}
+
+/// One event of a trace: the queue's event (its `ctx` is the process id)
+/// and where it happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// The event. `time` is the trace's own nanoseconds.
+    pub event: TraceEvent,
+    /// The CPU (or submitting thread) that recorded it.
+    pub cpu: u32,
+    /// The device, `major << 20 | minor`.
+    pub dev: DevT,
+}
+
+impl Record {
+    /// The process id (the event's I/O context).
+    pub fn pid(&self) -> u32 {
+        self.event.ctx.0
+    }
+
+    /// A record of `event` on `cpu` and `dev`.
+    pub fn new(event: TraceEvent, cpu: u32, dev: DevT) -> Record {
+        Record { event, cpu, dev }
+    }
+}
+
+/// One item read from a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// An event.
+    Record(Record),
+    /// A process's name (blktrace's notify record; tracefs' comm field).
+    Process {
+        /// Process id.
+        pid: u32,
+        /// Its name (up to 16 bytes, as the kernel's `comm`).
+        name: String,
+        /// When it was first seen.
+        time: u64,
+    },
+}
+
+/// Text of at most 8 bytes, kept on the stack.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Rwbs {
+    buf: [u8; 8],
+    len: u8,
+}
+
+impl Rwbs {
+    fn push(&mut self, c: u8) {
+        if (self.len as usize) < self.buf.len() {
+            self.buf[self.len as usize] = c;
+            self.len += 1;
+        }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII letters are pushed.
+        std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Display for Rwbs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for Rwbs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kernel's rwbs text for an operation and flags (`blk_fill_rwbs`):
+/// `F` for a preflush, then the operation (`W`, `R`, `D`, `F` for a flush,
+/// `N` otherwise: write-zeroes), then `F` for FUA, `S` for sync, `M` for
+/// metadata. A flush request is `FF`.
+pub fn rwbs(op: Op, flags: BioFlags) -> Rwbs {
+    let mut r = Rwbs {
+        buf: [0; 8],
+        len: 0,
+    };
+    if flags.contains(BioFlags::PREFLUSH) || op == Op::Flush {
+        r.push(b'F');
+    }
+    r.push(match op {
+        Op::Write => b'W',
+        Op::Read => b'R',
+        Op::Discard => b'D',
+        Op::Flush => b'F',
+        Op::WriteZeroes => b'N',
+    });
+    if flags.contains(BioFlags::FUA) {
+        r.push(b'F');
+    }
+    if flags.contains(BioFlags::SYNC) {
+        r.push(b'S');
+    }
+    if flags.contains(BioFlags::META) {
+        r.push(b'M');
+    }
+    r
+}
+
+/// Read rwbs text (tracefs' or blkparse's) into an operation and flags.
+///
+/// `bytes` is the I/O's size: a write or `N` of no bytes with a preflush is a
+/// flush (the kernel's empty `FWS 0 + 0` bio), `N` with bytes is
+/// write-zeroes, and blkparse's `FN` is a flush. Readahead (`A`) and secure
+/// erase (`E`) are accepted and dropped. `None` when the text is not rwbs.
+pub fn parse_rwbs(text: &str, bytes: u64) -> Option<(Op, BioFlags)> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let mut flags = BioFlags::NONE;
+    // A leading F is a preflush when an operation letter follows it.
+    if b.len() >= 2 && b[0] == b'F' && matches!(b[1], b'W' | b'R' | b'D' | b'F' | b'N') {
+        flags |= BioFlags::PREFLUSH;
+        i = 1;
+    }
+    let mut op = match b.get(i)? {
+        b'W' => Op::Write,
+        b'R' => Op::Read,
+        b'D' => Op::Discard,
+        b'F' => Op::Flush,
+        b'N' if bytes > 0 => Op::WriteZeroes,
+        b'N' => Op::Flush,
+        _ => return None,
+    };
+    i += 1;
+    if op == Op::Discard && b.get(i) == Some(&b'E') {
+        i += 1;
+    }
+    for &c in &b[i..] {
+        match c {
+            b'F' => flags |= BioFlags::FUA,
+            b'S' => flags |= BioFlags::SYNC,
+            b'M' => flags |= BioFlags::META,
+            b'A' => {}
+            _ => return None,
+        }
+    }
+    if bytes == 0 && op != Op::Flush && flags.contains(BioFlags::PREFLUSH) {
+        op = Op::Flush;
+    }
+    if op == Op::Flush {
+        flags |= BioFlags::PREFLUSH;
+    }
+    Some((op, flags))
+}
+
+/// A trace event with the given fields and no error or extra.
+pub fn event(
+    time: u64,
+    action: TraceAction,
+    op: Op,
+    flags: BioFlags,
+    sector: u64,
+    bytes: u32,
+    pid: u32,
+) -> TraceEvent {
+    TraceEvent {
+        time,
+        action,
+        op,
+        flags,
+        sector,
+        bytes,
+        ctx: IoContext(pid),
+        error: 0,
+        extra: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rwbs_round_trips() {
+        for (text, bytes, op, flags) in [
+            ("W", 4096, Op::Write, BioFlags::NONE),
+            ("WS", 4096, Op::Write, BioFlags::SYNC),
+            ("WSM", 4096, Op::Write, BioFlags::SYNC | BioFlags::META),
+            (
+                "FWFSM",
+                4096,
+                Op::Write,
+                BioFlags::PREFLUSH | BioFlags::FUA | BioFlags::SYNC | BioFlags::META,
+            ),
+            ("FF", 0, Op::Flush, BioFlags::PREFLUSH),
+            ("R", 4096, Op::Read, BioFlags::NONE),
+            ("D", 4096, Op::Discard, BioFlags::NONE),
+            ("N", 4096, Op::WriteZeroes, BioFlags::NONE),
+        ] {
+            assert_eq!(parse_rwbs(text, bytes), Some((op, flags)), "{text}");
+            assert_eq!(rwbs(op, flags).as_str(), text);
+        }
+        assert_eq!(
+            parse_rwbs("FWS", 0),
+            Some((Op::Flush, BioFlags::PREFLUSH | BioFlags::SYNC))
+        );
+        assert_eq!(parse_rwbs("FN", 0), Some((Op::Flush, BioFlags::PREFLUSH)));
+        assert_eq!(parse_rwbs("X", 0), None);
+        assert_eq!(parse_rwbs("", 0), None);
+        assert_eq!(parse_rwbs("WQ", 0), None);
+    }
+}

@@ -18,6 +18,9 @@
 pub mod blktrace;
 pub mod error;
 pub mod record;
+pub mod sink;
+pub mod tracefs;
 
 pub use error::{TraceError, TraceErrorKind};
-pub use record::{Item, Record, parse_rwbs, rwbs};
+pub use record::{DevT, Item, Record, dev_t, parse_rwbs, rwbs};
+pub use sink::{MemorySink, TraceSink};

@@ -1,0 +1,43 @@
+//! Where trace events go: any writer of a trace format implements
+//! [`TraceSink`], so that engines and converters write blktrace binary,
+//! text or iologs through one interface.
+
+use crate::record::Record;
+
+/// A destination for trace items.
+pub trait TraceSink {
+    /// Write one event.
+    fn record(&mut self, record: &Record) -> std::io::Result<()>;
+    /// Name a process (blktrace's notify record); called before its first
+    /// event, and again if its name changes.
+    fn process(&mut self, pid: u32, name: &str, time: u64) -> std::io::Result<()>;
+    /// Flush everything out; called once at the end.
+    fn finish(&mut self) -> std::io::Result<()>;
+}
+
+/// A sink that keeps everything in memory (for tests and small traces).
+#[derive(Clone, Debug, Default)]
+pub struct MemorySink {
+    /// Items in the order written.
+    pub items: Vec<crate::record::Item>,
+}
+
+impl TraceSink for MemorySink {
+    fn record(&mut self, record: &Record) -> std::io::Result<()> {
+        self.items.push(crate::record::Item::Record(*record));
+        Ok(())
+    }
+
+    fn process(&mut self, pid: u32, name: &str, time: u64) -> std::io::Result<()> {
+        self.items.push(crate::record::Item::Process {
+            pid,
+            name: name.to_string(),
+            time,
+        });
+        Ok(())
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

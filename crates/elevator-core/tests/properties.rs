@@ -9,6 +9,9 @@
 //! - nothing merges across flush, FUA, PREFLUSH or NOMERGE, nor with a piece
 //!   of a split bio;
 //! - the queue drains to empty;
+//! - trace events agree with the statistics (one Q per accepted bio, one G
+//!   per request made, M/F/request merges, D, C and R as counted), come in
+//!   time order, and pair every P with a later U;
 //! - `deadline-list` and `mq-deadline` dispatch the same requests for the same
 //!   input when no deadline expires.
 
@@ -19,7 +22,7 @@ use std::collections::HashMap;
 use common::{Driven, Model, Setup, submit};
 use elevator_core::{
     Bio, BioError, Dispatch, Op, Outcome, RequestId, SCHEDULER_NAMES, Status, SubmitError,
-    Submitted,
+    Submitted, TraceAction, TraceEvent,
 };
 use proptest::prelude::*;
 
@@ -360,5 +363,58 @@ proptest! {
         b.drain();
         prop_assert_eq!(a.d.q.stats().bio_merges(), b.d.q.stats().bio_merges());
         prop_assert_eq!(a.d.q.stats().request_merges, b.d.q.stats().request_merges);
+    }
+
+    #[test]
+    fn trace_events_agree_with_statistics(
+        setup in setup(),
+        sched in 0..SCHEDULER_NAMES.len(),
+        nomerges in 0u8..3,
+        steps in proptest::collection::vec(step(), 1..300),
+    ) {
+        let mut h = Harness::new(setup, SCHEDULER_NAMES[sched], nomerges);
+        h.d.q.set_tracing(true, 1 << 20);
+        let mut events: Vec<TraceEvent> = vec![];
+        for s in &steps {
+            h.run(s);
+            events.extend(h.d.q.drain_trace());
+        }
+        h.drain();
+        events.extend(h.d.q.drain_trace());
+        prop_assert_eq!(h.d.q.trace_dropped(), 0);
+        let count = |a: TraceAction| events.iter().filter(|e| e.action == a).count() as u64;
+        let st = h.d.q.stats();
+        prop_assert_eq!(count(TraceAction::Queue), st.bios);
+        prop_assert_eq!(count(TraceAction::GetRq), st.requests);
+        prop_assert_eq!(count(TraceAction::BackMerge), st.back_merges);
+        prop_assert_eq!(count(TraceAction::FrontMerge), st.front_merges);
+        prop_assert_eq!(count(TraceAction::RqMerge), st.request_merges);
+        prop_assert_eq!(count(TraceAction::Issue), st.dispatches);
+        prop_assert_eq!(count(TraceAction::Complete), st.completions);
+        prop_assert_eq!(count(TraceAction::Requeue), st.requeues);
+        // Every bio's Q comes before what became of it, and pieces of a
+        // split bio each got a request: Q + X = G + M + F.
+        prop_assert_eq!(
+            count(TraceAction::Queue) + count(TraceAction::Split),
+            count(TraceAction::GetRq) + st.back_merges + st.front_merges
+        );
+        let mut plugged = false;
+        for w in events.windows(2) {
+            prop_assert!(w[0].time <= w[1].time, "events out of time order: {:?} then {:?}", w[0], w[1]);
+        }
+        for e in &events {
+            match e.action {
+                TraceAction::Plug => {
+                    prop_assert!(!plugged, "P twice without U");
+                    plugged = true;
+                }
+                TraceAction::Unplug => {
+                    prop_assert!(plugged, "U without P");
+                    prop_assert!(e.extra > 0);
+                    plugged = false;
+                }
+                _ => {}
+            }
+        }
     }
 }

@@ -686,6 +686,7 @@ impl<S: Scheduler> Queue<S> {
         sink: &mut impl FnMut(BioCompletion),
     ) -> Result<(), RequestError> {
         self.in_flight_check(id)?;
+        self.trace.set_now(now);
         let (status, good) = match outcome {
             Outcome::Failed { status, good_bytes } if status != Status::Ok => {
                 let lbs = u64::from(self.limits.logical_block_size);

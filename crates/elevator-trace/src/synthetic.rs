@@ -94,7 +94,7 @@ impl SyntheticTrace {
         } else {
             (sector, bytes)
         };
-        let plug = k % 8 == 0;
+        let plug = k.is_multiple_of(8);
         if plug {
             self.push(TraceAction::Plug, Op::Write, BioFlags::NONE, 0, 0, 0);
         }

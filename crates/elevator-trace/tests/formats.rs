@@ -478,6 +478,43 @@ fn every_prefix_of_every_format_reads_without_panicking() {
     }
 }
 
+#[test]
+fn writers_take_extreme_values_without_panicking() {
+    use elevator_core::{BioFlags, IoContext, TraceEvent};
+    let dir = Scratch::new("extreme");
+    for action in TraceAction::ALL {
+        for (sector, bytes, time, cpu, extra) in [
+            (u64::MAX, u32::MAX, u64::MAX, u32::MAX, u64::MAX),
+            (0, 0, 0, 0, 0),
+            (1 << 55, 511, 1, 65_535, 1),
+        ] {
+            let event = TraceEvent {
+                time,
+                action,
+                op: Op::Write,
+                flags: BioFlags::PREFLUSH | BioFlags::FUA,
+                sector,
+                bytes,
+                ctx: IoContext(u32::MAX),
+                error: i32::MIN,
+                extra,
+            };
+            let r = Record::new(event, cpu, u32::MAX);
+            let mut sinks: Vec<Box<dyn TraceSink>> = vec![
+                Box::new(TextWriter::new(Vec::new())),
+                Box::new(BlktraceWriter::new(Vec::new())),
+                Box::new(IologWriter::new(Vec::new(), IologVersion::V2, action, "/d")),
+                Box::new(BlktraceSet::create(&dir.join("x")).unwrap()),
+            ];
+            for sink in &mut sinks {
+                let _ = sink.process(u32::MAX, "a name longer than sixteen bytes é", 0);
+                let _ = sink.record(&r);
+                let _ = sink.finish();
+            }
+        }
+    }
+}
+
 /// blktrace bytes generated on demand: a trace that never is in memory.
 struct GeneratedStream {
     trace: SyntheticTrace,

@@ -11,7 +11,8 @@
 //!   records it), names of processes without a notify record.
 //! - blktrace binary: request merges (written as back merges, as the kernel
 //!   does) and write-zeroes (written as writes); process names beyond 15
-//!   bytes.
+//!   bytes; timer unplugs (UT) are read as unplugs and written as U (the
+//!   event has no timer flag), in every format.
 //! - fio iolog: everything but one event kind (Q or D): CPU, device, flags,
 //!   completions, errors; times below a microsecond; offsets within a sector.
 

@@ -480,6 +480,49 @@ fn every_prefix_of_every_format_reads_without_panicking() {
 }
 
 #[test]
+fn every_corrupted_byte_reads_without_panicking_and_errors_end_the_read() {
+    let items = synthetic_items(30);
+    let mut w = BlktraceWriter::new(Vec::new());
+    write_items(&mut w, &items);
+    let binary = w.into_inner();
+    let text = text_of(&items);
+    let mut w = IologWriter::new(Vec::new(), IologVersion::V3, TraceAction::Queue, "/d");
+    write_items(&mut w, &items);
+    let log = w.into_inner();
+    for input in [&binary, &text, &log] {
+        for at in 0..input.len() {
+            for value in [0u8, 0xff, b' ', b'\n', b'9', input[at] ^ 0x40] {
+                let mut bytes = input.clone();
+                bytes[at] = value;
+                for skip_bad in [false, true] {
+                    let Ok(mut r) = elevator_trace::TraceReader::from_reader(
+                        Box::new(io::Cursor::new(bytes.clone())),
+                        "c",
+                        None,
+                        skip_bad,
+                    ) else {
+                        continue;
+                    };
+                    let mut n = 0;
+                    while let Some(item) = r.next() {
+                        n += 1;
+                        assert!(n < 1000, "a reader that does not end");
+                        if item.is_err() {
+                            assert!(
+                                !skip_bad
+                                    || matches!(item, Err(ref e) if matches!(e.kind, TraceErrorKind::Io(_)))
+                            );
+                            assert!(r.next().is_none(), "a read went on after an error");
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn writers_take_extreme_values_without_panicking() {
     use elevator_core::{BioFlags, IoContext, TraceEvent};
     let dir = Scratch::new("extreme");

@@ -20,6 +20,8 @@
 //! end of the events). The error of a completion is printed as blkparse
 //! prints it, the kernel's negative errno in 16 bits (`[65531]` for -5).
 //!
+//! The reader holds one line and the name last seen for each process.
+//!
 //! Text holds less than the binary format: times are relative to the first
 //! event (the origin is lost); data-less events other than C/R and X print
 //! no sector; sizes are in 512-byte blocks; a split prints no size (read

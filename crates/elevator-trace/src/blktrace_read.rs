@@ -29,9 +29,9 @@ use crate::blktrace::{Endian, RECORD_BYTES, RawRecord, VERSION, category, code, 
 use crate::error::{TraceError, TraceErrorKind};
 use crate::record::{Item, Record};
 
-/// Bytes read from the input at a time; room for a record with the
-/// largest payload a 16-bit `pdu_len` allows.
-const BUFFER_BYTES: usize = 1 << 17;
+/// Bytes read from the input at a time (the buffer grows for a record
+/// whose payload is larger).
+const BUFFER_BYTES: usize = 1 << 15;
 /// CPUs whose time order is checked (records of higher CPU numbers are not).
 const CHECKED_CPUS: usize = 4096;
 
@@ -99,6 +99,9 @@ impl<R: Read> BlktraceReader<R> {
         self.buf.copy_within(self.pos..self.len, 0);
         self.len -= self.pos;
         self.pos = 0;
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
         while self.len < want {
             match self.input.read(&mut self.buf[self.len..]) {
                 Ok(0) => {
@@ -320,42 +323,61 @@ pub struct BlktraceSetReader<R: Read> {
 }
 
 impl BlktraceSetReader<File> {
-    /// Open the set `name` names: `NAME` or `NAME.blktrace.N` means
-    /// `NAME.blktrace.0`, `.1`, ... up to the first one missing.
+    /// Open the set `name` names: `NAME` or `NAME.blktrace.N` means every
+    /// `NAME.blktrace.N` there is (blkparse stops at the first number
+    /// missing; this reads past a gap rather than lose a file).
     pub fn open(name: &Path, skip_bad: bool) -> Result<BlktraceSetReader<File>, TraceError> {
         let prefix = set_prefix(name);
+        let io_error = |path: &Path, e: io::Error| TraceError {
+            source_name: path.display().to_string(),
+            place: "header".into(),
+            kind: e.into(),
+        };
         let mut readers = Vec::new();
-        for cpu in 0u32.. {
+        for cpu in set_cpus(&prefix).map_err(|e| io_error(&prefix, e))? {
             let path = crate::blktrace_write::BlktraceSet::path_of(&prefix, cpu);
-            let file = match File::open(&path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-                Err(e) => {
-                    return Err(TraceError {
-                        source_name: path.display().to_string(),
-                        place: "header".into(),
-                        kind: e.into(),
-                    });
-                }
-            };
-            readers.push(BlktraceReader::new(
-                file,
-                &path.display().to_string(),
-                skip_bad,
-            ));
+            let file = File::open(&path).map_err(|e| io_error(&path, e))?;
+            let name = path.display().to_string();
+            readers.push(BlktraceReader::new(file, &name, skip_bad));
         }
         if readers.is_empty() {
-            return Err(TraceError {
-                source_name: name.display().to_string(),
-                place: "header".into(),
-                kind: TraceErrorKind::Io(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("no {}.blktrace.0", prefix.display()),
-                )),
-            });
+            let e = io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no {}.blktrace.N", prefix.display()),
+            );
+            return Err(io_error(name, e));
         }
         Ok(BlktraceSetReader::new(readers))
     }
+}
+
+/// The CPU numbers N of the files `prefix.blktrace.N` there are, in order
+/// (all of them: a gap does not end the set).
+pub fn set_cpus(prefix: &Path) -> io::Result<Vec<u32>> {
+    let dir = match prefix.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Some(base) = prefix.file_name() else {
+        return Ok(Vec::new());
+    };
+    let mut start = base.to_os_string();
+    start.push(".blktrace.");
+    let start = start.to_string_lossy().into_owned();
+    let mut cpus = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let file_name = entry?.file_name();
+        let cpu = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(start.as_str()))
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u32>().ok());
+        if let Some(cpu) = cpu {
+            cpus.push(cpu);
+        }
+    }
+    cpus.sort_unstable();
+    Ok(cpus)
 }
 
 /// The prefix of a per-CPU set: `NAME` for `NAME.blktrace.N` and for `NAME`.
@@ -370,9 +392,10 @@ pub fn set_prefix(name: &Path) -> PathBuf {
     name.to_path_buf()
 }
 
-/// Whether `name` is (or names) a per-CPU set on disk.
+/// Whether `name` is (or names) a per-CPU set on disk: some
+/// `NAME.blktrace.N` exists.
 pub fn is_set(name: &Path) -> bool {
-    crate::blktrace_write::BlktraceSet::path_of(&set_prefix(name), 0).is_file()
+    set_cpus(&set_prefix(name)).is_ok_and(|cpus| !cpus.is_empty())
 }
 
 impl<R: Read> BlktraceSetReader<R> {

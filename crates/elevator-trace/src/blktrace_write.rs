@@ -147,7 +147,9 @@ struct SetFile {
 }
 
 /// Writes `PREFIX.blktrace.N`, one file per `cpu` value, created when the
-/// first record for that CPU arrives.
+/// first record for that CPU arrives; CPU numbers below it that have no
+/// file yet get an empty one, so that blkparse (which stops at the first
+/// number missing) reads them all.
 pub struct BlktraceSet {
     prefix: PathBuf,
     files: Vec<Option<SetFile>>,
@@ -187,10 +189,10 @@ impl BlktraceSet {
         self.written
     }
 
-    /// The files written so far.
+    /// The files written so far (with the empty ones that fill gaps in
+    /// the CPU numbers).
     pub fn paths(&self) -> Vec<PathBuf> {
         (0..self.files.len())
-            .filter(|&i| self.files[i].is_some())
             .map(|i| Self::path_of(&self.prefix, i as u32))
             .collect()
     }
@@ -198,7 +200,7 @@ impl BlktraceSet {
     /// Create CPU `cpu`'s file if it is not open yet; its index.
     fn open_file(&mut self, cpu: u32) -> io::Result<usize> {
         // One file per CPU: a CPU number past this is a corrupt record.
-        const MAX_CPUS: u32 = 1 << 16;
+        const MAX_CPUS: u32 = 1 << 13;
         if cpu >= MAX_CPUS {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -207,6 +209,11 @@ impl BlktraceSet {
         }
         let i = cpu as usize;
         if self.files.len() <= i {
+            // blkparse stops at the first file number missing: fill the gap
+            // with empty files (which it reads as no events).
+            for gap in self.files.len()..i {
+                File::create(Self::path_of(&self.prefix, gap as u32))?;
+            }
             self.files.resize_with(i + 1, || None);
         }
         if self.files[i].is_none() {

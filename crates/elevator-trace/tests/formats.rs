@@ -124,6 +124,41 @@ fn per_cpu_set_merges_by_time_and_names_processes() {
 }
 
 #[test]
+fn cpu_numbers_with_gaps_are_all_read() {
+    let dir = Scratch::new("gaps");
+    let prefix = dir.join("g");
+    // Records on CPUs 0 and 3 only.
+    let items: Vec<Item> = synthetic_items(1000)
+        .into_iter()
+        .map(|i| match i {
+            Item::Record(mut r) => {
+                r.cpu *= 3;
+                Item::Record(r)
+            }
+            other => other,
+        })
+        .collect();
+    write_set(&prefix, &items);
+    for cpu in 1..3 {
+        let gap = dir.join(&format!("g.blktrace.{cpu}"));
+        assert_eq!(
+            std::fs::metadata(&gap).unwrap().len(),
+            0,
+            "{}",
+            gap.display()
+        );
+    }
+    let back = read_all(BlktraceSetReader::open(&prefix, false).unwrap());
+    assert_eq!(records(&back), records(&items));
+    assert_eq!(blkparse_events(&prefix).lines().count(), 1000);
+    // A set from elsewhere with a file missing is read past the gap.
+    std::fs::remove_file(dir.join("g.blktrace.1")).unwrap();
+    std::fs::remove_file(dir.join("g.blktrace.2")).unwrap();
+    let back = read_all(BlktraceSetReader::open(&prefix, false).unwrap());
+    assert_eq!(records(&back), records(&items));
+}
+
+#[test]
 fn blktrace_text_blktrace_round_trip_is_identical() {
     let dir = Scratch::new("rt-text");
     let items = synthetic_items(20_000);

@@ -15,8 +15,9 @@
 //!   else happens to it. A bio refused for lack of a tag is not recorded
 //!   until it is accepted.
 //! - `Split` (`block_split`): a bio cut to fit the limits; one event per
-//!   extra piece, at the piece before the cut, with `extra` the sector where
-//!   the next piece starts.
+//!   extra piece: the piece before the cut (its sector and size, as the
+//!   kernel records the bio it split off), with `extra` the sector where the
+//!   next piece starts.
 //! - `BackMerge` / `FrontMerge` (`block_bio_backmerge` / `..._frontmerge`): a
 //!   bio joined a request (on the plug or in the scheduler).
 //! - `RqMerge` (`block_rq_merge`): a request merged into another when

@@ -424,7 +424,6 @@ impl<S: Scheduler> Queue<S> {
             };
             if self.trace.is_on() && offset + len < bio.len {
                 let mut cut = bio_event(TraceAction::Split, &piece, now);
-                cut.bytes = bio.len - offset;
                 cut.extra = sector + u64::from(len >> SECTOR_SHIFT);
                 self.trace.push(cut);
             }

@@ -13,6 +13,7 @@ mod list;
 mod microbench;
 mod run;
 mod serve;
+mod trace_out;
 
 use std::process::ExitCode;
 

@@ -124,6 +124,9 @@ pub enum JobRunError {
         /// Why.
         error: SpecError,
     },
+    /// The trace (`--trace-out`) could not be written.
+    #[error("cannot write the trace")]
+    Trace(#[source] std::io::Error),
     /// A worker thread could not be started.
     #[error("cannot start a worker thread: {0}")]
     Spawn(String),

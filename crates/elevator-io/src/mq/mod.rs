@@ -40,7 +40,7 @@ use elevator_core::{IoContext, Nanos, Queue, QueueStats, TunableError};
 use elevator_fio::locks::LockStat;
 use thiserror::Error;
 
-pub use jobs::{ThreadConfig, ThreadedRun, run_threads};
+pub use jobs::{ThreadConfig, ThreadedRun, run_threads, run_threads_traced};
 
 use crate::buf::IoBuf;
 use crate::clock::Clock;
@@ -408,6 +408,26 @@ impl MultiQueue {
             }
         }
         out
+    }
+
+    /// Trace events the shared queues could not hold, added up (the
+    /// queues that are each thread's own are the engines' to report).
+    pub fn trace_dropped(&self) -> u64 {
+        let mut dropped = 0;
+        for (i, a) in self.devices.iter().enumerate() {
+            match a {
+                Access::Shared(SharedQueue::Device { lock, .. }) => {
+                    dropped += lock.lock().queue().trace_dropped()
+                }
+                Access::Shared(SharedQueue::Global { lock, .. }) if i == 0 => {
+                    for s in lock.lock().iter() {
+                        dropped += s.queue().trace_dropped();
+                    }
+                }
+                _ => {}
+            }
+        }
+        dropped
     }
 
     /// The shared queues' figures added up (the queues that are each

@@ -15,10 +15,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod blkparse;
 pub mod blktrace;
+pub mod blktrace_read;
+pub mod blktrace_write;
 pub mod error;
 pub mod record;
 pub mod sink;
+pub mod synthetic;
+pub mod text_fields;
 pub mod tracefs;
 
 pub use error::{TraceError, TraceErrorKind};

@@ -1,0 +1,435 @@
+//! Reading blktrace's binary format: [`BlktraceReader`] streams one file
+//! (or `blktrace -o -`'s single stream of every CPU) record by record;
+//! [`BlktraceSetReader`] opens a per-CPU set (`NAME.blktrace.0`, `.1`, ...)
+//! and merges it by time, holding one record per file.
+//!
+//! Checks, each an error naming the source and record number (or, with
+//! `skip_bad`, a count in [`BlktraceReader::skipped`]): the magic (the byte
+//! order is taken from the first record's), the version (0x07), a record or
+//! payload cut short, an action code blktrace does not define, and time
+//! going backwards on one CPU. Codes elevator does not replay (sleep,
+//! bounce, remap, abort, driver data) are dropped and counted in
+//! [`BlktraceReader::ignored`]; timestamp and message notifies are dropped.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use elevator_core::{IoContext, TraceAction, TraceEvent};
+
+use crate::blktrace::{Endian, RECORD_BYTES, RawRecord, VERSION, category, code, decode_action};
+use crate::error::{TraceError, TraceErrorKind};
+use crate::record::{Item, Record};
+
+/// Bytes read from the input at a time; room for a record with the
+/// largest payload a 16-bit `pdu_len` allows.
+const BUFFER_BYTES: usize = 1 << 17;
+/// CPUs whose time order is checked (records of higher CPU numbers are not).
+const CHECKED_CPUS: usize = 4096;
+
+/// Streams the records of one blktrace file or stream.
+pub struct BlktraceReader<R: Read> {
+    input: R,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    eof: bool,
+    source_name: String,
+    skip_bad: bool,
+    skipped: u64,
+    ignored: u64,
+    endian: Option<Endian>,
+    records: u64,
+    last_time: Vec<u64>,
+    done: bool,
+}
+
+impl<R: Read> BlktraceReader<R> {
+    /// A reader of `input`, named `source_name` in errors. With `skip_bad`,
+    /// bad records are counted and skipped (after a bad magic the reader
+    /// looks for the next one) instead of ending the read with an error.
+    pub fn new(input: R, source_name: &str, skip_bad: bool) -> BlktraceReader<R> {
+        BlktraceReader {
+            input,
+            buf: vec![0; BUFFER_BYTES],
+            pos: 0,
+            len: 0,
+            eof: false,
+            source_name: source_name.to_string(),
+            skip_bad,
+            skipped: 0,
+            ignored: 0,
+            endian: None,
+            records: 0,
+            last_time: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Bad records skipped (with `skip_bad`).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Records of actions elevator does not replay (sleep, bounce, remap,
+    /// abort, driver data), dropped.
+    pub fn ignored(&self) -> u64 {
+        self.ignored
+    }
+
+    /// The name used in errors.
+    pub fn source_name(&self) -> &str {
+        &self.source_name
+    }
+
+    /// Make at least `want` bytes available from `pos` if the input has
+    /// them; the bytes available.
+    fn fill(&mut self, want: usize) -> io::Result<usize> {
+        if self.len - self.pos >= want || self.eof {
+            return Ok(self.len - self.pos);
+        }
+        self.buf.copy_within(self.pos..self.len, 0);
+        self.len -= self.pos;
+        self.pos = 0;
+        while self.len < want {
+            match self.input.read(&mut self.buf[self.len..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => self.len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.len)
+    }
+
+    fn error(&self, kind: TraceErrorKind) -> TraceError {
+        TraceError::at_record(&self.source_name, self.records, kind)
+    }
+
+    /// Skip to the next place the magic appears (after a bad one).
+    fn resync(&mut self, endian: Endian) -> io::Result<()> {
+        self.pos += 1;
+        loop {
+            let avail = self.fill(RECORD_BYTES)?;
+            if avail < 4 {
+                self.pos = self.len;
+                return Ok(());
+            }
+            let b = &self.buf[self.pos..self.len];
+            let found = b.windows(4).position(|w| {
+                let m = [w[0], w[1], w[2], w[3]];
+                Endian::detect(m) == Some(endian)
+            });
+            match found {
+                Some(i) => {
+                    self.pos += i;
+                    return Ok(());
+                }
+                None => self.pos = self.len - 3,
+            }
+            if self.eof {
+                self.pos = self.len;
+                return Ok(());
+            }
+        }
+    }
+
+    /// Read the next item; `Ok(None)` at the end; `Err` for a bad record
+    /// (the caller decides whether to skip it).
+    fn read_item(&mut self) -> Result<Option<Item>, TraceError> {
+        loop {
+            let avail = self.fill(RECORD_BYTES).map_err(|e| self.error(e.into()))?;
+            if avail == 0 {
+                return Ok(None);
+            }
+            self.records += 1;
+            if avail < RECORD_BYTES {
+                self.pos = self.len;
+                return Err(self.error(TraceErrorKind::Truncated {
+                    got: avail,
+                    want: RECORD_BYTES,
+                }));
+            }
+            let mut head = [0u8; RECORD_BYTES];
+            head.copy_from_slice(&self.buf[self.pos..self.pos + RECORD_BYTES]);
+            let magic = [head[0], head[1], head[2], head[3]];
+            let endian = match (self.endian, Endian::detect(magic)) {
+                (None, Some(e)) => {
+                    self.endian = Some(e);
+                    e
+                }
+                (Some(e), Some(found)) if e == found => e,
+                (e, _) => {
+                    let e = e.unwrap_or(Endian::NATIVE);
+                    let word = RawRecord::decode(&head, e).magic;
+                    if self.skip_bad {
+                        self.resync(e).map_err(|io| self.error(io.into()))?;
+                    } else {
+                        self.pos = self.len;
+                        self.eof = true;
+                    }
+                    return Err(self.error(TraceErrorKind::Magic(word)));
+                }
+            };
+            let raw = RawRecord::decode(&head, endian);
+            let need = RECORD_BYTES + usize::from(raw.pdu_len);
+            let avail = self.fill(need).map_err(|e| self.error(e.into()))?;
+            if avail < need {
+                self.pos = self.len;
+                return Err(self.error(TraceErrorKind::Truncated {
+                    got: avail,
+                    want: need,
+                }));
+            }
+            let start = self.pos + RECORD_BYTES;
+            self.pos += need;
+            let version = (raw.magic & 0xff) as u8;
+            if version != VERSION {
+                return Err(self.error(TraceErrorKind::Version(version)));
+            }
+            let cgroup = raw.action & code::CGROUP != 0;
+            let payload_at = start + if cgroup { 8 } else { 0 };
+            let payload = self
+                .buf
+                .get(payload_at..start + usize::from(raw.pdu_len))
+                .unwrap_or(&[]);
+            let cats = raw.action >> 16;
+            let code_ = raw.action & 0xffff & !code::CGROUP;
+            if cats & category::NOTIFY != 0 {
+                if code_ == code::NOTIFY_PROCESS {
+                    let end = payload
+                        .iter()
+                        .position(|&b| b == 0)
+                        .unwrap_or(payload.len());
+                    let name = String::from_utf8_lossy(&payload[..end]).into_owned();
+                    return Ok(Some(Item::Process {
+                        pid: raw.pid,
+                        name,
+                        time: raw.time,
+                    }));
+                }
+                continue;
+            }
+            let Some((action, op, flags)) = decode_action(raw.action, raw.bytes) else {
+                if matches!(
+                    code_,
+                    code::SLEEPRQ | code::BOUNCE | code::REMAP | code::ABORT | code::DRV_DATA
+                ) {
+                    self.ignored += 1;
+                    continue;
+                }
+                return Err(self.error(TraceErrorKind::UnknownEvent(format!(
+                    "action {:#010x}",
+                    raw.action
+                ))));
+            };
+            let slot = raw.cpu as usize;
+            if slot < CHECKED_CPUS {
+                if self.last_time.len() <= slot {
+                    self.last_time.resize(slot + 1, 0);
+                }
+                let previous = self.last_time[slot];
+                if raw.time < previous {
+                    return Err(self.error(TraceErrorKind::TimeOrder {
+                        time: raw.time,
+                        previous,
+                    }));
+                }
+                self.last_time[slot] = raw.time;
+            }
+            let extra = if matches!(action, TraceAction::Split | TraceAction::Unplug) {
+                payload
+                    .get(..8)
+                    .map(|b| {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(b);
+                        u64::from_be_bytes(a)
+                    })
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            let event = TraceEvent {
+                time: raw.time,
+                action,
+                op,
+                flags,
+                sector: raw.sector,
+                bytes: raw.bytes,
+                ctx: IoContext(raw.pid),
+                error: i32::from(raw.error as i16),
+                extra,
+            };
+            return Ok(Some(Item::Record(Record {
+                event,
+                cpu: raw.cpu,
+                dev: raw.device,
+            })));
+        }
+    }
+}
+
+impl<R: Read> Iterator for BlktraceReader<R> {
+    type Item = Result<Item, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            match self.read_item() {
+                Ok(Some(item)) => return Some(Ok(item)),
+                Ok(None) => self.done = true,
+                Err(e) if self.skip_bad && !matches!(e.kind, TraceErrorKind::Io(_)) => {
+                    self.skipped += 1;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The time an item sorts by.
+fn item_time(item: &Item) -> u64 {
+    match item {
+        Item::Record(r) => r.event.time,
+        Item::Process { time, .. } => *time,
+    }
+}
+
+/// A per-CPU set of blktrace files merged by time (ties go to the lower
+/// file number), holding one item per file.
+pub struct BlktraceSetReader<R: Read> {
+    readers: Vec<BlktraceReader<R>>,
+    heads: Vec<Option<Item>>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    pending: Option<TraceError>,
+    done: bool,
+}
+
+impl BlktraceSetReader<File> {
+    /// Open the set `name` names: `NAME` or `NAME.blktrace.N` means
+    /// `NAME.blktrace.0`, `.1`, ... up to the first one missing.
+    pub fn open(name: &Path, skip_bad: bool) -> Result<BlktraceSetReader<File>, TraceError> {
+        let prefix = set_prefix(name);
+        let mut readers = Vec::new();
+        for cpu in 0u32.. {
+            let path = crate::blktrace_write::BlktraceSet::path_of(&prefix, cpu);
+            let file = match File::open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(e) => {
+                    return Err(TraceError {
+                        source_name: path.display().to_string(),
+                        place: "header".into(),
+                        kind: e.into(),
+                    });
+                }
+            };
+            readers.push(BlktraceReader::new(
+                file,
+                &path.display().to_string(),
+                skip_bad,
+            ));
+        }
+        if readers.is_empty() {
+            return Err(TraceError {
+                source_name: name.display().to_string(),
+                place: "header".into(),
+                kind: TraceErrorKind::Io(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no {}.blktrace.0", prefix.display()),
+                )),
+            });
+        }
+        Ok(BlktraceSetReader::new(readers))
+    }
+}
+
+/// The prefix of a per-CPU set: `NAME` for `NAME.blktrace.N` and for `NAME`.
+pub fn set_prefix(name: &Path) -> PathBuf {
+    let text = name.to_string_lossy();
+    if let Some(i) = text.rfind(".blktrace.") {
+        let cpu = &text[i + ".blktrace.".len()..];
+        if !cpu.is_empty() && cpu.bytes().all(|b| b.is_ascii_digit()) {
+            return PathBuf::from(&text[..i]);
+        }
+    }
+    name.to_path_buf()
+}
+
+/// Whether `name` is (or names) a per-CPU set on disk.
+pub fn is_set(name: &Path) -> bool {
+    crate::blktrace_write::BlktraceSet::path_of(&set_prefix(name), 0).is_file()
+}
+
+impl<R: Read> BlktraceSetReader<R> {
+    /// Merge `readers` by time.
+    pub fn new(readers: Vec<BlktraceReader<R>>) -> BlktraceSetReader<R> {
+        let n = readers.len();
+        let mut set = BlktraceSetReader {
+            readers,
+            heads: (0..n).map(|_| None).collect(),
+            heap: BinaryHeap::with_capacity(n),
+            pending: None,
+            done: false,
+        };
+        for i in 0..n {
+            set.refill(i);
+            if set.pending.is_some() {
+                break;
+            }
+        }
+        set
+    }
+
+    fn refill(&mut self, i: usize) {
+        match self.readers[i].next() {
+            Some(Ok(item)) => {
+                self.heap.push(Reverse((item_time(&item), i)));
+                self.heads[i] = Some(item);
+            }
+            Some(Err(e)) => self.pending = Some(e),
+            None => {}
+        }
+    }
+
+    /// Bad records skipped over all files.
+    pub fn skipped(&self) -> u64 {
+        self.readers.iter().map(BlktraceReader::skipped).sum()
+    }
+
+    /// Records of actions not replayed, over all files.
+    pub fn ignored(&self) -> u64 {
+        self.readers.iter().map(BlktraceReader::ignored).sum()
+    }
+
+    /// Files in the set.
+    pub fn files(&self) -> usize {
+        self.readers.len()
+    }
+}
+
+impl<R: Read> Iterator for BlktraceSetReader<R> {
+    type Item = Result<Item, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if let Some(e) = self.pending.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        let Reverse((_, i)) = self.heap.pop()?;
+        let item = self.heads[i].take();
+        self.refill(i);
+        item.map(Ok)
+    }
+}

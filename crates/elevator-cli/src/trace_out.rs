@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use elevator_sim::trace_out::{SharedSink, TraceSummary};
 use elevator_trace::TraceSink;
+use elevator_trace::blktrace_write::BlktraceSet;
 
 /// The blktrace files for `prefix` (`prefix.blktrace.N`, created as the
 /// first event of CPU `N` arrives).
 pub fn open_sink(prefix: &str) -> Result<Box<dyn TraceSink + Send>> {
-    anyhow::bail!(
-        "--trace-out {prefix}: this build has no blktrace writer yet \
-         (elevator_trace::blktrace::BlktraceSet)"
-    )
+    let set = BlktraceSet::create(Path::new(prefix))
+        .with_context(|| format!("--trace-out {prefix}: cannot write the trace there"))?;
+    Ok(Box::new(set))
 }
 
 /// [`open_sink`], to be shared by the threads of a run.

@@ -18,10 +18,15 @@
 use elevator_core::{IoContext, Nanos, Queue, TraceAction, TraceEvent};
 use elevator_trace::{DevT, Record, TraceSink, dev_t};
 
-/// The device number traces of simulated devices and real runs carry when
-/// nothing else names one: `254,0` (blkparse prints `254,0`), a major the
-/// kernel hands out dynamically, so no real disk is implied.
-pub const TRACE_DEV: DevT = (254 << 20) | 0;
+/// The block major of elevator's traces: 240, the first of Linux's majors
+/// for local or experimental use (`devices.txt`), so that no real disk is
+/// implied. (Not 253 or 254, which btt takes for device-mapper remappers
+/// and reports apart, with no D2C.)
+pub const TRACE_MAJOR: u32 = 240;
+
+/// The device number traces of simulated devices carry: `240,0` (blkparse
+/// prints `240,0`).
+pub const TRACE_DEV: DevT = TRACE_MAJOR << 20;
 
 /// Events the queue holds between drains before it drops any.
 pub const QUEUE_TRACE_LIMIT: usize = 1 << 16;
@@ -311,9 +316,10 @@ impl TraceTap {
     }
 }
 
-/// The device number for export or device `index` of a run: `254,index`.
+/// The device number for export or device `index` of a run:
+/// `240,index`.
 pub fn trace_dev(index: u32) -> DevT {
-    dev_t(254, index)
+    dev_t(TRACE_MAJOR, index)
 }
 
 #[cfg(test)]

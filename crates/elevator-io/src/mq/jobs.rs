@@ -160,7 +160,7 @@ where
 
 /// [`run_threads`], writing the queues' trace events to `trace`: each
 /// thread's events (those it caused, whoever submitted the I/O) with its
-/// index as the record's `cpu` (one file per thread), device `254,d` for
+/// index as the record's `cpu` (one file per thread), device `240,d` for
 /// device `d`, times in nanoseconds since the run started, every job
 /// clone named by its job's name. The sink is not finished here.
 pub fn run_threads_traced<D, S, E>(

@@ -13,7 +13,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -411,6 +411,83 @@ fn a_bad_trace_place_fails_clearly() {
         ],
         "--trace-out /nonexistent-dir/t",
     );
+}
+
+/// blkparse's totals for the trace `prefix`: KiB of reads and of writes
+/// queued (its "Reads Queued: N, K KiB" line of the "Total" section).
+fn blkparse_queued_kib(prefix: &str) -> (u64, u64) {
+    let out = run(Command::new("blkparse").args(["-i", prefix]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let total = &text[text.find("Total (").expect("blkparse's totals")..];
+    let line = total
+        .lines()
+        .find(|l| l.contains("Reads Queued:"))
+        .expect("a Queued line");
+    // " Reads Queued:          18,     4096KiB\t Writes Queued:          16,     4096KiB"
+    let kib: Vec<u64> = line
+        .split("KiB")
+        .filter_map(|part| {
+            part.rsplit(|c: char| !c.is_ascii_digit())
+                .find(|w| !w.is_empty())
+        })
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert_eq!(kib.len(), 2, "{line}");
+    (kib[0], kib[1])
+}
+
+#[test]
+fn serve_traces_each_worker_and_connection() {
+    let dir = TempDir::new("serve");
+    let sock = dir.join("nbd.sock");
+    let prefix = dir.join("s");
+    let log = dir.join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["serve", "--export", "disk=mem:4m", "--threads", "2"])
+        .args(["--unix", &sock, "--trace-out", &prefix])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("a log file"))
+        .spawn()
+        .expect("running elevator serve");
+    wait_for("elevator serve to listen", || {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "elevator serve exited ({status}):\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        Path::new(&sock).exists().then_some(())
+    });
+    let uri = format!("nbd+unix:///disk?socket={sock}");
+    let image = dir.join("in.img");
+    let data: Vec<u8> = (0..4u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&image, &data).expect("an image");
+    run(Command::new("nbdcopy").args(["-C", "1", &image, &uri]));
+    let copy = dir.join("out.img");
+    run(Command::new("nbdcopy").args(["-C", "1", &uri, &copy]));
+    assert!(
+        std::fs::read(&copy).expect("the copy") == data,
+        "round trip"
+    );
+    run(Command::new("kill").args(["-TERM", &child.id().to_string()]));
+    let status = wait_for("elevator serve to stop", || child.try_wait().ok().flatten());
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "serve exited {status}:\n{stderr}");
+
+    let (ours, files) = summary(&stderr, &prefix);
+    assert!(
+        (1..=2).contains(&files),
+        "a file per worker at most: {stderr}"
+    );
+    assert_eq!(blkparse_counts(&prefix), ours, "{stderr}");
+    assert_eq!(blkparse_queued_kib(&prefix), (4096, 4096), "bytes queued");
+    // Each connection is a process named after it.
+    let out = run(Command::new("blkparse").args(["-i", &prefix]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[nbd"), "connections named nbdN:\n{text}");
 }
 
 /// Poll `f` until it gives a value; panic after two minutes.

@@ -162,6 +162,8 @@ pub struct TraceTap {
     origin: Nanos,
     /// Submitters' names, by context (index `c` names context `c`).
     names: Vec<String>,
+    /// What an unnamed submitter `c` is called: this, then `c`.
+    unnamed: &'static str,
     /// Contexts whose name has been written, a bit each.
     named: Vec<u64>,
     buf: Vec<Pending>,
@@ -178,11 +180,19 @@ impl TraceTap {
             rule,
             origin,
             names: Vec::new(),
+            unnamed: "ctx",
             named: Vec::new(),
             buf: Vec::with_capacity(TAP_BUFFER),
             summary: TraceSummary::default(),
             error: None,
         }
+    }
+
+    /// Call a submitter that was not named `PREFIX<id>` (`ctx7` unless
+    /// told otherwise; `nbd7` for NBD connections).
+    pub fn unnamed(mut self, prefix: &'static str) -> TraceTap {
+        self.unnamed = prefix;
+        self
     }
 
     /// Name submitter `ctx` (blktrace's process name; cut to 15 bytes, as
@@ -213,7 +223,8 @@ impl TraceTap {
         }
         for event in queue.drain_trace() {
             if self.buf.len() + 2 > self.buf.capacity() {
-                Self::write(&mut self.buf, &self.names, &mut self.error, out);
+                let naming = (self.names.as_slice(), self.unnamed);
+                Self::write(&mut self.buf, naming, &mut self.error, out);
             }
             Self::push(
                 &mut self.buf,
@@ -261,7 +272,7 @@ impl TraceTap {
 
     fn write<A: SinkAccess + ?Sized>(
         buf: &mut Vec<Pending>,
-        names: &[String],
+        (names, unnamed): (&[String], &'static str),
         error: &mut Option<std::io::Error>,
         out: &mut A,
     ) {
@@ -273,7 +284,7 @@ impl TraceTap {
                         Pending::Process { pid, time } => {
                             match names.get(pid as usize).filter(|n| !n.is_empty()) {
                                 Some(name) => sink.process(pid, name, time),
-                                None => sink.process(pid, &format!("ctx{pid}"), time),
+                                None => sink.process(pid, &format!("{unnamed}{pid}"), time),
                             }
                         }
                     };
@@ -289,7 +300,8 @@ impl TraceTap {
 
     /// Write what the buffer holds out through `out`.
     pub fn flush<A: SinkAccess + ?Sized>(&mut self, out: &mut A) {
-        Self::write(&mut self.buf, &self.names, &mut self.error, out);
+        let naming = (self.names.as_slice(), self.unnamed);
+        Self::write(&mut self.buf, naming, &mut self.error, out);
     }
 
     /// Write everything buffered out through `out` and say what the trace

@@ -70,7 +70,13 @@ impl<Q: QueueAccess> Tapped<Q> {
         let shared = self.inner.shared();
         let dropped = self.inner.with(|s| {
             t.tap.drain(&mut s.queue, &mut t.out);
-            if shared { 0 } else { s.queue.trace_dropped() }
+            if shared {
+                0
+            } else {
+                // Nobody drains it from now on.
+                s.queue.set_tracing(false, 0);
+                s.queue.trace_dropped()
+            }
         });
         let EngineTap { tap, mut out } = *t;
         Some(tap.finish(&mut out, dropped))

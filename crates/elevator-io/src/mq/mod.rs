@@ -543,6 +543,22 @@ impl<D: DataDevice, B: IoBuf> MqEngine<D, B> {
         either!(self, e => e.stats())
     }
 
+    /// See [`Engine::trace_to`].
+    pub fn trace_to(
+        &mut self,
+        tap: elevator_sim::trace_out::TraceTap,
+        out: elevator_sim::trace_out::SharedSink,
+    ) {
+        either!(self, e => e.trace_to(tap, out))
+    }
+
+    /// See [`Engine::finish_trace`].
+    pub fn finish_trace(
+        &mut self,
+    ) -> Option<Result<elevator_sim::trace_out::TraceSummary, std::io::Error>> {
+        either!(self, e => e.finish_trace())
+    }
+
     /// See [`Engine::context_gone`].
     pub fn context_gone(&mut self, ctx: IoContext) {
         either!(self, e => e.context_gone(ctx))

@@ -13,6 +13,7 @@ mod list;
 mod microbench;
 mod run;
 mod serve;
+mod trace_cmd;
 mod trace_out;
 
 use std::process::ExitCode;
@@ -48,6 +49,9 @@ enum Command {
     Serve(serve::Args),
     /// Run one of the seeds' experiments and check the shape it reported.
     Experiment(experiment::Args),
+    /// Trace tools: convert between blktrace, blkparse text, tracefs text
+    /// and fio iologs.
+    Trace(trace_cmd::Args),
     /// List the device presets with their parameters.
     Devices,
     /// List the I/O schedulers with their tunables and Linux defaults.
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::BenchVsFio(args) => bench_fio::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::BenchVsNbdkit(args) => bench_nbd::run(&args),
+        Command::Trace(args) => trace_cmd::run(&args),
         Command::Devices => run::devices(),
         Command::Schedulers => list::schedulers(),
     };

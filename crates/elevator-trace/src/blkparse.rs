@@ -21,9 +21,11 @@
 //! prints it, the kernel's negative errno in 16 bits (`[65531]` for -5).
 //!
 //! Text holds less than the binary format: times are relative to the first
-//! event (the origin is lost), data-less events other than C/R and X print
-//! no sector, sizes are in 512-byte blocks, and a process without a notify
-//! record prints as `(null)`.
+//! event (the origin is lost); data-less events other than C/R and X print
+//! no sector; sizes are in 512-byte blocks; a split prints no size (read
+//! back as the piece before the cut, `(new - sector) * 512`, as the kernel's
+//! `block_split` records it); a process without a notify record prints as
+//! `(null)`.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
@@ -288,6 +290,9 @@ fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
                 return Err("expected sector / new_sector");
             }
             extra = f.uint().ok_or("bad new sector")?;
+            // The size is not printed: the piece before the cut, as the
+            // kernel's block_split records it.
+            bytes = extra.saturating_sub(sector).saturating_mul(512);
             comm = Some(bracketed(line, f.rest()).ok_or("expected [comm]")?);
         }
         _ => {

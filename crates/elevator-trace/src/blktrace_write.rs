@@ -158,13 +158,13 @@ impl BlktraceSet {
     /// A set writing `prefix.blktrace.N` files. Files are created lazily;
     /// the directory must exist.
     pub fn create(prefix: &Path) -> io::Result<BlktraceSet> {
-        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if !dir.is_dir() {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("directory {} does not exist", dir.display()),
-                ));
-            }
+        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.is_dir()
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("directory {} does not exist", dir.display()),
+            ));
         }
         Ok(BlktraceSet {
             prefix: prefix.to_path_buf(),
@@ -228,11 +228,11 @@ impl TraceSink for BlktraceSet {
             return Err(io::Error::other("file not created"));
         };
         if file.last_pid != Some(pid) {
-            if let Some(name) = self.names.get(&pid) {
-                if file.named.insert(pid) {
-                    file.writer
-                        .notify(pid, name, record.event.time, record.cpu, record.dev)?;
-                }
+            if let Some(name) = self.names.get(&pid)
+                && file.named.insert(pid)
+            {
+                file.writer
+                    .notify(pid, name, record.event.time, record.cpu, record.dev)?;
             }
             file.last_pid = Some(pid);
         }

@@ -6,8 +6,15 @@
 //! - [`blktrace`]: blktrace's binary format (48-byte `blk_io_trace` records,
 //!   version 0x07), read (one file or a per-CPU set merged by time) and
 //!   written (one file per submitting thread, as `blktrace -o NAME`).
-//! - `blkparse` / `tracefs` / `iolog` text formats, format detection and
-//!   decompression, the btt-style analysis: added module by module.
+//!   Reading is in [`blktrace_read`], writing in [`blktrace_write`].
+//! - [`blkparse`]: blkparse's default text, read and written.
+//! - [`tracefs`]: tracefs block tracepoint text, read.
+//! - [`iolog`]: fio's iolog v2/v3, read and written.
+//! - [`open`]: one entry point, [`open()`], that finds the format (and gzip
+//!   or xz compression) from the content and returns a [`TraceReader`].
+//! - [`synthetic`]: a generated trace of any length, for tests and speed
+//!   figures; [`text_fields`]: byte-level parsing and formatting shared by
+//!   the text formats.
 //!
 //! Nothing here has threads or clocks: readers take any `Read`, writers any
 //! `Write`, and times are the trace's own.
@@ -20,6 +27,8 @@ pub mod blktrace;
 pub mod blktrace_read;
 pub mod blktrace_write;
 pub mod error;
+pub mod iolog;
+pub mod open;
 pub mod record;
 pub mod sink;
 pub mod synthetic;
@@ -27,5 +36,6 @@ pub mod text_fields;
 pub mod tracefs;
 
 pub use error::{TraceError, TraceErrorKind};
+pub use open::{Format, TraceReader, detect, open};
 pub use record::{DevT, Item, Record, dev_t, parse_rwbs, rwbs};
 pub use sink::{MemorySink, TraceSink};

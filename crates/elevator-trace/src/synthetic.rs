@@ -94,13 +94,14 @@ impl SyntheticTrace {
         } else {
             (sector, bytes)
         };
-        let plug = k % 8 == 0;
+        let plug = k.is_multiple_of(8);
         if plug {
             self.push(TraceAction::Plug, Op::Write, BioFlags::NONE, 0, 0, 0);
         }
         self.push(TraceAction::Queue, op, flags, sector, bytes, 0);
         if k % 13 == 1 && bytes > 4096 {
-            self.push(TraceAction::Split, op, flags, sector, bytes, sector + 8);
+            // As the kernel's block_split: the piece before the cut.
+            self.push(TraceAction::Split, op, flags, sector, 4096, sector + 8);
         }
         if k % 7 == 3 && op != Op::Flush {
             self.push(TraceAction::BackMerge, op, flags, sector, bytes, 0);

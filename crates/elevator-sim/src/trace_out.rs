@@ -214,6 +214,14 @@ impl TraceTap {
         queue.set_tracing(true, QUEUE_TRACE_LIMIT);
     }
 
+    /// Turn tracing on in `queue`, with room for what `depth` I/Os in
+    /// flight may record between two drains (a few events each), and at
+    /// least [`QUEUE_TRACE_LIMIT`].
+    pub fn enable_for_depth(queue: &mut Queue, depth: u32) {
+        let room = (depth as usize).saturating_mul(16).max(QUEUE_TRACE_LIMIT);
+        queue.set_tracing(true, room);
+    }
+
     /// Take what `queue` recorded since the last drain into the buffer,
     /// writing the buffer out through `out` whenever it fills. After a
     /// failed write, the queue's tracing is turned off.

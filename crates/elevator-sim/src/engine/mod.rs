@@ -200,7 +200,9 @@ pub fn run_traced(
 ) -> Result<RunResult, SimError> {
     let mut engine = Engine::new(jobs, device, cfg)?;
     let tap = trace.as_ref().map(|_| {
-        TraceTap::enable(&mut engine.queue);
+        // Drained once per event of the loop: room for a burst from every
+        // I/O the jobs may have in flight.
+        TraceTap::enable_for_depth(&mut engine.queue, workload::total_depth(jobs));
         let mut tap = TraceTap::new(TRACE_DEV, CpuRule::BySubmitter, 0);
         for w in &engine.workers {
             tap.name(w.ctx, &w.name);

@@ -20,6 +20,8 @@
 //! end of the events). The error of a completion is printed as blkparse
 //! prints it, the kernel's negative errno in 16 bits (`[65531]` for -5).
 //!
+//! The reader holds one line and the name last seen for each process.
+//!
 //! Text holds less than the binary format: times are relative to the first
 //! event (the origin is lost); data-less events other than C/R and X print
 //! no sector; sizes are in 512-byte blocks; a split prints no size (read
@@ -296,6 +298,10 @@ fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
             comm = Some(bracketed(line, f.rest()).ok_or("expected [comm]")?);
         }
         _ => {
+            // A passthrough request: its command (and bytes) in brackets.
+            if f.peek() == Some(b'(') {
+                return Ok(Line::Ignored);
+            }
             if f.peek() != Some(b'[') {
                 sector = f.uint().ok_or("bad sector")?;
                 match f.peek() {
@@ -306,8 +312,11 @@ fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
                             .ok_or("bad block count")?
                             .checked_mul(512)
                             .ok_or("too large")?;
+                        // `-t`'s elapsed time.
+                        if f.peek() == Some(b'(') && !f.skip_parenthesized() {
+                            return Err("unclosed (");
+                        }
                     }
-                    // A passthrough request: bytes, then its command.
                     Some(b'(') => return Ok(Line::Ignored),
                     _ => {}
                 }
@@ -532,9 +541,12 @@ mod tests {
                       8,0    1        0     0.000004000     0  m   N cfq1234 idle\n\
                       8,0    1        6     0.000005000  1234  D   R 8 (12 00) [my prog]\n\
                       8,0    1        7     0.000006000  1234  Q  FN [my prog]\n\
+                      8,0    1        8     0.000007000  1234  C   R (12 00) [0]\n\
+                      8,0    1        9     0.000008000  1234  C   R 8 + 8 (    1234) [0]\n\
+                      8,0    1       10     0.000009000  1234  A   R 8 + 8 <- (8,1) 0\n\
                     CPU1 (sda):\n Reads Queued: 1\n";
         let items: Vec<Item> = read(text).into_iter().map(|r| r.unwrap()).collect();
-        assert_eq!(items.len(), 7);
+        assert_eq!(items.len(), 8);
         assert!(
             matches!(&items[0], Item::Process { pid: 1234, name, time: 0 } if name == "my prog")
         );
@@ -558,6 +570,11 @@ mod tests {
         assert_eq!(c.event.error, -5);
         let Item::Record(f) = items[6] else { panic!() };
         assert_eq!(f.event.op, Op::Flush);
+        let Item::Record(c) = items[7] else { panic!() };
+        assert_eq!((c.event.sector, c.event.bytes), (8, 4096));
+        let mut r = BlkparseReader::new(text.as_bytes(), "t", false);
+        assert_eq!(r.by_ref().count(), 8);
+        assert_eq!(r.ignored(), 3);
     }
 
     #[test]

@@ -10,6 +10,12 @@
 //! going backwards on one CPU. Codes elevator does not replay (sleep,
 //! bounce, remap, abort, driver data) are dropped and counted in
 //! [`BlktraceReader::ignored`]; timestamp and message notifies are dropped.
+//! A record with the cgroup flag has its 8-byte cgroup id skipped before
+//! the payload.
+//!
+//! One stream holding several CPUs (`blktrace -o -`) is read in stream
+//! order, time order checked per CPU: events of different CPUs may come a
+//! little out of time order, as blktrace wrote them.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -24,7 +24,8 @@ use crate::sink::TraceSink;
 /// Bytes of a process notify record's payload (the kernel's `comm`).
 pub const COMM_BYTES: usize = 16;
 
-/// The raw record for `record`, with `sequence`, and its payload length.
+/// The raw record for `record` numbered `sequence`; its `pdu_len` is 8 for
+/// a split or unplug (whose payload is `extra`, big-endian), 0 otherwise.
 pub fn raw_record(record: &Record, sequence: u32) -> RawRecord {
     let e = &record.event;
     let pdu_len = if matches!(e.action, TraceAction::Split | TraceAction::Unplug) {

@@ -412,10 +412,17 @@ impl<W: Write> TraceSink for IologWriter<W> {
             self.out.write_all(&self.line)?;
         }
         self.last_us = us;
+        // A sector past 2^55 (a corrupt trace) has no byte offset.
+        let offset = e.sector.checked_mul(512).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("sector {} has no byte offset", e.sector),
+            )
+        })?;
         let (action, offset, length): (&[u8], u64, u64) = match e.op {
-            Op::Read => (b"read", e.sector * 512, u64::from(e.bytes)),
-            Op::Write | Op::WriteZeroes => (b"write", e.sector * 512, u64::from(e.bytes)),
-            Op::Discard => (b"trim", e.sector * 512, u64::from(e.bytes)),
+            Op::Read => (b"read", offset, u64::from(e.bytes)),
+            Op::Write | Op::WriteZeroes => (b"write", offset, u64::from(e.bytes)),
+            Op::Discard => (b"trim", offset, u64::from(e.bytes)),
             Op::Flush => (b"sync", 0, 0),
         };
         self.start_line(us);

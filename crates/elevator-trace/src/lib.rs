@@ -10,7 +10,7 @@
 //! - [`blkparse`]: blkparse's default text, read and written.
 //! - [`tracefs`]: tracefs block tracepoint text, read.
 //! - [`iolog`]: fio's iolog v2/v3, read and written.
-//! - [`open`]: one entry point, [`open()`], that finds the format (and gzip
+//! - [`mod@open`]: one entry point, [`open()`], that finds the format (and gzip
 //!   or xz compression) from the content and returns a [`TraceReader`].
 //! - [`synthetic`]: a generated trace of any length, for tests and speed
 //!   figures; [`text_fields`]: byte-level parsing and formatting shared by

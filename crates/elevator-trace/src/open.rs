@@ -133,15 +133,16 @@ pub fn detect(first_bytes: &[u8]) -> Option<Format> {
     tracefs_header.then_some(Format::Tracefs)
 }
 
-/// A readable stream of the trace's bytes.
-type Input = Box<dyn Read + Send>;
+/// A readable stream of a trace's bytes, as [`TraceReader::from_reader`]
+/// takes it.
+pub type TraceInput = Box<dyn Read + Send>;
 
 enum Inner {
-    Blktrace(BlktraceReader<Input>),
+    Blktrace(BlktraceReader<TraceInput>),
     Set(BlktraceSetReader<File>),
-    Blkparse(BlkparseReader<BufReader<Input>>),
-    Tracefs(TracefsReader<BufReader<Input>>),
-    Iolog(IologReader<BufReader<Input>>),
+    Blkparse(BlkparseReader<BufReader<TraceInput>>),
+    Tracefs(TracefsReader<BufReader<TraceInput>>),
+    Iolog(IologReader<BufReader<TraceInput>>),
 }
 
 /// The items of a trace in any format: an iterator of
@@ -157,7 +158,7 @@ impl TraceReader {
     /// A reader of `input` (compressed or not), named `source_name` in
     /// errors, in `format` or the one its content shows.
     pub fn from_reader(
-        input: Input,
+        input: TraceInput,
         source_name: &str,
         format: Option<Format>,
         skip_bad: bool,
@@ -260,10 +261,10 @@ impl Iterator for TraceReader {
 }
 
 /// The first bytes of `input` and a stream that still starts with them.
-fn sniff(mut input: Input) -> io::Result<(Vec<u8>, Input)> {
+fn sniff(mut input: TraceInput) -> io::Result<(Vec<u8>, TraceInput)> {
     let mut head = Vec::with_capacity(SNIFF_BYTES as usize);
     (&mut input).take(SNIFF_BYTES).read_to_end(&mut head)?;
-    let again: Input = Box::new(Cursor::new(head.clone()).chain(input));
+    let again: TraceInput = Box::new(Cursor::new(head.clone()).chain(input));
     Ok((head, again))
 }
 

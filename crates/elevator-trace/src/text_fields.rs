@@ -55,6 +55,18 @@ impl<'a> Fields<'a> {
         self.bytes.get(self.at).copied()
     }
 
+    /// Skip a `(...)` group after blanks; false if it is not closed.
+    pub fn skip_parenthesized(&mut self) -> bool {
+        self.skip_space();
+        match self.bytes[self.at..].iter().position(|&c| c == b')') {
+            Some(i) => {
+                self.at += i + 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Everything not read yet, blanks first skipped.
     pub fn rest(&mut self) -> &'a [u8] {
         self.skip_space();

@@ -11,7 +11,8 @@
 //!   records it), names of processes without a notify record.
 //! - blktrace binary: request merges (written as back merges, as the kernel
 //!   does) and write-zeroes (written as writes); process names beyond 15
-//!   bytes.
+//!   bytes; timer unplugs (UT) are read as unplugs and written as U (the
+//!   event has no timer flag), in every format.
 //! - fio iolog: everything but one event kind (Q or D): CPU, device, flags,
 //!   completions, errors; times below a microsecond; offsets within a sector.
 
@@ -473,6 +474,86 @@ fn every_prefix_of_every_format_reads_without_panicking() {
                 ) {
                     r.take(1000).for_each(drop);
                 }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_corrupted_byte_reads_without_panicking_and_errors_end_the_read() {
+    let items = synthetic_items(30);
+    let mut w = BlktraceWriter::new(Vec::new());
+    write_items(&mut w, &items);
+    let binary = w.into_inner();
+    let text = text_of(&items);
+    let mut w = IologWriter::new(Vec::new(), IologVersion::V3, TraceAction::Queue, "/d");
+    write_items(&mut w, &items);
+    let log = w.into_inner();
+    for input in [&binary, &text, &log] {
+        for at in 0..input.len() {
+            for value in [0u8, 0xff, b' ', b'\n', b'9', input[at] ^ 0x40] {
+                let mut bytes = input.clone();
+                bytes[at] = value;
+                for skip_bad in [false, true] {
+                    let Ok(mut r) = elevator_trace::TraceReader::from_reader(
+                        Box::new(io::Cursor::new(bytes.clone())),
+                        "c",
+                        None,
+                        skip_bad,
+                    ) else {
+                        continue;
+                    };
+                    let mut n = 0;
+                    while let Some(item) = r.next() {
+                        n += 1;
+                        assert!(n < 1000, "a reader that does not end");
+                        if item.is_err() {
+                            assert!(
+                                !skip_bad
+                                    || matches!(item, Err(ref e) if matches!(e.kind, TraceErrorKind::Io(_)))
+                            );
+                            assert!(r.next().is_none(), "a read went on after an error");
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn writers_take_extreme_values_without_panicking() {
+    use elevator_core::{BioFlags, IoContext, TraceEvent};
+    let dir = Scratch::new("extreme");
+    for action in TraceAction::ALL {
+        for (sector, bytes, time, cpu, extra) in [
+            (u64::MAX, u32::MAX, u64::MAX, u32::MAX, u64::MAX),
+            (0, 0, 0, 0, 0),
+            (1 << 55, 511, 1, 65_535, 1),
+        ] {
+            let event = TraceEvent {
+                time,
+                action,
+                op: Op::Write,
+                flags: BioFlags::PREFLUSH | BioFlags::FUA,
+                sector,
+                bytes,
+                ctx: IoContext(u32::MAX),
+                error: i32::MIN,
+                extra,
+            };
+            let r = Record::new(event, cpu, u32::MAX);
+            let mut sinks: Vec<Box<dyn TraceSink>> = vec![
+                Box::new(TextWriter::new(Vec::new())),
+                Box::new(BlktraceWriter::new(Vec::new())),
+                Box::new(IologWriter::new(Vec::new(), IologVersion::V2, action, "/d")),
+                Box::new(BlktraceSet::create(&dir.join("x")).unwrap()),
+            ];
+            for sink in &mut sinks {
+                let _ = sink.process(u32::MAX, "a name longer than sixteen bytes é", 0);
+                let _ = sink.record(&r);
+                let _ = sink.finish();
             }
         }
     }

@@ -132,7 +132,8 @@ fn blkparse_counts(prefix: &str) -> BTreeMap<char, u64> {
 fn btt_q2c_ns(dir: &TempDir, prefix: &str) -> f64 {
     let dump = dir.join("btt.bin");
     run(Command::new("blkparse").args(["-i", prefix, "-O", "-d", &dump]));
-    let out = run(Command::new("btt").args(["-i", &dump]));
+    // btt leaves its per-device data files (`*_iops_fp.dat`) where it runs.
+    let out = run(Command::new("btt").current_dir(&dir.0).args(["-i", &dump]));
     let text = String::from_utf8_lossy(&out.stdout);
     // "Q2C               0.000052927   0.000078206   0.000232188        2048"
     let line = text

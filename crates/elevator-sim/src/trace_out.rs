@@ -45,7 +45,7 @@ pub enum CpuRule {
 }
 
 /// What a trace held, for the summary line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TraceSummary {
     /// Events written.
     pub events: u64,
@@ -53,16 +53,14 @@ pub struct TraceSummary {
     pub dropped: u64,
     /// Events written, by [`TraceAction`] (its `as usize`).
     pub by_action: [u64; TraceAction::ALL.len()],
-    /// CPUs (files) written to, as a bit set of the first 64, and how many
-    /// beyond them.
-    cpus: u64,
-    more_cpus: u32,
+    /// CPUs (files) written to, a bit each.
+    cpus: Vec<u64>,
 }
 
 impl TraceSummary {
     /// Files written (distinct CPUs).
     pub fn files(&self) -> u32 {
-        self.cpus.count_ones() + self.more_cpus
+        self.cpus.iter().map(|w| w.count_ones()).sum()
     }
 
     /// Add `other`'s figures (another thread's, another queue's).
@@ -72,8 +70,12 @@ impl TraceSummary {
         for (a, b) in self.by_action.iter_mut().zip(other.by_action) {
             *a += b;
         }
-        self.cpus |= other.cpus;
-        self.more_cpus += other.more_cpus;
+        if self.cpus.len() < other.cpus.len() {
+            self.cpus.resize(other.cpus.len(), 0);
+        }
+        for (a, b) in self.cpus.iter_mut().zip(&other.cpus) {
+            *a |= b;
+        }
     }
 
     /// Events by blkparse's letter (a request merge counts as `M`), in
@@ -92,10 +94,13 @@ impl TraceSummary {
         out
     }
 
+    #[inline]
     fn saw_cpu(&mut self, cpu: u32) {
-        if cpu < 64 {
-            self.cpus |= 1 << cpu;
+        let word = (cpu / 64) as usize;
+        if self.cpus.len() <= word {
+            self.cpus.resize(word + 1, 0);
         }
+        self.cpus[word] |= 1 << (cpu % 64);
     }
 }
 
@@ -331,8 +336,8 @@ impl TraceTap {
     }
 
     /// The summary so far.
-    pub fn summary(&self) -> TraceSummary {
-        self.summary
+    pub fn summary(&self) -> &TraceSummary {
+        &self.summary
     }
 }
 
@@ -347,6 +352,21 @@ mod tests {
     use super::*;
     use elevator_core::{Bio, DeviceShape, Limits};
     use elevator_trace::{Item, MemorySink};
+
+    #[test]
+    fn files_are_counted_past_64_cpus() {
+        let mut a = TraceSummary::default();
+        a.saw_cpu(3);
+        a.saw_cpu(100);
+        a.saw_cpu(100);
+        assert_eq!(a.files(), 2);
+        let mut b = TraceSummary::default();
+        b.saw_cpu(100);
+        b.saw_cpu(5);
+        b.saw_cpu(1000);
+        a.merge(&b);
+        assert_eq!(a.files(), 4);
+    }
 
     #[test]
     fn a_tapped_queue_writes_names_before_events() {

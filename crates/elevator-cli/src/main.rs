@@ -14,6 +14,7 @@ mod microbench;
 mod run;
 mod serve;
 mod trace_cmd;
+mod trace_out;
 
 use std::process::ExitCode;
 

@@ -13,7 +13,7 @@ use elevator_fio::result::RunResult;
 use elevator_fio::{Progress, RunConfig};
 use elevator_io::DeviceSpec;
 use elevator_sim::device::{ModelSpec, presets};
-use elevator_sim::engine::run as simulate;
+use elevator_sim::engine::run_traced as simulate;
 
 use crate::cpu_time::thread_cpu_ns;
 use elevator_fio::report;
@@ -101,6 +101,10 @@ pub struct RunArgs {
     /// commas (as fio takes them).
     #[arg(long, default_value = "normal")]
     output_format: String,
+    /// Write the queue's events as blktrace does (`NAME.blktrace.N`, one
+    /// file per job clone or worker thread), for blkparse, btt and fio.
+    #[arg(long, value_name = "NAME")]
+    trace_out: Option<String>,
     #[command(flatten)]
     threads: ThreadArgs,
 }
@@ -134,6 +138,10 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     output_format: OutputFormat,
+    /// Write each scheduler's queue events as blktrace does, to
+    /// `NAME-<scheduler>.blktrace.N`.
+    #[arg(long, value_name = "NAME")]
+    trace_out: Option<String>,
     #[command(flatten)]
     threads: ThreadArgs,
 }
@@ -309,8 +317,9 @@ pub fn execute(
     cfg: &RunConfig,
     threads: &ThreadArgs,
     bar: &mut Bar,
+    trace: Option<&str>,
 ) -> Result<(RunResult, u64)> {
-    let (result, cpu, failure) = execute_to_the_end(jobs, target, cfg, threads, bar)?;
+    let (result, cpu, failure) = execute_to_the_end(jobs, target, cfg, threads, bar, trace)?;
     match failure {
         Some(why) => bail!("{why}"),
         None => Ok((result, cpu)),
@@ -319,13 +328,15 @@ pub fn execute(
 
 /// [`execute`], but a job that failed on its own terms (a verify error,
 /// `rate_min` not met) still gives the run's figures, with what failed:
-/// fio reports such a run in full and then exits non-zero.
+/// fio reports such a run in full and then exits non-zero. With `trace`,
+/// the queue's events go to `trace.blktrace.N` (a summary on stderr).
 pub fn execute_to_the_end(
     jobs: &JobFile,
     target: &DeviceSpec,
     cfg: &RunConfig,
     threads: &ThreadArgs,
     bar: &mut Bar,
+    trace: Option<&str>,
 ) -> Result<(RunResult, u64, Option<String>)> {
     match target.model() {
         Some(_) if !threads.also.is_empty() => bail!(
@@ -337,10 +348,22 @@ pub fn execute_to_the_end(
              simulator runs one queue on one virtual clock, with no threads or locks"
         ),
         Some(model) => {
+            let mut sink = trace.map(crate::trace_out::open_sink).transpose()?;
+            let mut out = sink
+                .as_mut()
+                .map(|s| elevator_sim::engine::TraceOut::new(&mut **s));
             let t0 = thread_cpu_ns();
-            let result = simulate(jobs, model, cfg, &mut |p| bar.update(p));
+            let result = simulate(jobs, model, cfg, &mut |p| bar.update(p), out.as_mut());
             let cpu = thread_cpu_ns().saturating_sub(t0);
             bar.finish();
+            let summary = out.and_then(|o| o.summary);
+            if let (Some(sink), Some(prefix)) = (sink.as_mut(), trace) {
+                sink.finish()
+                    .with_context(|| format!("--trace-out {prefix}: writing the trace"))?;
+                if let Some(summary) = summary {
+                    eprintln!("{}", crate::trace_out::summary_line(prefix, &summary));
+                }
+            }
             match result {
                 Ok(result) => Ok((result, cpu, None)),
                 Err(elevator_sim::engine::SimError::JobFailed {
@@ -370,14 +393,24 @@ pub fn execute_to_the_end(
                 lock: threads.lock.unwrap_or_default(),
                 lock_stats: threads.lock_stats,
             };
-            let result = elevator_io::mq::run_threads(
+            let sink = trace.map(crate::trace_out::open_shared).transpose()?;
+            let result = elevator_io::mq::run_threads_traced(
                 jobs,
                 devs,
                 |d: &elevator_io::RealDevice| d.share(),
                 &tcfg,
                 &mut |p| bar.update(p),
+                sink.clone(),
             );
             bar.finish();
+            if let (Some(sink), Some(prefix)) = (&sink, trace) {
+                crate::trace_out::finish_shared(sink, prefix)?;
+                if let Ok(run) = &result
+                    && let Some(summary) = &run.trace
+                {
+                    eprintln!("{}", crate::trace_out::summary_line(prefix, summary));
+                }
+            }
             let (result, failure) = match result {
                 Ok(run) => (run.result, None),
                 Err(elevator_io::jobs::JobRunError::JobFailed {
@@ -494,7 +527,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
         normal_only && args.output.is_none(),
         format!("{} on {}", args.scheduler, args.device),
     );
-    let (result, cpu, failure) = execute_to_the_end(&jobs, &dev, &cfg, &args.threads, &mut bar)?;
+    let (result, cpu, failure) = execute_to_the_end(
+        &jobs,
+        &dev,
+        &cfg,
+        &args.threads,
+        &mut bar,
+        args.trace_out.as_deref(),
+    )?;
     let mut text = String::new();
     for format in &formats {
         text.push_str(&report::render(*format, &jobs, &result, &args.device));
@@ -541,7 +581,11 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
             seed: args.seed,
         };
         let mut bar = Bar::new(!json, format!("{sched} on {}", args.device));
-        let (result, cpu) = execute(&jobs, &dev, &cfg, &args.threads, &mut bar)
+        let trace = args
+            .trace_out
+            .as_deref()
+            .map(|prefix| crate::trace_out::compare_prefix(prefix, sched));
+        let (result, cpu) = execute(&jobs, &dev, &cfg, &args.threads, &mut bar, trace.as_deref())
             .with_context(|| format!("running {name} under {sched}"))?;
         if !json {
             eprintln!("{}", speed_line(&result, cpu));

@@ -76,6 +76,12 @@ pub struct Args {
     /// a pass that did some (0: sleep at once; at most 10000).
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
     poll_us: u64,
+    /// Write each export's queue events as blktrace does, one file per
+    /// worker thread, each connection a process: `NAME.blktrace.N` for one
+    /// export, `NAME-<export>.blktrace.N` for several. Written out when the
+    /// server stops (SIGINT, SIGTERM).
+    #[arg(long, value_name = "NAME")]
+    trace_out: Option<String>,
 }
 
 /// `--tls`'s values.
@@ -219,6 +225,19 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
     let mut server = Server::bind(cfg.clone(), log)?;
+    let mut traces = Vec::new();
+    if let Some(name) = &args.trace_out {
+        for (i, export) in cfg.exports.iter().enumerate() {
+            let prefix = if cfg.exports.len() == 1 {
+                name.clone()
+            } else {
+                format!("{name}-{}", export.name)
+            };
+            let sink = crate::trace_out::open_shared(&prefix)?;
+            server.trace_to(i, sink.clone());
+            traces.push((prefix, sink));
+        }
+    }
     // Signals write a byte into a socket pair the server waits on.
     let (stop_rx, stop_tx) = UnixStream::pair().context("creating the stop socket pair")?;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -255,7 +274,17 @@ pub fn run(args: &Args) -> Result<()> {
     for line in server.describe() {
         eprintln!("elevator serve: {line}");
     }
-    server.run(stop_rx.as_fd())?;
+    let served = server.run(stop_rx.as_fd());
+    // The traces are written out whatever the end: blkparse reads what
+    // there is.
+    let summaries = server.trace_summaries();
+    for (i, (prefix, sink)) in traces.iter().enumerate() {
+        crate::trace_out::finish_shared(sink, prefix)?;
+        if let Some(Some(summary)) = summaries.get(i) {
+            eprintln!("{}", crate::trace_out::summary_line(prefix, summary));
+        }
+    }
+    served?;
     eprintln!("elevator serve: stopped: in-flight requests finished, exports flushed");
     Ok(())
 }

@@ -42,6 +42,7 @@ use crate::device::DataDevice;
 use crate::dio::{Completion, DioError, DioRequest};
 use crate::engine::access::{QueueAccess, QueueState};
 use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::trace_out::{CpuRule, SharedSink, TRACE_DEV, TraceSummary, TraceTap};
 
 /// Why a run could not happen or went wrong.
 #[derive(Debug, Error)]
@@ -124,6 +125,9 @@ pub enum JobRunError {
         /// Why.
         error: SpecError,
     },
+    /// The trace (`--trace-out`) could not be written.
+    #[error("cannot write the trace")]
+    Trace(#[source] std::io::Error),
     /// A worker thread could not be started.
     #[error("cannot start a worker thread: {0}")]
     Spawn(String),
@@ -177,8 +181,22 @@ pub fn run<D: DataDevice>(
     cfg: &RunConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunResult, JobRunError> {
+    run_traced(jobs, device, cfg, progress, None).map(|(result, _)| result)
+}
+
+/// [`run`], writing the queue's trace events to `trace`: one engine, one
+/// thread, so one file (every record's `cpu` is 0), device `240,0`, times in
+/// nanoseconds since the run started, each job clone named by its job. The
+/// sink is not finished here. Returns what the trace held with the result.
+pub fn run_traced<D: DataDevice>(
+    jobs: &JobFile,
+    device: D,
+    cfg: &RunConfig,
+    progress: &mut dyn FnMut(Progress),
+    trace: Option<SharedSink>,
+) -> Result<(RunResult, Option<TraceSummary>), JobRunError> {
     let depth = workload::total_depth(jobs).max(1);
-    let engine: Engine<D, Buf> = Engine::new(
+    let mut engine: Engine<D, Buf> = Engine::new(
         device,
         &EngineConfig {
             scheduler: cfg.scheduler.clone(),
@@ -188,6 +206,13 @@ pub fn run<D: DataDevice>(
         },
     )?;
     let workers = workload::workers(jobs, engine.capacity(), cfg.seed)?;
+    if let Some(sink) = trace {
+        let mut tap = TraceTap::new(TRACE_DEV, CpuRule::Fixed(0), engine.now());
+        for w in &workers {
+            tap.name(w.ctx, &w.name);
+        }
+        engine.trace_to(tap, sink);
+    }
     let align = engine.alignment().memory;
     let (slots, free) = make_slots(jobs, &workers, align, cfg.seed)?;
     let mut runner = Runner {
@@ -208,12 +233,16 @@ pub fn run<D: DataDevice>(
     let thread = CpuTime::thread().since(&thread0);
     let process = CpuTime::process_total().saturating_sub(cpu0);
     let Runner {
-        engine,
+        mut engine,
         workers,
         ios,
         polls,
         ..
     } = runner;
+    let summary = engine
+        .finish_trace()
+        .transpose()
+        .map_err(JobRunError::Trace)?;
     let failed = failure(&workers);
     let result = RunResult {
         scheduler: engine.queue().scheduler().name().to_string(),
@@ -238,7 +267,7 @@ pub fn run<D: DataDevice>(
             failure: Box::new(failure),
             partial: Box::new(result),
         }),
-        None => Ok(result),
+        None => Ok((result, summary)),
     }
 }
 

@@ -23,10 +23,11 @@ use std::net::{SocketAddr, TcpListener};
 use std::os::fd::BorrowedFd;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use elevator_io::mq::{MqEngine, MultiQueue};
 use elevator_io::spec::RealDevice;
+use elevator_io::trace_out::{CpuRule, SharedSink, TraceSummary, TraceTap, trace_dev};
 use thiserror::Error;
 
 use crate::config::MAX_THREADS;
@@ -81,6 +82,15 @@ pub enum ServerError {
     /// A worker thread cannot be started, or panicked.
     #[error("worker thread: {0}")]
     Thread(String),
+    /// An export's trace (`--trace-out`) could not be written.
+    #[error("export '{export}': cannot write the trace")]
+    Trace {
+        /// The export.
+        export: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Where the server's log lines go.
@@ -104,6 +114,10 @@ pub struct Server {
     engines: Vec<(Arc<MultiQueue>, Vec<Option<RealDevice>>)>,
     listeners: Vec<Listener>,
     log: Option<Log>,
+    /// Each export's trace sink, if it is traced.
+    traces: Vec<Option<SharedSink>>,
+    /// What each export's trace held, added up as workers finish.
+    trace_summaries: Mutex<Vec<Option<TraceSummary>>>,
 }
 
 impl Server {
@@ -200,7 +214,35 @@ impl Server {
             engines,
             listeners,
             log: Some(log),
+            traces: Vec::new(),
+            trace_summaries: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Trace export `i`'s queue into `sink` (before [`Server::run`]): the
+    /// events of worker `w` with `cpu` `w` (one file per worker), device
+    /// `240,i`, each connection's I/O context as the process id (named
+    /// `nbdN`), times in nanoseconds since the export was opened. The
+    /// workers write what they hold when they stop; the sink is the
+    /// caller's to finish after [`Server::run`] returns.
+    pub fn trace_to(&mut self, i: usize, sink: SharedSink) {
+        if self.traces.len() <= i {
+            self.traces.resize(i + 1, None);
+        }
+        self.traces[i] = Some(sink);
+    }
+
+    /// What each export's trace held (`None` for an export not traced),
+    /// once [`Server::run`] has returned.
+    pub fn trace_summaries(&self) -> Vec<Option<TraceSummary>> {
+        let mut all = lock_summaries(&self.trace_summaries).clone();
+        all.resize(self.exports.len(), None);
+        for (summary, (mq, _)) in all.iter_mut().zip(&self.engines) {
+            if let Some(s) = summary {
+                s.dropped += mq.trace_dropped();
+            }
+        }
+        all
     }
 
     /// The TCP addresses actually bound (a port of 0 becomes a real one).
@@ -252,6 +294,8 @@ impl Server {
             }
         }
         let listeners = std::mem::take(&mut self.listeners);
+        let traces = &self.traces;
+        let summaries = &self.trace_summaries;
         std::thread::scope(|scope| {
             let mut parts = parts.into_iter();
             let first = parts.next().unwrap_or_default();
@@ -263,8 +307,12 @@ impl Server {
                     .name(format!("nbd-worker-{w}"))
                     .spawn_scoped(scope, move || {
                         let _guard = StopOnPanic(&mine, w);
-                        let served = start(w, &mine, part, Vec::new())
-                            .and_then(|mut worker| worker.run(None));
+                        let served =
+                            start(w, &mine, part, Vec::new(), traces).and_then(|mut worker| {
+                                let ran = worker.run(None);
+                                let traced = finish_traces(&mut worker, summaries);
+                                ran.and(traced)
+                            });
                         if let Err(e) = served {
                             mine.fail(e);
                         }
@@ -274,8 +322,11 @@ impl Server {
                     Err(e) => hub.fail(ServerError::Thread(e.to_string())),
                 }
             }
-            let served =
-                start(0, &hub, first, listeners).and_then(|mut worker| worker.run(Some(stop)));
+            let served = start(0, &hub, first, listeners, traces).and_then(|mut worker| {
+                let ran = worker.run(Some(stop));
+                let traced = finish_traces(&mut worker, summaries);
+                ran.and(traced)
+            });
             if let Err(e) = served {
                 hub.fail(e);
             }
@@ -298,6 +349,7 @@ fn start(
     hub: &Arc<Hub>,
     part: Part,
     listeners: Vec<Listener>,
+    traces: &[Option<SharedSink>],
 ) -> Result<Worker, ServerError> {
     let mut engines = Vec::with_capacity(part.len());
     for (e, p) in part.into_iter().enumerate() {
@@ -307,13 +359,18 @@ fn start(
         };
         // An export one worker serves alone has one context: its 0.
         let context = if hub.exports[e].home.is_some() { 0 } else { w };
-        let engine: MqEngine<RealDevice, Buf> =
+        let mut engine: MqEngine<RealDevice, Buf> =
             mq.engine(context, 0, handle)
                 .map_err(|source| ServerError::Worker {
                     export: hub.exports[e].name.clone(),
                     worker: w,
                     source: Box::new(source),
                 })?;
+        if let Some(Some(sink)) = traces.get(e) {
+            let tap =
+                TraceTap::new(trace_dev(e as u32), CpuRule::Fixed(w as u32), 0).unnamed("nbd");
+            engine.trace_to(tap, sink.clone());
+        }
         engines.push(Some(engine));
     }
     let shared = Shared {
@@ -328,6 +385,46 @@ fn start(
         fair_share: u64::MAX,
     };
     Worker::new(w, hub.clone(), shared, listeners)
+}
+
+fn lock_summaries(
+    m: &Mutex<Vec<Option<TraceSummary>>>,
+) -> std::sync::MutexGuard<'_, Vec<Option<TraceSummary>>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A stopped worker writes what its trace taps hold and adds up what they
+/// wrote, export by export.
+fn finish_traces(
+    worker: &mut Worker,
+    summaries: &Mutex<Vec<Option<TraceSummary>>>,
+) -> Result<(), ServerError> {
+    let mut result = Ok(());
+    for (e, engine) in worker.shared.engines.iter_mut().enumerate() {
+        let Some(done) = engine.as_mut().and_then(MqEngine::finish_trace) else {
+            continue;
+        };
+        match done {
+            Ok(summary) => {
+                let mut all = lock_summaries(summaries);
+                if all.len() <= e {
+                    all.resize(e + 1, None);
+                }
+                all[e]
+                    .get_or_insert_with(TraceSummary::default)
+                    .merge(&summary);
+            }
+            Err(source) => {
+                if result.is_ok() {
+                    result = Err(ServerError::Trace {
+                        export: worker.shared.exports[e].name.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+    result
 }
 
 /// Stops the server if its worker's thread panics (the others would

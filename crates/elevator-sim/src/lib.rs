@@ -7,6 +7,8 @@
 //! - [`engine`]: the discrete-event loop.
 //! - [`lockmodel`]: CPUs contending for locks on a virtual clock, to predict
 //!   lock scaling past the host's cores.
+//! - [`trace_out`]: the queue's trace events on their way to a trace sink
+//!   (blktrace files), for the simulator and the real-time engine alike.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -14,3 +16,4 @@
 pub mod device;
 pub mod engine;
 pub mod lockmodel;
+pub mod trace_out;

@@ -36,6 +36,7 @@
 //! sleeps until the device or the inbox has something.
 
 pub mod access;
+mod traced;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -52,6 +53,8 @@ use crate::clock::Clock;
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 use crate::dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 use access::{BioSlot, DriverTags, Handoff, Peers, QueueAccess, QueueState};
+use elevator_sim::trace_out::{SharedSink, TraceSummary, TraceTap};
+use traced::Tapped;
 
 /// The engine's own tunable: how many dispatched requests go to the kernel
 /// per submission (`io_uring_enter`). 1 (the default) hands each request over
@@ -208,7 +211,7 @@ pub struct Engine<D: DataDevice, B: IoBuf = AlignedBuf, Q: QueueAccess = QueueSt
     // has in flight when dropped, before the records (and the buffers the
     // kernel may be using) go.
     device: D,
-    q: Q,
+    q: Tapped<Q>,
     /// The engines this one shares queues or tags with (`None`: alone).
     peers: Option<Peers>,
     /// Hand-offs taken from the inbox, being applied.
@@ -291,7 +294,7 @@ impl<D: DataDevice, B: IoBuf> Engine<D, B> {
 
     /// The queue (for its statistics, tunables and scheduler).
     pub fn queue(&self) -> &Queue {
-        &self.q.queue
+        &self.q.inner.queue
     }
 }
 
@@ -324,7 +327,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
         align.offset = align.offset.max(limits.logical_block_size);
         let depth = device.queue_depth() as usize;
         Ok(Engine {
-            q,
+            q: Tapped::new(q),
             peers,
             handoffs: Vec::with_capacity(depth),
             driver_tags,
@@ -361,6 +364,21 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
     /// statistics, tunables and scheduler.
     pub fn with_queue<R>(&mut self, f: impl FnOnce(&Queue) -> R) -> R {
         self.q.with(|s| f(&s.queue))
+    }
+
+    /// Write the queue's trace events from now on through `tap` into `out`
+    /// (a sink the engines of a run may share): every event this engine
+    /// causes, drained while it holds the queue.
+    pub fn trace_to(&mut self, tap: TraceTap, out: SharedSink) {
+        self.q.start(tap, out);
+    }
+
+    /// Stop tracing and write what is left: what this engine's tap wrote
+    /// (`None` if it was not tracing). Events a queue of this engine's own
+    /// could not hold are in the summary's `dropped`; a shared queue's are
+    /// not (count them once, from the queue).
+    pub fn finish_trace(&mut self) -> Option<Result<TraceSummary, std::io::Error>> {
+        self.q.stop()
     }
 
     /// Whether the queue is shared with other engines.

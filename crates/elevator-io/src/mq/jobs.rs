@@ -22,6 +22,9 @@ use elevator_fio::result::{CpuUse, RunResult};
 use elevator_fio::workload::{self, Worker};
 use elevator_fio::{Progress, RunConfig};
 
+use elevator_core::IoContext;
+use elevator_sim::trace_out::{CpuRule, SharedSink, TraceSummary, TraceTap, trace_dev};
+
 use super::{LockMode, MqEngine, MultiQueue};
 use crate::cpu::CpuTime;
 use crate::device::DataDevice;
@@ -102,6 +105,8 @@ pub struct ThreadedRun {
     /// The shared locks, with their figures when measured (empty where
     /// none was shared).
     pub locks: Vec<LockStat>,
+    /// What the trace held, when the run was traced.
+    pub trace: Option<TraceSummary>,
 }
 
 /// What one thread hands back.
@@ -115,6 +120,8 @@ struct ThreadEnd {
     queue: Option<QueueStats>,
     device: DeviceStats,
     error: Option<JobRunError>,
+    /// What this thread's trace tap wrote (or why it could not).
+    trace: Option<Result<TraceSummary, std::io::Error>>,
 }
 
 impl ThreadEnd {
@@ -128,6 +135,7 @@ impl ThreadEnd {
             queue: None,
             device: DeviceStats::default(),
             error: error.into(),
+            trace: None,
         }
     }
 }
@@ -147,6 +155,27 @@ where
     S: Fn(&D) -> Result<D, E>,
     E: std::error::Error + Send + Sync + 'static,
 {
+    run_threads_traced(jobs, devices, share, cfg, progress, None)
+}
+
+/// [`run_threads`], writing the queues' trace events to `trace`: each
+/// thread's events (those it caused, whoever submitted the I/O) with its
+/// index as the record's `cpu` (one file per thread), device `240,d` for
+/// device `d`, times in nanoseconds since the run started, every job
+/// clone named by its job's name. The sink is not finished here.
+pub fn run_threads_traced<D, S, E>(
+    jobs: &JobFile,
+    devices: Vec<D>,
+    share: S,
+    cfg: &ThreadConfig,
+    progress: &mut dyn FnMut(Progress),
+    trace: Option<SharedSink>,
+) -> Result<ThreadedRun, JobRunError>
+where
+    D: DataDevice + Send,
+    S: Fn(&D) -> Result<D, E>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let capacity = devices.iter().map(|d| d.limits().capacity << 9).min();
     let Some(capacity) = capacity else {
         return Err(super::MqError::NoDevice.into());
@@ -154,6 +183,7 @@ where
     let workers = workload::workers(jobs, capacity, cfg.run.seed)?;
     check_cpus(jobs)?;
     let nthreads = workers.len();
+    let names: Vec<(IoContext, String)> = workers.iter().map(|w| (w.ctx, w.name.clone())).collect();
     // A device no clone would use is left out.
     let mut devices = devices;
     devices.truncate(nthreads.max(1));
@@ -223,6 +253,7 @@ where
                 seed: cfg.run.seed,
                 finished: &finished,
                 run_start,
+                trace: trace.clone().map(|sink| (sink, names.as_slice())),
             };
             let done = done_tx.clone();
             let spawned = std::thread::Builder::new()
@@ -329,6 +360,8 @@ fn finish(
     let (mut ios, mut polls) = (0, 0);
     let (mut user, mut system) = (Duration::ZERO, Duration::ZERO);
     let mut failure = None;
+    let mut trace: Option<TraceSummary> = None;
+    let mut trace_error = None;
     for (end, never) in ends.into_iter().zip(pending) {
         let Some(end) = end else {
             // A phase that never started (the run stopped).
@@ -347,6 +380,17 @@ fn finish(
         if failure.is_none() {
             failure = end.error;
         }
+        match end.trace {
+            Some(Ok(t)) => trace.get_or_insert_with(TraceSummary::default).merge(&t),
+            Some(Err(e)) => trace_error = trace_error.or(Some(e)),
+            None => {}
+        }
+    }
+    if let Some(t) = trace.as_mut() {
+        t.dropped += mq.trace_dropped();
+    }
+    if failure.is_none() {
+        failure = trace_error.map(JobRunError::Trace);
     }
     let locks = mq.locks();
     let mut device = describe.first().cloned().unwrap_or_default();
@@ -389,6 +433,7 @@ fn finish(
             result,
             threads: mq.threads(),
             locks,
+            trace,
         }),
     }
 }
@@ -404,6 +449,8 @@ struct Job<'a> {
     seed: u64,
     finished: &'a Finished,
     run_start: Nanos,
+    /// Where to trace, and every clone's name.
+    trace: Option<(SharedSink, &'a [(IoContext, String)])>,
 }
 
 impl Job<'_> {
@@ -446,6 +493,7 @@ impl Job<'_> {
                     clone,
                     message,
                 }),
+                trace: None,
             }
         });
         if end.error.is_some() {
@@ -457,9 +505,20 @@ impl Job<'_> {
 
     fn drive<D: DataDevice, Q: QueueAccess>(
         &self,
-        engine: Engine<D, Buf, Q>,
+        mut engine: Engine<D, Buf, Q>,
         worker: Worker,
     ) -> ThreadEnd {
+        if let Some((sink, names)) = &self.trace {
+            let mut tap = TraceTap::new(
+                trace_dev(self.device as u32),
+                CpuRule::Fixed(self.thread as u32),
+                self.run_start,
+            );
+            for (ctx, name) in names.iter() {
+                tap.name(*ctx, name);
+            }
+            engine.trace_to(tap, sink.clone());
+        }
         let align = engine.alignment().memory;
         let (slots, free) =
             match make_slots(self.jobs, std::slice::from_ref(&worker), align, self.seed) {
@@ -489,6 +548,7 @@ impl Job<'_> {
         let queue = (!runner.engine.shares_queue())
             .then(|| runner.engine.with_queue(|q| q.stats().clone()));
         let device = runner.engine.device().stats();
+        let trace = runner.engine.finish_trace();
         let Runner {
             engine,
             mut workers,
@@ -505,6 +565,7 @@ impl Job<'_> {
             queue,
             device,
             error: result.err(),
+            trace,
         }
     }
 }

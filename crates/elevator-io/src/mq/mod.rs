@@ -40,7 +40,7 @@ use elevator_core::{IoContext, Nanos, Queue, QueueStats, TunableError};
 use elevator_fio::locks::LockStat;
 use thiserror::Error;
 
-pub use jobs::{ThreadConfig, ThreadedRun, run_threads};
+pub use jobs::{ThreadConfig, ThreadedRun, run_threads, run_threads_traced};
 
 use crate::buf::IoBuf;
 use crate::clock::Clock;
@@ -410,6 +410,26 @@ impl MultiQueue {
         out
     }
 
+    /// Trace events the shared queues could not hold, added up (the
+    /// queues that are each thread's own are the engines' to report).
+    pub fn trace_dropped(&self) -> u64 {
+        let mut dropped = 0;
+        for (i, a) in self.devices.iter().enumerate() {
+            match a {
+                Access::Shared(SharedQueue::Device { lock, .. }) => {
+                    dropped += lock.lock().queue().trace_dropped()
+                }
+                Access::Shared(SharedQueue::Global { lock, .. }) if i == 0 => {
+                    for s in lock.lock().iter() {
+                        dropped += s.queue().trace_dropped();
+                    }
+                }
+                _ => {}
+            }
+        }
+        dropped
+    }
+
     /// The shared queues' figures added up (the queues that are each
     /// thread's own are the engines' to report).
     pub fn queue_stats(&self) -> QueueStats {
@@ -521,6 +541,22 @@ impl<D: DataDevice, B: IoBuf> MqEngine<D, B> {
     /// See [`Engine::stats`].
     pub fn stats(&self) -> EngineStats {
         either!(self, e => e.stats())
+    }
+
+    /// See [`Engine::trace_to`].
+    pub fn trace_to(
+        &mut self,
+        tap: elevator_sim::trace_out::TraceTap,
+        out: elevator_sim::trace_out::SharedSink,
+    ) {
+        either!(self, e => e.trace_to(tap, out))
+    }
+
+    /// See [`Engine::finish_trace`].
+    pub fn finish_trace(
+        &mut self,
+    ) -> Option<Result<elevator_sim::trace_out::TraceSummary, std::io::Error>> {
+        either!(self, e => e.finish_trace())
     }
 
     /// See [`Engine::context_gone`].

@@ -40,6 +40,7 @@ use elevator_fio::workload::{self, JobFailure, Pending, State, VerifyIo, Worker}
 use elevator_fio::{Progress, RunConfig};
 
 use crate::device::{ModelSpec, ParamError};
+use crate::trace_out::{CpuRule, TRACE_DEV, TraceSummary, TraceTap};
 
 /// Why a run could not happen.
 #[derive(Debug, Error)]
@@ -87,6 +88,9 @@ pub enum SimError {
         /// The run's result, with every job's figures.
         partial: Box<RunResult>,
     },
+    /// The trace (`--trace-out`) could not be written.
+    #[error("cannot write the trace")]
+    Trace(#[source] std::io::Error),
     /// The simulation can make no progress (a bug, reported rather than hung).
     #[error("simulation stalled at {now} ns: {why}")]
     Stalled {
@@ -161,8 +165,61 @@ pub fn run(
     cfg: &RunConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunResult, SimError> {
+    run_traced(jobs, device, cfg, progress, None)
+}
+
+/// A run's trace: where it goes, and (once the run is over) what it held.
+pub struct TraceOut<'a> {
+    /// Where the events go (one file per job clone: a record's `cpu` is the
+    /// clone's index, counting from 0 over the job file; device
+    /// [`TRACE_DEV`]; times in virtual nanoseconds; each clone named by its
+    /// job's name before its first event).
+    pub sink: &'a mut dyn elevator_trace::TraceSink,
+    /// What was written, filled in when the run ends (also when a job
+    /// failed). The sink is not finished: that is the caller's.
+    pub summary: Option<TraceSummary>,
+}
+
+impl<'a> TraceOut<'a> {
+    /// A trace into `sink`.
+    pub fn new(sink: &'a mut dyn elevator_trace::TraceSink) -> TraceOut<'a> {
+        TraceOut {
+            sink,
+            summary: None,
+        }
+    }
+}
+
+/// [`run`], writing the queue's trace events to `trace` as they happen.
+pub fn run_traced(
+    jobs: &JobFile,
+    device: &ModelSpec,
+    cfg: &RunConfig,
+    progress: &mut dyn FnMut(Progress),
+    mut trace: Option<&mut TraceOut<'_>>,
+) -> Result<RunResult, SimError> {
     let mut engine = Engine::new(jobs, device, cfg)?;
-    engine.run(progress)?;
+    let tap = trace.as_ref().map(|_| {
+        // Drained once per event of the loop: room for a burst from every
+        // I/O the jobs may have in flight.
+        TraceTap::enable_for_depth(&mut engine.queue, workload::total_depth(jobs));
+        let mut tap = TraceTap::new(TRACE_DEV, CpuRule::BySubmitter, 0);
+        for w in &engine.workers {
+            tap.name(w.ctx, &w.name);
+        }
+        tap
+    });
+    let ran = match (tap, trace.as_mut()) {
+        (Some(mut tap), Some(t)) => {
+            let ran = engine.run(progress, Some((&mut tap, &mut *t.sink)));
+            tap.drain(&mut engine.queue, t.sink);
+            let dropped = engine.queue.trace_dropped();
+            t.summary = Some(tap.finish(t.sink, dropped).map_err(SimError::Trace)?);
+            ran
+        }
+        _ => engine.run(progress, None),
+    };
+    ran?;
     let failed = engine
         .workers
         .iter()
@@ -295,7 +352,13 @@ impl Engine {
         }
     }
 
-    fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<(), SimError> {
+    /// The loop; with `trace`, the queue's events are drained into it after
+    /// every event (one branch when not tracing).
+    fn run(
+        &mut self,
+        progress: &mut dyn FnMut(Progress),
+        mut trace: Option<(&mut TraceTap, &mut dyn elevator_trace::TraceSink)>,
+    ) -> Result<(), SimError> {
         if self.workers.is_empty() {
             return Ok(());
         }
@@ -353,6 +416,9 @@ impl Engine {
             }
             self.serve_touched(now)?;
             self.pump(now);
+            if let Some((tap, sink)) = trace.as_mut() {
+                tap.drain(&mut self.queue, *sink);
+            }
             if self.event_count & 0x3FFF == 0 {
                 progress(self.progress(now));
             }

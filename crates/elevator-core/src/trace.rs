@@ -225,20 +225,30 @@ impl TraceLog {
         }
     }
 
-    /// Where the next event will go.
+    /// Record `event` ahead of what the call in progress will record (a
+    /// bio's Q, before the G, M or X that its acceptance produces); where
+    /// it went, for [`TraceLog::take_back`], or `None` if it was dropped.
     #[inline]
-    pub fn mark(&self) -> usize {
-        self.events.len()
-    }
-
-    /// Record `event` before those recorded since `mark` (a bio's Q goes
-    /// before the G, M or X that its acceptance produced).
-    #[inline]
-    pub fn insert_at(&mut self, mark: usize, event: TraceEvent) {
-        if self.events.len() < self.limit && mark <= self.events.len() {
-            self.events.insert(mark, event);
+    pub fn push_first(&mut self, event: TraceEvent) -> Option<usize> {
+        if self.events.len() < self.limit {
+            self.events.push(event);
+            Some(self.events.len() - 1)
         } else {
             self.dropped += 1;
+            None
+        }
+    }
+
+    /// Undo [`TraceLog::push_first`] (the call it was for failed, so the
+    /// event did not happen); events recorded since stay.
+    #[cold]
+    pub fn take_back(&mut self, at: Option<usize>) {
+        match at {
+            Some(i) if i < self.events.len() => {
+                self.events.remove(i);
+            }
+            Some(_) => {}
+            None => self.dropped = self.dropped.saturating_sub(1),
         }
     }
 

@@ -8,8 +8,10 @@
 //! clock's origin. Events are copied into a buffer of fixed capacity
 //! (allocated once) and written to the sink when it fills or when the
 //! engine says, so that a tap shared out to threads takes the sink's lock
-//! once per buffer, not per event. A submitter's name (blktrace's process
-//! notify record) is written before its first event.
+//! once per buffer, not per event, and hands the sink whole slices of
+//! records ([`TraceSink::record_batch`]: one dynamic call per batch). A
+//! submitter's name (blktrace's process notify record) is written before its
+//! first event.
 //!
 //! A failed write stops the tracing (the queue then records nothing more)
 //! and keeps the error for [`TraceTap::finish`]; events the queue could not
@@ -152,13 +154,6 @@ impl SinkAccess for SharedSink {
     }
 }
 
-/// One buffered item: an event, or a submitter's first appearance.
-#[derive(Clone, Copy, Debug)]
-enum Pending {
-    Record(Record),
-    Process { pid: u32, time: Nanos },
-}
-
 /// A queue's trace on its way to a sink (see the module's documentation).
 #[derive(Debug)]
 pub struct TraceTap {
@@ -171,7 +166,13 @@ pub struct TraceTap {
     unnamed: &'static str,
     /// Contexts whose name has been written, a bit each.
     named: Vec<u64>,
-    buf: Vec<Pending>,
+    /// Events buffered, in order.
+    records: Vec<Record>,
+    /// Submitters first seen: (where in `records` their name goes, context,
+    /// time).
+    firsts: Vec<(usize, u32, Nanos)>,
+    /// The CPU of the previous event (already in the summary).
+    last_cpu: Option<u32>,
     summary: TraceSummary,
     error: Option<std::io::Error>,
 }
@@ -187,7 +188,9 @@ impl TraceTap {
             names: Vec::new(),
             unnamed: "ctx",
             named: Vec::new(),
-            buf: Vec::with_capacity(TAP_BUFFER),
+            records: Vec::with_capacity(TAP_BUFFER),
+            firsts: Vec::new(),
+            last_cpu: None,
             summary: TraceSummary::default(),
             error: None,
         }
@@ -230,91 +233,93 @@ impl TraceTap {
     /// Take what `queue` recorded since the last drain into the buffer,
     /// writing the buffer out through `out` whenever it fills. After a
     /// failed write, the queue's tracing is turned off.
+    ///
+    /// Never inlined: an engine's loop that calls it when tracing keeps its
+    /// untraced code as it was.
+    #[inline(never)]
     pub fn drain<A: SinkAccess + ?Sized>(&mut self, queue: &mut Queue, out: &mut A) {
         if !queue.is_tracing() {
             return;
         }
         for event in queue.drain_trace() {
-            if self.buf.len() + 2 > self.buf.capacity() {
-                let naming = (self.names.as_slice(), self.unnamed);
-                Self::write(&mut self.buf, naming, &mut self.error, out);
+            if self.records.len() >= TAP_BUFFER {
+                self.flush(out);
             }
-            Self::push(
-                &mut self.buf,
-                &mut self.named,
-                &mut self.summary,
-                (self.dev, self.rule, self.origin),
-                event,
-            );
+            self.push(event);
         }
         if self.error.is_some() {
             queue.set_tracing(false, QUEUE_TRACE_LIMIT);
         }
     }
 
+    /// Buffer one event (after its submitter's name, the first time).
     #[inline]
-    fn push(
-        buf: &mut Vec<Pending>,
-        named: &mut Vec<u64>,
-        summary: &mut TraceSummary,
-        (dev, rule, origin): (DevT, CpuRule, Nanos),
-        mut event: TraceEvent,
-    ) {
-        event.time = event.time.saturating_sub(origin);
+    fn push(&mut self, mut event: TraceEvent) {
+        event.time = event.time.saturating_sub(self.origin);
         let pid = event.ctx.0;
         let (word, bit) = ((pid / 64) as usize, 1u64 << (pid % 64));
-        if named.len() <= word {
-            named.resize(word + 1, 0);
+        if self.named.get(word).is_none_or(|w| w & bit == 0) {
+            self.first_seen(pid, event.time);
         }
-        if named[word] & bit == 0 {
-            named[word] |= bit;
-            buf.push(Pending::Process {
-                pid,
-                time: event.time,
-            });
-        }
-        let cpu = match rule {
+        let cpu = match self.rule {
             CpuRule::BySubmitter => pid.saturating_sub(1),
             CpuRule::Fixed(c) => c,
         };
-        summary.events += 1;
-        summary.by_action[event.action as usize] += 1;
-        summary.saw_cpu(cpu);
-        buf.push(Pending::Record(Record::new(event, cpu, dev)));
+        self.summary.events += 1;
+        self.summary.by_action[event.action as usize] += 1;
+        if self.last_cpu != Some(cpu) {
+            self.summary.saw_cpu(cpu);
+            self.last_cpu = Some(cpu);
+        }
+        self.records.push(Record::new(event, cpu, self.dev));
     }
 
-    fn write<A: SinkAccess + ?Sized>(
-        buf: &mut Vec<Pending>,
-        (names, unnamed): (&[String], &'static str),
-        error: &mut Option<std::io::Error>,
-        out: &mut A,
-    ) {
-        if error.is_none() && !buf.is_empty() {
+    /// Submitter `pid` appears for the first time: its name goes before the
+    /// next record.
+    #[cold]
+    fn first_seen(&mut self, pid: u32, time: Nanos) {
+        let word = (pid / 64) as usize;
+        if self.named.len() <= word {
+            self.named.resize(word + 1, 0);
+        }
+        self.named[word] |= 1 << (pid % 64);
+        self.firsts.push((self.records.len(), pid, time));
+    }
+
+    /// Write the buffered events and names, in order, out through `out` (a
+    /// batch of records between names), and empty the buffer.
+    fn write<A: SinkAccess + ?Sized>(&mut self, out: &mut A) {
+        let (names, unnamed) = (self.names.as_slice(), self.unnamed);
+        let (records, firsts) = (&self.records, &self.firsts);
+        if self.error.is_none() && !records.is_empty() {
+            let error = &mut self.error;
             out.with_sink(&mut |sink: &mut dyn TraceSink| {
-                for item in buf.iter() {
-                    let written = match *item {
-                        Pending::Record(r) => sink.record(&r),
-                        Pending::Process { pid, time } => {
-                            match names.get(pid as usize).filter(|n| !n.is_empty()) {
-                                Some(name) => sink.process(pid, name, time),
-                                None => sink.process(pid, &format!("{unnamed}{pid}"), time),
-                            }
+                let mut from = 0;
+                let mut written = Ok(());
+                for &(at, pid, time) in firsts {
+                    written = sink.record_batch(&records[from..at]).and_then(|()| {
+                        match names.get(pid as usize).filter(|n| !n.is_empty()) {
+                            Some(name) => sink.process(pid, name, time),
+                            None => sink.process(pid, &format!("{unnamed}{pid}"), time),
                         }
-                    };
-                    if let Err(e) = written {
-                        *error = Some(e);
+                    });
+                    from = at;
+                    if written.is_err() {
                         break;
                     }
                 }
+                if let Err(e) = written.and_then(|()| sink.record_batch(&records[from..])) {
+                    *error = Some(e);
+                }
             });
         }
-        buf.clear();
+        self.records.clear();
+        self.firsts.clear();
     }
 
     /// Write what the buffer holds out through `out`.
     pub fn flush<A: SinkAccess + ?Sized>(&mut self, out: &mut A) {
-        let naming = (self.names.as_slice(), self.unnamed);
-        Self::write(&mut self.buf, naming, &mut self.error, out);
+        self.write(out);
     }
 
     /// Write everything buffered out through `out` and say what the trace

@@ -1,7 +1,8 @@
 //! Writing blktrace's binary format: [`BlktraceWriter`] writes one stream
 //! (one `NAME.blktrace.N` file, or all CPUs to one stream as
-//! `blktrace -o -` does), [`BlktraceSet`] writes a per-CPU set of files, one
-//! per `cpu` value of the records, as `blktrace -o NAME` does.
+//! `blktrace -o -` does), [`BlktraceSet`] (in [`crate::blktrace_set`])
+//! writes a per-CPU set of files, one per `cpu` value of the records, as
+//! `blktrace -o NAME` does.
 //!
 //! What is written is what the kernel writes: event records numbered from 1
 //! per file (`sequence`), a split's payload (the big-endian sector where the
@@ -10,19 +11,17 @@
 //! a process's first event in a file. A request merge is written as a back
 //! merge and write-zeroes as a write, as the kernel writes them.
 
-use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
 
 use elevator_core::TraceAction;
 
-use crate::blktrace::{MAGIC, RECORD_BYTES, RawRecord, VERSION, action_word, category, code};
+use crate::blktrace::{MAGIC, RECORD_BYTES, RawRecord, VERSION, action_word};
+use crate::blktrace_encode::encode_notify;
 use crate::record::{DevT, Record};
 use crate::sink::TraceSink;
 
-/// Bytes of a process notify record's payload (the kernel's `comm`).
-pub const COMM_BYTES: usize = 16;
+pub use crate::blktrace_encode::COMM_BYTES;
+pub use crate::blktrace_set::BlktraceSet;
 
 /// The raw record for `record` numbered `sequence`; its `pdu_len` is 8 for
 /// a split or unplug (whose payload is `extra`, big-endian), 0 otherwise.
@@ -90,26 +89,8 @@ impl<W: Write> BlktraceWriter<W> {
         cpu: u32,
         dev: DevT,
     ) -> io::Result<()> {
-        let raw = RawRecord {
-            magic: MAGIC | u32::from(VERSION),
-            sequence: 0,
-            time,
-            sector: 0,
-            bytes: 0,
-            action: (category::NOTIFY << 16) | code::NOTIFY_PROCESS,
-            pid,
-            device: dev,
-            cpu,
-            error: 0,
-            pdu_len: COMM_BYTES as u16,
-        };
-        let mut comm = [0u8; COMM_BYTES];
-        // The kernel's comm holds 15 bytes and a NUL.
-        let n = name.len().min(COMM_BYTES - 1);
-        comm[..n].copy_from_slice(&name.as_bytes()[..n]);
-        let mut buf = [0u8; RECORD_BYTES + COMM_BYTES];
-        buf[..RECORD_BYTES].copy_from_slice(&raw.encode());
-        buf[RECORD_BYTES..].copy_from_slice(&comm);
+        let mut buf = Vec::with_capacity(RECORD_BYTES + COMM_BYTES);
+        encode_notify(&mut buf, pid, name, time, cpu, dev);
         self.out.write_all(&buf)
     }
 }
@@ -135,138 +116,5 @@ impl<W: Write> TraceSink for BlktraceWriter<W> {
 
     fn finish(&mut self) -> io::Result<()> {
         self.out.flush()
-    }
-}
-
-/// One file of a [`BlktraceSet`]: its writer and the processes already
-/// named in it.
-struct SetFile {
-    writer: BlktraceWriter<BufWriter<File>>,
-    named: HashSet<u32>,
-    last_pid: Option<u32>,
-}
-
-/// Writes `PREFIX.blktrace.N`, one file per `cpu` value, created when the
-/// first record for that CPU arrives; CPU numbers below it that have no
-/// file yet get an empty one, so that blkparse (which stops at the first
-/// number missing) reads them all.
-pub struct BlktraceSet {
-    prefix: PathBuf,
-    files: Vec<Option<SetFile>>,
-    names: HashMap<u32, String>,
-    written: u64,
-}
-
-impl BlktraceSet {
-    /// A set writing `prefix.blktrace.N` files. Files are created lazily;
-    /// the directory must exist.
-    pub fn create(prefix: &Path) -> io::Result<BlktraceSet> {
-        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty())
-            && !dir.is_dir()
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("directory {} does not exist", dir.display()),
-            ));
-        }
-        Ok(BlktraceSet {
-            prefix: prefix.to_path_buf(),
-            files: Vec::new(),
-            names: HashMap::new(),
-            written: 0,
-        })
-    }
-
-    /// The path of CPU `cpu`'s file.
-    pub fn path_of(prefix: &Path, cpu: u32) -> PathBuf {
-        let mut name = prefix.as_os_str().to_os_string();
-        name.push(format!(".blktrace.{cpu}"));
-        PathBuf::from(name)
-    }
-
-    /// Event records written, over all files.
-    pub fn written(&self) -> u64 {
-        self.written
-    }
-
-    /// The files written so far (with the empty ones that fill gaps in
-    /// the CPU numbers).
-    pub fn paths(&self) -> Vec<PathBuf> {
-        (0..self.files.len())
-            .map(|i| Self::path_of(&self.prefix, i as u32))
-            .collect()
-    }
-
-    /// Create CPU `cpu`'s file if it is not open yet; its index.
-    fn open_file(&mut self, cpu: u32) -> io::Result<usize> {
-        // One file per CPU: a CPU number past this is a corrupt record.
-        const MAX_CPUS: u32 = 1 << 13;
-        if cpu >= MAX_CPUS {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("cpu {cpu} is beyond {MAX_CPUS}"),
-            ));
-        }
-        let i = cpu as usize;
-        if self.files.len() <= i {
-            // blkparse stops at the first file number missing: fill the gap
-            // with empty files (which it reads as no events).
-            for gap in self.files.len()..i {
-                File::create(Self::path_of(&self.prefix, gap as u32))?;
-            }
-            self.files.resize_with(i + 1, || None);
-        }
-        if self.files[i].is_none() {
-            let f = File::create(Self::path_of(&self.prefix, cpu))?;
-            self.files[i] = Some(SetFile {
-                writer: BlktraceWriter::new(BufWriter::with_capacity(1 << 16, f)),
-                named: HashSet::new(),
-                last_pid: None,
-            });
-        }
-        Ok(i)
-    }
-}
-
-impl TraceSink for BlktraceSet {
-    fn record(&mut self, record: &Record) -> io::Result<()> {
-        let pid = record.pid();
-        let i = self.open_file(record.cpu)?;
-        let Some(file) = self.files[i].as_mut() else {
-            return Err(io::Error::other("file not created"));
-        };
-        if file.last_pid != Some(pid) {
-            if let Some(name) = self.names.get(&pid)
-                && file.named.insert(pid)
-            {
-                file.writer
-                    .notify(pid, name, record.event.time, record.cpu, record.dev)?;
-            }
-            file.last_pid = Some(pid);
-        }
-        file.writer.record(record)?;
-        self.written += 1;
-        Ok(())
-    }
-
-    fn process(&mut self, pid: u32, name: &str, _time: u64) -> io::Result<()> {
-        if self.names.get(&pid).map(String::as_str) != Some(name) {
-            self.names.insert(pid, name.to_string());
-            // Renamed: name it again in every file before its next event.
-            for f in self.files.iter_mut().flatten() {
-                f.named.remove(&pid);
-                if f.last_pid == Some(pid) {
-                    f.last_pid = None;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self) -> io::Result<()> {
-        for f in self.files.iter_mut().flatten() {
-            f.writer.finish()?;
-        }
-        Ok(())
     }
 }

@@ -6,7 +6,9 @@
 //! - [`blktrace`]: blktrace's binary format (48-byte `blk_io_trace` records,
 //!   version 0x07), read (one file or a per-CPU set merged by time) and
 //!   written (one file per submitting thread, as `blktrace -o NAME`).
-//!   Reading is in [`blktrace_read`], writing in [`blktrace_write`].
+//!   Reading is in [`blktrace_read`], writing in [`blktrace_write`] (one
+//!   stream) and [`blktrace_set`] (a per-CPU set), both encoding through
+//!   [`blktrace_encode`].
 //! - [`blkparse`]: blkparse's default text, read and written.
 //! - [`tracefs`]: tracefs block tracepoint text, read.
 //! - [`iolog`]: fio's iolog v2/v3, read and written.
@@ -24,7 +26,9 @@
 
 pub mod blkparse;
 pub mod blktrace;
+pub mod blktrace_encode;
 pub mod blktrace_read;
+pub mod blktrace_set;
 pub mod blktrace_write;
 pub mod error;
 pub mod iolog;

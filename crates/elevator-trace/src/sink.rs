@@ -8,6 +8,15 @@ use crate::record::Record;
 pub trait TraceSink {
     /// Write one event.
     fn record(&mut self, record: &Record) -> std::io::Result<()>;
+    /// Write events in order, as [`TraceSink::record`] on each would (which
+    /// is what this does unless the sink does better): one dynamic call per
+    /// batch rather than per event.
+    fn record_batch(&mut self, records: &[Record]) -> std::io::Result<()> {
+        for record in records {
+            self.record(record)?;
+        }
+        Ok(())
+    }
     /// Name a process (blktrace's notify record); called before its first
     /// event, and again if its name changes.
     fn process(&mut self, pid: u32, name: &str, time: u64) -> std::io::Result<()>;

@@ -323,12 +323,24 @@ impl<S: Scheduler> Queue<S> {
         if !self.trace.is_on() {
             return self.submit_untraced(bio, now);
         }
+        self.submit_traced(bio, now)
+    }
+
+    /// [`Queue::submit`] with its Q event. Kept out of line so that the
+    /// untraced path, inlined into callers, stays as small as it was.
+    #[inline(never)]
+    fn submit_traced(&mut self, bio: &Bio, now: Nanos) -> Result<Submitted, SubmitError> {
         self.trace.set_now(now);
-        let mark = self.trace.mark();
-        let submitted = self.submit_untraced(bio, now)?;
-        self.trace
-            .insert_at(mark, bio_event(TraceAction::Queue, bio, now));
-        Ok(submitted)
+        // The bio's Q goes before the G, M or X its acceptance records: put
+        // it there now, and take it back if the bio is refused.
+        let q = self
+            .trace
+            .push_first(bio_event(TraceAction::Queue, bio, now));
+        let submitted = self.submit_untraced(bio, now);
+        if submitted.is_err() {
+            self.trace.take_back(q);
+        }
+        submitted
     }
 
     fn submit_untraced(&mut self, bio: &Bio, now: Nanos) -> Result<Submitted, SubmitError> {

@@ -82,7 +82,7 @@ fn flags_of(bits: u8) -> BioFlags {
 /// Append `record`, numbered `sequence`, to `out`: 48 bytes, and for a
 /// split or unplug the 8-byte big-endian payload (`extra`), with `pdu_len`
 /// saying so. `words` gives the `action` word.
-#[inline]
+#[inline(always)]
 pub fn encode_record(out: &mut Vec<u8>, words: &ActionWords, record: &Record, sequence: u32) {
     let e = &record.event;
     let pdu = matches!(e.action, TraceAction::Split | TraceAction::Unplug);

@@ -98,6 +98,7 @@ impl SetFile {
 
     /// Write the buffer out (emptied even on error: what failed is lost and
     /// the error says so).
+    #[inline(never)]
     fn write_out(&mut self) -> io::Result<()> {
         let written = self.file.write_all(&self.buf);
         self.buf.clear();
@@ -174,7 +175,6 @@ impl BlktraceSet {
     }
 
     /// Create CPU `cpu`'s file if it is not open yet.
-    #[cold]
     fn open_file(prefix: &Path, files: &mut Vec<Option<SetFile>>, cpu: u32) -> io::Result<()> {
         // One file per CPU: a CPU number past this is a corrupt record.
         const MAX_CPUS: u32 = 1 << 13;
@@ -201,8 +201,32 @@ impl BlktraceSet {
 
     /// Encode one record into its file's buffer (with its process's notify
     /// record first, if the file has not named it yet).
-    #[inline]
+    #[inline(always)]
     fn record_one(&mut self, record: &Record) -> io::Result<()> {
+        let i = record.cpu as usize;
+        let pid = record.pid();
+        // The usual case: the file is open and its last event was this
+        // process's; anything else is settled out of line.
+        if !matches!(self.files.get(i), Some(Some(f)) if f.last_pid == Some(pid)) {
+            self.prepare(record)?;
+        }
+        let Some(Some(file)) = self.files.get_mut(i) else {
+            return Err(io::Error::other("file not created"));
+        };
+        file.sequence = file.sequence.wrapping_add(1);
+        encode_record(&mut file.buf, &self.words, record, file.sequence);
+        self.written += 1;
+        if file.buf.len() >= WRITE_BYTES {
+            file.write_out()?;
+        }
+        Ok(())
+    }
+
+    /// Before `record` is encoded: open its file, and name its process
+    /// there if it differs from the file's previous event's and has not
+    /// been named in it yet.
+    #[inline(never)]
+    fn prepare(&mut self, record: &Record) -> io::Result<()> {
         let i = record.cpu as usize;
         if !matches!(self.files.get(i), Some(Some(_))) {
             Self::open_file(&self.prefix, &mut self.files, record.cpu)?;
@@ -220,12 +244,6 @@ impl BlktraceSet {
                 encode_notify(&mut file.buf, pid, name, e.time, record.cpu, record.dev);
             }
             file.last_pid = Some(pid);
-        }
-        file.sequence = file.sequence.wrapping_add(1);
-        encode_record(&mut file.buf, &self.words, record, file.sequence);
-        self.written += 1;
-        if file.buf.len() >= WRITE_BYTES {
-            file.write_out()?;
         }
         Ok(())
     }

@@ -241,12 +241,16 @@ impl TraceTap {
         if !queue.is_tracing() {
             return;
         }
-        for event in queue.drain_trace() {
+        // Read in place (the events are `Copy`): dropping the drain empties
+        // the queue's buffer.
+        let events = queue.drain_trace();
+        for event in events.as_slice() {
             if self.records.len() >= TAP_BUFFER {
                 self.flush(out);
             }
             self.push(event);
         }
+        drop(events);
         if self.error.is_some() {
             queue.set_tracing(false, QUEUE_TRACE_LIMIT);
         }
@@ -254,7 +258,8 @@ impl TraceTap {
 
     /// Buffer one event (after its submitter's name, the first time).
     #[inline]
-    fn push(&mut self, mut event: TraceEvent) {
+    fn push(&mut self, event: &TraceEvent) {
+        let mut event = *event;
         event.time = event.time.saturating_sub(self.origin);
         let pid = event.ctx.0;
         let (word, bit) = ((pid / 64) as usize, 1u64 << (pid % 64));

@@ -262,3 +262,38 @@ impl TraceLog {
         self.dropped
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(action: TraceAction) -> TraceEvent {
+        TraceEvent::plug(action, 5, IoContext(1), 0)
+    }
+
+    #[test]
+    fn an_event_pushed_first_stays_first_or_is_taken_back() {
+        let mut log = TraceLog::default();
+        log.set(true, 16);
+        let q = log.push_first(ev(TraceAction::Queue));
+        log.push(ev(TraceAction::Plug));
+        let order: Vec<TraceAction> = log.drain().map(|e| e.action).collect();
+        assert_eq!(order, [TraceAction::Queue, TraceAction::Plug]);
+        assert_eq!(q, Some(0));
+        // A refused call: its Q goes, what was recorded meanwhile stays.
+        log.push(ev(TraceAction::Issue));
+        let q = log.push_first(ev(TraceAction::Queue));
+        log.push(ev(TraceAction::Unplug));
+        log.take_back(q);
+        let order: Vec<TraceAction> = log.drain().map(|e| e.action).collect();
+        assert_eq!(order, [TraceAction::Issue, TraceAction::Unplug]);
+        // Full: the Q is counted as dropped, and uncounted when taken back.
+        for _ in 0..16 {
+            log.push(ev(TraceAction::Issue));
+        }
+        let q = log.push_first(ev(TraceAction::Queue));
+        assert_eq!((q, log.dropped()), (None, 1));
+        log.take_back(q);
+        assert_eq!(log.dropped(), 0);
+    }
+}

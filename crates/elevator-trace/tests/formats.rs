@@ -124,6 +124,37 @@ fn per_cpu_set_merges_by_time_and_names_processes() {
 }
 
 #[test]
+fn batches_write_what_single_records_write() {
+    let dir = Scratch::new("batch");
+    // Past several 256 KiB buffers per file, names between the batches.
+    let items = synthetic_items(40_000);
+    write_set(&dir.join("one"), &items);
+    let mut set = BlktraceSet::create(&dir.join("batch")).unwrap();
+    let mut batch: Vec<Record> = Vec::new();
+    for item in &items {
+        match item {
+            Item::Record(r) => batch.push(*r),
+            Item::Process { pid, name, time } => {
+                set.record_batch(&batch).unwrap();
+                batch.clear();
+                set.process(*pid, name, *time).unwrap();
+            }
+        }
+    }
+    for chunk in batch.chunks(777) {
+        set.record_batch(chunk).unwrap();
+    }
+    set.finish().unwrap();
+    assert_eq!(set.written(), records(&items).len() as u64);
+    for cpu in 0..2 {
+        let a = std::fs::read(dir.join(&format!("one.blktrace.{cpu}"))).unwrap();
+        let b = std::fs::read(dir.join(&format!("batch.blktrace.{cpu}"))).unwrap();
+        assert!(a.len() > 256 << 10, "cpu {cpu}: {} bytes", a.len());
+        assert!(a == b, "cpu {cpu}: batched records differ");
+    }
+}
+
+#[test]
 fn cpu_numbers_with_gaps_are_all_read() {
     let dir = Scratch::new("gaps");
     let prefix = dir.join("g");

@@ -19,6 +19,7 @@ pub mod analyze;
 pub mod blktrace;
 pub mod error;
 pub mod record;
+pub mod replay;
 pub mod sink;
 pub mod tracefs;
 

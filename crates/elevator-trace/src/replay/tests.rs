@@ -93,3 +93,40 @@ fn unclosed_plugs_close_at_the_end() {
     ];
     assert_eq!(plan(items, Events::Queued), ["P1", "1:0", "1:8", "U1"]);
 }
+
+#[test]
+fn flush_machinery() {
+    let b = PlannedBio {
+        time: 0,
+        op: Op::Write,
+        flags: BioFlags::PREFLUSH | BioFlags::FUA | BioFlags::SYNC | BioFlags::META,
+        sector: 8,
+        bytes: 4096,
+        pid: 1,
+        record: 1,
+    };
+    let ops =
+        |m: FlushModel| -> Vec<Op> { m.parts(&b).parts.iter().flatten().map(|p| p.0).collect() };
+    assert_eq!(
+        ops(FlushModel::default()),
+        [Op::Flush, Op::Write, Op::Flush]
+    );
+    let fua = FlushModel {
+        write_cache: true,
+        fua: true,
+    };
+    assert_eq!(ops(fua), [Op::Flush, Op::Write]);
+    assert!(fua.parts(&b).parts[1].is_some_and(|p| p.1.contains(BioFlags::FUA)));
+    let none = FlushModel {
+        write_cache: false,
+        fua: false,
+    };
+    assert_eq!(ops(none), [Op::Write]);
+    let flush = PlannedBio {
+        op: Op::Flush,
+        bytes: 0,
+        ..b
+    };
+    assert!(none.parts(&flush).parts[0].is_none());
+    assert!(FlushModel::default().parts(&flush).is_single());
+}

@@ -14,3 +14,4 @@
 pub mod device;
 pub mod engine;
 pub mod lockmodel;
+pub mod replay;

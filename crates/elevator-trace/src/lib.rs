@@ -20,6 +20,7 @@ pub mod blktrace;
 pub mod error;
 pub mod record;
 pub mod replay;
+pub mod session;
 pub mod sink;
 pub mod tracefs;
 

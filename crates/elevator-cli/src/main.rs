@@ -11,6 +11,9 @@ mod experiment;
 mod fio_args;
 mod list;
 mod microbench;
+mod replay;
+mod replay_gen;
+mod replay_report;
 mod run;
 mod serve;
 
@@ -45,6 +48,9 @@ enum Command {
     /// Serve exports over NBD (file:PATH, mem:SIZE, or a simulated disk on
     /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
     Serve(serve::Args),
+    /// Replay a recorded block trace (tracefs text) through a scheduler on a
+    /// simulated device, and compare its counts with the recording's.
+    Replay(replay::Args),
     /// Run one of the seeds' experiments and check the shape it reported.
     Experiment(experiment::Args),
     /// List the device presets with their parameters.
@@ -67,6 +73,7 @@ fn main() -> ExitCode {
             run::compare(&args)
         }
         Command::Experiment(args) => experiment::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::BenchVsFio(args) => bench_fio::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::BenchVsNbdkit(args) => bench_nbd::run(&args),

@@ -148,6 +148,11 @@ impl Analyzer {
         }
     }
 
+    /// Records taken.
+    pub fn records(&self) -> u64 {
+        self.out.counts.iter().sum()
+    }
+
     /// Bios and requests held in flight (for memory checks).
     pub fn in_flight(&self) -> usize {
         self.bios.len() + self.rqs.len() + self.flush_bios.len() + self.flush_rqs.len()

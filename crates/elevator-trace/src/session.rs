@@ -58,6 +58,8 @@ pub enum ReplayError {
 /// What a replay did.
 #[derive(Clone, Debug)]
 pub struct ReplayResult {
+    /// The trace's device replayed (its events carry it).
+    pub device: DevT,
     /// The analysis of the queue's own events.
     pub analysis: Analysis,
     /// The queue's counters.
@@ -397,6 +399,7 @@ impl<'s> Session<'s> {
             return Err(ReplayError::Sink(e));
         }
         Ok(ReplayResult {
+            device: self.dev,
             analysis: self.analyzer.analysis(),
             queue: self.queue.stats().clone(),
             bios: self.bios,

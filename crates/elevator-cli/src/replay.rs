@@ -1,0 +1,330 @@
+//! `elevator replay TRACE`: a recorded block trace through elevator's queue
+//! onto a simulated device (virtual clock) or a real one, with a report of
+//! what elevator did beside what the recording system did.
+//!
+//! Traces are read as tracefs text (plain, or `.xz` through the `xz`
+//! program: a stop-gap until the format readers' `open()` is merged). With
+//! `--generate N` it writes a synthetic tracefs trace of N events instead
+//! (for the speed and memory benchmarks).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use elevator_io::DeviceSpec;
+use elevator_sim::replay::{ReplayConfig, ReplayProgress, replay as replay_sim};
+use elevator_trace::analyze::Analyzer;
+use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
+use elevator_trace::tracefs::TracefsReader;
+use elevator_trace::{DevT, Item, TraceError, dev_t};
+
+use crate::cpu_time::thread_cpu_ns;
+use crate::replay_report::{Report, print_json, print_text};
+use crate::run::{OutputFormat, check_schedulers, parse_sets};
+
+/// Which events to replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EventsArg {
+    /// The bios (Q events).
+    #[value(name = "Q", alias = "q")]
+    Q,
+    /// The issued requests (D events).
+    #[value(name = "D", alias = "d")]
+    D,
+}
+
+/// Timing of the replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimingArg {
+    /// Open loop at the recorded times (see --speed).
+    Recorded,
+    /// As fast as the queue takes the bios, in order.
+    Asap,
+}
+
+/// Trace formats this command reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// tracefs' text of the block tracepoints.
+    Tracefs,
+}
+
+/// Options of `elevator replay`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The trace (`-` for standard input); with --generate, where to write.
+    trace: String,
+    /// Device: a simulated preset with optional overrides
+    /// (null,latency=200,queue_depth=128 resembles a loop device on a VM's
+    /// disk), or file:PATH or mem:SIZE.
+    #[arg(long, default_value = "null,latency=200,queue_depth=128")]
+    device: String,
+    /// I/O scheduler.
+    #[arg(long, default_value = "mq-deadline")]
+    scheduler: String,
+    /// Set a queue or scheduler tunable (repeatable), e.g. --set nomerges=0.
+    #[arg(long = "set", value_name = "TUNABLE=VALUE")]
+    set: Vec<String>,
+    /// Replay the bios (Q) or the issued requests (D).
+    #[arg(long, value_enum, default_value = "Q")]
+    events: EventsArg,
+    /// Timing: recorded (open loop, see --speed) or asap.
+    #[arg(long, value_enum, default_value = "recorded")]
+    timing: TimingArg,
+    /// Speed-up of recorded timing (2: twice as fast).
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Closed loop: at most N bios outstanding (overrides --timing).
+    #[arg(long)]
+    depth: Option<u32>,
+    /// The trace's format (recognised from the content when not given).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Replay only this device of the trace, MAJ,MIN (default: the most
+    /// common among the first bios).
+    #[arg(long, value_name = "MAJ,MIN")]
+    dev: Option<String>,
+    /// Count and leave out bad lines and records instead of stopping.
+    #[arg(long)]
+    skip_bad: bool,
+    /// The device honours FUA writes (default: write-back cache, no FUA,
+    /// like a loop device: a FUA write is a write then a flush).
+    #[arg(long)]
+    fua: bool,
+    /// The device has no volatile write cache (flushes are no-ops).
+    #[arg(long)]
+    write_through: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "normal")]
+    output_format: OutputFormat,
+    /// Write a synthetic tracefs trace of this many events to TRACE instead
+    /// of replaying (for benchmarks).
+    #[arg(long, value_name = "EVENTS")]
+    generate: Option<u64>,
+}
+
+/// Recorded records analysed by device, as they stream past the planner.
+type Recorded = Rc<RefCell<HashMap<DevT, Analyzer>>>;
+
+/// Run `elevator replay`.
+pub fn run(args: &Args) -> Result<()> {
+    if let Some(n) = args.generate {
+        return crate::replay_gen::generate(&args.trace, n);
+    }
+    // tracefs is the one format read here until the format readers merge.
+    let (Some(FormatArg::Tracefs) | None) = args.format;
+    let target = DeviceSpec::parse(&args.device)?;
+    let tunables = parse_sets(&args.set)?;
+    check_schedulers(&target, std::slice::from_ref(&args.scheduler), &tunables)?;
+    let Some(model) = target.model() else {
+        bail!(
+            "replay on a real device ({}) is not wired into the command yet: replay on a \
+             simulated device (e.g. --device null,latency=200,queue_depth=128)",
+            args.device
+        );
+    };
+    let timing = match (args.depth, args.timing) {
+        (Some(n), _) => Timing::Depth(n),
+        (None, TimingArg::Asap) => Timing::Asap,
+        (None, TimingArg::Recorded) => {
+            if !(args.speed > 0.0 && args.speed.is_finite()) {
+                bail!("--speed {}: must be a positive number", args.speed);
+            }
+            Timing::Recorded(args.speed)
+        }
+    };
+    let dev = args.dev.as_deref().map(parse_dev).transpose()?;
+    let events = match args.events {
+        EventsArg::Q => Events::Queued,
+        EventsArg::D => Events::Issued,
+    };
+    let input = open(&args.trace)?;
+    let Input {
+        reader: input,
+        child: decompressor,
+    } = input;
+    let reader = TracefsReader::new(input, &args.trace, args.skip_bad);
+    let recorded: Recorded = Rc::default();
+    let tap = Tap {
+        inner: reader,
+        recorded: recorded.clone(),
+        skipped: Rc::default(),
+    };
+    let skipped = tap.skipped.clone();
+    let plan = Planner::new(tap, events, dev);
+    let cfg = ReplayConfig {
+        scheduler: args.scheduler.clone(),
+        tunables,
+        timing,
+        flush: FlushModel {
+            write_cache: !args.write_through,
+            fua: args.fua,
+        },
+        skip_bad: args.skip_bad,
+        source_name: args.trace.clone(),
+    };
+    let mut bar = Bar::new(args.output_format == OutputFormat::Normal);
+    let cpu0 = thread_cpu_ns();
+    let result = replay_sim(plan, model, &cfg, None, &mut |p| bar.update(p));
+    let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    bar.finish();
+    drop(decompressor);
+    let result = result.with_context(|| format!("replaying {}", args.trace))?;
+    let records = recorded.borrow().values().map(|a| a.records()).sum::<u64>();
+    let dev = result.device;
+    let recorded_analysis = recorded.borrow().get(&dev).map(Analyzer::analysis);
+    let plugs = recorded.borrow().get(&0).map(Analyzer::analysis);
+    let report = Report {
+        trace: args.trace.clone(),
+        device: model_name(&args.device, model),
+        scheduler: args.scheduler.clone(),
+        tunables: args.set.clone(),
+        events: args.events,
+        timing,
+        dev,
+        records,
+        skipped_lines: *skipped.borrow(),
+        result,
+        recorded: recorded_analysis,
+        recorded_plugs: plugs,
+        cpu_ns: cpu,
+    };
+    match args.output_format {
+        OutputFormat::Normal => print_text(&report, &mut std::io::stdout().lock())?,
+        OutputFormat::Json => print_json(&report, &mut std::io::stdout().lock())?,
+    }
+    Ok(())
+}
+
+fn model_name(spec: &str, model: &elevator_sim::device::ModelSpec) -> String {
+    match model.build() {
+        Ok(d) => format!("{spec} ({})", d.describe()),
+        Err(_) => spec.to_string(),
+    }
+}
+
+fn parse_dev(text: &str) -> Result<DevT> {
+    let (a, b) = text
+        .split_once([',', ':'])
+        .with_context(|| format!("--dev {text}: expected MAJ,MIN"))?;
+    let major: u32 = a.trim().parse().with_context(|| format!("--dev {text}"))?;
+    let minor: u32 = b.trim().parse().with_context(|| format!("--dev {text}"))?;
+    Ok(dev_t(major, minor))
+}
+
+/// An open trace: a reader, and the decompressor to reap.
+struct Input {
+    reader: Box<dyn BufRead>,
+    child: Decompressor,
+}
+
+/// The `xz` process feeding a reader, ended and reaped when dropped.
+struct Decompressor(Option<std::process::Child>);
+
+impl Drop for Decompressor {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Open `path`: standard input for `-`; `.xz` through `xz -dc`.
+///
+/// TEMPORARY: the format readers' `elevator_trace::open::open` (format
+/// detection, xz/gzip in process) replaces this when merged.
+fn open(path: &str) -> Result<Input> {
+    if path == "-" {
+        return Ok(Input {
+            reader: Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())),
+            child: Decompressor(None),
+        });
+    }
+    if path.ends_with(".xz") {
+        let mut child = std::process::Command::new("xz")
+            .args(["-dc", "--", path])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .with_context(|| format!("{path}: running xz -dc (is xz installed?)"))?;
+        let out = child.stdout.take().context("xz: no output pipe")?;
+        return Ok(Input {
+            reader: Box::new(BufReader::with_capacity(1 << 16, out)),
+            child: Decompressor(Some(child)),
+        });
+    }
+    let f = std::fs::File::open(path).with_context(|| format!("opening {path}"))?;
+    Ok(Input {
+        reader: Box::new(BufReader::with_capacity(1 << 16, f)),
+        child: Decompressor(None),
+    })
+}
+
+/// Passes trace items on to the planner, analysing the recorded records by
+/// device on the way (the recording system's own counts).
+struct Tap<I> {
+    inner: I,
+    recorded: Recorded,
+    skipped: Rc<RefCell<u64>>,
+}
+
+impl<R: BufRead> Iterator for Tap<TracefsReader<R>> {
+    type Item = Result<Item, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next();
+        if let Some(Ok(Item::Record(r))) = &item {
+            self.recorded
+                .borrow_mut()
+                .entry(r.dev)
+                .or_default()
+                .record(r);
+        }
+        if item.is_none() {
+            *self.skipped.borrow_mut() = self.inner.skipped();
+        }
+        item
+    }
+}
+
+/// A progress bar on stderr (when it is a terminal), after a second.
+struct Bar {
+    enabled: bool,
+    started: Instant,
+    shown: bool,
+}
+
+impl Bar {
+    fn new(enabled: bool) -> Bar {
+        Bar {
+            enabled: enabled && std::io::stderr().is_terminal(),
+            started: Instant::now(),
+            shown: false,
+        }
+    }
+
+    fn update(&mut self, p: ReplayProgress) {
+        if !self.enabled || self.started.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        eprint!(
+            "\rreplay: {} records, {} bios, {:.3} s simulated ",
+            p.records,
+            p.bios,
+            p.now as f64 / 1e9
+        );
+        let _ = std::io::stderr().flush();
+        self.shown = true;
+    }
+
+    fn finish(&mut self) {
+        if self.shown {
+            eprint!("\r{}\r", " ".repeat(72));
+            let _ = std::io::stderr().flush();
+        }
+    }
+}

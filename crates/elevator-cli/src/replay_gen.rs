@@ -1,5 +1,5 @@
 //! `elevator replay --generate N OUT`: a synthetic tracefs trace of N
-//! events, streamed to a file or standard output, for the replay speed and
+//! events (rounded up to a whole batch), streamed to a file or standard output, for the replay speed and
 //! memory benchmarks. It looks like a kernel's: four tasks on device 8,0
 //! write batches of 1 to 8 contiguous 4 KiB bios under a plug (Q, G, P, then
 //! Q and M for each further bio, U, I, D, C), every 50th batch a random

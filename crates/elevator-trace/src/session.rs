@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use elevator_core::{
     Bio, BioCompletion, BioFlags, DeviceIo, Dispatch, IoContext, Nanos, Op, Outcome, Queue,
-    QueueStats, RequestError, RequestId, SubmitError, TraceAction, TraceLog,
+    QueueStats, RequestError, RequestId, SubmitError, TraceAction, TraceEvent, TraceLog,
 };
 use thiserror::Error;
 
@@ -76,6 +76,76 @@ pub struct ReplayResult {
     pub events_dropped: u64,
 }
 
+/// Where a replay's queue events go: the analyzer, and the trace sink if
+/// there is one (the first write error is kept and reported at the end).
+pub struct EventOut<'s> {
+    analyzer: Analyzer,
+    sink: Option<&'s mut dyn TraceSink>,
+    sink_error: Option<std::io::Error>,
+    dev: DevT,
+    events: u64,
+}
+
+impl<'s> EventOut<'s> {
+    /// Events of device `dev` into a new analyzer and `sink`.
+    pub fn new(dev: DevT, sink: Option<&'s mut dyn TraceSink>) -> EventOut<'s> {
+        EventOut {
+            analyzer: Analyzer::new(),
+            sink,
+            sink_error: None,
+            dev,
+            events: 0,
+        }
+    }
+
+    /// Pass on one queue event, as a record of the device on CPU 0.
+    pub fn event(&mut self, event: TraceEvent) {
+        self.events += 1;
+        let record = Record::new(event, 0, self.dev);
+        self.analyzer.record(&record);
+        if let Some(sink) = self.sink.as_deref_mut()
+            && self.sink_error.is_none()
+            && let Err(e) = sink.record(&record)
+        {
+            self.sink_error = Some(e);
+        }
+    }
+
+    /// Name a process in the sink.
+    pub fn process(&mut self, pid: u32, name: &str, time: Nanos) {
+        if let Some(sink) = self.sink.as_deref_mut()
+            && self.sink_error.is_none()
+            && let Err(e) = sink.process(pid, name, time)
+        {
+            self.sink_error = Some(e);
+        }
+    }
+
+    /// Events passed on.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The device the events are recorded on.
+    pub fn dev(&self) -> DevT {
+        self.dev
+    }
+
+    /// Finish the sink; the analysis, or the first write error.
+    pub fn finish(mut self) -> Result<Analysis, ReplayError> {
+        if let Some(sink) = self.sink.as_deref_mut()
+            && self.sink_error.is_none()
+            && let Err(e) = sink.finish()
+        {
+            self.sink_error = Some(e);
+        }
+        match self.sink_error {
+            Some(e) => Err(ReplayError::Sink(e)),
+            None => Ok(self.analyzer.analysis()),
+        }
+    }
+}
+
 /// One recorded bio in flight: its parts and which one is running.
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
@@ -89,11 +159,8 @@ struct Slot {
 /// The queue side of a replay.
 pub struct Session<'s> {
     queue: Queue,
-    analyzer: Analyzer,
-    sink: Option<&'s mut dyn TraceSink>,
-    sink_error: Option<std::io::Error>,
+    out: EventOut<'s>,
     source_name: String,
-    dev: DevT,
     flush: FlushModel,
     capacity: u64,
     skip_bad: bool,
@@ -104,7 +171,6 @@ pub struct Session<'s> {
     outstanding: u64,
     bios: u64,
     skipped: u64,
-    events: u64,
     first: Option<Nanos>,
     last: Nanos,
     done: Vec<u64>,
@@ -125,11 +191,8 @@ impl<'s> Session<'s> {
         let capacity = queue.limits().capacity;
         Session {
             queue,
-            analyzer: Analyzer::new(),
-            sink,
-            sink_error: None,
+            out: EventOut::new(dev, sink),
             source_name: source_name.to_string(),
-            dev,
             flush,
             capacity,
             skip_bad,
@@ -139,7 +202,6 @@ impl<'s> Session<'s> {
             outstanding: 0,
             bios: 0,
             skipped: 0,
-            events: 0,
             first: None,
             last: 0,
             done: Vec::new(),
@@ -186,12 +248,7 @@ impl<'s> Session<'s> {
                 Ok(())
             }
             Step::Process { pid, name } => {
-                if let Some(sink) = self.sink.as_deref_mut()
-                    && self.sink_error.is_none()
-                    && let Err(e) = sink.process(*pid, name, now)
-                {
-                    self.sink_error = Some(e);
-                }
+                self.out.process(*pid, name, now);
                 Ok(())
             }
         }
@@ -362,7 +419,6 @@ impl<'s> Session<'s> {
     /// Pass the queue's events on; `relabel`: `Some(Some(bio))` shows the
     /// Q and G as that bio's, `Some(None)` leaves them out.
     fn drain(&mut self, relabel: Option<Option<(Op, BioFlags, u64, u32)>>) {
-        let dev = self.dev;
         for mut event in self.queue.drain_trace() {
             if matches!(event.action, TraceAction::Queue | TraceAction::GetRq)
                 && let Some(r) = relabel
@@ -375,38 +431,24 @@ impl<'s> Session<'s> {
                 event.sector = sector;
                 event.bytes = bytes;
             }
-            self.events += 1;
-            let record = Record::new(event, 0, dev);
-            self.analyzer.record(&record);
-            if let Some(sink) = self.sink.as_deref_mut()
-                && self.sink_error.is_none()
-                && let Err(e) = sink.record(&record)
-            {
-                self.sink_error = Some(e);
-            }
+            self.out.event(event);
         }
     }
 
     /// End the replay: flush the sink and report.
-    pub fn finish(mut self) -> Result<ReplayResult, ReplayError> {
-        if let Some(sink) = self.sink.as_deref_mut()
-            && self.sink_error.is_none()
-            && let Err(e) = sink.finish()
-        {
-            self.sink_error = Some(e);
-        }
-        if let Some(e) = self.sink_error {
-            return Err(ReplayError::Sink(e));
-        }
+    pub fn finish(self) -> Result<ReplayResult, ReplayError> {
+        let events = self.out.events();
+        let device = self.out.dev();
+        let events_dropped = self.queue.trace_dropped();
         Ok(ReplayResult {
-            device: self.dev,
-            analysis: self.analyzer.analysis(),
+            device,
+            analysis: self.out.finish()?,
             queue: self.queue.stats().clone(),
             bios: self.bios,
             skipped: self.skipped,
             elapsed: self.last.saturating_sub(self.first.unwrap_or(0)),
-            events: self.events,
-            events_dropped: self.queue.trace_dropped(),
+            events,
+            events_dropped,
         })
     }
 }

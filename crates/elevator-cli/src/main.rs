@@ -49,7 +49,7 @@ enum Command {
     /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
     Serve(serve::Args),
     /// Replay a recorded block trace (tracefs text) through a scheduler on a
-    /// simulated device, and compare its counts with the recording's.
+    /// simulated or real device, and compare its counts with the recording's.
     Replay(replay::Args),
     /// Run one of the seeds' experiments and check the shape it reported.
     Experiment(experiment::Args),

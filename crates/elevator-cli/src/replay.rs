@@ -1,5 +1,6 @@
 //! `elevator replay TRACE`: a recorded block trace through elevator's queue
-//! onto a simulated device (virtual clock) or a real one, with a report of
+//! onto a simulated device (virtual clock) or a real one (`file:PATH`,
+//! `mem:SIZE`, through io_uring on the real clock), with a report of
 //! what elevator did beside what the recording system did.
 //!
 //! Traces are read as tracefs text (plain, or `.xz` through the `xz`
@@ -16,6 +17,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use elevator_io::DeviceSpec;
+use elevator_io::engine::EngineConfig;
+use elevator_io::replay::{RealReplayConfig, replay as replay_real};
 use elevator_sim::replay::{ReplayConfig, ReplayProgress, replay as replay_sim};
 use elevator_trace::analyze::Analyzer;
 use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
@@ -120,13 +123,6 @@ pub fn run(args: &Args) -> Result<()> {
     let target = DeviceSpec::parse(&args.device)?;
     let tunables = parse_sets(&args.set)?;
     check_schedulers(&target, std::slice::from_ref(&args.scheduler), &tunables)?;
-    let Some(model) = target.model() else {
-        bail!(
-            "replay on a real device ({}) is not wired into the command yet: replay on a \
-             simulated device (e.g. --device null,latency=200,queue_depth=128)",
-            args.device
-        );
-    };
     let timing = match (args.depth, args.timing) {
         (Some(n), _) => Timing::Depth(n),
         (None, TimingArg::Asap) => Timing::Asap,
@@ -156,20 +152,52 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let skipped = tap.skipped.clone();
     let plan = Planner::new(tap, events, dev);
-    let cfg = ReplayConfig {
-        scheduler: args.scheduler.clone(),
-        tunables,
-        timing,
-        flush: FlushModel {
-            write_cache: !args.write_through,
-            fua: args.fua,
-        },
-        skip_bad: args.skip_bad,
-        source_name: args.trace.clone(),
+    let flush = FlushModel {
+        write_cache: !args.write_through,
+        fua: args.fua,
     };
     let mut bar = Bar::new(args.output_format == OutputFormat::Normal);
     let cpu0 = thread_cpu_ns();
-    let result = replay_sim(plan, model, &cfg, None, &mut |p| bar.update(p));
+    let (result, device_name) = match target.model() {
+        Some(model) => {
+            let cfg = ReplayConfig {
+                scheduler: args.scheduler.clone(),
+                tunables,
+                timing,
+                flush,
+                skip_bad: args.skip_bad,
+                source_name: args.trace.clone(),
+            };
+            let r = replay_sim(plan, model, &cfg, None, &mut |p| bar.update(p));
+            (
+                r.map_err(anyhow::Error::from),
+                model_name(&args.device, model),
+            )
+        }
+        None => {
+            bar.real = true;
+            let device = target.open()?;
+            let cfg = RealReplayConfig {
+                engine: EngineConfig {
+                    scheduler: args.scheduler.clone(),
+                    tunables,
+                    ..EngineConfig::default()
+                },
+                timing,
+                flush,
+                skip_bad: args.skip_bad,
+                source_name: args.trace.clone(),
+            };
+            let r = replay_real(plan, device, &cfg, None, &mut |records, bios| {
+                bar.update(ReplayProgress {
+                    records,
+                    bios,
+                    now: 0,
+                })
+            });
+            (r.map_err(anyhow::Error::from), args.device.clone())
+        }
+    };
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
     bar.finish();
     drop(decompressor);
@@ -180,7 +208,7 @@ pub fn run(args: &Args) -> Result<()> {
     let plugs = recorded.borrow().get(&0).map(Analyzer::analysis);
     let report = Report {
         trace: args.trace.clone(),
-        device: model_name(&args.device, model),
+        device: device_name,
         scheduler: args.scheduler.clone(),
         tunables: args.set.clone(),
         events: args.events,
@@ -192,6 +220,7 @@ pub fn run(args: &Args) -> Result<()> {
         recorded: recorded_analysis,
         recorded_plugs: plugs,
         cpu_ns: cpu,
+        real: target.model().is_none(),
     };
     match args.output_format {
         OutputFormat::Normal => print_text(&report, &mut std::io::stdout().lock())?,
@@ -294,6 +323,7 @@ impl<R: BufRead> Iterator for Tap<TracefsReader<R>> {
 /// A progress bar on stderr (when it is a terminal), after a second.
 struct Bar {
     enabled: bool,
+    real: bool,
     started: Instant,
     shown: bool,
 }
@@ -302,6 +332,7 @@ impl Bar {
     fn new(enabled: bool) -> Bar {
         Bar {
             enabled: enabled && std::io::stderr().is_terminal(),
+            real: false,
             started: Instant::now(),
             shown: false,
         }
@@ -311,12 +342,16 @@ impl Bar {
         if !self.enabled || self.started.elapsed() < Duration::from_secs(1) {
             return;
         }
-        eprint!(
-            "\rreplay: {} records, {} bios, {:.3} s simulated ",
-            p.records,
-            p.bios,
-            p.now as f64 / 1e9
-        );
+        if self.real {
+            eprint!("\rreplay: {} records, {} bios ", p.records, p.bios);
+        } else {
+            eprint!(
+                "\rreplay: {} records, {} bios, {:.3} s simulated ",
+                p.records,
+                p.bios,
+                p.now as f64 / 1e9
+            );
+        }
         let _ = std::io::stderr().flush();
         self.shown = true;
     }

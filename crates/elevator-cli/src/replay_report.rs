@@ -43,6 +43,8 @@ pub struct Report {
     pub recorded_plugs: Option<Analysis>,
     /// Host CPU time of the replay, ns.
     pub cpu_ns: u64,
+    /// Whether the device was real (times are then the real clock's).
+    pub real: bool,
 }
 
 /// A row of the side-by-side table: label and how to count it.
@@ -130,11 +132,12 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "  on {}, scheduler {}{}", r.device, r.scheduler, sets)?;
     writeln!(
         out,
-        "  bios {} (left out as bad: {} bios, {} lines), {:.6} s simulated, {} queue events",
+        "  bios {} (left out as bad: {} bios, {} lines), {:.6} s {}, {} queue events",
         res.bios,
         res.skipped,
         r.skipped_lines,
         secs(res.elapsed as f64),
+        if r.real { "real" } else { "simulated" },
         res.events
     )?;
     let cpu = r.cpu_ns.max(1) as f64 / 1e9;
@@ -334,6 +337,7 @@ pub fn print_json(r: &Report, out: &mut dyn Write) -> Result<()> {
         "elapsed_s": secs(res.elapsed as f64),
         "queue_events": res.events,
         "host_cpu_s": r.cpu_ns as f64 / 1e9,
+        "clock": if r.real { "real" } else { "simulated" },
         "elevator": analysis_json(&res.analysis),
         "recorded": recorded,
     });

@@ -9,7 +9,6 @@
 //! (for the speed and memory benchmarks).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -110,8 +109,9 @@ pub struct Args {
     generate: Option<u64>,
 }
 
-/// Recorded records analysed by device, as they stream past the planner.
-type Recorded = Rc<RefCell<HashMap<DevT, Analyzer>>>;
+/// Recorded records analysed by device, as they stream past the planner
+/// (a trace has few devices: a list beats a hash).
+type Recorded = Rc<RefCell<Vec<(DevT, Analyzer)>>>;
 
 /// Run `elevator replay`.
 pub fn run(args: &Args) -> Result<()> {
@@ -202,10 +202,17 @@ pub fn run(args: &Args) -> Result<()> {
     bar.finish();
     drop(decompressor);
     let result = result.with_context(|| format!("replaying {}", args.trace))?;
-    let records = recorded.borrow().values().map(|a| a.records()).sum::<u64>();
+    let recorded = recorded.borrow();
+    let records = recorded.iter().map(|(_, a)| a.records()).sum::<u64>();
     let dev = result.device;
-    let recorded_analysis = recorded.borrow().get(&dev).map(Analyzer::analysis);
-    let plugs = recorded.borrow().get(&0).map(Analyzer::analysis);
+    let of = |d: DevT| {
+        recorded
+            .iter()
+            .find(|(x, _)| *x == d)
+            .map(|(_, a)| a.analysis())
+    };
+    let recorded_analysis = of(dev);
+    let plugs = of(0);
     let report = Report {
         trace: args.trace.clone(),
         device: device_name,
@@ -307,11 +314,15 @@ impl<R: BufRead> Iterator for Tap<TracefsReader<R>> {
     fn next(&mut self) -> Option<Self::Item> {
         let item = self.inner.next();
         if let Some(Ok(Item::Record(r))) = &item {
-            self.recorded
-                .borrow_mut()
-                .entry(r.dev)
-                .or_default()
-                .record(r);
+            let mut recorded = self.recorded.borrow_mut();
+            match recorded.iter_mut().find(|(d, _)| *d == r.dev) {
+                Some((_, a)) => a.record(r),
+                None => {
+                    let mut a = Analyzer::new();
+                    a.record(r);
+                    recorded.push((r.dev, a));
+                }
+            }
         }
         if item.is_none() {
             *self.skipped.borrow_mut() = self.inner.skipped();

@@ -19,10 +19,11 @@
 //! merged into another hands over its range. Empty flushes (no sector) are
 //! matched first in, first out.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use elevator_core::{Histogram, Nanos, Op, Summary, TraceAction};
 
+use crate::fast_hash::IntMap;
 use crate::record::{DevT, Record};
 
 /// At most this many empty flushes are waited for at once; older ones are
@@ -109,7 +110,7 @@ impl Analysis {
 #[derive(Debug)]
 pub struct Analyzer {
     out: Analysis,
-    sizes: HashMap<(Op, u32), u64>,
+    sizes: IntMap<(Op, u32), u64>,
     depths: BTreeMap<u64, u64>,
     bios: BTreeMap<Key, BioState>,
     rqs: BTreeMap<Key, RqState>,
@@ -137,7 +138,7 @@ impl Analyzer {
                 q2c_by_op: (0..5).map(|_| Histogram::new()).collect(),
                 ..Analysis::default()
             },
-            sizes: HashMap::new(),
+            sizes: IntMap::default(),
             depths: BTreeMap::new(),
             bios: BTreeMap::new(),
             rqs: BTreeMap::new(),

@@ -18,6 +18,7 @@
 pub mod analyze;
 pub mod blktrace;
 pub mod error;
+pub mod fast_hash;
 pub mod record;
 pub mod replay;
 pub mod session;

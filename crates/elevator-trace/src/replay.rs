@@ -31,6 +31,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::fast_hash::IntMap;
+
 use elevator_core::{BioFlags, Nanos, Op, TraceAction};
 
 use crate::error::TraceError;
@@ -232,7 +234,7 @@ pub struct Planner<I> {
     /// says whether a plug opens before it.
     ahead: VecDeque<(Step, bool)>,
     base: u64,
-    tasks: HashMap<u32, Task>,
+    tasks: IntMap<u32, Task>,
     /// Steps ready, in replay order.
     out: VecDeque<Step>,
     owner: Option<u32>,
@@ -255,7 +257,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
             sample: Vec::new(),
             ahead: VecDeque::new(),
             base: 0,
-            tasks: HashMap::new(),
+            tasks: IntMap::default(),
             out: VecDeque::new(),
             owner: None,
             deferred: VecDeque::new(),

@@ -28,12 +28,12 @@
 //! attribute. Each process is named ([`Item::Process`]) the first time its
 //! pid appears, and again once if it was first seen as `<...>`.
 
-use std::collections::HashMap;
 use std::io::BufRead;
 
 use elevator_core::{BioFlags, Op, TraceAction, TraceEvent};
 
 use crate::error::{TraceError, TraceErrorKind};
+use crate::fast_hash::IntMap;
 use crate::record::{DevT, Item, Record, dev_t, event, parse_rwbs};
 
 /// Block tracepoints read and passed over: elevator records no such event.
@@ -56,7 +56,7 @@ pub struct TracefsReader<R: BufRead> {
     line_no: u64,
     buf: Vec<u8>,
     /// Pids seen, and whether the name given for them was a real one.
-    named: HashMap<u32, bool>,
+    named: IntMap<u32, bool>,
     /// A record waiting behind the process item announcing its pid.
     pending: Option<Record>,
     done: bool,
@@ -84,7 +84,7 @@ impl<R: BufRead> TracefsReader<R> {
             skipped: 0,
             line_no: 0,
             buf: Vec::with_capacity(256),
-            named: HashMap::new(),
+            named: IntMap::default(),
             pending: None,
             done: false,
         }

@@ -255,6 +255,13 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
         }
         writeln!(out)?;
     }
+    if a.forgotten > 0 {
+        writeln!(
+            out,
+            "  note: {} bios or requests were never seen completing and were forgotten",
+            a.forgotten
+        )?;
+    }
     if !a.unplug_depths.is_empty() {
         let depths: Vec<String> = a
             .unplug_depths
@@ -308,6 +315,7 @@ fn analysis_json(a: &Analysis) -> Value {
         "intervals": intervals,
         "ops": by_op,
         "issue_sizes": a.issue_sizes.iter().take(32).map(|((op, b), n)| json!({"op": op.name(), "bytes": b, "count": n})).collect::<Vec<_>>(),
+        "forgotten": a.forgotten,
         "unplug_depths": a.unplug_depths.iter().map(|(d, n)| json!({"depth": d, "count": n})).collect::<Vec<_>>(),
     })
 }

@@ -30,6 +30,11 @@ use crate::record::{DevT, Record};
 /// forgotten (their completions were not in the trace).
 const MAX_PENDING_FLUSHES: usize = 1 << 16;
 
+/// At most this many bios (and as many requests) are followed at once: past
+/// it, the older half is forgotten (a trace without completions, or one
+/// cut short, must not hold the whole trace in memory).
+pub const MAX_TRACKED: usize = 1 << 17;
+
 /// A bio in flight: (device, first sector, arrival order).
 type Key = (DevT, u64, u64);
 
@@ -95,6 +100,9 @@ pub struct Analysis {
     pub q2c: Summary,
     /// Q2C per operation (percentiles), indexed as [`Op::ALL`].
     pub q2c_by_op: Vec<Histogram>,
+    /// Bios and requests forgotten unfinished (more than [`MAX_TRACKED`]
+    /// in flight).
+    pub forgotten: u64,
     /// First and last event time.
     pub span: Option<(Nanos, Nanos)>,
 }
@@ -161,6 +169,12 @@ impl Analyzer {
 
     fn next_key(&mut self, dev: DevT, sector: u64) -> Key {
         self.seq += 1;
+        if self.bios.len() >= MAX_TRACKED {
+            self.out.forgotten += forget_older_half(&mut self.bios);
+        }
+        if self.rqs.len() >= MAX_TRACKED {
+            self.out.forgotten += forget_older_half(&mut self.rqs);
+        }
         (dev, sector, self.seq)
     }
 
@@ -433,6 +447,16 @@ impl Analyzer {
         a.unplug_depths = self.depths.iter().map(|(k, v)| (*k, *v)).collect();
         a
     }
+}
+
+/// Forget the older half of `map` (by arrival order); how many went.
+fn forget_older_half<V>(map: &mut BTreeMap<Key, V>) -> u64 {
+    let mut seqs: Vec<u64> = map.keys().map(|k| k.2).collect();
+    let mid = seqs.len() / 2;
+    let (_, &mut cut, _) = seqs.select_nth_unstable(mid);
+    let before = map.len();
+    map.retain(|k, _| k.2 >= cut);
+    (before - map.len()) as u64
 }
 
 #[cfg(test)]

@@ -82,3 +82,13 @@ fn split_pieces_complete_separately() {
     assert_eq!(x.q2c.max(), 8);
     assert_eq!(a.in_flight(), 0);
 }
+
+#[test]
+fn memory_is_bounded_without_completions() {
+    let mut a = Analyzer::new();
+    for i in 0..(MAX_TRACKED as u64 * 3) {
+        a.record(&rec(i, TraceAction::Queue, Op::Write, i * 8, 8));
+    }
+    assert!(a.in_flight() <= MAX_TRACKED);
+    assert!(a.analysis().forgotten >= MAX_TRACKED as u64);
+}

@@ -140,6 +140,11 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
         if r.real { "real" } else { "simulated" },
         res.events
     )?;
+    writeln!(
+        out,
+        "  the recording's plugs replayed: {} ({} steps waited behind another task's plug)",
+        res.plugs, res.waited
+    )?;
     let cpu = r.cpu_ns.max(1) as f64 / 1e9;
     writeln!(
         out,
@@ -344,6 +349,8 @@ pub fn print_json(r: &Report, out: &mut dyn Write) -> Result<()> {
         "skipped_bios": res.skipped,
         "elapsed_s": secs(res.elapsed as f64),
         "queue_events": res.events,
+        "plugs_replayed": res.plugs,
+        "steps_waited_behind_plugs": res.waited,
         "host_cpu_s": r.cpu_ns as f64 / 1e9,
         "clock": if r.real { "real" } else { "simulated" },
         "elevator": analysis_json(&res.analysis),

@@ -160,6 +160,8 @@ where
         elapsed,
         events,
         events_dropped: dropped,
+        plugs: plan.plugs(),
+        waited: plan.waited(),
     })
 }
 

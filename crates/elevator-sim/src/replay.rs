@@ -162,7 +162,10 @@ where
         bios: s.bios(),
         now,
     });
-    Ok(s.finish()?)
+    let mut result = s.finish()?;
+    result.plugs = plan.plugs();
+    result.waited = plan.waited();
+    Ok(result)
 }
 
 fn step_due(step: &Step, timing: &Timing) -> Option<Nanos> {

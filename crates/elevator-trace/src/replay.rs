@@ -242,6 +242,8 @@ pub struct Planner<I> {
     first_time: Option<Nanos>,
     records: u64,
     ignored: u64,
+    plugs: u64,
+    waited: u64,
     input_done: bool,
 }
 
@@ -264,6 +266,8 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
             first_time: None,
             records: 0,
             ignored: 0,
+            plugs: 0,
+            waited: 0,
             input_done: false,
         }
     }
@@ -287,6 +291,16 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
     /// Bio events with nothing to replay (no bytes and no flush).
     pub fn ignored(&self) -> u64 {
         self.ignored
+    }
+
+    /// Plugs planned (the recording's plugs that held bios of the device).
+    pub fn plugs(&self) -> u64 {
+        self.plugs
+    }
+
+    /// Steps that waited behind another task's open plug.
+    pub fn waited(&self) -> u64 {
+        self.waited
     }
 
     fn wanted(&self) -> TraceAction {
@@ -410,15 +424,20 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
         };
         self.base += 1;
         if opens && let Step::Bio(b) = &step {
-            self.arbitrate(Step::Plug {
-                time: b.time,
-                pid: b.pid,
-            });
+            self.arbitrate(
+                Step::Plug {
+                    time: b.time,
+                    pid: b.pid,
+                },
+                true,
+            );
         }
-        self.arbitrate(step);
+        self.arbitrate(step, true);
     }
 
-    fn arbitrate(&mut self, step: Step) {
+    /// Pass `step` on, or hold it behind another task's plug (`fresh`: it
+    /// has not waited before).
+    fn arbitrate(&mut self, step: Step, fresh: bool) {
         let pid = match &step {
             Step::Process { .. } => {
                 self.out.push_back(step);
@@ -429,6 +448,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
         };
         match (self.owner, &step) {
             (Some(o), _) if o != pid => {
+                self.waited += u64::from(fresh);
                 self.deferred.push_back(step);
                 if self.deferred.len() > MAX_DEFERRED {
                     let time = self.deferred.front().map_or(0, step_time);
@@ -438,6 +458,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
             (None, Step::Unplug { .. }) => {}
             (Some(_), Step::Plug { .. }) => {}
             (None, Step::Plug { .. }) => {
+                self.plugs += 1;
                 self.owner = Some(pid);
                 self.out.push_back(step);
             }
@@ -452,7 +473,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
         self.out.push_back(unplug);
         let waiting = std::mem::take(&mut self.deferred);
         for step in waiting {
-            self.arbitrate(step);
+            self.arbitrate(step, false);
         }
     }
 
@@ -472,7 +493,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
                 t.open = false;
             }
             let time = self.out.back().map_or(0, step_time);
-            self.arbitrate(Step::Unplug { time, pid });
+            self.arbitrate(Step::Unplug { time, pid }, true);
         }
         if let Some(o) = self.owner {
             let time = self.deferred.back().map_or(0, step_time);

@@ -74,6 +74,10 @@ pub struct ReplayResult {
     pub events: u64,
     /// Queue events lost (never, unless the queue's buffer overflowed).
     pub events_dropped: u64,
+    /// The recording's plugs replayed (see [`crate::replay::Planner::plugs`]).
+    pub plugs: u64,
+    /// Steps that waited behind another task's plug.
+    pub waited: u64,
 }
 
 /// Where a replay's queue events go: the analyzer, and the trace sink if
@@ -449,6 +453,8 @@ impl<'s> Session<'s> {
             elapsed: self.last.saturating_sub(self.first.unwrap_or(0)),
             events,
             events_dropped,
+            plugs: 0,
+            waited: 0,
         })
     }
 }

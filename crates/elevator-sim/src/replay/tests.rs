@@ -98,3 +98,33 @@ fn beyond_the_device_names_the_record() {
     let r = replay(plan, &dev, &cfg, None, &mut |_| {}).expect("skips");
     assert_eq!((r.bios, r.skipped), (0, 1));
 }
+
+#[test]
+fn the_sink_gets_every_queue_event_and_the_names() {
+    let reader = TracefsReader::new(TRACE.as_bytes(), "t", false);
+    let plan = Planner::new(reader, Events::Queued, None);
+    let cfg = ReplayConfig {
+        scheduler: "mq-deadline".into(),
+        tunables: vec![],
+        timing: Timing::Asap,
+        flush: FlushModel::default(),
+        skip_bad: false,
+        source_name: "t".into(),
+    };
+    let mut sink = elevator_trace::MemorySink::default();
+    let dev = ModelSpec::parse("null").expect("device");
+    let r = replay(plan, &dev, &cfg, Some(&mut sink), &mut |_| {}).expect("replays");
+    let records = sink
+        .items
+        .iter()
+        .filter(|i| matches!(i, elevator_trace::Item::Record(r) if r.dev == elevator_trace::dev_t(8, 0)))
+        .count();
+    assert_eq!(records as u64, r.events);
+    let names = sink
+        .items
+        .iter()
+        .filter(|i| matches!(i, elevator_trace::Item::Process { .. }))
+        .count();
+    assert_eq!(names, 2);
+    assert_eq!(r.plugs, 1);
+}

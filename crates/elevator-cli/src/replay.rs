@@ -229,11 +229,20 @@ pub fn run(args: &Args) -> Result<()> {
         cpu_ns: cpu,
         real: target.model().is_none(),
     };
-    match args.output_format {
-        OutputFormat::Normal => print_text(&report, &mut std::io::stdout().lock())?,
-        OutputFormat::Json => print_json(&report, &mut std::io::stdout().lock())?,
+    let printed = match args.output_format {
+        OutputFormat::Normal => print_text(&report, &mut std::io::stdout().lock()),
+        OutputFormat::Json => print_json(&report, &mut std::io::stdout().lock()),
+    };
+    match printed {
+        // The reader went away (`| head`): nothing more to say.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+                == Some(std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        r => r,
     }
-    Ok(())
 }
 
 fn model_name(spec: &str, model: &elevator_sim::device::ModelSpec) -> String {

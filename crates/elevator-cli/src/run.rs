@@ -146,7 +146,8 @@ pub struct CompareArgs {
     threads: ThreadArgs,
 }
 
-fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
+/// `--set NAME=VALUE` options as (name, value) pairs.
+pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
     sets.iter()
         .map(|s| {
             let (n, v) = s

@@ -16,4 +16,5 @@
 pub mod device;
 pub mod engine;
 pub mod lockmodel;
+pub mod replay;
 pub mod trace_out;

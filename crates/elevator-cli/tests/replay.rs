@@ -163,3 +163,88 @@ fn a_generated_trace_replays_asap() {
     );
     assert!(close(k, e), "kernel {k}, elevator {e}");
 }
+
+/// The events blkparse counts in the trace `prefix`, by action letter.
+fn blkparse_letters(prefix: &str) -> std::collections::BTreeMap<char, u64> {
+    let out = Command::new("blkparse")
+        .args(["-i", prefix])
+        .output()
+        .expect("blkparse runs (Debian package blktrace)");
+    assert!(out.status.success(), "blkparse failed");
+    let mut counts = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() >= 6 && f[0].contains(',') && f[2].parse::<u64>().is_ok() {
+            if let Some(letter) = f[5].chars().next() {
+                *counts.entry(letter).or_insert(0) += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// `replay --trace-out` writes what the replay did as blktrace files that
+/// blkparse reads with elevator's counts, and replaying that trace again
+/// gives back the same merges and requests.
+#[test]
+fn a_replay_writes_a_trace_that_replays_the_same() {
+    let dir = TempDir::new("replay-out");
+    let trace = traces().join("pgbench-init-mq-deadline.trace.xz");
+    let trace = trace.to_string_lossy().into_owned();
+    let out_prefix = dir.path().join("pg").to_string_lossy().into_owned();
+    let common = [
+        "--device",
+        "null,latency=200,queue_depth=128",
+        "--scheduler",
+        "mq-deadline",
+        "--set",
+        "max_sectors_kb=1280",
+        "--set",
+        "nr_requests=256",
+        "--output-format",
+        "json",
+    ];
+    let mut args = vec!["replay", &trace, "--trace-out", &out_prefix];
+    args.extend(common);
+    let (ok, out, err) = elevator(&args);
+    assert!(ok, "{err}");
+    let first: Value = serde_json::from_str(&out).expect("json");
+    let letters = blkparse_letters(&out_prefix);
+    for (letter, row) in [
+        ('Q', "Q  bios queued"),
+        ('X', "X  splits"),
+        ('G', "G  requests allocated"),
+        ('I', "I  requests inserted"),
+        ('D', "D  requests issued"),
+        ('C', "C  completions"),
+    ] {
+        assert_eq!(
+            letters.get(&letter).copied().unwrap_or(0),
+            count(&first, "elevator", row),
+            "{letter}"
+        );
+    }
+    // blkparse prints bio and request merges alike as M.
+    assert_eq!(
+        letters.get(&'M').copied().unwrap_or(0),
+        count(&first, "elevator", "M  back merges") + count(&first, "elevator", "request merges")
+    );
+    let mut args = vec!["replay", &out_prefix];
+    args.extend(common);
+    let (ok, out, err) = elevator(&args);
+    assert!(ok, "{err}");
+    let second: Value = serde_json::from_str(&out).expect("json");
+    for row in [
+        "Q  bios queued",
+        "M  back merges",
+        "X  splits",
+        "D  requests issued",
+        "of which flushes",
+    ] {
+        assert_eq!(
+            count(&second, "elevator", row),
+            count(&first, "elevator", row),
+            "{row}"
+        );
+    }
+}

@@ -5,6 +5,8 @@
 //! Q and M for each further bio, U, I, D, C), every 50th batch a random
 //! read, every 64th an fsync's empty flush (Q, G, D, C). Deterministic.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{BufWriter, Write};
 
 use anyhow::{Context, Result};
@@ -52,11 +54,43 @@ fn write_trace(w: &mut dyn Write, events: u64) -> std::io::Result<()> {
             what
         )
     };
+    // Completions wait here until the trace's time reaches them, so that
+    // every line comes in time order, as tracefs prints them.
+    let mut completions: BinaryHeap<Reverse<Completion>> = BinaryHeap::new();
+    let complete = |w: &mut dyn Write, c: Completion| {
+        let Completion {
+            time,
+            rw,
+            start,
+            sectors,
+        } = c;
+        if rw == "FF" {
+            line(
+                w,
+                time,
+                ("ksoftirqd/1", 22),
+                format_args!("block_rq_complete: 8,0 FF () 18446744073709551615 + 0 none,0,0 [0]"),
+            )
+        } else {
+            line(
+                w,
+                time,
+                ("ksoftirqd/1", 22),
+                format_args!("block_rq_complete: 8,0 {rw} () {start} + {sectors} be,0,4 [0]"),
+            )
+        }
+    };
     while written.get() < events {
         batch += 1;
         let task = TASKS[(rand() % 4) as usize];
         let c = task.0;
         t += 20_000 + rand() % 50_000;
+        while let Some(&Reverse(due)) = completions.peek()
+            && due.time <= t
+        {
+            completions.pop();
+            complete(w, due)?;
+        }
         if batch.is_multiple_of(64) {
             line(
                 w,
@@ -76,12 +110,12 @@ fn write_trace(w: &mut dyn Write, events: u64) -> std::io::Result<()> {
                 task,
                 format_args!("block_rq_issue: 8,0 FF 0 () 0 + 0 none,0,0 [{c}]"),
             )?;
-            line(
-                w,
-                t + 90_000,
-                task,
-                format_args!("block_rq_complete: 8,0 FF () 18446744073709551615 + 0 none,0,0 [0]"),
-            )?;
+            completions.push(Reverse(Completion {
+                time: t + 90_000,
+                rw: "FF",
+                start: 0,
+                sectors: 0,
+            }));
             continue;
         }
         let (rw, n) = if batch.is_multiple_of(50) {
@@ -135,12 +169,24 @@ fn write_trace(w: &mut dyn Write, events: u64) -> std::io::Result<()> {
             task,
             format_args!("block_rq_issue: 8,0 {rw} {bytes} () {start} + {sectors} be,0,4 [{c}]"),
         )?;
-        line(
-            w,
-            te + 100_000,
-            ("ksoftirqd/1", 22),
-            format_args!("block_rq_complete: 8,0 {rw} () {start} + {sectors} be,0,4 [0]"),
-        )?;
+        completions.push(Reverse(Completion {
+            time: te + 100_000,
+            rw,
+            start,
+            sectors,
+        }));
+    }
+    while let Some(Reverse(due)) = completions.pop() {
+        complete(w, due)?;
     }
     Ok(())
+}
+
+/// A request's completion, written when the trace's time reaches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Completion {
+    time: u64,
+    rw: &'static str,
+    start: u64,
+    sectors: u64,
 }

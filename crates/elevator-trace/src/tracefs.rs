@@ -59,6 +59,10 @@ pub struct TracefsReader<R: BufRead> {
     named: IntMap<u32, bool>,
     /// A record waiting behind the process item announcing its pid.
     pending: Option<Record>,
+    /// The time of the last record read: tracefs prints events in time
+    /// order (trace_pipe merges the CPUs' buffers), so one earlier than
+    /// this is a damaged or spliced trace.
+    last_time: u64,
     done: bool,
 }
 
@@ -86,6 +90,7 @@ impl<R: BufRead> TracefsReader<R> {
             buf: Vec::with_capacity(256),
             named: IntMap::default(),
             pending: None,
+            last_time: 0,
             done: false,
         }
     }
@@ -161,9 +166,18 @@ impl<R: BufRead> Iterator for TracefsReader<R> {
                     Ok(record.map(|r| (r, line.pid, line.task, line.fields, line.time)))
                 })
             };
+            let last_time = self.last_time;
+            let parsed = parsed.and_then(|p| match p {
+                Some((_, _, _, _, time)) if time < last_time => Err(TraceErrorKind::TimeOrder {
+                    time,
+                    previous: last_time,
+                }),
+                other => Ok(other),
+            });
             let out = match parsed {
                 Ok(None) => None,
                 Ok(Some((record, pid, task, fields, time))) => {
+                    self.last_time = time;
                     let item = self.name_for(pid, task, fields, time);
                     match item {
                         Some(item) => {

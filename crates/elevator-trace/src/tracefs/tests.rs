@@ -136,3 +136,29 @@ fn never_panics_on_junk() {
         let _ = TracefsReader::new(text.as_bytes(), "j", true).count();
     }
 }
+
+#[test]
+fn a_line_earlier_than_the_one_before_is_named_or_counted() {
+    let text = "\
+        postgres-19830   [000] .....  1662.621792: block_bio_queue: 7,0 W 8 + 8 [postgres]
+        postgres-19830   [000] .....  1662.621700: block_bio_queue: 7,0 W 16 + 8 [postgres]
+        postgres-19830   [000] .....  1662.621800: block_bio_queue: 7,0 W 24 + 8 [postgres]
+";
+    let err = TracefsReader::new(text.as_bytes(), "t", false)
+        .find_map(Result::err)
+        .expect("an error");
+    assert_eq!(
+        err.to_string(),
+        "t: line 2: out of time order: 1662621700000 ns after 1662621792000 ns"
+    );
+    let mut skipping = TracefsReader::new(text.as_bytes(), "t", true);
+    let sectors: Vec<u64> = skipping
+        .by_ref()
+        .filter_map(|i| match i {
+            Ok(Item::Record(r)) => Some(r.event.sector),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sectors, [8, 24]);
+    assert_eq!(skipping.skipped(), 1);
+}

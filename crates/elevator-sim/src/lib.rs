@@ -7,6 +7,8 @@
 //! - [`engine`]: the discrete-event loop.
 //! - [`lockmodel`]: CPUs contending for locks on a virtual clock, to predict
 //!   lock scaling past the host's cores.
+//! - [`replay_logs`]: the logs jobs replay (`read_iolog`: fio iologs,
+//!   blktraces), opened for both engines.
 //! - [`trace_out`]: the queue's trace events on their way to a trace sink
 //!   (blktrace files), for the simulator and the real-time engine alike.
 
@@ -16,4 +18,5 @@
 pub mod device;
 pub mod engine;
 pub mod lockmodel;
+pub mod replay_logs;
 pub mod trace_out;

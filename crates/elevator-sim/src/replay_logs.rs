@@ -1,0 +1,53 @@
+//! The logs fio jobs replay (`read_iolog`), opened for the engines: a fio
+//! iolog (v2 or v3) or a blktrace (one file or a per-CPU set), plain or
+//! compressed, recognised from the content by [`elevator_trace::open`] and
+//! streamed. A blktrace's queue events (Q) are its I/Os, as fio replays
+//! them; an iolog holds nothing else.
+//!
+//! Both engines (this one and elevator-io's) hand [`TraceLogs`] to
+//! [`elevator_fio::workload::workers_with_logs`].
+
+use std::path::Path;
+
+use elevator_core::TraceAction;
+use elevator_fio::workload::{IoLog, IoLogError, LoggedIo, OpenIoLog};
+use elevator_trace::{Item, TraceReader};
+
+/// Opens `read_iolog` files with [`elevator_trace::open`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TraceLogs;
+
+impl OpenIoLog for TraceLogs {
+    fn open(&self, path: &str) -> Result<Box<dyn IoLog>, IoLogError> {
+        let reader = elevator_trace::open(Path::new(path), None, false)?;
+        Ok(Box::new(LogIos { reader }))
+    }
+}
+
+/// A trace's queue events as logged I/Os.
+struct LogIos {
+    reader: TraceReader,
+}
+
+impl Iterator for LogIos {
+    type Item = Result<LoggedIo, IoLogError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.reader.next()? {
+                Err(e) => return Some(Err(Box::new(e))),
+                Ok(Item::Process { .. }) => {}
+                Ok(Item::Record(r)) if r.event.action == TraceAction::Queue => {
+                    let e = r.event;
+                    return Some(Ok(LoggedIo {
+                        op: e.op,
+                        offset: e.sector.saturating_mul(512),
+                        len: u64::from(e.bytes),
+                        time: e.time,
+                    }));
+                }
+                Ok(Item::Record(_)) => {}
+            }
+        }
+    }
+}

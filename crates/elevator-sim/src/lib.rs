@@ -5,6 +5,8 @@
 //! - [`device`]: device models (null, ssd, hdd, raid0) behind
 //!   [`elevator_core::Device`], built from specs like `hdd-7200,rpm=5400`.
 //! - [`engine`]: the discrete-event loop.
+//! - [`iolog_out`]: `write_iolog`, each job clone's I/Os as fio logs them,
+//!   from the trace events.
 //! - [`lockmodel`]: CPUs contending for locks on a virtual clock, to predict
 //!   lock scaling past the host's cores.
 //! - [`replay_logs`]: the logs jobs replay (`read_iolog`: fio iologs,
@@ -17,6 +19,7 @@
 
 pub mod device;
 pub mod engine;
+pub mod iolog_out;
 pub mod lockmodel;
 pub mod replay_logs;
 pub mod trace_out;

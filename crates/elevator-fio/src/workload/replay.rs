@@ -173,7 +173,10 @@ impl Replay {
     /// Whether the device can take `io`.
     fn check(&mut self, io: &LoggedIo) -> Result<(), JobFailure> {
         let n = self.ios;
-        if io.len == 0 || io.len % 512 != 0 || io.offset % 512 != 0 || io.len > u64::from(u32::MAX)
+        if io.len == 0
+            || !io.len.is_multiple_of(512)
+            || !io.offset.is_multiple_of(512)
+            || io.len > u64::from(u32::MAX)
         {
             return Err(self.failure(format!(
                 "I/O {n} of the log ({} bytes at byte {}) is not in whole 512-byte sectors \

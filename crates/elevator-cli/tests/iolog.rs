@@ -1,8 +1,9 @@
 //! `write_iolog` and `read_iolog` in fio jobs, against the real fio
 //! (installed by scripts/test; nothing is skipped): (a) what `elevator run`
-//! logs on a simulated device, `fio --read_iolog` replays moving the same
-//! bytes; (b) what `fio --write_iolog` logs, `elevator run` replays as the
-//! same I/Os (bytes and counts per direction); (c) elevator's log replayed
+//! logs on a simulated device (and on a real file), `fio --read_iolog`
+//! replays moving the same bytes; (b) what `fio --write_iolog` logs,
+//! `elevator run` replays as the same I/Os (bytes and counts per
+//! direction), simulated and real; (c) elevator's log replayed
 //! by elevator issues the same bios (the Q events of both runs' traces).
 //! No timing is compared.
 
@@ -47,10 +48,31 @@ fn arg(dir: &TempDir, name: &str) -> String {
     dir.path().join(name).to_str().expect("UTF-8").to_string()
 }
 
+/// A real device for elevator: a file of `bytes` in `dir`.
+fn real_device(dir: &TempDir, bytes: u64) -> String {
+    let path = dir.path().join("dev.img");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(bytes)
+        .unwrap();
+    format!("file:{}", path.to_str().expect("UTF-8"))
+}
+
 #[test]
 fn fio_replays_what_elevator_logs() {
     require_fio();
+    for real in [false, true] {
+        fio_replays_what_elevator_logs_on(real);
+    }
+}
+
+fn fio_replays_what_elevator_logs_on(real: bool) {
     let dir = TempDir::new("iolog-a");
+    let device = if real {
+        real_device(&dir, 8 << 20)
+    } else {
+        "ssd-sata".to_string()
+    };
     let job = dir.write(
         "w.fio",
         "[w]\nrw=randrw\nbs=4k\nsize=1m\nnumjobs=2\niodepth=8\nfsync=32\nwrite_iolog=w.log\n",
@@ -61,7 +83,7 @@ fn fio_replays_what_elevator_logs() {
             "run",
             job.to_str().unwrap(),
             "--device",
-            "ssd-sata",
+            &device,
             "--output-format",
             "json",
         ],
@@ -114,22 +136,24 @@ fn elevator_replays_what_fio_logs() {
         ],
     );
     let theirs = moved("fio", &stdout_ok("fio --write_iolog", &out));
-    let out = elevator(
-        dir.path(),
-        &[
-            "run",
-            "--name=replay",
-            "--read_iolog=rec.log",
-            "--iodepth=4",
-            "--device",
-            "ssd-sata",
-            "--output-format",
-            "json",
-        ],
-    );
-    let ours = moved("elevator", &stdout_ok("elevator run --read_iolog", &out));
-    assert_eq!(ours, theirs, "(bytes, I/Os) read and written");
     assert!(theirs[0].1 > 0 && theirs[1].1 > 0);
+    for device in ["ssd-sata".to_string(), real_device(&dir, 4 << 20)] {
+        let out = elevator(
+            dir.path(),
+            &[
+                "run",
+                "--name=replay",
+                "--read_iolog=rec.log",
+                "--iodepth=4",
+                "--device",
+                &device,
+                "--output-format",
+                "json",
+            ],
+        );
+        let ours = moved("elevator", &stdout_ok("elevator run --read_iolog", &out));
+        assert_eq!(ours, theirs, "(bytes, I/Os) read and written on {device}");
+    }
 }
 
 #[test]

@@ -209,7 +209,7 @@ pub fn run_traced<D: DataDevice>(
         jobs,
         engine.capacity(),
         cfg.seed,
-        &elevator_sim::replay_logs::TraceLogs,
+        &elevator_sim::replay_logs::TraceLogs::sizing_buffers(),
     )?;
     if let Some(sink) = trace {
         let mut tap = TraceTap::new(TRACE_DEV, CpuRule::Fixed(0), engine.now());

@@ -5,7 +5,9 @@
 //! them; an iolog holds nothing else.
 //!
 //! Both engines (this one and elevator-io's) hand [`TraceLogs`] to
-//! [`elevator_fio::workload::workers_with_logs`].
+//! [`elevator_fio::workload::workers_with_logs`]; the real-time engine,
+//! which sizes its I/O buffers before the run, has each log read through
+//! once first for its largest I/O ([`TraceLogs::sizing_buffers`]).
 
 use std::path::Path;
 
@@ -15,12 +17,61 @@ use elevator_trace::{Item, TraceReader};
 
 /// Opens `read_iolog` files with [`elevator_trace::open`].
 #[derive(Clone, Copy, Debug, Default)]
-pub struct TraceLogs;
+pub struct TraceLogs {
+    /// Read each log through first for its largest I/O.
+    pub sizing_buffers: bool,
+}
+
+impl TraceLogs {
+    /// Logs streamed once (the simulator's: it has no buffers to size).
+    pub fn streamed() -> TraceLogs {
+        TraceLogs {
+            sizing_buffers: false,
+        }
+    }
+
+    /// Logs read through once for their largest I/O, then streamed (an
+    /// engine with buffers to size).
+    pub fn sizing_buffers() -> TraceLogs {
+        TraceLogs {
+            sizing_buffers: true,
+        }
+    }
+}
 
 impl OpenIoLog for TraceLogs {
     fn open(&self, path: &str) -> Result<Box<dyn IoLog>, IoLogError> {
         let reader = elevator_trace::open(Path::new(path), None, false)?;
         Ok(Box::new(LogIos { reader }))
+    }
+
+    fn largest_io(&self, path: &str) -> Option<Result<u64, IoLogError>> {
+        if !self.sizing_buffers {
+            return None;
+        }
+        let mut largest = 0;
+        let ios = match self.open(path) {
+            Ok(ios) => ios,
+            Err(e) => return Some(Err(e)),
+        };
+        for io in LogIter(ios) {
+            match io {
+                Ok(io) => largest = largest.max(io.len),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(largest))
+    }
+}
+
+/// An [`IoLog`] as an iterator.
+struct LogIter(Box<dyn IoLog>);
+
+impl Iterator for LogIter {
+    type Item = Result<LoggedIo, IoLogError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_io()
     }
 }
 

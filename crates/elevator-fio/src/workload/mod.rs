@@ -75,12 +75,16 @@ pub fn workers_with_logs(
             let seed = seeds[workers.len()];
             let rule = rules.next().unwrap_or_default();
             let log = match &job.read_iolog {
-                Some(path) => Some(logs.open(path).map_err(|e| JobError {
-                    file: jobs.path.clone(),
-                    line: job.line_of(&["read_iolog"]),
-                    option: Some("read_iolog".into()),
-                    message: format!("job '{}': cannot replay {path}: {e}", job.name),
-                })?),
+                Some(path) => {
+                    let error = |e: IoLogError| JobError {
+                        file: jobs.path.clone(),
+                        line: job.line_of(&["read_iolog"]),
+                        option: Some("read_iolog".into()),
+                        message: format!("job '{}': cannot replay {path}: {e}", job.name),
+                    };
+                    let largest = logs.largest_io(path).transpose().map_err(error)?;
+                    Some((logs.open(path).map_err(error)?, largest))
+                }
                 None => None,
             };
             workers.push(Worker::new(

@@ -65,6 +65,15 @@ where
 pub trait OpenIoLog {
     /// The log at `path`.
     fn open(&self, path: &str) -> Result<Box<dyn IoLog>, IoLogError>;
+
+    /// The largest I/O of the log at `path`, in bytes, for an engine that
+    /// sizes its buffers before the run (as fio reads a log through before
+    /// it starts); `None` when the engine has no need of it. Reading the
+    /// log through costs one pass over it (streamed).
+    fn largest_io(&self, path: &str) -> Option<Result<u64, IoLogError>> {
+        let _ = path;
+        None
+    }
 }
 
 /// Opens no log: every `read_iolog` is refused (for callers that read no
@@ -86,6 +95,7 @@ pub(crate) struct Replay {
     scale: u64,
     skip: u8,
     device_bytes: u64,
+    largest: Option<u64>,
     first: Option<Nanos>,
     ios: u64,
     done: bool,
@@ -103,8 +113,14 @@ impl std::fmt::Debug for Replay {
 
 impl Replay {
     /// The replay of `log` (from `job`'s `read_iolog`) onto a device of
-    /// `device_bytes`.
-    pub(crate) fn new(job: &JobSpec, log: Box<dyn IoLog>, device_bytes: u64) -> Replay {
+    /// `device_bytes`; `largest`, when known, is its largest I/O (the
+    /// engine's buffers are that large).
+    pub(crate) fn new(
+        job: &JobSpec,
+        log: Box<dyn IoLog>,
+        device_bytes: u64,
+        largest: Option<u64>,
+    ) -> Replay {
         Replay {
             log,
             path: job.read_iolog.clone().unwrap_or_default(),
@@ -112,10 +128,16 @@ impl Replay {
             scale: u64::from(job.replay_time_scale.max(1)),
             skip: job.replay_skip,
             device_bytes,
+            largest,
             first: None,
             ios: 0,
             done: false,
         }
+    }
+
+    /// Its largest I/O, when the engine asked for it.
+    pub(crate) fn largest(&self) -> Option<u64> {
+        self.largest
     }
 
     /// Whether the log has ended (or failed).
@@ -182,6 +204,15 @@ impl Replay {
                 "I/O {n} of the log ({} bytes at byte {}) is not in whole 512-byte sectors \
                  (or is empty or too long): elevator does I/O in sectors",
                 io.len, io.offset
+            )));
+        }
+        if let Some(largest) = self.largest
+            && io.len > largest
+        {
+            return Err(self.failure(format!(
+                "I/O {n} of the log ({} bytes) is larger than the largest found when the log \
+                 was read through ({largest}): did the log change?",
+                io.len
             )));
         }
         let end = io.offset.saturating_add(io.len);

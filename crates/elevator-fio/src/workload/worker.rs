@@ -221,7 +221,7 @@ impl Worker {
         files: Vec<Extent>,
         seed: u64,
         rule: StartRule,
-        log: Option<Box<dyn IoLog>>,
+        log: Option<(Box<dyn IoLog>, Option<u64>)>,
     ) -> Result<Worker, JobError> {
         let verify_seed = super::mix(&[
             job.randseed.unwrap_or(0x5EED_F10F),
@@ -237,7 +237,8 @@ impl Worker {
         let file_bytes: u64 = files.iter().map(|f| f.bytes - f.start).sum();
         let nfiles = files.len() as u32;
         let device_bytes = files.iter().map(|f| f.end).max().unwrap_or(0);
-        let replay = log.map(|log| Box::new(Replay::new(job, log, device_bytes)));
+        let replay =
+            log.map(|(log, largest)| Box::new(Replay::new(job, log, device_bytes, largest)));
         // A replaying clone's pattern is never drawn from: a sequential one
         // (no random map over the device).
         let sequential;
@@ -654,9 +655,13 @@ impl Worker {
         self.choose(now)
     }
 
-    /// Its largest block size.
+    /// Its largest block size (of a replayed log: its largest I/O when the
+    /// engine asked for it, and at least 4 KiB).
     pub fn max_bs(&self) -> u64 {
-        self.pattern.max_bs()
+        match &self.replay {
+            Some(r) => r.largest().unwrap_or(0).max(4096),
+            None => self.pattern.max_bs(),
+        }
     }
 
     /// The bio for `io`.

@@ -184,7 +184,7 @@ where
         jobs,
         capacity,
         cfg.run.seed,
-        &elevator_sim::replay_logs::TraceLogs,
+        &elevator_sim::replay_logs::TraceLogs::sizing_buffers(),
     )?;
     check_cpus(jobs)?;
     let nthreads = workers.len();

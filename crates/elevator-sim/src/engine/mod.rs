@@ -289,7 +289,7 @@ impl Engine {
             jobs,
             limits.capacity * 512,
             cfg.seed,
-            &crate::replay_logs::TraceLogs,
+            &crate::replay_logs::TraceLogs::streamed(),
         )?;
         let depth = workload::total_depth(jobs);
         let nworkers = workers.len();

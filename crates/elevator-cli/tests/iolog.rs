@@ -4,7 +4,8 @@
 //! replays moving the same bytes; (b) what `fio --write_iolog` logs,
 //! `elevator run` replays as the same I/Os (bytes and counts per
 //! direction), simulated and real; (c) elevator's log replayed
-//! by elevator issues the same bios (the Q events of both runs' traces).
+//! by elevator issues the same bios (the Q events of both runs' traces), as
+//! does its blktrace given to `read_iolog`.
 //! No timing is compared.
 
 mod common;
@@ -187,4 +188,18 @@ fn elevator_replays_what_it_logs_as_the_same_bios() {
     assert!(a.iter().any(|b| b.0 == Op::Flush), "no flush logged");
     assert_eq!(a.len(), b.len());
     assert!(a == b, "the replay's bios differ from the recording's");
+    // The recording's blktrace replays as the same bios too (fio takes a
+    // blktrace for read_iolog).
+    let from_blktrace = dir.write(
+        "b.fio",
+        &format!(
+            "[b]\nread_iolog={}\niodepth=16\n",
+            arg(&dir, "rec.blktrace.0")
+        ),
+    );
+    assert_eq!(run(from_blktrace.to_str().unwrap(), "rep2"), recorded);
+    assert!(
+        a == bios(&dir.path().join("rep2")),
+        "the blktrace replay's bios differ"
+    );
 }

@@ -38,7 +38,8 @@
 //!   issuing them to build the log, then only reads back.
 //! - `read_iolog` ([`super::replay`]): the I/Os come from the log instead
 //!   of the pattern, each held until the log's time for it (as a rate holds
-//!   one), at most `iodepth` in flight.
+//!   one), at most `iodepth` in flight; its syncs are the log's (`fsync`,
+//!   `end_fsync`, rates and think time do not apply).
 //! - Stops issuing when its pattern (or log) is exhausted or `runtime` is up; it is
 //!   done when its last I/O (and sync) completes.
 
@@ -324,7 +325,11 @@ impl Worker {
             reap_max: reap_max.max(1),
             batch_submit: batch_submit.max(1),
             batch: 0,
-            think: Think::new(job),
+            think: if replay.is_some() {
+                None
+            } else {
+                Think::new(job)
+            },
             quiescing: false,
             sleeping_until: None,
             spin_until: None,

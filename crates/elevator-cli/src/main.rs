@@ -9,6 +9,7 @@ mod compare;
 mod cpu_time;
 mod experiment;
 mod fio_args;
+mod iolog_out;
 mod list;
 mod microbench;
 mod replay;

@@ -48,4 +48,4 @@ pub mod tracefs;
 pub use error::{TraceError, TraceErrorKind};
 pub use open::{Format, TraceReader, detect, open};
 pub use record::{DevT, Item, Record, dev_t, parse_rwbs, rwbs};
-pub use sink::{MemorySink, TraceSink};
+pub use sink::{MemorySink, Tee, TraceSink};

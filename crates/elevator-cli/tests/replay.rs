@@ -174,10 +174,12 @@ fn blkparse_letters(prefix: &str) -> std::collections::BTreeMap<char, u64> {
     let mut counts = std::collections::BTreeMap::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() >= 6 && f[0].contains(',') && f[2].parse::<u64>().is_ok() {
-            if let Some(letter) = f[5].chars().next() {
-                *counts.entry(letter).or_insert(0) += 1;
-            }
+        if f.len() >= 6
+            && f[0].contains(',')
+            && f[2].parse::<u64>().is_ok()
+            && let Some(letter) = f[5].chars().next()
+        {
+            *counts.entry(letter).or_insert(0) += 1;
         }
     }
     counts

@@ -9,8 +9,12 @@ mod compare;
 mod cpu_time;
 mod experiment;
 mod fio_args;
+mod iolog_out;
 mod list;
 mod microbench;
+mod replay;
+mod replay_gen;
+mod replay_report;
 mod run;
 mod serve;
 mod trace_cmd;
@@ -47,6 +51,10 @@ enum Command {
     /// Serve exports over NBD (file:PATH, mem:SIZE, or a simulated disk on
     /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
     Serve(serve::Args),
+    /// Replay a recorded block trace (blktrace, blkparse or tracefs text, fio
+    /// iolog; plain, xz or gzip) through a scheduler on a
+    /// simulated or real device, and compare its counts with the recording's.
+    Replay(replay::Args),
     /// Run one of the seeds' experiments and check the shape it reported.
     Experiment(experiment::Args),
     /// Trace tools: convert between blktrace, blkparse text, tracefs text
@@ -72,6 +80,7 @@ fn main() -> ExitCode {
             run::compare(&args)
         }
         Command::Experiment(args) => experiment::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::BenchVsFio(args) => bench_fio::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::BenchVsNbdkit(args) => bench_nbd::run(&args),

@@ -146,7 +146,8 @@ pub struct CompareArgs {
     threads: ThreadArgs,
 }
 
-fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
+/// `--set NAME=VALUE` options as (name, value) pairs.
+pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
     sets.iter()
         .map(|s| {
             let (n, v) = s
@@ -329,7 +330,8 @@ pub fn execute(
 /// [`execute`], but a job that failed on its own terms (a verify error,
 /// `rate_min` not met) still gives the run's figures, with what failed:
 /// fio reports such a run in full and then exits non-zero. With `trace`,
-/// the queue's events go to `trace.blktrace.N` (a summary on stderr).
+/// the queue's events go to `trace.blktrace.N` (a summary on stderr); jobs
+/// with `write_iolog` log their I/Os there ([`crate::iolog_out`]).
 pub fn execute_to_the_end(
     jobs: &JobFile,
     target: &DeviceSpec,
@@ -348,7 +350,12 @@ pub fn execute_to_the_end(
              simulator runs one queue on one virtual clock, with no threads or locks"
         ),
         Some(model) => {
-            let mut sink = trace.map(crate::trace_out::open_sink).transpose()?;
+            let blktrace = trace.map(crate::trace_out::open_sink).transpose()?;
+            let iologs = crate::iolog_out::open(jobs, || {
+                Ok(model.build()?.limits().capacity.saturating_mul(512))
+            })?;
+            let (iologs, appends) = iologs.unzip();
+            let mut sink = crate::iolog_out::combine(blktrace, iologs);
             let mut out = sink
                 .as_mut()
                 .map(|s| elevator_sim::engine::TraceOut::new(&mut **s));
@@ -357,12 +364,15 @@ pub fn execute_to_the_end(
             let cpu = thread_cpu_ns().saturating_sub(t0);
             bar.finish();
             let summary = out.and_then(|o| o.summary);
-            if let (Some(sink), Some(prefix)) = (sink.as_mut(), trace) {
+            if let Some(sink) = sink.as_mut() {
                 sink.finish()
-                    .with_context(|| format!("--trace-out {prefix}: writing the trace"))?;
-                if let Some(summary) = summary {
-                    eprintln!("{}", crate::trace_out::summary_line(prefix, &summary));
-                }
+                    .context("writing the trace (--trace-out, write_iolog)")?;
+            }
+            if let Some(appends) = appends {
+                appends.finish()?;
+            }
+            if let (Some(prefix), Some(summary)) = (trace, summary) {
+                eprintln!("{}", crate::trace_out::summary_line(prefix, &summary));
             }
             match result {
                 Ok(result) => Ok((result, cpu, None)),
@@ -393,7 +403,17 @@ pub fn execute_to_the_end(
                 lock: threads.lock.unwrap_or_default(),
                 lock_stats: threads.lock_stats,
             };
-            let sink = trace.map(crate::trace_out::open_shared).transpose()?;
+            let blktrace = trace.map(crate::trace_out::open_sink).transpose()?;
+            let iologs = crate::iolog_out::open(jobs, || {
+                let bytes = devs
+                    .iter()
+                    .map(|d| elevator_core::Device::limits(d).capacity << 9)
+                    .min();
+                Ok(bytes.unwrap_or(0))
+            })?;
+            let (iologs, appends) = iologs.unzip();
+            let sink = crate::iolog_out::combine(blktrace, iologs)
+                .map(|s| std::sync::Arc::new(std::sync::Mutex::new(s)));
             let result = elevator_io::mq::run_threads_traced(
                 jobs,
                 devs,
@@ -403,13 +423,20 @@ pub fn execute_to_the_end(
                 sink.clone(),
             );
             bar.finish();
-            if let (Some(sink), Some(prefix)) = (&sink, trace) {
-                crate::trace_out::finish_shared(sink, prefix)?;
-                if let Ok(run) = &result
-                    && let Some(summary) = &run.trace
-                {
-                    eprintln!("{}", crate::trace_out::summary_line(prefix, summary));
-                }
+            if let Some(sink) = &sink {
+                let mut guard = sink.lock().unwrap_or_else(|e| e.into_inner());
+                guard
+                    .finish()
+                    .context("writing the trace (--trace-out, write_iolog)")?;
+            }
+            if let Some(appends) = appends {
+                appends.finish()?;
+            }
+            if let Some(prefix) = trace
+                && let Ok(run) = &result
+                && let Some(summary) = &run.trace
+            {
+                eprintln!("{}", crate::trace_out::summary_line(prefix, summary));
             }
             let (result, failure) = match result {
                 Ok(run) => (run.result, None),

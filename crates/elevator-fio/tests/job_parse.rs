@@ -504,7 +504,8 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
         ("exec_prerun=ls", "does not run commands"),
         ("exec_postrun=ls", "does not run commands"),
         ("cmdprio_percentage=10", "I/O priorities"),
-        ("read_iolog=trace", "elevator replay"),
+        ("replay_scale=2", "elevator replay"),
+        ("merge_blktrace_file=m", "elevator replay"),
         ("zonecapacity=1m", "zoned block devices"),
         ("stats=0", "reporting"),
         (
@@ -519,6 +520,40 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
         let name = line.split('=').next().unwrap_or(line);
         rejects(line, name, needle);
     }
+}
+
+#[test]
+fn iolog_options_are_read() {
+    use elevator_fio::job::ReplaySkip;
+    let j = job(
+        "write_iolog=out.log\nread_iolog=in.log\nreplay_no_stall=1\n\
+                 replay_time_scale=200\nreplay_skip=write,sync\nreplay_redirect=/dev/sdb",
+    );
+    assert_eq!(j.write_iolog.as_deref(), Some("out.log"));
+    assert_eq!(j.read_iolog.as_deref(), Some("in.log"));
+    assert!(j.replay_no_stall);
+    assert_eq!(j.replay_time_scale, 200);
+    assert_eq!(j.replay_skip, ReplaySkip::WRITE | ReplaySkip::SYNC);
+    assert!(
+        j.notes
+            .iter()
+            .any(|(n, why)| n == "replay_redirect" && why.contains("job's device")),
+        "{:?}",
+        j.notes
+    );
+    let d = job("rw=read");
+    assert_eq!((d.write_iolog, d.read_iolog), (None, None));
+    assert_eq!(
+        (d.replay_no_stall, d.replay_time_scale, d.replay_skip),
+        (false, 100, 0)
+    );
+    rejects(
+        "replay_skip=read,frob",
+        "replay_skip",
+        "'frob': expected read, write",
+    );
+    rejects("replay_time_scale=0", "replay_time_scale", "");
+    rejects("write_iolog", "write_iolog", "needs a value");
 }
 
 #[test]
@@ -942,6 +977,9 @@ fn sample(name: &str) -> (&'static str, bool) {
         "percentile_list" => ("99:50", false),
         "kb_base" => ("1000", false),
         "write_bw_log" | "write_lat_log" | "write_iops_log" => ("logs", false),
+        "write_iolog" | "read_iolog" => ("io.log", false),
+        "replay_skip" => ("trim", false),
+        "replay_time_scale" => ("50", false),
         // 0/1 switches whose default is 1.
         "randrepeat" | "do_verify" | "per_job_logs" | "clat_percentiles" | "buffered" => {
             ("0", false)

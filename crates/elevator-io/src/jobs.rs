@@ -205,7 +205,12 @@ pub fn run_traced<D: DataDevice>(
             read_only: false,
         },
     )?;
-    let workers = workload::workers(jobs, engine.capacity(), cfg.seed)?;
+    let workers = workload::workers_with_logs(
+        jobs,
+        engine.capacity(),
+        cfg.seed,
+        &elevator_sim::replay_logs::TraceLogs::sizing_buffers(),
+    )?;
     if let Some(sink) = trace {
         let mut tap = TraceTap::new(TRACE_DEV, CpuRule::Fixed(0), engine.now());
         for w in &workers {

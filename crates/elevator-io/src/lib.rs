@@ -53,6 +53,7 @@ pub mod lockstat;
 pub mod mem;
 pub mod mq;
 pub mod paced;
+pub mod replay;
 pub mod spec;
 mod sync;
 pub mod tags;

@@ -65,8 +65,8 @@ pub struct TraceError {
     pub source_name: String,
     /// "record N" or "line N" (1-based), or "header".
     pub place: String,
-    /// What was wrong.
-    #[source]
+    /// What was wrong (printed in this error's message, so not chained as
+    /// its source: a report would say it twice).
     pub kind: TraceErrorKind,
 }
 

@@ -18,6 +18,12 @@
 //! `add` line gives an [`Item::Process`] naming it with the file's name.
 //! Everything is on CPU 0 of device 0,0.
 //!
+//! A header line after the first starts another log appended to the file
+//! (fio appends to an existing log, and each job clone writing the same
+//! file adds its own): its times follow on from the last of the log
+//! before, and its files are the same I/O contexts when they have the same
+//! names.
+//!
 //! An iolog holds less than a blktrace: one event kind only, no CPU, device,
 //! flags (sync, FUA, metadata) or completion; times in microseconds; offsets
 //! that are not whole sectors are rounded down.
@@ -73,6 +79,9 @@ pub struct IologReader<R: BufRead> {
     files: Vec<String>,
     last_file: usize,
     time: u64,
+    /// Where this log's times start (a log appended after another starts
+    /// at the other's last time).
+    base: u64,
     done: bool,
 }
 
@@ -98,6 +107,7 @@ impl<R: BufRead> IologReader<R> {
             files: Vec::new(),
             last_file: 0,
             time: 0,
+            base: 0,
             done: false,
         }
     }
@@ -147,7 +157,10 @@ impl<R: BufRead> IologReader<R> {
         }
         if version == IologVersion::V3 {
             let t = f.uint().ok_or("bad timestamp")?;
-            let t = t.checked_mul(1000).ok_or("timestamp too large")?;
+            let t = t
+                .checked_mul(1000)
+                .and_then(|t| t.checked_add(self.base))
+                .ok_or("timestamp too large")?;
             if t < self.time {
                 return Err("timestamp earlier than the line before");
             }
@@ -248,6 +261,12 @@ impl<R: BufRead> IologReader<R> {
                     }
                 }
             };
+            if let Some(v) = IologVersion::from_header(&self.line) {
+                // Another log appended to this one.
+                self.version = Some(v);
+                self.base = self.time;
+                continue;
+            }
             match self
                 .parse_line(version)
                 .map_err(|why| self.parse_error(why))?
@@ -487,6 +506,28 @@ mod tests {
         assert_eq!(
             (s.event.time, s.event.op, s.event.bytes),
             (672_000, Op::Flush, 0)
+        );
+    }
+
+    #[test]
+    fn logs_appended_to_one_file_read_in_turn() {
+        let text = "fio version 3 iolog\n0 /a add\n0 /a open\n10 /a read 0 4096\n12 /a close\n\
+                    fio version 3 iolog\n0 /b add\n0 /b open\n5 /b write 4096 512\n6 /b close\n\
+                    fio version 2 iolog\n/a add\n/a wait 3 0\n/a read 512 512\n";
+        let records: Vec<TraceEvent> = read(text)
+            .into_iter()
+            .filter_map(|r| match r.unwrap() {
+                Item::Record(r) => Some(r.event),
+                Item::Process { .. } => None,
+            })
+            .collect();
+        let got: Vec<(u64, Op, u32)> = records
+            .iter()
+            .map(|e| (e.time / 1000, e.op, e.ctx.0))
+            .collect();
+        assert_eq!(
+            got,
+            [(10, Op::Read, 0), (17, Op::Write, 1), (21, Op::Read, 0)]
         );
     }
 

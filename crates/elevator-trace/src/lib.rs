@@ -17,6 +17,12 @@
 //! - [`synthetic`]: a generated trace of any length, for tests and speed
 //!   figures; [`text_fields`]: byte-level parsing and formatting shared by
 //!   the text formats.
+//! - [`analyze`]: a btt-style analysis of any record stream (counts, sizes,
+//!   Q2G ... Q2C, percentiles), in memory bounded by what is in flight.
+//! - [`replay`]: replay planning (which events, which device, the
+//!   recording's plugs, timing, the kernel's flush machinery), and
+//!   [`session`]: the queue side of a replay, shared by the simulated and
+//!   real-device drivers (elevator-sim's and elevator-io's `replay`).
 //!
 //! Nothing here has threads or clocks: readers take any `Read`, writers any
 //! `Write`, and times are the trace's own.
@@ -24,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod analyze;
 pub mod blkparse;
 pub mod blktrace;
 pub mod blktrace_encode;
@@ -31,9 +38,12 @@ pub mod blktrace_read;
 pub mod blktrace_set;
 pub mod blktrace_write;
 pub mod error;
+pub mod fast_hash;
 pub mod iolog;
 pub mod open;
 pub mod record;
+pub mod replay;
+pub mod session;
 pub mod sink;
 pub mod synthetic;
 pub mod text_fields;
@@ -42,4 +52,4 @@ pub mod tracefs;
 pub use error::{TraceError, TraceErrorKind};
 pub use open::{Format, TraceReader, detect, open};
 pub use record::{DevT, Item, Record, dev_t, parse_rwbs, rwbs};
-pub use sink::{MemorySink, TraceSink};
+pub use sink::{MemorySink, Tee, TraceSink};

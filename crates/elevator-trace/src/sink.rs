@@ -1,6 +1,6 @@
 //! Where trace events go: any writer of a trace format implements
 //! [`TraceSink`], so that engines and converters write blktrace binary,
-//! text or iologs through one interface.
+//! text or iologs through one interface; [`Tee`] feeds two.
 
 use crate::record::Record;
 
@@ -48,5 +48,46 @@ impl TraceSink for MemorySink {
 
     fn finish(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// Two sinks fed the same items (a blktrace and iologs of one run).
+#[derive(Debug)]
+pub struct Tee<A, B> {
+    /// The first sink.
+    pub first: A,
+    /// The second sink.
+    pub second: B,
+}
+
+impl<A: TraceSink, B: TraceSink> TraceSink for Tee<A, B> {
+    fn record(&mut self, record: &Record) -> std::io::Result<()> {
+        self.first.record(record)?;
+        self.second.record(record)
+    }
+
+    fn process(&mut self, pid: u32, name: &str, time: u64) -> std::io::Result<()> {
+        self.first.process(pid, name, time)?;
+        self.second.process(pid, name, time)
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        let first = self.first.finish();
+        self.second.finish()?;
+        first
+    }
+}
+
+impl<S: TraceSink + ?Sized> TraceSink for Box<S> {
+    fn record(&mut self, record: &Record) -> std::io::Result<()> {
+        (**self).record(record)
+    }
+
+    fn process(&mut self, pid: u32, name: &str, time: u64) -> std::io::Result<()> {
+        (**self).process(pid, name, time)
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        (**self).finish()
     }
 }

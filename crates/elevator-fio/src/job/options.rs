@@ -252,6 +252,10 @@ fn implemented(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<()
         "verify_backlog" => spec.verify_backlog = size(v)?,
         "cpus_allowed" => spec.cpus_allowed = Some(cpu_list(v)?),
         "log_avg_msec" => spec.log_avg_msec = whole(v, "number")?,
+        "write_iolog" => spec.write_iolog = Some(v.to_string()),
+        "read_iolog" => spec.read_iolog = Some(v.to_string()),
+        "replay_time_scale" => spec.replay_time_scale = int32(v, 1, u32::MAX)?,
+        "replay_skip" => spec.replay_skip = replay_skip(v)?,
         "percentile_list" => spec.percentile_list = Some(percentiles(v)?),
         "kb_base" => {
             spec.kb_base = match v {
@@ -279,11 +283,28 @@ fn bool_field<'a>(spec: &'a mut JobSpec, name: &str) -> Option<&'a mut bool> {
         "verify_fatal" => &mut spec.verify_fatal,
         "per_job_logs" => &mut spec.per_job_logs,
         "log_offset" => &mut spec.log_offset,
+        "replay_no_stall" => &mut spec.replay_no_stall,
         "clat_percentiles" => &mut spec.clat_percentiles,
         "lat_percentiles" => &mut spec.lat_percentiles,
         "slat_percentiles" => &mut spec.slat_percentiles,
         _ => return None,
     })
+}
+
+/// `replay_skip`: a comma-separated list of read, write, trim and sync.
+fn replay_skip(v: &str) -> Result<u8, String> {
+    use super::ReplaySkip;
+    let mut bits = 0;
+    for word in v.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        bits |= match word {
+            "read" => ReplaySkip::READ,
+            "write" => ReplaySkip::WRITE,
+            "trim" => ReplaySkip::TRIM,
+            "sync" => ReplaySkip::SYNC,
+            _ => return Err(format!("'{word}': expected read, write, trim or sync")),
+        };
+    }
+    Ok(bits)
 }
 
 /// One file name: `\:` is a colon in the name; a plain `:` separates

@@ -254,6 +254,21 @@ pub struct JobSpec {
     pub write_bw_log: Option<String>,
     /// `write_iops_log`: file name prefix of the IOPS log.
     pub write_iops_log: Option<String>,
+    /// `write_iolog`: the file the job's I/Os are logged to (fio's iolog,
+    /// version 3; opened in append mode, as fio does).
+    pub write_iolog: Option<String>,
+    /// `read_iolog`: the iolog (or blktrace) the job's I/Os are replayed
+    /// from, instead of its pattern.
+    pub read_iolog: Option<String>,
+    /// `replay_no_stall`: replay as fast as the depth allows, ignoring the
+    /// log's timing.
+    pub replay_no_stall: bool,
+    /// `replay_time_scale`: the log's timing scaled, a percentage of its
+    /// rate (200: twice as fast). Default 100.
+    pub replay_time_scale: u32,
+    /// `replay_skip`: directions left out of a replay (read, write, trim,
+    /// sync: a bit each, [`ReplaySkip`](super::ReplaySkip)).
+    pub replay_skip: u8,
     /// `log_avg_msec`: average log entries over this many ms (0: one entry
     /// per I/O).
     pub log_avg_msec: u64,
@@ -385,6 +400,11 @@ impl JobSpec {
             write_lat_log: None,
             write_bw_log: None,
             write_iops_log: None,
+            write_iolog: None,
+            read_iolog: None,
+            replay_no_stall: false,
+            replay_time_scale: 100,
+            replay_skip: 0,
             log_avg_msec: 0,
             log_offset: false,
             per_job_logs: true,
@@ -521,6 +541,21 @@ pub enum ZoneMode {
     None,
     /// `strided`: `zonesize` bytes in each `zonerange`, then skip `zoneskip`.
     Strided,
+}
+
+/// `replay_skip`'s directions, a bit each of [`JobSpec::replay_skip`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplaySkip;
+
+impl ReplaySkip {
+    /// Reads.
+    pub const READ: u8 = 1;
+    /// Writes.
+    pub const WRITE: u8 = 2;
+    /// Trims.
+    pub const TRIM: u8 = 4;
+    /// `sync` and `datasync`.
+    pub const SYNC: u8 = 8;
 }
 
 /// fio's `unified_rw_reporting`.

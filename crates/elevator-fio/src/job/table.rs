@@ -32,7 +32,8 @@ const NO_CACHE: &str = "elevator has no page cache in the way: simulated devices
                         real files and devices are opened with O_DIRECT";
 const BUFFERS: &str = "elevator allocates its own aligned I/O buffers";
 const ZBD: &str = "zoned block devices (zonemode=zbd) are not modelled by elevator (yet)";
-const IOLOG: &str = "elevator records and replays I/O as blktrace traces: use `elevator replay`";
+const IOLOG: &str = "elevator replays one iolog or blktrace per job as it is (read_iolog); \
+                     for merged or rescaled traces use `elevator replay`";
 const CONTENT: &str = "elevator does not model data contents (compression, deduplication)";
 const PROCESS: &str = "elevator does not change process priorities, users, cgroups or NUMA \
                        placement (yet)";
@@ -308,15 +309,21 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("trim_backlog", R(NOT_YET)),
     ("trim_backlog_batch", R(NOT_YET)),
     // I/O logs and replay.
-    ("write_iolog", R(IOLOG)),
-    ("read_iolog", R(IOLOG)),
-    ("read_iolog_chunked", d("0", IOLOG)),
-    ("replay_no_stall", R(IOLOG)),
-    ("replay_redirect", R(IOLOG)),
+    ("write_iolog", I),
+    ("read_iolog", I),
+    (
+        "read_iolog_chunked",
+        N("elevator always streams the log: it is never read whole into memory"),
+    ),
+    ("replay_no_stall", I),
+    (
+        "replay_redirect",
+        N("elevator replays every log onto the job's device, at the log's offsets"),
+    ),
     ("replay_scale", R(IOLOG)),
     ("replay_align", R(IOLOG)),
-    ("replay_time_scale", R(IOLOG)),
-    ("replay_skip", R(IOLOG)),
+    ("replay_time_scale", I),
+    ("replay_skip", I),
     ("merge_blktrace_file", R(IOLOG)),
     ("merge_blktrace_scalars", R(IOLOG)),
     ("merge_blktrace_iters", R(IOLOG)),

@@ -1,6 +1,7 @@
 //! Why a job clone failed: fio ends a job (and exits non-zero) when its rate
 //! falls below `rate_min` / `rate_iops_min` over a `rate_cycle`, or when a
-//! block it reads back does not verify.
+//! block it reads back does not verify; elevator also ends a job whose
+//! `read_iolog` cannot be replayed.
 
 use thiserror::Error;
 
@@ -29,6 +30,15 @@ pub enum JobFailure {
         error: VerifyError,
         /// Blocks that failed, in all.
         errors: u64,
+    },
+    /// Its `read_iolog` could not be replayed: the log is bad (the message
+    /// names its line or record) or holds an I/O the device cannot take.
+    #[error("read_iolog {path}: {message}")]
+    Replay {
+        /// The log, as `read_iolog` names it.
+        path: String,
+        /// What was wrong.
+        message: String,
     },
 }
 

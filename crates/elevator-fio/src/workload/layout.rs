@@ -77,6 +77,11 @@ impl Layout {
         }
     }
 
+    /// The size of the device, in bytes.
+    pub fn device_bytes(&self) -> u64 {
+        self.device_bytes
+    }
+
     /// The name of file `filenum` of clone `clone` of `job`.
     pub fn file_name(job: &JobSpec, clone: u32, filenum: u32) -> String {
         let name = match &job.filename {

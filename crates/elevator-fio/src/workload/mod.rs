@@ -9,6 +9,7 @@ mod layout;
 mod pattern;
 mod randommap;
 mod rate;
+mod replay;
 mod start;
 mod think;
 mod verify_log;
@@ -19,6 +20,7 @@ pub use failure::JobFailure;
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};
 pub use rate::RateShortfall;
+pub use replay::{IoLog, IoLogError, LoggedIo, NoIoLogs, OpenIoLog};
 pub use start::{StartRule, start_ready};
 pub use verify_log::GENERATION;
 pub use worker::{Pending, State, VerifyIo, Worker};
@@ -33,8 +35,21 @@ use crate::result::JobResult;
 /// `startdelay`: see [`start_ready`]). Clone `i` (counting from 0 across the
 /// file) runs as I/O context `i + 1`; each clone's random stream is derived
 /// from `seed`, its job's `randseed`, and its position. Reporting groups
-/// start at `stonewall` and `new_group`.
+/// start at `stonewall` and `new_group`. A job with `read_iolog` is
+/// refused: see [`workers_with_logs`].
 pub fn workers(jobs: &JobFile, device_bytes: u64, seed: u64) -> Result<Vec<Worker>, JobError> {
+    workers_with_logs(jobs, device_bytes, seed, &NoIoLogs)
+}
+
+/// [`workers`], with the logs of jobs with `read_iolog` opened by `logs`
+/// (once per clone): such a clone replays its log onto the whole device
+/// instead of following its pattern.
+pub fn workers_with_logs(
+    jobs: &JobFile,
+    device_bytes: u64,
+    seed: u64,
+    logs: &dyn OpenIoLog,
+) -> Result<Vec<Worker>, JobError> {
     let mut seeds = Vec::new();
     for (j, job) in jobs.jobs.iter().enumerate() {
         for clone in 0..job.numjobs {
@@ -55,16 +70,90 @@ pub fn workers(jobs: &JobFile, device_bytes: u64, seed: u64) -> Result<Vec<Worke
             group += 1;
         }
         for clone in 0..job.numjobs {
-            let files = layout.files_for(job, clone, &jobs.path)?;
+            let files = clone_files(&mut layout, job, clone, &jobs.path)?;
             let ctx = workers.len() as u32 + 1;
             let seed = seeds[workers.len()];
             let rule = rules.next().unwrap_or_default();
+            let log = match &job.read_iolog {
+                Some(path) => {
+                    let error = |e: IoLogError| JobError {
+                        file: jobs.path.clone(),
+                        line: job.line_of(&["read_iolog"]),
+                        option: Some("read_iolog".into()),
+                        message: format!("job '{}': cannot replay {path}: {e}", job.name),
+                    };
+                    let largest = logs.largest_io(path).transpose().map_err(error)?;
+                    Some((logs.open(path).map_err(error)?, largest))
+                }
+                None => None,
+            };
             workers.push(Worker::new(
-                job, &jobs.path, j, clone, group, ctx, files, seed, rule,
+                job, &jobs.path, j, clone, group, ctx, files, seed, rule, log,
             )?);
         }
     }
     Ok(workers)
+}
+
+/// The files of clone `clone` of `job`, laid out by `layout`; a clone that
+/// replays a log (`read_iolog`) has the whole device as its one file.
+fn clone_files(
+    layout: &mut Layout,
+    job: &JobSpec,
+    clone: u32,
+    path: &str,
+) -> Result<Vec<Extent>, JobError> {
+    if job.read_iolog.is_some() {
+        let bytes = layout.device_bytes() / 512 * 512;
+        return Ok(vec![Extent {
+            sector: 0,
+            bytes,
+            start: 0,
+            end: bytes,
+        }]);
+    }
+    layout.files_for(job, clone, path)
+}
+
+/// One job clone's files, named as fio names them, where they lie on the
+/// device: what `write_iolog` needs to log an I/O as fio does (the file's
+/// name, the offset in it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloneFiles {
+    /// The clone's I/O context (as [`workers`] numbers them: clone `i` of
+    /// the file is `i + 1`).
+    pub ctx: u32,
+    /// Which job of the file (0-based).
+    pub job_index: usize,
+    /// Which clone of the job.
+    pub clone: u32,
+    /// Its files: name and extent.
+    pub files: Vec<(String, Extent)>,
+}
+
+/// Every clone's files, as [`workers`] lays them out on a device of
+/// `device_bytes` (a clone replaying a log has the device: its file is
+/// named as the job's first file).
+pub fn clone_files_all(jobs: &JobFile, device_bytes: u64) -> Result<Vec<CloneFiles>, JobError> {
+    let mut layout = Layout::new(device_bytes);
+    let mut out = Vec::new();
+    for (j, job) in jobs.jobs.iter().enumerate() {
+        for clone in 0..job.numjobs {
+            let extents = clone_files(&mut layout, job, clone, &jobs.path)?;
+            let files = extents
+                .into_iter()
+                .enumerate()
+                .map(|(i, e)| (Layout::file_name(job, clone, i as u32), e))
+                .collect();
+            out.push(CloneFiles {
+                ctx: out.len() as u32 + 1,
+                job_index: j,
+                clone,
+                files,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// The I/Os the jobs of `jobs` may have in flight at once (sum of `iodepth ×

@@ -36,7 +36,11 @@
 //!   [`Worker::verify_failed`]; the simulation has no data and only issues
 //!   and times the reads. `verify_only` replays the job's choices without
 //!   issuing them to build the log, then only reads back.
-//! - Stops issuing when its pattern is exhausted or `runtime` is up; it is
+//! - `read_iolog` ([`super::replay`]): the I/Os come from the log instead
+//!   of the pattern, each held until the log's time for it (as a rate holds
+//!   one), at most `iodepth` in flight; its syncs are the log's (`fsync`,
+//!   `end_fsync`, rates and think time do not apply).
+//! - Stops issuing when its pattern (or log) is exhausted or `runtime` is up; it is
 //!   done when its last I/O (and sync) completes.
 
 use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op};
@@ -45,6 +49,7 @@ use super::failure::JobFailure;
 use super::layout::Extent;
 use super::pattern::{NextIo, Pattern};
 use super::rate::{Rate, RateMin, directions};
+use super::replay::{IoLog, Replay};
 use super::start::StartRule;
 use super::think::Think;
 use super::verify_log::{self, GENERATION, VerifyLog};
@@ -181,6 +186,7 @@ pub struct Worker {
     rate_wait: Option<Nanos>,
     rate_ignore_think: bool,
     rate_min: Option<RateMin>,
+    replay: Option<Box<Replay>>,
     sync_every: [u64; 2],
     writes: u64,
     syncs_owed: u32,
@@ -202,7 +208,9 @@ pub struct Worker {
 impl Worker {
     /// A worker for clone `clone` of `job` (job `job_index` of the file
     /// `path`), with its files laid out and its start rule; its random
-    /// choices come from `seed`. Refuses a `verify` it cannot do.
+    /// choices come from `seed`. Refuses a `verify` it cannot do. With
+    /// `log`, it replays that log (its job's `read_iolog`) instead of
+    /// following its pattern.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         job: &JobSpec,
@@ -214,6 +222,7 @@ impl Worker {
         files: Vec<Extent>,
         seed: u64,
         rule: StartRule,
+        log: Option<(Box<dyn IoLog>, Option<u64>)>,
     ) -> Result<Worker, JobError> {
         let verify_seed = super::mix(&[
             job.randseed.unwrap_or(0x5EED_F10F),
@@ -228,7 +237,21 @@ impl Worker {
         })?;
         let file_bytes: u64 = files.iter().map(|f| f.bytes - f.start).sum();
         let nfiles = files.len() as u32;
-        let mut pattern = Pattern::new(job, files, clone, seed).map_err(|e| JobError {
+        let device_bytes = files.iter().map(|f| f.end).max().unwrap_or(0);
+        let replay =
+            log.map(|(log, largest)| Box::new(Replay::new(job, log, device_bytes, largest)));
+        // A replaying clone's pattern is never drawn from: a sequential one
+        // (no random map over the device).
+        let sequential;
+        let pattern_job = if replay.is_some() {
+            let mut j = job.clone();
+            j.rw = crate::job::RwMode::Read;
+            sequential = j;
+            &sequential
+        } else {
+            job
+        };
+        let mut pattern = Pattern::new(pattern_job, files, clone, seed).map_err(|e| JobError {
             file: path.to_string(),
             ..e
         })?;
@@ -239,7 +262,7 @@ impl Worker {
         if verify_only && let Some(log) = log.as_deref_mut() {
             replay_writes(&mut pattern, log, file_bytes);
         }
-        let writes = directions(job.rw)[1] && !verify_only;
+        let writes = directions(job.rw)[1] && !verify_only && replay.is_none();
         let end_syncs = if writes {
             (u32::from(job.end_fsync) + u32::from(job.fsync_on_close)) * nfiles
         } else {
@@ -254,7 +277,7 @@ impl Worker {
             0 => iodepth,
             n => n,
         };
-        let rate = if verify_only {
+        let rate = if verify_only || replay.is_some() {
             None
         } else {
             Rate::new(job, seed)
@@ -270,7 +293,8 @@ impl Worker {
             || job.ramp_time > 0
             || sync_every != [0; 2]
             || end_syncs > 0
-            || log.is_some();
+            || log.is_some()
+            || replay.is_some();
         Ok(Worker {
             name: job.name.clone(),
             job_index,
@@ -301,7 +325,11 @@ impl Worker {
             reap_max: reap_max.max(1),
             batch_submit: batch_submit.max(1),
             batch: 0,
-            think: Think::new(job),
+            think: if replay.is_some() {
+                None
+            } else {
+                Think::new(job)
+            },
             quiescing: false,
             sleeping_until: None,
             spin_until: None,
@@ -314,6 +342,7 @@ impl Worker {
             rate_wait: None,
             rate_ignore_think: job.rate_ignore_thinktime,
             rate_min,
+            replay,
             sync_every,
             writes: 0,
             syncs_owed: 0,
@@ -491,10 +520,13 @@ impl Worker {
                 }
                 if self.verify_only
                     || self.backlog_due
-                    || self.pattern.exhausted()
+                    || self.exhausted()
                     || self.deadline_passed(now)
                 {
                     return false;
+                }
+                if self.replay.is_some() {
+                    return self.replay_allows(now);
                 }
                 if self.rate.is_some() {
                     return self.rate_allows(now);
@@ -524,6 +556,55 @@ impl Worker {
         if let Some(h) = &mut self.held {
             // Wanted from when its rate let it go.
             h.issued = h.issued.max(at);
+        }
+        true
+    }
+
+    /// Whether it has nothing more of its own to issue: its pattern, or its
+    /// log, is over.
+    #[inline]
+    fn exhausted(&self) -> bool {
+        match &self.replay {
+            Some(r) => r.done() && self.held.is_none(),
+            None => self.pattern.exhausted(),
+        }
+    }
+
+    /// Replay: take the log's next I/O (held until the log's time for it)
+    /// and say whether its time has come. A bad log stops the clone.
+    fn replay_allows(&mut self, now: Nanos) -> bool {
+        let Some(replay) = self.replay.as_deref_mut() else {
+            return false;
+        };
+        let (held, due) = match (self.held, self.rate_wait) {
+            (Some(h), due) => (h, due.unwrap_or(0)),
+            _ => match replay.next(self.began) {
+                Ok(Some((io, due))) => {
+                    let h = Pending {
+                        op: io.op,
+                        sector: io.offset >> 9,
+                        len: io.len as u32,
+                        issued: now,
+                        verify: VerifyIo::None,
+                    };
+                    self.held = Some(h);
+                    (h, due)
+                }
+                Ok(None) => return false,
+                Err(failure) => {
+                    self.fail(failure, true);
+                    return false;
+                }
+            },
+        };
+        if now < due {
+            self.rate_wait = Some(due);
+            return false;
+        }
+        self.rate_wait = None;
+        if let Some(h) = &mut self.held {
+            // Wanted from when the log says.
+            h.issued = held.issued.max(due);
         }
         true
     }
@@ -579,9 +660,13 @@ impl Worker {
         self.choose(now)
     }
 
-    /// Its largest block size.
+    /// Its largest block size (of a replayed log: its largest I/O when the
+    /// engine asked for it, and at least 4 KiB).
     pub fn max_bs(&self) -> u64 {
-        self.pattern.max_bs()
+        match &self.replay {
+            Some(r) => r.largest().unwrap_or(0).max(4096),
+            None => self.pattern.max_bs(),
+        }
     }
 
     /// The bio for `io`.
@@ -625,11 +710,14 @@ impl Worker {
             self.batch = 0;
         }
         if io.op == Op::Flush {
-            debug_assert!(self.syncs_owed > 0);
+            debug_assert!(self.syncs_owed > 0 || self.replay.is_some());
             self.syncs_owed = self.syncs_owed.saturating_sub(1);
             return;
         }
         if let VerifyIo::Check(_) = io.verify {
+            return;
+        }
+        if self.replay.is_some() {
             return;
         }
         self.pattern.accepted(&NextIo {
@@ -781,7 +869,7 @@ impl Worker {
             let read_back = self.log.as_ref().is_some_and(|l| l.has_next());
             match self.stage {
                 Stage::Io => {
-                    if read_back || !(time_up || self.verify_only || self.pattern.exhausted()) {
+                    if read_back || !(time_up || self.verify_only || self.exhausted()) {
                         return false;
                     }
                     self.held = None;
@@ -848,7 +936,10 @@ impl Worker {
                     now.saturating_sub(self.began) as f64
                         / r.saturating_add(self.ramp).max(1) as f64
                 });
-                let by_bytes = (!self.time_based()).then(|| self.pattern.progress());
+                let by_bytes = match &self.replay {
+                    Some(r) => Some(if r.done() { 1.0 } else { 0.0 }),
+                    None => (!self.time_based()).then(|| self.pattern.progress()),
+                };
                 by_time
                     .into_iter()
                     .chain(by_bytes)

@@ -408,6 +408,19 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
         self.wake(wake);
     }
 
+    /// Record the queue's trace events from now on (with room for `limit`
+    /// undrained ones), or stop: drain them with [`Engine::drain_trace`]
+    /// after each call into the engine.
+    pub fn set_tracing(&mut self, on: bool, limit: usize) {
+        self.q.with(|s| s.queue.set_tracing(on, limit));
+    }
+
+    /// Hand the queue's trace events recorded since the last drain to `f`,
+    /// oldest first.
+    pub fn drain_trace(&mut self, f: &mut dyn FnMut(elevator_core::TraceEvent)) {
+        self.q.with(|s| s.queue.drain_trace().for_each(&mut *f));
+    }
+
     /// The device.
     pub fn device(&self) -> &D {
         &self.device

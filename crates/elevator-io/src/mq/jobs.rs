@@ -180,7 +180,12 @@ where
     let Some(capacity) = capacity else {
         return Err(super::MqError::NoDevice.into());
     };
-    let workers = workload::workers(jobs, capacity, cfg.run.seed)?;
+    let workers = workload::workers_with_logs(
+        jobs,
+        capacity,
+        cfg.run.seed,
+        &elevator_sim::replay_logs::TraceLogs::sizing_buffers(),
+    )?;
     check_cpus(jobs)?;
     let nthreads = workers.len();
     let names: Vec<(IoContext, String)> = workers.iter().map(|w| (w.ctx, w.name.clone())).collect();

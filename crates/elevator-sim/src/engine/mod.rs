@@ -285,7 +285,12 @@ impl Engine {
                     SimError::Tunable { name, value, error }
                 }
             })?;
-        let workers = workload::workers(jobs, limits.capacity * 512, cfg.seed)?;
+        let workers = workload::workers_with_logs(
+            jobs,
+            limits.capacity * 512,
+            cfg.seed,
+            &crate::replay_logs::TraceLogs::streamed(),
+        )?;
         let depth = workload::total_depth(jobs);
         let nworkers = workers.len();
         Ok(Engine {

@@ -1,0 +1,367 @@
+//! `elevator replay TRACE`: a recorded block trace through elevator's queue
+//! onto a simulated device (virtual clock) or a real one (`file:PATH`,
+//! `mem:SIZE`, through io_uring on the real clock), with a report of
+//! what elevator did beside what the recording system did.
+//!
+//! Traces are blktrace binary (one file, or a per-CPU set merged by time),
+//! blkparse text, tracefs text or fio iologs, plain or xz/gzip compressed,
+//! recognised from the content ([`elevator_trace::open()`]). With
+//! `--generate N` it writes a synthetic tracefs trace of N events instead
+//! (for the speed and memory benchmarks). `--trace-out NAME` writes what the
+//! replay did as blktrace files.
+
+use std::cell::RefCell;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use elevator_io::DeviceSpec;
+use elevator_io::engine::EngineConfig;
+use elevator_io::replay::{RealReplayConfig, replay as replay_real};
+use elevator_sim::replay::{ReplayConfig, ReplayProgress, replay as replay_sim};
+use elevator_trace::analyze::Analyzer;
+use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
+use elevator_trace::{DevT, Format, Item, TraceError, TraceReader, TraceSink, dev_t};
+
+use crate::cpu_time::thread_cpu_ns;
+use crate::replay_report::{Report, print_json, print_text};
+use crate::run::{OutputFormat, check_schedulers, parse_sets};
+
+/// Which events to replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EventsArg {
+    /// The bios (Q events).
+    #[value(name = "Q", alias = "q")]
+    Q,
+    /// The issued requests (D events).
+    #[value(name = "D", alias = "d")]
+    D,
+}
+
+/// Timing of the replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimingArg {
+    /// Open loop at the recorded times (see --speed).
+    Recorded,
+    /// As fast as the queue takes the bios, in order.
+    Asap,
+}
+
+/// Trace formats this command reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// blktrace's binary records (NAME for a per-CPU set NAME.blktrace.N).
+    Blktrace,
+    /// blkparse's default text output.
+    Blkparse,
+    /// tracefs' text of the block tracepoints.
+    Tracefs,
+    /// fio's iolog (version 2 or 3).
+    Iolog,
+}
+
+impl FormatArg {
+    fn format(self) -> Format {
+        match self {
+            FormatArg::Blktrace => Format::Blktrace,
+            FormatArg::Blkparse => Format::Blkparse,
+            FormatArg::Tracefs => Format::Tracefs,
+            FormatArg::Iolog => Format::Iolog,
+        }
+    }
+}
+
+/// Options of `elevator replay`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The trace (`-` for standard input); with --generate, where to write.
+    trace: String,
+    /// Device: a simulated preset with optional overrides
+    /// (null,latency=200,queue_depth=128 resembles a loop device on a VM's
+    /// disk), or file:PATH or mem:SIZE.
+    #[arg(long, default_value = "null,latency=200,queue_depth=128")]
+    device: String,
+    /// I/O scheduler.
+    #[arg(long, default_value = "mq-deadline")]
+    scheduler: String,
+    /// Set a queue or scheduler tunable (repeatable), e.g. --set nomerges=0.
+    #[arg(long = "set", value_name = "TUNABLE=VALUE")]
+    set: Vec<String>,
+    /// Replay the bios (Q) or the issued requests (D).
+    #[arg(long, value_enum, default_value = "Q")]
+    events: EventsArg,
+    /// Timing: recorded (open loop, see --speed) or asap.
+    #[arg(long, value_enum, default_value = "recorded")]
+    timing: TimingArg,
+    /// Speed-up of recorded timing (2: twice as fast).
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Closed loop: at most N bios outstanding (overrides --timing).
+    #[arg(long)]
+    depth: Option<u32>,
+    /// The trace's format (recognised from the content when not given).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Replay only this device of the trace, MAJ,MIN (default: the most
+    /// common among the first bios).
+    #[arg(long, value_name = "MAJ,MIN")]
+    dev: Option<String>,
+    /// Count and leave out bad lines and records instead of stopping.
+    #[arg(long)]
+    skip_bad: bool,
+    /// The device honours FUA writes (default: write-back cache, no FUA,
+    /// like a loop device: a FUA write is a write then a flush).
+    #[arg(long)]
+    fua: bool,
+    /// The device has no volatile write cache (flushes are no-ops).
+    #[arg(long)]
+    write_through: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "normal")]
+    output_format: OutputFormat,
+    /// Write what the replay did as blktrace files NAME.blktrace.N (blkparse
+    /// -i NAME reads them).
+    #[arg(long, value_name = "NAME")]
+    trace_out: Option<String>,
+    /// Write a synthetic tracefs trace of this many events to TRACE instead
+    /// of replaying (for benchmarks).
+    #[arg(long, value_name = "EVENTS")]
+    generate: Option<u64>,
+}
+
+/// Recorded records analysed by device, as they stream past the planner
+/// (a trace has few devices: a list beats a hash).
+type Recorded = Rc<RefCell<Vec<(DevT, Analyzer)>>>;
+
+/// Run `elevator replay`.
+pub fn run(args: &Args) -> Result<()> {
+    if let Some(n) = args.generate {
+        return crate::replay_gen::generate(&args.trace, n);
+    }
+    let target = DeviceSpec::parse(&args.device)?;
+    let tunables = parse_sets(&args.set)?;
+    check_schedulers(&target, std::slice::from_ref(&args.scheduler), &tunables)?;
+    let timing = match (args.depth, args.timing) {
+        (Some(n), _) => Timing::Depth(n),
+        (None, TimingArg::Asap) => Timing::Asap,
+        (None, TimingArg::Recorded) => {
+            if !(args.speed > 0.0 && args.speed.is_finite()) {
+                bail!("--speed {}: must be a positive number", args.speed);
+            }
+            Timing::Recorded(args.speed)
+        }
+    };
+    let dev = args.dev.as_deref().map(parse_dev).transpose()?;
+    let events = match args.events {
+        EventsArg::Q => Events::Queued,
+        EventsArg::D => Events::Issued,
+    };
+    let reader = elevator_trace::open(
+        Path::new(&args.trace),
+        args.format.map(FormatArg::format),
+        args.skip_bad,
+    )?;
+    let mut trace_out = args
+        .trace_out
+        .as_deref()
+        .map(crate::trace_out::open_sink)
+        .transpose()?;
+    let recorded: Recorded = Rc::default();
+    let tap = Tap {
+        inner: reader,
+        recorded: recorded.clone(),
+        skipped: Rc::default(),
+    };
+    let skipped = tap.skipped.clone();
+    let plan = Planner::new(tap, events, dev);
+    let flush = FlushModel {
+        write_cache: !args.write_through,
+        fua: args.fua,
+    };
+    let mut bar = Bar::new(args.output_format == OutputFormat::Normal);
+    let cpu0 = thread_cpu_ns();
+    let (result, device_name) = match target.model() {
+        Some(model) => {
+            let cfg = ReplayConfig {
+                scheduler: args.scheduler.clone(),
+                tunables,
+                timing,
+                flush,
+                skip_bad: args.skip_bad,
+                source_name: args.trace.clone(),
+            };
+            let sink = trace_out.as_mut().map(|s| s.as_mut() as &mut dyn TraceSink);
+            let r = replay_sim(plan, model, &cfg, sink, &mut |p| bar.update(p));
+            (
+                r.map_err(anyhow::Error::from),
+                model_name(&args.device, model),
+            )
+        }
+        None => {
+            bar.real = true;
+            let device = target.open()?;
+            let cfg = RealReplayConfig {
+                engine: EngineConfig {
+                    scheduler: args.scheduler.clone(),
+                    tunables,
+                    ..EngineConfig::default()
+                },
+                timing,
+                flush,
+                skip_bad: args.skip_bad,
+                source_name: args.trace.clone(),
+            };
+            let sink = trace_out.as_mut().map(|s| s.as_mut() as &mut dyn TraceSink);
+            let r = replay_real(plan, device, &cfg, sink, &mut |records, bios| {
+                bar.update(ReplayProgress {
+                    records,
+                    bios,
+                    now: 0,
+                })
+            });
+            (r.map_err(anyhow::Error::from), args.device.clone())
+        }
+    };
+    let cpu = thread_cpu_ns().saturating_sub(cpu0);
+    bar.finish();
+    let result = result.with_context(|| format!("replaying {}", args.trace))?;
+    if let (Some(sink), Some(prefix)) = (trace_out.as_mut(), args.trace_out.as_deref()) {
+        sink.finish()
+            .with_context(|| format!("--trace-out {prefix}: writing the trace"))?;
+    }
+    let recorded = recorded.borrow();
+    let records = recorded.iter().map(|(_, a)| a.records()).sum::<u64>();
+    let dev = result.device;
+    let of = |d: DevT| {
+        recorded
+            .iter()
+            .find(|(x, _)| *x == d)
+            .map(|(_, a)| a.analysis())
+    };
+    let recorded_analysis = of(dev);
+    let plugs = of(0);
+    let report = Report {
+        trace: args.trace.clone(),
+        device: device_name,
+        scheduler: args.scheduler.clone(),
+        tunables: args.set.clone(),
+        events: args.events,
+        timing,
+        dev,
+        records,
+        skipped_lines: *skipped.borrow(),
+        result,
+        recorded: recorded_analysis,
+        recorded_plugs: plugs,
+        cpu_ns: cpu,
+        real: target.model().is_none(),
+    };
+    let printed = match args.output_format {
+        OutputFormat::Normal => print_text(&report, &mut std::io::stdout().lock()),
+        OutputFormat::Json => print_json(&report, &mut std::io::stdout().lock()),
+    };
+    match printed {
+        // The reader went away (`| head`): nothing more to say.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+                == Some(std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        r => r,
+    }
+}
+
+fn model_name(spec: &str, model: &elevator_sim::device::ModelSpec) -> String {
+    match model.build() {
+        Ok(d) => format!("{spec} ({})", d.describe()),
+        Err(_) => spec.to_string(),
+    }
+}
+
+fn parse_dev(text: &str) -> Result<DevT> {
+    let (a, b) = text
+        .split_once([',', ':'])
+        .with_context(|| format!("--dev {text}: expected MAJ,MIN"))?;
+    let major: u32 = a.trim().parse().with_context(|| format!("--dev {text}"))?;
+    let minor: u32 = b.trim().parse().with_context(|| format!("--dev {text}"))?;
+    Ok(dev_t(major, minor))
+}
+
+/// Passes trace items on to the planner, analysing the recorded records by
+/// device on the way (the recording system's own counts).
+struct Tap<I> {
+    inner: I,
+    recorded: Recorded,
+    skipped: Rc<RefCell<u64>>,
+}
+
+impl Iterator for Tap<TraceReader> {
+    type Item = Result<Item, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next();
+        if let Some(Ok(Item::Record(r))) = &item {
+            let mut recorded = self.recorded.borrow_mut();
+            match recorded.iter_mut().find(|(d, _)| *d == r.dev) {
+                Some((_, a)) => a.record(r),
+                None => {
+                    let mut a = Analyzer::new();
+                    a.record(r);
+                    recorded.push((r.dev, a));
+                }
+            }
+        }
+        if item.is_none() {
+            *self.skipped.borrow_mut() = self.inner.skipped();
+        }
+        item
+    }
+}
+
+/// A progress bar on stderr (when it is a terminal), after a second.
+struct Bar {
+    enabled: bool,
+    real: bool,
+    started: Instant,
+    shown: bool,
+}
+
+impl Bar {
+    fn new(enabled: bool) -> Bar {
+        Bar {
+            enabled: enabled && std::io::stderr().is_terminal(),
+            real: false,
+            started: Instant::now(),
+            shown: false,
+        }
+    }
+
+    fn update(&mut self, p: ReplayProgress) {
+        if !self.enabled || self.started.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        if self.real {
+            eprint!("\rreplay: {} records, {} bios ", p.records, p.bios);
+        } else {
+            eprint!(
+                "\rreplay: {} records, {} bios, {:.3} s simulated ",
+                p.records,
+                p.bios,
+                p.now as f64 / 1e9
+            );
+        }
+        let _ = std::io::stderr().flush();
+        self.shown = true;
+    }
+
+    fn finish(&mut self) {
+        if self.shown {
+            eprint!("\r{}\r", " ".repeat(72));
+            let _ = std::io::stderr().flush();
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! `elevator replay` end to end: the shipped kernel trace (PostgreSQL's
+//! `pgbench -i` on a loop device under mq-deadline) replayed with the
+//! recording's scheduler and limits gives back the kernel's merges and
+//! issued requests (counts, never times); bad traces fail with their line;
+//! a generated trace replays.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::fio::TempDir;
+
+/// The shipped traces: `$ELEVATOR_TRACES`, or the repository's
+/// `tests/traces`.
+fn traces() -> PathBuf {
+    match std::env::var_os("ELEVATOR_TRACES") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/traces"),
+    }
+}
+
+fn elevator(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .output()
+        .expect("runs elevator");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn count(v: &Value, side: &str, row: &str) -> u64 {
+    v[side]["counts"][row]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{side}.{row} in {v}"))
+}
+
+/// Within 10 %, or within 5 where the kernel counted fewer than 50.
+fn close(kernel: u64, mine: u64) -> bool {
+    let diff = kernel.abs_diff(mine);
+    if kernel < 50 {
+        diff <= 5
+    } else {
+        diff * 10 <= kernel
+    }
+}
+
+#[test]
+fn pgbench_trace_merges_as_the_kernel_did() {
+    let trace = traces().join("pgbench-init-mq-deadline.trace.xz");
+    assert!(trace.exists(), "{} is not here", trace.display());
+    let trace = trace.to_string_lossy().into_owned();
+    let (ok, out, err) = elevator(&[
+        "replay",
+        &trace,
+        "--device",
+        "null,latency=200,queue_depth=128",
+        "--scheduler",
+        "mq-deadline",
+        "--set",
+        "nomerges=0",
+        "--set",
+        "max_sectors_kb=1280",
+        "--set",
+        "nr_requests=256",
+        "--output-format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["dev"], "7,0");
+    // The summary's own counts, as the trace holds them.
+    for (row, kernel) in [
+        ("Q  bios queued", 1408),
+        ("M  back merges", 307),
+        ("F  front merges", 0),
+        ("request merges", 1),
+        ("X  splits", 573),
+        ("D  requests issued", 1789),
+        ("of which flushes", 512),
+    ] {
+        assert_eq!(count(&v, "recorded", row), kernel, "{row}");
+    }
+    for row in [
+        "M  back merges",
+        "F  front merges",
+        "request merges",
+        "D  requests issued",
+        "of which flushes",
+        "G  requests allocated",
+        "I  requests inserted",
+    ] {
+        let (k, e) = (count(&v, "recorded", row), count(&v, "elevator", row));
+        assert!(close(k, e), "{row}: kernel {k}, elevator {e}");
+    }
+    assert_eq!(count(&v, "elevator", "Q  bios queued"), 1408);
+    assert_eq!(v["bios"], 1408);
+}
+
+#[test]
+fn bad_lines_are_named_or_counted() {
+    let dir = TempDir::new("replay-bad");
+    let path = dir.path().join("bad.trace");
+    std::fs::write(
+        &path,
+        " a-1 [000] ..... 1.000000: block_bio_queue: 8,0 W 8 + 8 [a]\n\
+         a-1 [000] ..... 1.000001: block_frob: 8,0 W 8 + 8 [a]\n\
+         a-1 [000] ..... 1.000002: block_bio_queue: 8,0 W 16 + 8 [a]\n",
+    )
+    .expect("write");
+    let p = path.to_string_lossy().into_owned();
+    let (ok, _, err) = elevator(&["replay", &p, "--device", "null"]);
+    assert!(!ok);
+    assert!(
+        err.contains("bad.trace: line 2: unknown event 'block_frob'"),
+        "{err}"
+    );
+    let (ok, out, err) = elevator(&[
+        "replay",
+        &p,
+        "--device",
+        "null",
+        "--skip-bad",
+        "--output-format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["skipped_lines"], 1);
+    assert_eq!(v["bios"], 2);
+}
+
+#[test]
+fn a_generated_trace_replays_asap() {
+    let dir = TempDir::new("replay-gen");
+    let path = dir.path().join("gen.trace");
+    let p = path.to_string_lossy().into_owned();
+    let (ok, _, err) = elevator(&["replay", "--generate", "20000", &p]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = elevator(&[
+        "replay",
+        &p,
+        "--device",
+        "null",
+        "--timing",
+        "asap",
+        "--output-format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    // Whole batches: a few more than asked.
+    let records = v["records"].as_u64().expect("records");
+    assert!((20000..20040).contains(&records), "{records}");
+    // The generator's batches merge on their plugs as recorded.
+    let (k, e) = (
+        count(&v, "recorded", "M  back merges"),
+        count(&v, "elevator", "M  back merges"),
+    );
+    assert!(close(k, e), "kernel {k}, elevator {e}");
+}
+
+/// The events blkparse counts in the trace `prefix`, by action letter.
+fn blkparse_letters(prefix: &str) -> std::collections::BTreeMap<char, u64> {
+    let out = Command::new("blkparse")
+        .args(["-i", prefix])
+        .output()
+        .expect("blkparse runs (Debian package blktrace)");
+    assert!(out.status.success(), "blkparse failed");
+    let mut counts = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() >= 6
+            && f[0].contains(',')
+            && f[2].parse::<u64>().is_ok()
+            && let Some(letter) = f[5].chars().next()
+        {
+            *counts.entry(letter).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// `replay --trace-out` writes what the replay did as blktrace files that
+/// blkparse reads with elevator's counts, and replaying that trace again
+/// gives back the same merges and requests.
+#[test]
+fn a_replay_writes_a_trace_that_replays_the_same() {
+    let dir = TempDir::new("replay-out");
+    let trace = traces().join("pgbench-init-mq-deadline.trace.xz");
+    let trace = trace.to_string_lossy().into_owned();
+    let out_prefix = dir.path().join("pg").to_string_lossy().into_owned();
+    let common = [
+        "--device",
+        "null,latency=200,queue_depth=128",
+        "--scheduler",
+        "mq-deadline",
+        "--set",
+        "max_sectors_kb=1280",
+        "--set",
+        "nr_requests=256",
+        "--output-format",
+        "json",
+    ];
+    let mut args = vec!["replay", &trace, "--trace-out", &out_prefix];
+    args.extend(common);
+    let (ok, out, err) = elevator(&args);
+    assert!(ok, "{err}");
+    let first: Value = serde_json::from_str(&out).expect("json");
+    let letters = blkparse_letters(&out_prefix);
+    for (letter, row) in [
+        ('Q', "Q  bios queued"),
+        ('X', "X  splits"),
+        ('G', "G  requests allocated"),
+        ('I', "I  requests inserted"),
+        ('D', "D  requests issued"),
+        ('C', "C  completions"),
+    ] {
+        assert_eq!(
+            letters.get(&letter).copied().unwrap_or(0),
+            count(&first, "elevator", row),
+            "{letter}"
+        );
+    }
+    // blkparse prints bio and request merges alike as M.
+    assert_eq!(
+        letters.get(&'M').copied().unwrap_or(0),
+        count(&first, "elevator", "M  back merges") + count(&first, "elevator", "request merges")
+    );
+    let mut args = vec!["replay", &out_prefix];
+    args.extend(common);
+    let (ok, out, err) = elevator(&args);
+    assert!(ok, "{err}");
+    let second: Value = serde_json::from_str(&out).expect("json");
+    for row in [
+        "Q  bios queued",
+        "M  back merges",
+        "X  splits",
+        "D  requests issued",
+        "of which flushes",
+    ] {
+        assert_eq!(
+            count(&second, "elevator", row),
+            count(&first, "elevator", row),
+            "{row}"
+        );
+    }
+}

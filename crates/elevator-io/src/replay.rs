@@ -1,0 +1,314 @@
+//! Trace replay on a real device (an O_DIRECT file or block device through
+//! io_uring, or memory), on the real clock, through the [`Engine`]: each
+//! planned bio is one direct-I/O request (writes write zeroes: replaying a
+//! trace's writes overwrites the target), submitted when due (recorded
+//! times, sped up, as fast as the engine takes them, or a closed loop), with
+//! the plan's plugs, and the kernel's flush machinery as
+//! [`FlushModel`] says. The queue's own events go to the analyzer and to an
+//! optional [`TraceSink`] as records of the trace's device on CPU 0. On a
+//! real device a flush sequence shows as its parts (a flush, the write, a
+//! flush), not relabelled as the simulated replay shows it.
+//!
+//! Buffers are reused by size: no allocation per bio once sizes repeat.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use elevator_core::{IoContext, Nanos, Op, TraceLog};
+use elevator_trace::error::{TraceError, TraceErrorKind};
+use elevator_trace::replay::{FlushModel, FlushParts, Planner, Step, Timing};
+use elevator_trace::session::{EventOut, ReplayError, ReplayResult};
+use elevator_trace::{Item, TraceSink};
+use thiserror::Error;
+
+use crate::buf::AlignedBuf;
+use crate::device::DataDevice;
+use crate::dio::{Completion, DioRequest};
+use crate::engine::{Engine, EngineConfig, EngineError};
+
+/// Why a real-device replay stopped.
+#[derive(Debug, Error)]
+pub enum RealReplayError {
+    /// The engine could not be built, or the device failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The replay failed.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// A buffer could not be allocated.
+    #[error("allocating a {len}-byte buffer: {why}")]
+    Buffer {
+        /// Its size.
+        len: usize,
+        /// Why not.
+        why: String,
+    },
+}
+
+/// How to replay on a real device.
+#[derive(Clone, Debug)]
+pub struct RealReplayConfig {
+    /// The engine (scheduler, tunables).
+    pub engine: EngineConfig,
+    /// Timing.
+    pub timing: Timing,
+    /// What the device does with flushes.
+    pub flush: FlushModel,
+    /// Count bad records instead of stopping.
+    pub skip_bad: bool,
+    /// The trace's name, for errors.
+    pub source_name: String,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    parts: FlushParts,
+    next: u8,
+    pid: u32,
+    record: u64,
+}
+
+struct Replayer<'s, D: DataDevice> {
+    engine: Engine<D>,
+    out: EventOut<'s>,
+    cfg: RealReplayConfig,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    bufs: HashMap<usize, Vec<AlignedBuf>>,
+    align: usize,
+    outstanding: u64,
+    bios: u64,
+    skipped: u64,
+}
+
+/// Replay `plan` on `device` through an engine built with `cfg.engine`.
+pub fn replay<D, I>(
+    mut plan: Planner<I>,
+    device: D,
+    cfg: &RealReplayConfig,
+    sink: Option<&mut dyn TraceSink>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ReplayResult, RealReplayError>
+where
+    D: DataDevice,
+    I: Iterator<Item = Result<Item, TraceError>>,
+{
+    let mut engine: Engine<D> = Engine::new(device, &cfg.engine)?;
+    engine.set_tracing(true, TraceLog::DEFAULT_LIMIT);
+    let align = engine.alignment().memory.max(512) as usize;
+    let mut next = plan.next().transpose().map_err(ReplayError::from)?;
+    let dev = plan.device().unwrap_or(0);
+    let mut r = Replayer {
+        engine,
+        out: EventOut::new(dev, sink),
+        cfg: cfg.clone(),
+        slots: Vec::new(),
+        free: Vec::new(),
+        bufs: HashMap::new(),
+        align,
+        outstanding: 0,
+        bios: 0,
+        skipped: 0,
+    };
+    let t0 = r.engine.now();
+    let timing = cfg.timing;
+    let mut done: Vec<Completion<AlignedBuf>> = Vec::new();
+    let mut turns = 0u64;
+    loop {
+        let now = r.engine.now().saturating_sub(t0);
+        let mut wait: Option<Duration> = None;
+        while let Some(step) = &next {
+            let due = step_due(step, &timing);
+            if due.is_some_and(|t| t > now) {
+                wait = due.map(|t| Duration::from_nanos(t - now));
+                break;
+            }
+            if matches!(step, Step::Bio(_)) && r.outstanding >= timing.max_outstanding() {
+                break;
+            }
+            r.step(step, now)?;
+            next = plan.next().transpose().map_err(ReplayError::from)?;
+        }
+        if next.is_none() && r.outstanding == 0 && r.engine.is_idle() {
+            break;
+        }
+        if r.outstanding == 0 && wait.is_none() && next.is_some() {
+            wait = Some(Duration::ZERO);
+        }
+        done.clear();
+        r.engine.poll(wait, &mut done)?;
+        r.drain();
+        for c in done.drain(..) {
+            r.completed(c)?;
+        }
+        turns += 1;
+        if turns & 0xFFF == 0 {
+            progress(plan.records(), r.bios);
+        }
+    }
+    progress(plan.records(), r.bios);
+    let elapsed = r.engine.now().saturating_sub(t0);
+    let queue = r.engine.with_queue(|q| q.stats().clone());
+    let dropped = r.engine.with_queue(|q| q.trace_dropped());
+    let events = r.out.events();
+    Ok(ReplayResult {
+        device: dev,
+        analysis: r.out.finish()?,
+        queue,
+        bios: r.bios,
+        skipped: r.skipped,
+        elapsed,
+        events,
+        events_dropped: dropped,
+        plugs: plan.plugs(),
+        waited: plan.waited(),
+    })
+}
+
+fn step_due(step: &Step, timing: &Timing) -> Option<Nanos> {
+    match step {
+        Step::Bio(b) => timing.due(b.time),
+        Step::Plug { time, .. } | Step::Unplug { time, .. } => timing.due(*time),
+        Step::Process { .. } => None,
+    }
+}
+
+impl<D: DataDevice> Replayer<'_, D> {
+    fn drain(&mut self) {
+        let out = &mut self.out;
+        self.engine.drain_trace(&mut |e| out.event(e));
+    }
+
+    fn step(&mut self, step: &Step, now: Nanos) -> Result<(), RealReplayError> {
+        match step {
+            Step::Plug { .. } => self.engine.plug(),
+            Step::Unplug { .. } => self.engine.unplug(),
+            Step::Process { pid, name } => self.out.process(*pid, name, now),
+            Step::Bio(b) => {
+                let end = (b.sector + u64::from(b.bytes >> 9)) * 512;
+                if b.op != Op::Flush && end > self.engine.capacity() {
+                    if self.cfg.skip_bad {
+                        self.skipped += 1;
+                        return Ok(());
+                    }
+                    return Err(ReplayError::from(TraceError::at_record(
+                        &self.cfg.source_name,
+                        b.record,
+                        TraceErrorKind::BeyondDevice {
+                            sector: b.sector,
+                            end: end / 512,
+                            capacity: self.engine.capacity() / 512,
+                        },
+                    ))
+                    .into());
+                }
+                self.bios += 1;
+                let parts = self.cfg.flush.parts(b);
+                if parts.parts[0].is_none() {
+                    return Ok(());
+                }
+                let slot = Slot {
+                    parts,
+                    next: 0,
+                    pid: b.pid,
+                    record: b.record,
+                };
+                let s = match self.free.pop() {
+                    Some(s) => {
+                        self.slots[s as usize] = slot;
+                        s
+                    }
+                    None => {
+                        self.slots.push(slot);
+                        (self.slots.len() - 1) as u32
+                    }
+                };
+                self.outstanding += 1;
+                self.submit_part(s)?;
+            }
+        }
+        self.drain();
+        Ok(())
+    }
+
+    fn buffer(&mut self, len: usize) -> Result<AlignedBuf, RealReplayError> {
+        if let Some(b) = self.bufs.get_mut(&len).and_then(Vec::pop) {
+            return Ok(b);
+        }
+        AlignedBuf::new(len, self.align).map_err(|e| RealReplayError::Buffer {
+            len,
+            why: e.to_string(),
+        })
+    }
+
+    fn submit_part(&mut self, s: u32) -> Result<(), RealReplayError> {
+        let slot = self.slots[s as usize];
+        let Some((op, flags, sector, bytes)) = slot.parts.parts[slot.next as usize] else {
+            return Ok(());
+        };
+        let offset = sector * 512;
+        let user = u64::from(s);
+        let req = match op {
+            Op::Read => DioRequest::read(offset, vec![self.buffer(bytes as usize)?], user),
+            Op::Write => DioRequest::write(offset, vec![self.buffer(bytes as usize)?], user),
+            Op::Flush => DioRequest::flush(user),
+            Op::Discard => DioRequest::discard(offset, u64::from(bytes), user),
+            Op::WriteZeroes => DioRequest::write_zeroes(offset, u64::from(bytes), user),
+        }
+        .with_flags(flags)
+        .with_ctx(IoContext(slot.pid));
+        if let Err(rejected) = self.engine.submit(req) {
+            self.recycle(rejected.request.bufs);
+            if self.cfg.skip_bad {
+                self.skipped += 1;
+                self.release(s);
+                return Ok(());
+            }
+            return Err(ReplayError::from(TraceError::at_record(
+                &self.cfg.source_name,
+                slot.record,
+                TraceErrorKind::Parse {
+                    why: "the engine refused the bio".into(),
+                    text: rejected.error.to_string(),
+                },
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    fn recycle(&mut self, bufs: Vec<AlignedBuf>) {
+        for b in bufs {
+            self.bufs.entry(b.len()).or_default().push(b);
+        }
+    }
+
+    fn release(&mut self, s: u32) {
+        self.outstanding -= 1;
+        self.free.push(s);
+    }
+
+    fn completed(&mut self, c: Completion<AlignedBuf>) -> Result<(), RealReplayError> {
+        self.recycle(c.bufs);
+        let s = c.user_data as u32;
+        let Some(slot) = self.slots.get_mut(s as usize) else {
+            return Ok(());
+        };
+        slot.next += 1;
+        let more = slot
+            .parts
+            .parts
+            .get(slot.next as usize)
+            .is_some_and(Option::is_some);
+        if more {
+            self.submit_part(s)?;
+            self.drain();
+        } else {
+            self.release(s);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,463 @@
+//! A btt-style analysis of any stream of [`Record`]s: a recorded trace, or
+//! the events elevator's own queue emits during a replay.
+//!
+//! It counts events by action (with flush requests apart), bytes by
+//! operation, issued request sizes and unplug depths, and measures the
+//! intervals btt reports, by btt's definitions (`man btt`):
+//!
+//! - Q2G: a bio queued to its request allocated; G2I: allocated to inserted;
+//!   I2D: inserted to issued; D2C: issued to completed (per request).
+//! - Q2M: a bio queued to merged into an existing request.
+//! - Q2D: a bio queued to the issue of the request holding it; Q2C: to that
+//!   request's completion (per bio: a merged bio counts too), also kept per
+//!   operation for percentiles.
+//!
+//! Bios and requests in flight are tracked by (device, first sector) in
+//! ordered maps that shrink as they complete: memory follows what is in
+//! flight, not the trace's length. Split pieces are followed from the
+//! split's sector; merged bios join their request's sector range; a request
+//! merged into another hands over its range. Empty flushes (no sector) are
+//! matched first in, first out.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use elevator_core::{Histogram, Nanos, Op, Summary, TraceAction};
+
+use crate::fast_hash::IntMap;
+use crate::record::{DevT, Record};
+
+/// At most this many empty flushes are waited for at once; older ones are
+/// forgotten (their completions were not in the trace).
+const MAX_PENDING_FLUSHES: usize = 1 << 16;
+
+/// At most this many bios (and as many requests) are followed at once: past
+/// it, the older half is forgotten (a trace without completions, or one
+/// cut short, must not hold the whole trace in memory).
+pub const MAX_TRACKED: usize = 1 << 17;
+
+/// A bio in flight: (device, first sector, arrival order).
+type Key = (DevT, u64, u64);
+
+#[derive(Clone, Copy, Debug)]
+struct BioState {
+    queued: Nanos,
+    end: u64,
+    op: Op,
+    got_request: bool,
+    issued: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct RqState {
+    end: u64,
+    allocated: Option<Nanos>,
+    inserted: Option<Nanos>,
+    issued: Option<Nanos>,
+}
+
+/// Count and bytes of one operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpCount {
+    /// Events.
+    pub count: u64,
+    /// Bytes they moved.
+    pub bytes: u64,
+}
+
+/// What the analysis found (see the module documentation).
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    /// Events by action, indexed as [`TraceAction::ALL`].
+    pub counts: [u64; 12],
+    /// Issued requests that were flushes.
+    pub flush_issues: u64,
+    /// Queued bios by operation, indexed as [`Op::ALL`].
+    pub queued: [OpCount; 5],
+    /// Issued requests by operation.
+    pub issued: [OpCount; 5],
+    /// Completed requests by operation.
+    pub completed: [OpCount; 5],
+    /// Completions with an error.
+    pub errors: u64,
+    /// Issued data request sizes: (operation, bytes) → count, most common
+    /// first.
+    pub issue_sizes: Vec<((Op, u32), u64)>,
+    /// Unplug depth → count, shallowest first.
+    pub unplug_depths: Vec<(u64, u64)>,
+    /// btt's Q2G.
+    pub q2g: Summary,
+    /// btt's G2I.
+    pub g2i: Summary,
+    /// btt's I2D.
+    pub i2d: Summary,
+    /// btt's Q2M.
+    pub q2m: Summary,
+    /// btt's Q2D.
+    pub q2d: Summary,
+    /// btt's D2C.
+    pub d2c: Summary,
+    /// btt's Q2C.
+    pub q2c: Summary,
+    /// Q2C per operation (percentiles), indexed as [`Op::ALL`].
+    pub q2c_by_op: Vec<Histogram>,
+    /// Bios and requests forgotten unfinished (more than [`MAX_TRACKED`]
+    /// in flight).
+    pub forgotten: u64,
+    /// First and last event time.
+    pub span: Option<(Nanos, Nanos)>,
+}
+
+impl Analysis {
+    /// Events of `action`.
+    pub fn count(&self, action: TraceAction) -> u64 {
+        self.counts[action as usize]
+    }
+}
+
+/// The analyzer: feed it records in time order with [`Analyzer::record`].
+#[derive(Debug)]
+pub struct Analyzer {
+    out: Analysis,
+    sizes: IntMap<(Op, u32), u64>,
+    depths: BTreeMap<u64, u64>,
+    bios: BTreeMap<Key, BioState>,
+    rqs: BTreeMap<Key, RqState>,
+    flush_bios: VecDeque<Nanos>,
+    flush_rqs: VecDeque<Nanos>,
+    seq: u64,
+    scratch: Vec<Key>,
+}
+
+impl Default for Analyzer {
+    fn default() -> Analyzer {
+        Analyzer::new()
+    }
+}
+
+fn op_index(op: Op) -> usize {
+    Op::ALL.iter().position(|&o| o == op).unwrap_or(0)
+}
+
+impl Analyzer {
+    /// An empty analyzer.
+    pub fn new() -> Analyzer {
+        Analyzer {
+            out: Analysis {
+                q2c_by_op: (0..5).map(|_| Histogram::new()).collect(),
+                ..Analysis::default()
+            },
+            sizes: IntMap::default(),
+            depths: BTreeMap::new(),
+            bios: BTreeMap::new(),
+            rqs: BTreeMap::new(),
+            flush_bios: VecDeque::new(),
+            flush_rqs: VecDeque::new(),
+            seq: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Records taken.
+    pub fn records(&self) -> u64 {
+        self.out.counts.iter().sum()
+    }
+
+    /// Bios and requests held in flight (for memory checks).
+    pub fn in_flight(&self) -> usize {
+        self.bios.len() + self.rqs.len() + self.flush_bios.len() + self.flush_rqs.len()
+    }
+
+    fn next_key(&mut self, dev: DevT, sector: u64) -> Key {
+        self.seq += 1;
+        if self.bios.len() >= MAX_TRACKED {
+            self.out.forgotten += forget_older_half(&mut self.bios);
+        }
+        if self.rqs.len() >= MAX_TRACKED {
+            self.out.forgotten += forget_older_half(&mut self.rqs);
+        }
+        (dev, sector, self.seq)
+    }
+
+    /// The first bio at (dev, sector) that `pred` accepts.
+    fn find_bio(&self, dev: DevT, sector: u64, pred: impl Fn(&BioState) -> bool) -> Option<Key> {
+        self.bios
+            .range((dev, sector, 0)..=(dev, sector, u64::MAX))
+            .find(|(_, b)| pred(b))
+            .map(|(k, _)| *k)
+    }
+
+    /// The first request at (dev, sector) that `pred` accepts.
+    fn find_rq(&self, dev: DevT, sector: u64, pred: impl Fn(&RqState) -> bool) -> Option<Key> {
+        self.rqs
+            .range((dev, sector, 0)..=(dev, sector, u64::MAX))
+            .find(|(_, r)| pred(r))
+            .map(|(k, _)| *k)
+    }
+
+    /// A queued (not issued) request ending at `end`, looking back a few.
+    fn rq_ending_at(&self, dev: DevT, end: u64) -> Option<Key> {
+        self.rqs
+            .range((dev, 0, 0)..(dev, end, 0))
+            .rev()
+            .take(16)
+            .find(|(_, r)| r.end == end && r.issued.is_none())
+            .map(|(k, _)| *k)
+    }
+
+    /// Take one record.
+    pub fn record(&mut self, r: &Record) {
+        let e = &r.event;
+        let out = &mut self.out;
+        out.counts[e.action as usize] += 1;
+        out.span = Some(match out.span {
+            None => (e.time, e.time),
+            Some((a, b)) => (a.min(e.time), b.max(e.time)),
+        });
+        let dev = r.dev;
+        let sectors = u64::from(e.bytes >> 9);
+        let end = e.sector + sectors;
+        let empty = e.op == Op::Flush || e.bytes == 0;
+        let oi = op_index(e.op);
+        match e.action {
+            TraceAction::Queue => {
+                out.queued[oi].count += 1;
+                out.queued[oi].bytes += u64::from(e.bytes);
+                if empty {
+                    if self.flush_bios.len() >= MAX_PENDING_FLUSHES {
+                        self.flush_bios.pop_front();
+                    }
+                    self.flush_bios.push_back(e.time);
+                } else {
+                    let key = self.next_key(dev, e.sector);
+                    self.bios.insert(
+                        key,
+                        BioState {
+                            queued: e.time,
+                            end,
+                            op: e.op,
+                            got_request: false,
+                            issued: false,
+                        },
+                    );
+                }
+            }
+            TraceAction::Split => {
+                let cut = e.extra;
+                if let Some(k) = self.find_bio(dev, e.sector, |b| b.end > cut && !b.issued)
+                    && let Some(b) = self.bios.get_mut(&k)
+                {
+                    let rest = BioState { end: b.end, ..*b };
+                    b.end = cut;
+                    let key = self.next_key(dev, cut);
+                    self.bios.insert(key, rest);
+                }
+            }
+            TraceAction::BackMerge | TraceAction::FrontMerge => {
+                if let Some(k) = self.find_bio(dev, e.sector, |b| !b.got_request)
+                    && let Some(b) = self.bios.get_mut(&k)
+                {
+                    b.got_request = true;
+                    self.out.q2m.record(e.time.saturating_sub(b.queued));
+                }
+                if e.action == TraceAction::BackMerge {
+                    if let Some(k) = self.rq_ending_at(dev, e.sector)
+                        && let Some(rq) = self.rqs.get_mut(&k)
+                    {
+                        rq.end = end;
+                    }
+                } else if let Some(k) = self.find_rq(dev, end, |r| r.issued.is_none())
+                    && let Some(rq) = self.rqs.remove(&k)
+                {
+                    let key = self.next_key(dev, e.sector);
+                    self.rqs.insert(key, rq);
+                }
+            }
+            TraceAction::RqMerge => {
+                if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_none()) {
+                    self.rqs.remove(&k);
+                }
+                if let Some(k) = self.rq_ending_at(dev, e.sector)
+                    && let Some(rq) = self.rqs.get_mut(&k)
+                {
+                    rq.end = rq.end.max(end);
+                }
+            }
+            TraceAction::GetRq => {
+                if empty {
+                    return;
+                }
+                if let Some(k) = self.find_bio(dev, e.sector, |b| !b.got_request)
+                    && let Some(b) = self.bios.get_mut(&k)
+                {
+                    b.got_request = true;
+                    self.out.q2g.record(e.time.saturating_sub(b.queued));
+                }
+                let key = self.next_key(dev, e.sector);
+                self.rqs.insert(
+                    key,
+                    RqState {
+                        end,
+                        allocated: Some(e.time),
+                        inserted: None,
+                        issued: None,
+                    },
+                );
+            }
+            TraceAction::Insert => {
+                let found = self.find_rq(dev, e.sector, |r| {
+                    r.inserted.is_none() && r.issued.is_none()
+                });
+                match found.and_then(|k| self.rqs.get_mut(&k)) {
+                    Some(rq) => {
+                        rq.inserted = Some(e.time);
+                        if let Some(g) = rq.allocated {
+                            self.out.g2i.record(e.time.saturating_sub(g));
+                        }
+                    }
+                    None => {
+                        let key = self.next_key(dev, e.sector);
+                        self.rqs.insert(
+                            key,
+                            RqState {
+                                end,
+                                allocated: None,
+                                inserted: Some(e.time),
+                                issued: None,
+                            },
+                        );
+                    }
+                }
+            }
+            TraceAction::Issue => self.issue(r, end, empty),
+            TraceAction::Complete => self.complete(r, end, empty),
+            TraceAction::Requeue => {
+                if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_some())
+                    && let Some(rq) = self.rqs.get_mut(&k)
+                {
+                    rq.issued = None;
+                }
+            }
+            TraceAction::Plug => {}
+            TraceAction::Unplug => *self.depths.entry(e.extra).or_insert(0) += 1,
+        }
+    }
+
+    fn issue(&mut self, r: &Record, end: u64, empty: bool) {
+        let e = &r.event;
+        let dev = r.dev;
+        let oi = op_index(e.op);
+        self.out.issued[oi].count += 1;
+        self.out.issued[oi].bytes += u64::from(e.bytes);
+        if empty {
+            if e.op == Op::Flush {
+                self.out.flush_issues += 1;
+            }
+            if self.flush_rqs.len() >= MAX_PENDING_FLUSHES {
+                self.flush_rqs.pop_front();
+            }
+            self.flush_rqs.push_back(e.time);
+            return;
+        }
+        *self.sizes.entry((e.op, e.bytes)).or_insert(0) += 1;
+        match self
+            .find_rq(dev, e.sector, |r| r.issued.is_none())
+            .and_then(|k| self.rqs.get_mut(&k))
+        {
+            Some(rq) => {
+                rq.issued = Some(e.time);
+                rq.end = end;
+                if let Some(i) = rq.inserted {
+                    self.out.i2d.record(e.time.saturating_sub(i));
+                }
+            }
+            None => {
+                let key = self.next_key(dev, e.sector);
+                self.rqs.insert(
+                    key,
+                    RqState {
+                        end,
+                        allocated: None,
+                        inserted: None,
+                        issued: Some(e.time),
+                    },
+                );
+            }
+        }
+        for (_, b) in self.bios.range_mut((dev, e.sector, 0)..(dev, end, 0)) {
+            if !b.issued {
+                b.issued = true;
+                self.out.q2d.record(e.time.saturating_sub(b.queued));
+            }
+        }
+    }
+
+    fn complete(&mut self, r: &Record, end: u64, empty: bool) {
+        let e = &r.event;
+        let dev = r.dev;
+        let oi = op_index(e.op);
+        self.out.completed[oi].count += 1;
+        self.out.completed[oi].bytes += u64::from(e.bytes);
+        if e.error != 0 {
+            self.out.errors += 1;
+        }
+        if empty {
+            // The kernel also completes an emptied flush-sequence request
+            // ("WS 0 + 0"): only the flush itself is matched.
+            if e.op == Op::Flush {
+                if let Some(d) = self.flush_rqs.pop_front() {
+                    self.out.d2c.record(e.time.saturating_sub(d));
+                }
+                if let Some(q) = self.flush_bios.pop_front() {
+                    let v = e.time.saturating_sub(q);
+                    self.out.q2c.record(v);
+                    self.out.q2c_by_op[op_index(Op::Flush)].record(v);
+                }
+            }
+            return;
+        }
+        if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_some())
+            && let Some(rq) = self.rqs.remove(&k)
+            && let Some(d) = rq.issued
+        {
+            self.out.d2c.record(e.time.saturating_sub(d));
+        }
+        let mut keys = std::mem::take(&mut self.scratch);
+        keys.clear();
+        for (k, b) in self.bios.range((dev, e.sector, 0)..(dev, end, 0)) {
+            if b.issued {
+                keys.push(*k);
+            }
+        }
+        for k in &keys {
+            if let Some(b) = self.bios.remove(k) {
+                let v = e.time.saturating_sub(b.queued);
+                self.out.q2c.record(v);
+                self.out.q2c_by_op[op_index(b.op)].record(v);
+            }
+        }
+        self.scratch = keys;
+    }
+
+    /// The analysis so far.
+    pub fn analysis(&self) -> Analysis {
+        let mut a = self.out.clone();
+        let mut sizes: Vec<_> = self.sizes.iter().map(|(k, v)| (*k, *v)).collect();
+        sizes.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.1.cmp(&a.0.1)));
+        a.issue_sizes = sizes;
+        a.unplug_depths = self.depths.iter().map(|(k, v)| (*k, *v)).collect();
+        a
+    }
+}
+
+/// Forget the older half of `map` (by arrival order); how many went.
+fn forget_older_half<V>(map: &mut BTreeMap<Key, V>) -> u64 {
+    let mut seqs: Vec<u64> = map.keys().map(|k| k.2).collect();
+    let mid = seqs.len() / 2;
+    let (_, &mut cut, _) = seqs.select_nth_unstable(mid);
+    let before = map.len();
+    map.retain(|k, _| k.2 >= cut);
+    (before - map.len()) as u64
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,94 @@
+//! Tests of the btt-style analysis on small hand-made streams.
+
+use super::*;
+use crate::record::{dev_t, event};
+use elevator_core::{BioFlags, TraceEvent};
+
+fn rec(time: u64, action: TraceAction, op: Op, sector: u64, sectors: u32) -> Record {
+    Record::new(
+        event(time, action, op, BioFlags::NONE, sector, sectors * 512, 7),
+        0,
+        dev_t(8, 0),
+    )
+}
+
+#[test]
+fn a_merged_pair_and_a_flush() {
+    use TraceAction::*;
+    let mut a = Analyzer::new();
+    for r in [
+        rec(0, Queue, Op::Write, 100, 8),
+        rec(1, GetRq, Op::Write, 100, 8),
+        rec(2, Queue, Op::Write, 108, 8),
+        rec(3, BackMerge, Op::Write, 108, 8),
+        rec(5, Insert, Op::Write, 100, 16),
+        rec(9, Issue, Op::Write, 100, 16),
+        rec(20, Complete, Op::Write, 100, 16),
+        rec(21, Queue, Op::Flush, 0, 0),
+        rec(22, GetRq, Op::Flush, 0, 0),
+        rec(23, Issue, Op::Flush, 0, 0),
+        rec(30, Complete, Op::Flush, 0, 0),
+    ] {
+        a.record(&r);
+    }
+    a.record(&Record::new(
+        TraceEvent::plug(Unplug, 31, elevator_core::IoContext(7), 2),
+        0,
+        0,
+    ));
+    let x = a.analysis();
+    assert_eq!(x.count(Queue), 3);
+    assert_eq!(x.count(BackMerge), 1);
+    assert_eq!(x.count(Issue), 2);
+    assert_eq!(x.flush_issues, 1);
+    assert_eq!(x.issue_sizes, vec![((Op::Write, 8192), 1)]);
+    assert_eq!(x.unplug_depths, vec![(2, 1)]);
+    assert_eq!(x.q2g.count, 1);
+    assert_eq!(x.g2i.count, 1);
+    assert_eq!(x.g2i.max(), 4);
+    assert_eq!(x.i2d.max(), 4);
+    assert_eq!(x.q2m.max(), 1);
+    assert_eq!(x.q2d.count, 2);
+    assert_eq!((x.q2d.min(), x.q2d.max()), (7, 9));
+    assert_eq!(x.q2c.count, 3);
+    assert_eq!(x.q2c.max(), 20);
+    assert_eq!(x.d2c.count, 2);
+    assert_eq!((x.d2c.min(), x.d2c.max()), (7, 11));
+    assert_eq!(x.q2c_by_op[1].count(), 2);
+    assert_eq!(a.in_flight(), 0);
+}
+
+#[test]
+fn split_pieces_complete_separately() {
+    use TraceAction::*;
+    let mut a = Analyzer::new();
+    let mut x = rec(1, Split, Op::Write, 0, 16);
+    x.event.extra = 8;
+    for r in [
+        rec(0, Queue, Op::Write, 0, 16),
+        x,
+        rec(2, GetRq, Op::Write, 0, 8),
+        rec(3, GetRq, Op::Write, 8, 8),
+        rec(4, Issue, Op::Write, 0, 8),
+        rec(5, Issue, Op::Write, 8, 8),
+        rec(6, Complete, Op::Write, 0, 8),
+        rec(8, Complete, Op::Write, 8, 8),
+    ] {
+        a.record(&r);
+    }
+    let x = a.analysis();
+    assert_eq!(x.q2g.count, 2);
+    assert_eq!(x.q2c.count, 2);
+    assert_eq!(x.q2c.max(), 8);
+    assert_eq!(a.in_flight(), 0);
+}
+
+#[test]
+fn memory_is_bounded_without_completions() {
+    let mut a = Analyzer::new();
+    for i in 0..(MAX_TRACKED as u64 * 3) {
+        a.record(&rec(i, TraceAction::Queue, Op::Write, i * 8, 8));
+    }
+    assert!(a.in_flight() <= MAX_TRACKED);
+    assert!(a.analysis().forgotten >= MAX_TRACKED as u64);
+}

@@ -1,0 +1,485 @@
+//! Replay planning: a stream of trace [`Item`]s becomes the bios to submit,
+//! in order, with the plugs the recording's submitters held. Pure: the
+//! drivers (elevator-sim's and elevator-io's) run the plan.
+//!
+//! - **Which events** ([`Events`]): the bios (`Q`, the default: each queued
+//!   bio, before the recording's queue split or merged it) or the issued
+//!   requests (`D`: what the recording's device got, merges done).
+//!   Flushes, FUA, discards and write-zeroes are replayed as recorded, each
+//!   with its process id as the I/O context.
+//! - **Which device**: the one named, or the most common device among the
+//!   first [`DEVICE_SAMPLE`] bio events.
+//! - **Plugs**: the kernel plugs per task (`blk_start_plug`), and that is
+//!   where most of its merges come from (jbd2's and writeback's batches merge
+//!   on the plug). tracefs records `block_plug` when the first request goes
+//!   onto an empty plug, that is just after the `Q`/`G` of that task's first
+//!   bio, and `block_unplug` when it is flushed. So a task's `Q` that is
+//!   followed by that task's `P` (before its next `Q` or `U`) opens a plug,
+//!   and the plug closes at the task's `U`: the plan brackets those bios
+//!   with [`Step::Plug`] and [`Step::Unplug`]. Plugs and unplugs of tasks
+//!   with no bio on the device (other devices' plugs: tracefs gives plugs no
+//!   device) plan nothing. In `D` mode there are no plugs: the requests are
+//!   already merged.
+//! - **One plug at a time**: elevator's queue has one plug, the kernel one
+//!   per task. While one task's plug is open, other tasks' steps wait (in
+//!   order) until it closes, at most [`MAX_DEFERRED`] of them; past that
+//!   the plug is closed early. Kernel plugs last microseconds, so the
+//!   reordering is that small.
+//! - **Streaming**: a step leaves the planner once [`Planner::window`] more
+//!   items have been read (time enough to see its task's `P`), so memory is
+//!   bounded by the window, not the trace.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::fast_hash::IntMap;
+
+use elevator_core::{BioFlags, Nanos, Op, TraceAction};
+
+mod flush;
+
+pub use flush::{FlushModel, FlushParts};
+
+use crate::error::TraceError;
+use crate::record::{DevT, Item, Record};
+
+/// Bio events looked at to choose the device when none is named.
+pub const DEVICE_SAMPLE: usize = 1000;
+/// Steps of other tasks that may wait behind an open plug.
+pub const MAX_DEFERRED: usize = 1024;
+/// Items read ahead by default.
+pub const DEFAULT_WINDOW: usize = 4096;
+
+/// Which events of the trace are replayed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Events {
+    /// Queued bios (`Q`).
+    #[default]
+    Queued,
+    /// Issued requests (`D`).
+    Issued,
+}
+
+/// One bio to submit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedBio {
+    /// Recorded time, ns after the first planned event.
+    pub time: Nanos,
+    /// Operation.
+    pub op: Op,
+    /// Flags (sync, meta, FUA, preflush).
+    pub flags: BioFlags,
+    /// First sector.
+    pub sector: u64,
+    /// Bytes (0 for a flush).
+    pub bytes: u32,
+    /// The submitting process.
+    pub pid: u32,
+    /// Which record of the trace it came from (1-based), for errors.
+    pub record: u64,
+}
+
+/// One step of a replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Submit a bio.
+    Bio(PlannedBio),
+    /// Start plugging for `pid`.
+    Plug {
+        /// Recorded time.
+        time: Nanos,
+        /// The task.
+        pid: u32,
+    },
+    /// Flush the plug of `pid`.
+    Unplug {
+        /// Recorded time.
+        time: Nanos,
+        /// The task.
+        pid: u32,
+    },
+    /// A process's name (for trace writers).
+    Process {
+        /// Process id.
+        pid: u32,
+        /// Name.
+        name: String,
+    },
+}
+
+/// When bios are submitted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Timing {
+    /// Open loop at the recorded times (relative to the first), divided by
+    /// the speed-up (1.0: as recorded).
+    Recorded(f64),
+    /// As fast as the queue takes them, in order: a bio waits only for a tag
+    /// (or for the flush before it, see [`FlushModel`]), never for the
+    /// recording's completions.
+    Asap,
+    /// Closed loop: at most this many bios outstanding, in order.
+    Depth(u32),
+}
+
+impl Timing {
+    /// When a step recorded at `time` is due (`None`: as soon as allowed).
+    pub fn due(&self, time: Nanos) -> Option<Nanos> {
+        match *self {
+            Timing::Recorded(speed) if speed > 0.0 && speed != 1.0 => {
+                Some((time as f64 / speed) as Nanos)
+            }
+            Timing::Recorded(_) => Some(time),
+            Timing::Asap | Timing::Depth(_) => None,
+        }
+    }
+
+    /// Bios that may be outstanding at once.
+    pub fn max_outstanding(&self) -> u64 {
+        match *self {
+            Timing::Depth(n) => u64::from(n.max(1)),
+            _ => u64::MAX,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Task {
+    /// Sequence number of its last planned bio, while that bio may still
+    /// open a plug.
+    last_bio: Option<u64>,
+    open: bool,
+}
+
+/// Plans a replay from trace items.
+pub struct Planner<I> {
+    items: I,
+    events: Events,
+    dev: Option<DevT>,
+    window: usize,
+    /// Read ahead, not yet planned, while the device is being chosen.
+    sample: Vec<Item>,
+    /// Planned steps, the first with sequence number `base`; a bio's flag
+    /// says whether a plug opens before it.
+    ahead: VecDeque<(Step, bool)>,
+    base: u64,
+    tasks: IntMap<u32, Task>,
+    /// Steps ready, in replay order.
+    out: VecDeque<Step>,
+    owner: Option<u32>,
+    deferred: VecDeque<Step>,
+    first_time: Option<Nanos>,
+    records: u64,
+    ignored: u64,
+    plugs: u64,
+    waited: u64,
+    input_done: bool,
+}
+
+impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
+    /// A planner of `items`, replaying `events` of device `dev` (or the most
+    /// common one).
+    pub fn new(items: I, events: Events, dev: Option<DevT>) -> Planner<I> {
+        Planner {
+            items,
+            events,
+            dev,
+            window: DEFAULT_WINDOW,
+            sample: Vec::new(),
+            ahead: VecDeque::new(),
+            base: 0,
+            tasks: IntMap::default(),
+            out: VecDeque::new(),
+            owner: None,
+            deferred: VecDeque::new(),
+            first_time: None,
+            records: 0,
+            ignored: 0,
+            plugs: 0,
+            waited: 0,
+            input_done: false,
+        }
+    }
+
+    /// Read `window` items ahead (at least 16).
+    pub fn window(mut self, window: usize) -> Planner<I> {
+        self.window = window.max(16);
+        self
+    }
+
+    /// The device replayed, once known.
+    pub fn device(&self) -> Option<DevT> {
+        self.dev
+    }
+
+    /// Records read from the trace.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Bio events with nothing to replay (no bytes and no flush).
+    pub fn ignored(&self) -> u64 {
+        self.ignored
+    }
+
+    /// Plugs planned (the recording's plugs that held bios of the device).
+    pub fn plugs(&self) -> u64 {
+        self.plugs
+    }
+
+    /// Steps that waited behind another task's open plug.
+    pub fn waited(&self) -> u64 {
+        self.waited
+    }
+
+    fn wanted(&self) -> TraceAction {
+        match self.events {
+            Events::Queued => TraceAction::Queue,
+            Events::Issued => TraceAction::Issue,
+        }
+    }
+
+    /// Choose the device: the most common among the first bio events.
+    fn choose_device(&mut self) -> Result<(), TraceError> {
+        let wanted = self.wanted();
+        let mut seen = 0;
+        while seen < DEVICE_SAMPLE {
+            let Some(item) = self.items.next() else { break };
+            let item = item?;
+            if let Item::Record(r) = &item
+                && r.event.action == wanted
+            {
+                seen += 1;
+            }
+            self.sample.push(item);
+        }
+        let mut counts: HashMap<DevT, u64> = HashMap::new();
+        for item in &self.sample {
+            if let Item::Record(r) = item
+                && r.event.action == wanted
+            {
+                *counts.entry(r.dev).or_insert(0) += 1;
+            }
+        }
+        self.dev = counts
+            .into_iter()
+            .max_by_key(|&(dev, n)| (n, std::cmp::Reverse(dev)))
+            .map(|(dev, _)| dev)
+            .or(Some(0));
+        Ok(())
+    }
+
+    fn take(&mut self, item: Item) {
+        let r = match item {
+            Item::Process { pid, name, .. } => {
+                self.push(Step::Process { pid, name });
+                return;
+            }
+            Item::Record(r) => r,
+        };
+        self.records += 1;
+        let e = &r.event;
+        let first = *self.first_time.get_or_insert(e.time);
+        let time = e.time.saturating_sub(first);
+        let pid = r.pid();
+        match e.action {
+            a if a == self.wanted() && Some(r.dev) == self.dev => self.plan_bio(&r, time),
+            TraceAction::Plug if self.events == Events::Queued => {
+                let seq_end = self.base + self.ahead.len() as u64;
+                let base = self.base;
+                let task = self.tasks.entry(pid).or_default();
+                if !task.open
+                    && let Some(seq) = task.last_bio.take()
+                    && seq >= base
+                    && seq < seq_end
+                {
+                    task.open = true;
+                    if let Some(slot) = self.ahead.get_mut((seq - base) as usize) {
+                        slot.1 = true;
+                    }
+                }
+            }
+            TraceAction::Unplug if self.events == Events::Queued => {
+                if let Some(task) = self.tasks.get_mut(&pid) {
+                    task.last_bio = None;
+                    if std::mem::take(&mut task.open) {
+                        self.push(Step::Unplug { time, pid });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn plan_bio(&mut self, r: &Record, time: Nanos) {
+        let e = &r.event;
+        let mut op = e.op;
+        let mut flags = e.flags.without(BioFlags::NOMERGE);
+        if e.bytes == 0 && op != Op::Flush {
+            if !flags.contains(BioFlags::PREFLUSH) {
+                self.ignored += 1;
+                return;
+            }
+            op = Op::Flush;
+        }
+        if op == Op::Flush {
+            flags = flags.without(BioFlags::FUA) | BioFlags::PREFLUSH;
+        }
+        let seq = self.base + self.ahead.len() as u64;
+        let pid = r.pid();
+        self.push(Step::Bio(PlannedBio {
+            time,
+            op,
+            flags,
+            sector: if op == Op::Flush { 0 } else { e.sector },
+            bytes: if op == Op::Flush { 0 } else { e.bytes },
+            pid,
+            record: self.records,
+        }));
+        if self.events == Events::Queued {
+            let task = self.tasks.entry(pid).or_default();
+            task.last_bio = Some(seq);
+        }
+    }
+
+    fn push(&mut self, step: Step) {
+        self.ahead.push_back((step, false));
+    }
+
+    /// Move the oldest planned step on, through the one-plug arbiter.
+    fn release(&mut self) {
+        let Some((step, opens)) = self.ahead.pop_front() else {
+            return;
+        };
+        self.base += 1;
+        if opens && let Step::Bio(b) = &step {
+            self.arbitrate(
+                Step::Plug {
+                    time: b.time,
+                    pid: b.pid,
+                },
+                true,
+            );
+        }
+        self.arbitrate(step, true);
+    }
+
+    /// Pass `step` on, or hold it behind another task's plug (`fresh`: it
+    /// has not waited before).
+    fn arbitrate(&mut self, step: Step, fresh: bool) {
+        let pid = match &step {
+            Step::Process { .. } => {
+                self.out.push_back(step);
+                return;
+            }
+            Step::Bio(b) => b.pid,
+            Step::Plug { pid, .. } | Step::Unplug { pid, .. } => *pid,
+        };
+        match (self.owner, &step) {
+            (Some(o), _) if o != pid => {
+                self.waited += u64::from(fresh);
+                self.deferred.push_back(step);
+                if self.deferred.len() > MAX_DEFERRED {
+                    let time = self.deferred.front().map_or(0, step_time);
+                    self.close_plug(Step::Unplug { time, pid: o });
+                }
+            }
+            (None, Step::Unplug { .. }) => {}
+            (Some(_), Step::Plug { .. }) => {}
+            (None, Step::Plug { .. }) => {
+                self.plugs += 1;
+                self.owner = Some(pid);
+                self.out.push_back(step);
+            }
+            (Some(_), Step::Unplug { .. }) => self.close_plug(step),
+            _ => self.out.push_back(step),
+        }
+    }
+
+    /// Close the open plug with `unplug` and replay what waited behind it.
+    fn close_plug(&mut self, unplug: Step) {
+        self.owner = None;
+        self.out.push_back(unplug);
+        let waiting = std::mem::take(&mut self.deferred);
+        for step in waiting {
+            self.arbitrate(step, false);
+        }
+    }
+
+    fn finish(&mut self) {
+        while !self.ahead.is_empty() {
+            self.release();
+        }
+        let mut open: Vec<u32> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.open)
+            .map(|(&p, _)| p)
+            .collect();
+        open.sort_unstable();
+        for pid in open {
+            if let Some(t) = self.tasks.get_mut(&pid) {
+                t.open = false;
+            }
+            let time = self.out.back().map_or(0, step_time);
+            self.arbitrate(Step::Unplug { time, pid }, true);
+        }
+        if let Some(o) = self.owner {
+            let time = self.deferred.back().map_or(0, step_time);
+            self.close_plug(Step::Unplug { time, pid: o });
+        }
+    }
+}
+
+fn step_time(s: &Step) -> Nanos {
+    match s {
+        Step::Bio(b) => b.time,
+        Step::Plug { time, .. } | Step::Unplug { time, .. } => *time,
+        Step::Process { .. } => 0,
+    }
+}
+
+impl<I: Iterator<Item = Result<Item, TraceError>>> Iterator for Planner<I> {
+    type Item = Result<Step, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(step) = self.out.pop_front() {
+                return Some(Ok(step));
+            }
+            if self.input_done {
+                return None;
+            }
+            if self.dev.is_none()
+                && let Err(e) = self.choose_device()
+            {
+                self.input_done = true;
+                return Some(Err(e));
+            }
+            if !self.sample.is_empty() {
+                let sample = std::mem::take(&mut self.sample);
+                for item in sample {
+                    self.take(item);
+                }
+            }
+            while self.ahead.len() <= self.window && self.out.is_empty() {
+                match self.items.next() {
+                    Some(Ok(item)) => self.take(item),
+                    Some(Err(e)) => {
+                        self.input_done = true;
+                        return Some(Err(e));
+                    }
+                    None => {
+                        self.input_done = true;
+                        self.finish();
+                        break;
+                    }
+                }
+            }
+            while self.ahead.len() > self.window {
+                self.release();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

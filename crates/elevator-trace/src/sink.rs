@@ -66,6 +66,11 @@ impl<A: TraceSink, B: TraceSink> TraceSink for Tee<A, B> {
         self.second.record(record)
     }
 
+    fn record_batch(&mut self, records: &[Record]) -> std::io::Result<()> {
+        self.first.record_batch(records)?;
+        self.second.record_batch(records)
+    }
+
     fn process(&mut self, pid: u32, name: &str, time: u64) -> std::io::Result<()> {
         self.first.process(pid, name, time)?;
         self.second.process(pid, name, time)
@@ -81,6 +86,10 @@ impl<A: TraceSink, B: TraceSink> TraceSink for Tee<A, B> {
 impl<S: TraceSink + ?Sized> TraceSink for Box<S> {
     fn record(&mut self, record: &Record) -> std::io::Result<()> {
         (**self).record(record)
+    }
+
+    fn record_batch(&mut self, records: &[Record]) -> std::io::Result<()> {
+        (**self).record_batch(records)
     }
 
     fn process(&mut self, pid: u32, name: &str, time: u64) -> std::io::Result<()> {

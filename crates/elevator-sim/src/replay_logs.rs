@@ -1,6 +1,6 @@
 //! The logs fio jobs replay (`read_iolog`), opened for the engines: a fio
 //! iolog (v2 or v3) or a blktrace (one file or a per-CPU set), plain or
-//! compressed, recognised from the content by [`elevator_trace::open`] and
+//! compressed, recognised from the content by [`elevator_trace::open()`] and
 //! streamed. A blktrace's queue events (Q) are its I/Os, as fio replays
 //! them; an iolog holds nothing else.
 //!
@@ -15,7 +15,7 @@ use elevator_core::TraceAction;
 use elevator_fio::workload::{IoLog, IoLogError, LoggedIo, OpenIoLog};
 use elevator_trace::{Item, TraceReader};
 
-/// Opens `read_iolog` files with [`elevator_trace::open`].
+/// Opens `read_iolog` files with [`elevator_trace::open()`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TraceLogs {
     /// Read each log through first for its largest I/O.

@@ -254,7 +254,10 @@ pub fn action_word(action: TraceAction, op: Op, flags: BioFlags) -> u32 {
         Op::Read => cats |= category::READ,
         Op::Write | Op::WriteZeroes => cats |= category::WRITE,
         Op::Discard => cats |= category::WRITE | category::DISCARD,
-        Op::Flush => cats |= category::FLUSH,
+        // A flush bio is the kernel's empty preflush write (`FWS 0 + 0`);
+        // the flush request made of it is a flush op, not a write (`FN`).
+        Op::Flush if action.is_request() => cats |= category::FLUSH,
+        Op::Flush => cats |= category::FLUSH | category::WRITE,
     }
     if flags.contains(BioFlags::PREFLUSH) {
         cats |= category::FLUSH;

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `null` | `null.rs` | completes every I/O at once |
 //! | `ssd-sata`, `nvme` | `ssd.rs` | channels, per-op latency, bandwidth limit |
-//! | `hdd-7200`, `hdd-sas-10k`, `hdd-sas-15k` | `hdd/` | zoned disk: seek curve, rotation, NCQ, write cache |
+//! | `hdd-7200`, `hdd-sas-10k`, `hdd-sas-15k`, `hdd-sata-2011` | `hdd/` | zoned disk: seek curve, rotation, NCQ, write cache |
 //! | `raid0-8x-sas-10k` | `raid0.rs` | stripes over member devices of any model |
 
 pub mod hdd;

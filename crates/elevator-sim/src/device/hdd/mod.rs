@@ -156,6 +156,7 @@ mod geometry;
 mod mechanics;
 mod params;
 mod queue;
+mod sata_2011;
 mod seek;
 mod timing;
 

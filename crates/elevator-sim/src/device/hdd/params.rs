@@ -1,6 +1,7 @@
 //! [`HddParams`]: the HDD model's parameters, its presets, listing and
 //! setting them by name, and the range checks that building a disk uses.
 
+use super::sata_2011;
 use crate::device::null::unknown;
 use crate::device::param::{ParamError, ParamUnit, ParamValue, parse_param};
 
@@ -60,7 +61,7 @@ impl HddParams {
     pub const MODEL: &'static str = "hdd";
 
     /// The presets: name and one line on what each is.
-    pub const PRESETS: [(&'static str, &'static str); 3] = [
+    pub const PRESETS: [(&'static str, &'static str); 4] = [
         (
             "hdd-7200",
             "1 TB 7200 rpm SATA disk: 8.5 ms average seek, 200-100 MB/s, NCQ 32, write cache on",
@@ -73,6 +74,7 @@ impl HddParams {
             "hdd-sas-15k",
             "300 GB 15K rpm SAS disk: 3.5 ms average seek, 200-120 MB/s, TCQ 64, write cache off",
         ),
+        (sata_2011::NAME, sata_2011::SUMMARY),
     ];
 
     /// The preset called `name`.
@@ -144,6 +146,7 @@ impl HddParams {
                 interface_rate: 1200.0,
                 ..sata
             }),
+            sata_2011::NAME => Some(sata_2011::params(&sata)),
             _ => None,
         }
     }

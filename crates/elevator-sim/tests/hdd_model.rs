@@ -102,19 +102,22 @@ fn random_read_iops(d: &mut Hdd, depth: u32, n: u32, seed: u64) -> f64 {
 #[test]
 fn presets_build_with_their_figures() {
     let expect = [
-        ("hdd-7200", 1_953_525_168u64, 32u32, 7200.0f64),
-        ("hdd-sas-10k", 1_172_123_568, 64, 10_000.0),
-        ("hdd-sas-15k", 586_072_368, 64, 15_000.0),
+        ("hdd-7200", 1_953_525_168u64, 32u32, 7200.0f64, 2560u32),
+        ("hdd-sas-10k", 1_172_123_568, 64, 10_000.0, 2560),
+        ("hdd-sas-15k", 586_072_368, 64, 15_000.0, 2560),
+        ("hdd-sata-2011", 976_773_168, 32, 7200.0, 1024),
     ];
     assert_eq!(HddParams::PRESETS.len(), expect.len());
-    for ((name, capacity, depth, rpm), (preset, _)) in expect.into_iter().zip(HddParams::PRESETS) {
+    for ((name, capacity, depth, rpm, max_sectors), (preset, _)) in
+        expect.into_iter().zip(HddParams::PRESETS)
+    {
         assert_eq!(name, preset);
         let d = hdd(name, &[]);
         let l = d.limits();
         l.validate().expect("valid limits");
         assert_eq!(l.capacity, capacity, "{name}");
         assert_eq!(l.logical_block_size, 512);
-        assert_eq!(l.max_sectors, 2560);
+        assert_eq!(l.max_sectors, max_sectors, "{name}");
         assert_eq!(d.queue_depth(), depth, "{name}");
         assert!(d.rotational());
         assert_eq!(d.revolution_ns(), (60e9 / rpm).round() as u64);

@@ -15,7 +15,7 @@ use clap::CommandFactory;
 use elevator_fio::job::ParseEnv;
 
 /// The subcommands that take fio job options on the command line.
-const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare"];
+const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare", "advise"];
 
 /// `args` (the whole command line) split into what clap parses and the fio
 /// job options (`--name=value` or `--switch`) of `run` and `compare`, in

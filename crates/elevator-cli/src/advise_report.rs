@@ -1,0 +1,348 @@
+//! The ranking and report of `elevator advise`: the runs ordered by the
+//! goal, a table, and a few sentences that say which setting to choose,
+//! with the numbers, the runner-up and what the choice costs.
+
+use std::cmp::Ordering;
+use std::io::Write;
+
+use anyhow::Result;
+use clap::ValueEnum;
+use elevator_fio::report::text::iec;
+use serde_json::{Value, json};
+
+use crate::advise::Measured;
+
+/// Differences smaller than this share of a figure are within noise.
+const NOISE: f64 = 0.02;
+
+/// What `advise` ranks by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Goal {
+    /// Total bytes per second, highest first.
+    Throughput,
+    /// The worst job's p99 completion latency (reads if the workload reads,
+    /// else writes), lowest first.
+    P99,
+    /// Jain's fairness index, highest first: over each job clone's
+    /// throughput relative to its job's throughput alone on the device;
+    /// over each submitter's mean completion latency for a trace.
+    Fairness,
+}
+
+impl Goal {
+    fn name(self) -> &'static str {
+        match self {
+            Goal::Throughput => "throughput",
+            Goal::P99 => "p99",
+            Goal::Fairness => "fairness",
+        }
+    }
+
+    /// The goal's figure of a run, oriented so that higher is better.
+    fn score(self, m: &Measured) -> f64 {
+        match self {
+            Goal::Throughput => m.throughput,
+            Goal::P99 => m.goal_p99.map_or(f64::NEG_INFINITY, |ns| -(ns as f64)),
+            Goal::Fairness => m.fairness,
+        }
+    }
+
+    /// The goal's figure of a run, as text.
+    fn figure(self, m: &Measured) -> String {
+        match self {
+            Goal::Throughput => format!("{}/s", iec(m.throughput)),
+            Goal::P99 => m.goal_p99.map_or("-".into(), |ns| ms(ns)),
+            Goal::Fairness => format!("{:.3}", m.fairness),
+        }
+    }
+
+    /// What the goal's figure is, in words.
+    fn what(self, trace: bool) -> &'static str {
+        match (self, trace) {
+            (Goal::Throughput, _) => "throughput",
+            (Goal::P99, false) => "worst job's p99 latency",
+            (Goal::P99, true) => "p99 latency",
+            (Goal::Fairness, false) => "fairness (Jain's index of throughput relative to alone)",
+            (Goal::Fairness, true) => "fairness (Jain's index over per-submitter mean latency)",
+        }
+    }
+
+    /// Relative difference of the goal's figure between `best` and
+    /// `other`, as a share of the best's.
+    fn gap(self, best: &Measured, other: &Measured) -> f64 {
+        let (a, b) = match self {
+            Goal::Throughput => (best.throughput, other.throughput),
+            Goal::P99 => (
+                best.goal_p99.unwrap_or(0) as f64,
+                other.goal_p99.unwrap_or(0) as f64,
+            ),
+            Goal::Fairness => (best.fairness, other.fairness),
+        };
+        if a == 0.0 {
+            if b == 0.0 { 0.0 } else { f64::INFINITY }
+        } else {
+            (a - b).abs() / a
+        }
+    }
+}
+
+/// The runs ranked by a goal.
+pub struct Advice {
+    /// The workload's name.
+    pub workload: String,
+    /// "job" or "trace".
+    pub kind: &'static str,
+    /// The device spec.
+    pub device: String,
+    /// The goal.
+    pub goal: Goal,
+    /// Every run, best first.
+    pub ranked: Vec<Measured>,
+}
+
+impl Advice {
+    /// Rank `runs` by `goal`; ties go to higher throughput, then to the
+    /// order given.
+    pub fn new(
+        workload: &str,
+        kind: &'static str,
+        device: &str,
+        goal: Goal,
+        mut runs: Vec<Measured>,
+    ) -> Advice {
+        runs.sort_by(|a, b| {
+            goal.score(b)
+                .total_cmp(&goal.score(a))
+                .then_with(|| b.throughput.total_cmp(&a.throughput))
+                .then(Ordering::Equal)
+        });
+        Advice {
+            workload: workload.to_string(),
+            kind,
+            device: device.to_string(),
+            goal,
+            ranked: runs,
+        }
+    }
+
+    fn trace(&self) -> bool {
+        self.kind == "trace"
+    }
+
+    /// Whether more than one `nomerges` setting was tried.
+    fn several_nomerges(&self) -> bool {
+        self.ranked
+            .iter()
+            .any(|m| Some(m.nomerges) != self.ranked.first().map(|f| f.nomerges))
+    }
+
+    /// A run's name: its scheduler, and its `nomerges` if several were tried.
+    fn label(&self, m: &Measured) -> String {
+        if self.several_nomerges() {
+            format!("{} (nomerges={})", m.scheduler, m.nomerges)
+        } else {
+            m.scheduler.clone()
+        }
+    }
+
+    /// The few sentences that explain the choice.
+    pub fn explanation(&self) -> String {
+        let goal = self.goal;
+        let Some(best) = self.ranked.first() else {
+            return "No runs.".to_string();
+        };
+        let what = goal.what(self.trace());
+        let mut text = String::new();
+        let Some(second) = self.ranked.get(1) else {
+            return format!(
+                "{}: {what} {} (the only setting tried).",
+                self.label(best),
+                goal.figure(best)
+            );
+        };
+        let gap = goal.gap(best, second);
+        if gap < NOISE {
+            text.push_str(&format!(
+                "{} and {} are within {:.0} % of each other on {what} ({} vs {}): for this goal \
+                 the choice hardly matters; {} ranks first",
+                self.label(best),
+                self.label(second),
+                NOISE * 100.0,
+                goal.figure(best),
+                goal.figure(second),
+                self.label(best),
+            ));
+        } else {
+            text.push_str(&format!(
+                "{}: {what} {} vs {} for {}, the runner-up",
+                self.label(best),
+                goal.figure(best),
+                goal.figure(second),
+                self.label(second),
+            ));
+        }
+        text.push_str(&format!("{}.", self.cost(best, second)));
+        if let Some(worst) = self.ranked.last()
+            && self.ranked.len() > 2
+        {
+            text.push_str(&format!(
+                " The last, {}, gets {}.",
+                self.label(worst),
+                goal.figure(worst)
+            ));
+        }
+        text.push_str(&self.trade_off(best));
+        text
+    }
+
+    /// ", at N % less (more) throughput" or the latency change, against
+    /// `other`.
+    fn cost(&self, best: &Measured, other: &Measured) -> String {
+        match self.goal {
+            Goal::Throughput => match (best.goal_p99, other.goal_p99) {
+                (Some(a), Some(b)) => format!(
+                    ", with a {} of {} vs {}",
+                    Goal::P99.what(self.trace()),
+                    ms(a),
+                    ms(b)
+                ),
+                _ => String::new(),
+            },
+            _ => {
+                let change = relative(best.throughput, other.throughput);
+                if change.abs() < NOISE {
+                    format!(
+                        ", at the same throughput within {:.0} % ({}/s)",
+                        NOISE * 100.0,
+                        iec(best.throughput)
+                    )
+                } else {
+                    format!(
+                        ", at {:.0} % {} throughput ({}/s vs {}/s)",
+                        change.abs() * 100.0,
+                        if change < 0.0 { "less" } else { "more" },
+                        iec(best.throughput),
+                        iec(other.throughput)
+                    )
+                }
+            }
+        }
+    }
+
+    /// What the best for another goal would give, when it is another run.
+    fn trade_off(&self, best: &Measured) -> String {
+        let mut text = String::new();
+        for other_goal in [Goal::Throughput, Goal::P99, Goal::Fairness] {
+            if other_goal == self.goal {
+                continue;
+            }
+            let Some(top) = self
+                .ranked
+                .iter()
+                .max_by(|a, b| other_goal.score(a).total_cmp(&other_goal.score(b)))
+            else {
+                continue;
+            };
+            if (top.scheduler.as_str(), top.nomerges) == (best.scheduler.as_str(), best.nomerges)
+                || other_goal.gap(top, best) < NOISE
+            {
+                continue;
+            }
+            text.push_str(&format!(
+                " For {} {} would be the choice ({} vs {}).",
+                other_goal.name(),
+                self.label(top),
+                other_goal.figure(top),
+                other_goal.figure(best)
+            ));
+        }
+        text
+    }
+}
+
+/// (a − b) / b, 0 when b is 0.
+fn relative(a: f64, b: f64) -> f64 {
+    if b == 0.0 { 0.0 } else { (a - b) / b }
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.2} ms", ns as f64 / 1e6)
+}
+
+fn ms_cell(ns: Option<u64>) -> String {
+    ns.map_or("-".to_string(), |ns| format!("{:.2}", ns as f64 / 1e6))
+}
+
+/// Print the ranking and the explanation as text.
+pub fn print_text(a: &Advice, out: &mut dyn Write) -> Result<()> {
+    writeln!(
+        out,
+        "advise: {} ({}) on {}, goal {}\n",
+        a.workload,
+        a.kind,
+        a.device,
+        a.goal.name()
+    )?;
+    writeln!(
+        out,
+        "{:>4}  {:<16} {:>8} {:>13} {:>10} {:>10} {:>9}",
+        "rank", "scheduler", "nomerges", "throughput", "p99 rd ms", "p99 wr ms", "fairness"
+    )?;
+    for (i, m) in a.ranked.iter().enumerate() {
+        writeln!(
+            out,
+            "{:>4}  {:<16} {:>8} {:>11}/s {:>10} {:>10} {:>9.3}",
+            i + 1,
+            m.scheduler,
+            m.nomerges,
+            iec(m.throughput),
+            ms_cell(m.read_p99),
+            ms_cell(m.write_p99),
+            m.fairness
+        )?;
+    }
+    writeln!(out, "\n{}", a.explanation())?;
+    Ok(())
+}
+
+/// Print every run's figures and the ranking as JSON.
+pub fn print_json(a: &Advice, out: &mut dyn Write) -> Result<()> {
+    let runs: Vec<Value> = a
+        .ranked
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let shares: Vec<Value> = m
+                .shares
+                .iter()
+                .map(|(who, v)| json!({"name": who, "value": v}))
+                .collect();
+            json!({
+                "rank": i + 1,
+                "scheduler": m.scheduler,
+                "nomerges": m.nomerges,
+                "throughput_bytes": m.throughput,
+                "p99_read_ns": m.read_p99,
+                "p99_write_ns": m.write_p99,
+                "goal_p99_ns": m.goal_p99,
+                "fairness": m.fairness,
+                "shares": shares,
+                "shares_are": if a.trace() { "mean_latency_ns" } else { "throughput_bytes" },
+                "ios": m.ios,
+                "elapsed_ns": m.elapsed,
+            })
+        })
+        .collect();
+    let value = json!({
+        "workload": a.workload,
+        "kind": a.kind,
+        "device": a.device,
+        "goal": a.goal.name(),
+        "best": a.ranked.first().map(|m| json!({"scheduler": m.scheduler, "nomerges": m.nomerges})),
+        "explanation": a.explanation(),
+        "runs": runs,
+    });
+    serde_json::to_writer_pretty(&mut *out, &value)?;
+    writeln!(out)?;
+    Ok(())
+}

@@ -95,6 +95,8 @@ pub struct Measured {
     /// The p99 goal's figure, ns: the worst job's p99 read latency (write,
     /// if nothing reads); for a trace, the p99 of every read (write).
     pub goal_p99: Option<u64>,
+    /// The direction `goal_p99` is of: "read" or "write".
+    pub goal_p99_dir: &'static str,
     /// Jain's fairness index over the shares (1: all equal; 1/n: one takes
     /// everything).
     pub fairness: f64,
@@ -339,6 +341,7 @@ fn measure_job(run: &RunResult, nomerges: u8, alone: &[f64]) -> Measured {
         read_p99: p99(&reads),
         write_p99: p99(&writes),
         goal_p99,
+        goal_p99_dir: if dir == 0 { "read" } else { "write" },
         fairness: jain(&values),
         shares,
         ios: run.ios,
@@ -402,6 +405,7 @@ fn measure_trace(
         read_p99,
         write_p99,
         goal_p99: read_p99.or(write_p99),
+        goal_p99_dir: if read_p99.is_some() { "read" } else { "write" },
         fairness: jain(&values),
         shares,
         ios: result.bios,

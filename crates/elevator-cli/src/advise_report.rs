@@ -2,7 +2,6 @@
 //! goal, a table, and a few sentences that say which setting to choose,
 //! with the numbers, the runner-up and what the choice costs.
 
-use std::cmp::Ordering;
 use std::io::Write;
 
 use anyhow::Result;
@@ -56,14 +55,37 @@ impl Goal {
         }
     }
 
-    /// What the goal's figure is, in words.
-    fn what(self, trace: bool) -> &'static str {
+    /// What the goal's figure is, in words (`m`: a run, for the p99's
+    /// direction).
+    fn what(self, trace: bool, m: &Measured) -> String {
         match (self, trace) {
-            (Goal::Throughput, _) => "throughput",
-            (Goal::P99, false) => "worst job's p99 latency",
-            (Goal::P99, true) => "p99 latency",
-            (Goal::Fairness, false) => "fairness (Jain's index of throughput relative to alone)",
-            (Goal::Fairness, true) => "fairness (Jain's index over per-submitter mean latency)",
+            (Goal::Throughput, _) => "throughput".into(),
+            (Goal::P99, false) => format!("worst job's p99 {} latency", m.goal_p99_dir),
+            (Goal::P99, true) => format!("p99 {} latency", m.goal_p99_dir),
+            (Goal::Fairness, _) => "fairness".into(),
+        }
+    }
+
+    /// How the goal's figure is defined, in a sentence.
+    fn definition(self, trace: bool) -> &'static str {
+        match (self, trace) {
+            (Goal::Throughput, _) => "throughput: bytes moved per second of simulated time.",
+            (Goal::P99, false) => {
+                "p99: the worst job's 99th percentile completion latency, of reads if the \
+                 workload reads, else of writes."
+            }
+            (Goal::P99, true) => {
+                "p99: the 99th percentile completion latency of every read (of every write if \
+                 nothing reads)."
+            }
+            (Goal::Fairness, false) => {
+                "fairness: Jain's index (1 = equal, 1/n = one takes all) over each job's \
+                 throughput as a share of its throughput alone on the device."
+            }
+            (Goal::Fairness, true) => {
+                "fairness: Jain's index (1 = equal, 1/n = one takes all) over each submitter's \
+                 (pid's) mean completion latency."
+            }
         }
     }
 
@@ -114,8 +136,16 @@ impl Advice {
             goal.score(b)
                 .total_cmp(&goal.score(a))
                 .then_with(|| b.throughput.total_cmp(&a.throughput))
-                .then(Ordering::Equal)
         });
+        // Within noise of the best, the goal does not tell them apart:
+        // throughput does (a stable sort keeps the goal's order on ties).
+        if let Some(best) = runs.first().cloned() {
+            let tied = runs
+                .iter()
+                .take_while(|m| goal.gap(&best, m) < NOISE)
+                .count();
+            runs[..tied].sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
+        }
         Advice {
             workload: workload.to_string(),
             kind,
@@ -145,45 +175,61 @@ impl Advice {
         }
     }
 
-    /// The few sentences that explain the choice.
+    /// The few sentences that explain the choice: the best and its figure
+    /// against the runner-up (the first run outside noise of the best),
+    /// what it costs on the other goals, and whether the choice matters.
     pub fn explanation(&self) -> String {
         let goal = self.goal;
         let Some(best) = self.ranked.first() else {
             return "No runs.".to_string();
         };
-        let what = goal.what(self.trace());
-        let mut text = String::new();
-        let Some(second) = self.ranked.get(1) else {
+        let what = goal.what(self.trace(), best);
+        if self.ranked.len() == 1 {
             return format!(
                 "{}: {what} {} (the only setting tried).",
                 self.label(best),
                 goal.figure(best)
             );
-        };
-        let gap = goal.gap(best, second);
-        if gap < NOISE {
+        }
+        let tied = self
+            .ranked
+            .iter()
+            .take_while(|m| goal.gap(best, m) < NOISE)
+            .count();
+        let runner_up = self.ranked.get(tied);
+        let mut text = String::new();
+        if tied > 1 {
+            let names: Vec<String> = self.ranked[..tied].iter().map(|m| self.label(m)).collect();
             text.push_str(&format!(
-                "{} and {} are within {:.0} % of each other on {what} ({} vs {}): for this goal \
-                 the choice hardly matters; {} ranks first",
-                self.label(best),
-                self.label(second),
+                "{} are within {:.0} % of each other on {what} ({} for {}): for this goal the \
+                 choice among them hardly matters; {} ranks first on throughput.",
+                list(&names),
                 NOISE * 100.0,
                 goal.figure(best),
-                goal.figure(second),
+                self.label(best),
                 self.label(best),
             ));
-        } else {
+            if let Some(next) = runner_up {
+                text.push_str(&format!(
+                    " Against the next, {} ({}), {} runs {}.",
+                    self.label(next),
+                    goal.figure(next),
+                    self.label(best),
+                    self.cost(best, next)
+                ));
+            }
+        } else if let Some(next) = runner_up {
             text.push_str(&format!(
-                "{}: {what} {} vs {} for {}, the runner-up",
+                "{}: {what} {} vs {} for {}, the runner-up, {}.",
                 self.label(best),
                 goal.figure(best),
-                goal.figure(second),
-                self.label(second),
+                goal.figure(next),
+                self.label(next),
+                self.cost(best, next),
             ));
         }
-        text.push_str(&format!("{}.", self.cost(best, second)));
         if let Some(worst) = self.ranked.last()
-            && self.ranked.len() > 2
+            && self.ranked.len() > tied + 1
         {
             text.push_str(&format!(
                 " The last, {}, gets {}.",
@@ -195,30 +241,30 @@ impl Advice {
         text
     }
 
-    /// ", at N % less (more) throughput" or the latency change, against
-    /// `other`.
+    /// "at N % less (more) throughput (a vs b)", or for the throughput
+    /// goal the p99 latency's change, of `best` against `other`.
     fn cost(&self, best: &Measured, other: &Measured) -> String {
         match self.goal {
             Goal::Throughput => match (best.goal_p99, other.goal_p99) {
                 (Some(a), Some(b)) => format!(
-                    ", with a {} of {} vs {}",
-                    Goal::P99.what(self.trace()),
+                    "with a {} of {} vs {}",
+                    Goal::P99.what(self.trace(), best),
                     ms(a),
                     ms(b)
                 ),
-                _ => String::new(),
+                _ => "with no latency to compare".to_string(),
             },
             _ => {
                 let change = relative(best.throughput, other.throughput);
                 if change.abs() < NOISE {
                     format!(
-                        ", at the same throughput within {:.0} % ({}/s)",
+                        "at the same throughput within {:.0} % ({}/s)",
                         NOISE * 100.0,
                         iec(best.throughput)
                     )
                 } else {
                     format!(
-                        ", at {:.0} % {} throughput ({}/s vs {}/s)",
+                        "at {:.0} % {} throughput ({}/s vs {}/s)",
                         change.abs() * 100.0,
                         if change < 0.0 { "less" } else { "more" },
                         iec(best.throughput),
@@ -236,11 +282,9 @@ impl Advice {
             if other_goal == self.goal {
                 continue;
             }
-            let Some(top) = self
-                .ranked
-                .iter()
-                .max_by(|a, b| other_goal.score(a).total_cmp(&other_goal.score(b)))
-            else {
+            // The best by that goal, as advise would rank for it.
+            let by_other = Advice::new("", self.kind, "", other_goal, self.ranked.clone());
+            let Some(top) = by_other.ranked.first() else {
                 continue;
             };
             if (top.scheduler.as_str(), top.nomerges) == (best.scheduler.as_str(), best.nomerges)
@@ -257,6 +301,15 @@ impl Advice {
             ));
         }
         text
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn list(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -301,6 +354,7 @@ pub fn print_text(a: &Advice, out: &mut dyn Write) -> Result<()> {
             m.fairness
         )?;
     }
+    writeln!(out, "\n{}", a.goal.definition(a.trace()))?;
     writeln!(out, "\n{}", a.explanation())?;
     Ok(())
 }
@@ -338,6 +392,7 @@ pub fn print_json(a: &Advice, out: &mut dyn Write) -> Result<()> {
         "kind": a.kind,
         "device": a.device,
         "goal": a.goal.name(),
+        "goal_definition": a.goal.definition(a.trace()),
         "best": a.ranked.first().map(|m| json!({"scheduler": m.scheduler, "nomerges": m.nomerges})),
         "explanation": a.explanation(),
         "runs": runs,

@@ -88,7 +88,8 @@ pub struct Measured {
     pub nomerges: u8,
     /// Bytes moved per second of (virtual) run time.
     pub throughput: f64,
-    /// 99th percentile completion latency of every read, ns (None: no reads).
+    /// The worst job's 99th percentile completion latency of reads, ns
+    /// (None: no reads); for a trace, that of every read.
     pub read_p99: Option<u64>,
     /// Likewise for writes.
     pub write_p99: Option<u64>,
@@ -304,13 +305,9 @@ fn run_job(
 
 /// The figures of a fio run.
 fn measure_job(run: &RunResult, nomerges: u8, alone: &[f64]) -> Measured {
-    let mut reads = elevator_core::Histogram::new();
-    let mut writes = elevator_core::Histogram::new();
     let mut bytes = 0;
     let mut shares = Vec::with_capacity(run.jobs.len());
     for job in &run.jobs {
-        reads.merge(&job.dirs[0].clat);
-        writes.merge(&job.dirs[1].clat);
         let job_bytes: u64 = job.dirs.iter().map(|d| d.bytes).sum();
         bytes += job_bytes;
         let who = if job.clone == 0 {
@@ -325,23 +322,25 @@ fn measure_job(run: &RunResult, nomerges: u8, alone: &[f64]) -> Measured {
         };
         shares.push((who, share));
     }
-    // The goal's p99: the worst job's, over reads if anything reads.
-    let dir = if reads.count() > 0 { 0 } else { 1 };
-    let goal_p99 = run
-        .jobs
-        .iter()
-        .filter(|j| j.dirs[dir].clat.count() > 0)
-        .map(|j| j.dirs[dir].clat.percentile(99.0))
-        .max();
+    // The worst job's p99, per direction; the goal's is of reads if
+    // anything reads.
+    let worst_p99 = |dir: usize| {
+        run.jobs
+            .iter()
+            .filter(|j| j.dirs[dir].clat.count() > 0)
+            .map(|j| j.dirs[dir].clat.percentile(99.0))
+            .max()
+    };
+    let (read_p99, write_p99) = (worst_p99(0), worst_p99(1));
     let values: Vec<f64> = shares.iter().map(|(_, v)| *v).collect();
     Measured {
         scheduler: run.scheduler.clone(),
         nomerges,
         throughput: elevator_fio::report::rate(bytes, run.elapsed),
-        read_p99: p99(&reads),
-        write_p99: p99(&writes),
-        goal_p99,
-        goal_p99_dir: if dir == 0 { "read" } else { "write" },
+        read_p99,
+        write_p99,
+        goal_p99: read_p99.or(write_p99),
+        goal_p99_dir: if read_p99.is_some() { "read" } else { "write" },
         fairness: jain(&values),
         shares,
         ios: run.ios,

@@ -14,6 +14,9 @@ use crate::advise::Measured;
 /// Differences smaller than this share of a figure are within noise.
 const NOISE: f64 = 0.02;
 
+/// Runs named in a sentence before "and N more".
+const MAX_NAMED: usize = 4;
+
 /// What `advise` ranks by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Goal {
@@ -34,6 +37,15 @@ impl Goal {
             Goal::Throughput => "throughput",
             Goal::P99 => "p99",
             Goal::Fairness => "fairness",
+        }
+    }
+
+    /// What tells runs apart within noise of the best on this goal: p99
+    /// latency for throughput, throughput for the others.
+    fn tiebreak(self) -> Goal {
+        match self {
+            Goal::Throughput => Goal::P99,
+            _ => Goal::Throughput,
         }
     }
 
@@ -138,13 +150,14 @@ impl Advice {
                 .then_with(|| b.throughput.total_cmp(&a.throughput))
         });
         // Within noise of the best, the goal does not tell them apart:
-        // throughput does (a stable sort keeps the goal's order on ties).
+        // its tie-break does (a stable sort keeps the goal's order on ties).
         if let Some(best) = runs.first().cloned() {
             let tied = runs
                 .iter()
                 .take_while(|m| goal.gap(&best, m) < NOISE)
                 .count();
-            runs[..tied].sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
+            let tiebreak = goal.tiebreak();
+            runs[..tied].sort_by(|a, b| tiebreak.score(b).total_cmp(&tiebreak.score(a)));
         }
         Advice {
             workload: workload.to_string(),
@@ -199,15 +212,28 @@ impl Advice {
         let runner_up = self.ranked.get(tied);
         let mut text = String::new();
         if tied > 1 {
-            let names: Vec<String> = self.ranked[..tied].iter().map(|m| self.label(m)).collect();
+            let mut names: Vec<String> = self.ranked[..tied]
+                .iter()
+                .take(MAX_NAMED)
+                .map(|m| self.label(m))
+                .collect();
+            if tied > MAX_NAMED {
+                names.push(format!("{} more", tied - MAX_NAMED));
+            }
+            let tiebreak = goal.tiebreak();
+            let second = &self.ranked[1];
             text.push_str(&format!(
                 "{} are within {:.0} % of each other on {what} ({} for {}): for this goal the \
-                 choice among them hardly matters; {} ranks first on throughput.",
+                 choice among them hardly matters; {} ranks first on {} ({} vs {} for {}).",
                 list(&names),
                 NOISE * 100.0,
                 goal.figure(best),
                 self.label(best),
                 self.label(best),
+                tiebreak.what(self.trace(), best),
+                tiebreak.figure(best),
+                tiebreak.figure(second),
+                self.label(second),
             ));
             if let Some(next) = runner_up {
                 text.push_str(&format!(

@@ -62,7 +62,7 @@ impl Goal {
     fn figure(self, m: &Measured) -> String {
         match self {
             Goal::Throughput => format!("{}/s", iec(m.throughput)),
-            Goal::P99 => m.goal_p99.map_or("-".into(), |ns| ms(ns)),
+            Goal::P99 => m.goal_p99.map_or("-".into(), ms),
             Goal::Fairness => format!("{:.3}", m.fairness),
         }
     }

@@ -254,6 +254,23 @@ impl Advice {
                 self.cost(best, next),
             ));
         }
+        if goal == Goal::Fairness
+            && let Some(next) = runner_up
+            && let (Some((who, figure)), Some((next_who, next_figure))) =
+                (self.least_served(best), self.least_served(next))
+        {
+            let (whom, what, verb) = if self.trace() {
+                ("submitter", "waits {} on average", "waits")
+            } else {
+                ("job", "gets {} of its throughput alone", "gets")
+            };
+            text.push_str(&format!(
+                " Under {}, the least served {whom}, {who}, {}; under {}, {next_who} {verb} {next_figure}.",
+                self.label(best),
+                what.replace("{}", &figure),
+                self.label(next),
+            ));
+        }
         if let Some(worst) = self.ranked.last()
             && self.ranked.len() > tied + 1
         {
@@ -265,6 +282,22 @@ impl Advice {
         }
         text.push_str(&self.trade_off(best));
         text
+    }
+
+    /// The least served job clone or trace submitter of a run, when there
+    /// are several: its name and its figure ("21 %" of its throughput
+    /// alone; "12.00 ms" of mean latency for a trace).
+    fn least_served(&self, m: &Measured) -> Option<(String, String)> {
+        if m.shares.len() < 2 {
+            return None;
+        }
+        if self.trace() {
+            let (who, ns) = m.shares.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+            Some((who.clone(), ms(*ns as u64)))
+        } else {
+            let (who, share) = m.shares.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+            Some((who.clone(), format!("{:.0} %", share * 100.0)))
+        }
     }
 
     /// "at N % less (more) throughput (a vs b)", or for the throughput
@@ -330,6 +363,29 @@ impl Advice {
     }
 }
 
+/// The width text paragraphs are wrapped to.
+const WIDTH: usize = 78;
+
+/// `text` with its words on lines of at most `width` characters (a longer
+/// word stands alone).
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / width + 1);
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if line > 0 && line + 1 + len > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += len;
+    }
+    out
+}
+
 /// "a", "a and b", "a, b and c".
 fn list(names: &[String]) -> String {
     match names {
@@ -380,8 +436,8 @@ pub fn print_text(a: &Advice, out: &mut dyn Write) -> Result<()> {
             m.fairness
         )?;
     }
-    writeln!(out, "\n{}", a.goal.definition(a.trace()))?;
-    writeln!(out, "\n{}", a.explanation())?;
+    writeln!(out, "\n{}", wrap(a.goal.definition(a.trace()), WIDTH))?;
+    writeln!(out, "\n{}", wrap(&a.explanation(), WIDTH))?;
     Ok(())
 }
 

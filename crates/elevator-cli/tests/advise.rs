@@ -9,7 +9,7 @@ mod common;
 use common::fio::TempDir;
 use common::{fails_with, ok};
 
-const READER_WRITERS: &str = "crates/elevator-cli/tests/jobs/advise-reader-writers.fio";
+const READER_WRITERS: &str = "examples/reader-beside-writers.fio";
 const RANDREAD_QD32: &str = "crates/elevator-cli/tests/jobs/advise-randread-qd32.fio";
 
 fn stdout(args: &[&str]) -> String {

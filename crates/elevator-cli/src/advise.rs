@@ -164,7 +164,7 @@ pub fn run(args: &Args) -> Result<()> {
     let alone = match &workload {
         // One job section's clones all share one figure alone: no need.
         Workload::Job { jobs, name } if jobs.jobs.len() > 1 => {
-            alone_throughputs(jobs, &target, args.seed)
+            alone_throughputs(jobs, &target, &tunables, args.seed)
                 .with_context(|| format!("running each job of {name} alone"))?
         }
         _ => Vec::new(),
@@ -193,9 +193,19 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let advice = Advice::new(&name, kind, &args.device, args.goal, runs);
     let mut out = std::io::stdout().lock();
-    match args.output_format {
+    let printed = match args.output_format {
         OutputFormat::Normal => crate::advise_report::print_text(&advice, &mut out),
         OutputFormat::Json => crate::advise_report::print_json(&advice, &mut out),
+    };
+    match printed {
+        // The reader went away (`| head`): nothing more to say.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+                == Some(std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        r => r,
     }
 }
 
@@ -262,9 +272,20 @@ fn execute(
 }
 
 /// Each job section's throughput (bytes/s) when one clone of it runs
-/// alone on the device, under `none` with the device's defaults: what
-/// fairness measures each job's share against.
-fn alone_throughputs(jobs: &JobFile, target: &DeviceSpec, seed: u64) -> Result<Vec<f64>> {
+/// alone on the device, under `none` with the queue tunables of `tunables`
+/// (those `none` has): what fairness measures each job's share against.
+fn alone_throughputs(
+    jobs: &JobFile,
+    target: &DeviceSpec,
+    tunables: &[(String, String)],
+    seed: u64,
+) -> Result<Vec<f64>> {
+    let none = ["none".to_string()];
+    let queue_tunables: Vec<(String, String)> = tunables
+        .iter()
+        .filter(|t| check_schedulers(target, &none, std::slice::from_ref(*t)).is_ok())
+        .cloned()
+        .collect();
     let mut alone = Vec::with_capacity(jobs.jobs.len());
     for spec in &jobs.jobs {
         let mut solo = jobs.clone();
@@ -274,7 +295,7 @@ fn alone_throughputs(jobs: &JobFile, target: &DeviceSpec, seed: u64) -> Result<V
         spec.new_group = false;
         spec.wait_for = None;
         solo.jobs = vec![spec];
-        let run = execute(&solo, target, "none", Vec::new(), seed)?;
+        let run = execute(&solo, target, "none", queue_tunables.clone(), seed)?;
         let bytes: u64 = run
             .jobs
             .iter()

@@ -479,7 +479,7 @@ pub fn print_json(a: &Advice, out: &mut dyn Write) -> Result<()> {
         "explanation": a.explanation(),
         "runs": runs,
     });
-    serde_json::to_writer_pretty(&mut *out, &value)?;
+    serde_json::to_writer_pretty(&mut *out, &value).map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(())
 }

@@ -212,6 +212,9 @@ pub fn run(args: &Args) -> Result<()> {
 /// The workload the command line names.
 fn workload(args: &Args) -> Result<Workload> {
     match &args.workload {
+        Some(path) if path == "-" => {
+            bail!("advise reads its workload once per scheduler: give a file, not standard input")
+        }
         Some(path) if args.trace || is_trace(path)? => {
             if !args.fio.is_empty() {
                 bail!(
@@ -237,7 +240,7 @@ fn workload(args: &Args) -> Result<Workload> {
 /// format [`elevator_trace::detect`] knows), or a per-CPU blktrace set
 /// named by it.
 fn is_trace(path: &str) -> Result<bool> {
-    if path == "-" || Path::new(&format!("{path}.blktrace.0")).exists() {
+    if Path::new(&format!("{path}.blktrace.0")).exists() {
         return Ok(true);
     }
     let mut head = Vec::with_capacity(4096);

@@ -200,4 +200,5 @@ fn bad_input_is_a_clear_error() {
         "--nomerges 3",
     );
     fails_with(&["advise", "no/such/job.fio"], "no/such/job.fio");
+    fails_with(&["advise", "-"], "not standard input");
 }

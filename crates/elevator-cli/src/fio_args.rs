@@ -18,7 +18,8 @@ use elevator_fio::job::ParseEnv;
 const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare", "advise"];
 
 /// `args` (the whole command line) split into what clap parses and the fio
-/// job options (`--name=value` or `--switch`) of `run` and `compare`, in
+/// job options (`--name=value` or `--switch`) of `run`, `compare` and
+/// `advise`, in
 /// order. Elevator's own flags (`--device`, `--output-format`, ...) stay
 /// with clap, with their values.
 pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {

@@ -19,9 +19,8 @@ const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare", "advise"];
 
 /// `args` (the whole command line) split into what clap parses and the fio
 /// job options (`--name=value` or `--switch`) of `run`, `compare` and
-/// `advise`, in
-/// order. Elevator's own flags (`--device`, `--output-format`, ...) stay
-/// with clap, with their values.
+/// `advise`, in order. Elevator's own flags (`--device`, `--output-format`,
+/// ...) stay with clap, with their values.
 pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
     let Some(sub) = args.get(1).and_then(|a| a.to_str()).map(str::to_string) else {
         return (args, Vec::new());

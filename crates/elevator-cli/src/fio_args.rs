@@ -15,12 +15,12 @@ use clap::CommandFactory;
 use elevator_fio::job::ParseEnv;
 
 /// The subcommands that take fio job options on the command line.
-const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare"];
+const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare", "advise"];
 
 /// `args` (the whole command line) split into what clap parses and the fio
-/// job options (`--name=value` or `--switch`) of `run` and `compare`, in
-/// order. Elevator's own flags (`--device`, `--output-format`, ...) stay
-/// with clap, with their values.
+/// job options (`--name=value` or `--switch`) of `run`, `compare` and
+/// `advise`, in order. Elevator's own flags (`--device`, `--output-format`,
+/// ...) stay with clap, with their values.
 pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
     let Some(sub) = args.get(1).and_then(|a| a.to_str()).map(str::to_string) else {
         return (args, Vec::new());

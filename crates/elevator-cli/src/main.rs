@@ -1,8 +1,11 @@
 //! `elevator`: a block I/O layer in user space. `run` and `compare` put fio
 //! job files through the queue onto simulated or real devices;
 //! `bench-vs-fio` races fio on a real file; `microbench` measures
-//! what the core costs per I/O; `devices` and `schedulers` list what there is.
+//! what the core costs per I/O; `advise` ranks the schedulers for a
+//! workload and a goal; `devices` and `schedulers` list what there is.
 
+mod advise;
+mod advise_report;
 mod bench_fio;
 mod bench_nbd;
 mod compare;
@@ -55,6 +58,10 @@ enum Command {
     /// iolog; plain, xz or gzip) through a scheduler on a
     /// simulated or real device, and compare its counts with the recording's.
     Replay(replay::Args),
+    /// Run a workload (fio job or trace) under every scheduler on a
+    /// simulated device, rank them by a goal (throughput, p99, fairness)
+    /// and explain the choice.
+    Advise(advise::Args),
     /// Run one of the seeds' experiments and check the shape it reported.
     Experiment(experiment::Args),
     /// Trace tools: convert between blktrace, blkparse text, tracefs text
@@ -78,6 +85,10 @@ fn main() -> ExitCode {
         Command::Compare(mut args) => {
             args.fio = fio;
             run::compare(&args)
+        }
+        Command::Advise(mut args) => {
+            args.fio = fio;
+            advise::run(&args)
         }
         Command::Experiment(args) => experiment::run(&args),
         Command::Replay(args) => replay::run(&args),

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use elevator_core::{IoContext, TraceAction, TraceEvent};
 
 use crate::blktrace::{Endian, RECORD_BYTES, RawRecord, VERSION, category, code, decode_action};
-use crate::error::{TraceError, TraceErrorKind};
+use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
 use crate::record::{Item, Record};
 
 /// Bytes read from the input at a time (the buffer grows for a record
@@ -283,24 +283,21 @@ impl<R: Read> BlktraceReader<R> {
     }
 }
 
+impl<R: Read> ItemSource for BlktraceReader<R> {
+    fn read_next(&mut self) -> Result<Option<Item>, TraceError> {
+        self.read_item()
+    }
+
+    fn read_state(&mut self) -> (&mut bool, bool, &mut u64) {
+        (&mut self.done, self.skip_bad, &mut self.skipped)
+    }
+}
+
 impl<R: Read> Iterator for BlktraceReader<R> {
     type Item = Result<Item, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            match self.read_item() {
-                Ok(Some(item)) => return Some(Ok(item)),
-                Ok(None) => self.done = true,
-                Err(e) if self.skip_bad && !matches!(e.kind, TraceErrorKind::Io(_)) => {
-                    self.skipped += 1;
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            }
-        }
-        None
+        next_item(self)
     }
 }
 

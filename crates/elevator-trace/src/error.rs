@@ -89,3 +89,38 @@ impl TraceError {
         }
     }
 }
+
+/// A streaming reader as [`next_item`] drives it.
+pub(crate) trait ItemSource {
+    /// The next item, `None` at the end.
+    fn read_next(&mut self) -> Result<Option<crate::record::Item>, TraceError>;
+    /// Whether the read has ended, whether bad items are skipped, and how
+    /// many were.
+    fn read_state(&mut self) -> (&mut bool, bool, &mut u64);
+}
+
+/// The readers' `Iterator::next`: items until the end; a bad one is
+/// counted and passed over when skipping (unless it ended the read or is an
+/// I/O error), else returned as the last item.
+pub(crate) fn next_item(
+    source: &mut impl ItemSource,
+) -> Option<Result<crate::record::Item, TraceError>> {
+    loop {
+        if *source.read_state().0 {
+            return None;
+        }
+        match source.read_next() {
+            Ok(Some(item)) => return Some(Ok(item)),
+            Ok(None) => *source.read_state().0 = true,
+            Err(e) => {
+                let (done, skip_bad, skipped) = source.read_state();
+                if skip_bad && !*done && !matches!(e.kind, TraceErrorKind::Io(_)) {
+                    *skipped += 1;
+                } else {
+                    *done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}

@@ -32,7 +32,7 @@ use std::io::{self, BufRead, Write};
 
 use elevator_core::{BioFlags, IoContext, Op, TraceAction, TraceEvent};
 
-use crate::error::{TraceError, TraceErrorKind};
+use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
 use crate::record::{Item, Record};
 use crate::sink::TraceSink;
 use crate::text_fields::{Fields, parse_uint, push_uint};
@@ -285,26 +285,21 @@ impl<R: BufRead> IologReader<R> {
     }
 }
 
+impl<R: BufRead> ItemSource for IologReader<R> {
+    fn read_next(&mut self) -> Result<Option<Item>, TraceError> {
+        self.read_item()
+    }
+
+    fn read_state(&mut self) -> (&mut bool, bool, &mut u64) {
+        (&mut self.done, self.skip_bad, &mut self.skipped)
+    }
+}
+
 impl<R: BufRead> Iterator for IologReader<R> {
     type Item = Result<Item, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            match self.read_item() {
-                Ok(Some(item)) => return Some(Ok(item)),
-                Ok(None) => self.done = true,
-                Err(e)
-                    if self.skip_bad && !self.done && !matches!(e.kind, TraceErrorKind::Io(_)) =>
-                {
-                    self.skipped += 1;
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            }
-        }
-        None
+        next_item(self)
     }
 }
 

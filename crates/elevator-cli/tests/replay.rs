@@ -164,27 +164,6 @@ fn a_generated_trace_replays_asap() {
     assert!(close(k, e), "kernel {k}, elevator {e}");
 }
 
-/// The events blkparse counts in the trace `prefix`, by action letter.
-fn blkparse_letters(prefix: &str) -> std::collections::BTreeMap<char, u64> {
-    let out = Command::new("blkparse")
-        .args(["-i", prefix])
-        .output()
-        .expect("blkparse runs (Debian package blktrace)");
-    assert!(out.status.success(), "blkparse failed");
-    let mut counts = std::collections::BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() >= 6
-            && f[0].contains(',')
-            && f[2].parse::<u64>().is_ok()
-            && let Some(letter) = f[5].chars().next()
-        {
-            *counts.entry(letter).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
 /// `replay --trace-out` writes what the replay did as blktrace files that
 /// blkparse reads with elevator's counts, and replaying that trace again
 /// gives back the same merges and requests.
@@ -211,7 +190,7 @@ fn a_replay_writes_a_trace_that_replays_the_same() {
     let (ok, out, err) = elevator(&args);
     assert!(ok, "{err}");
     let first: Value = serde_json::from_str(&out).expect("json");
-    let letters = blkparse_letters(&out_prefix);
+    let letters = common::tools::blkparse_counts(&out_prefix);
     for (letter, row) in [
         ('Q', "Q  bios queued"),
         ('X', "X  splits"),

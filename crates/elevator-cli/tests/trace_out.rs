@@ -10,77 +10,15 @@
 //! Nothing here measures time.
 
 mod common;
+use common::fio::TempDir;
+use common::tools::{blkparse_counts, run};
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-/// A fresh directory under /tmp, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let path = PathBuf::from(format!(
-            "/tmp/elevator-trace-{tag}-{}-{nanos:x}",
-            std::process::id()
-        ));
-        std::fs::create_dir(&path).expect("creating a temporary directory");
-        TempDir(path)
-    }
-
-    fn join(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The Debian package of each program these tests run.
-fn package_of(program: &str) -> &'static str {
-    match program {
-        "blkparse" | "btt" => "blktrace",
-        "fio" => "fio",
-        "nbdcopy" | "nbdinfo" => "libnbd-bin",
-        "qemu-img" => "qemu-utils",
-        _ => "(unknown)",
-    }
-}
-
-/// Run `cmd` to completion: a program that is not installed fails the
-/// test, naming its package (never a skip); one that fails, with its
-/// output.
-fn run(cmd: &mut Command) -> Output {
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    let out = match cmd.output() {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let p = package_of(&program);
-            panic!(
-                "{program} is not installed, and this test needs it: install the Debian \
-                 package {p} (apt-get install {p}), or run the tests with scripts/test, which \
-                 installs every tool they use"
-            )
-        }
-        Err(e) => panic!("cannot run {cmd:?}: {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out
-}
 
 /// elevator's own counts, from its `trace:` line on stderr: letter → count,
 /// and the number of files.
@@ -111,29 +49,14 @@ fn summary(stderr: &str, prefix: &str) -> (BTreeMap<char, u64>, u64) {
     (counts, files)
 }
 
-/// What blkparse prints for the trace `prefix`: events by action letter.
-fn blkparse_counts(prefix: &str) -> BTreeMap<char, u64> {
-    let out = run(Command::new("blkparse").args(["-i", prefix]));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut counts = BTreeMap::new();
-    for line in text.lines() {
-        // "240,0    1       17     0.000123456     2  Q   W 7248 + 8 [a]"
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() >= 6 && f[0].contains(',') && f[2].parse::<u64>().is_ok() {
-            let letter = f[5].chars().next().expect("an action");
-            *counts.entry(letter).or_insert(0) += 1;
-        }
-    }
-    assert!(!counts.is_empty(), "blkparse printed no events:\n{text}");
-    counts
-}
-
 /// btt's average Q2C in ns over the trace `prefix` (blkparse -d, then btt).
 fn btt_q2c_ns(dir: &TempDir, prefix: &str) -> f64 {
-    let dump = dir.join("btt.bin");
+    let dump = dir.file("btt.bin");
     run(Command::new("blkparse").args(["-i", prefix, "-O", "-d", &dump]));
     // btt leaves its per-device data files (`*_iops_fp.dat`) where it runs.
-    let out = run(Command::new("btt").current_dir(&dir.0).args(["-i", &dump]));
+    let out = run(Command::new("btt")
+        .current_dir(dir.path())
+        .args(["-i", &dump]));
     let text = String::from_utf8_lossy(&out.stdout);
     // "Q2C               0.000052927   0.000078206   0.000232188        2048"
     let line = text
@@ -152,9 +75,9 @@ fn btt_q2c_ns(dir: &TempDir, prefix: &str) -> f64 {
 /// The bytes fio moves replaying the trace `prefix` (merged into one file
 /// by blkparse, as fio reads one) onto a scratch file: (read, written).
 fn fio_replay_bytes(dir: &TempDir, prefix: &str) -> (u64, u64) {
-    let merged = dir.join("merged.bin");
+    let merged = dir.file("merged.bin");
     run(Command::new("blkparse").args(["-i", prefix, "-O", "-d", &merged]));
-    let target = dir.join("replay.img");
+    let target = dir.file("replay.img");
     std::fs::File::create(&target)
         .and_then(|f| f.set_len(256 << 20))
         .expect("a scratch file for fio");
@@ -252,7 +175,7 @@ fn check_counts(json: &Value, stderr: &str, prefix: &str, files: u64) {
 #[test]
 fn a_simulated_run_is_read_by_blkparse_btt_and_fio() {
     let dir = TempDir::new("sim");
-    let prefix = dir.join("t");
+    let prefix = dir.file("t");
     // Two writers whose 4k writes merge, and a reader whose 2 MiB reads
     // are split at the SSD's 1.25 MiB limit.
     let (json, stderr) = traced_run(
@@ -289,7 +212,7 @@ fn a_simulated_run_is_read_by_blkparse_btt_and_fio() {
 #[test]
 fn btt_q2c_is_elevators_latency() {
     let dir = TempDir::new("btt");
-    let prefix = dir.join("t");
+    let prefix = dir.file("t");
     let (json, stderr) = traced_run(
         &[
             "--device",
@@ -328,7 +251,7 @@ fn assert_close(a: f64, b: f64, share: f64, what: &str) {
 #[test]
 fn a_real_file_and_memory_are_traced_a_file_per_thread() {
     let dir = TempDir::new("real");
-    let img = dir.join("disk.img");
+    let img = dir.file("disk.img");
     std::fs::File::create(&img)
         .and_then(|f| f.set_len(32 << 20))
         .expect("a file to run on");
@@ -338,7 +261,7 @@ fn a_real_file_and_memory_are_traced_a_file_per_thread() {
         ("mem:32m", "queue", "m"),
         ("mem:32m", "global", "g"),
     ] {
-        let prefix = dir.join(tag);
+        let prefix = dir.file(tag);
         let (json, stderr) = traced_run(
             &[
                 "--device",
@@ -372,7 +295,7 @@ fn a_real_file_and_memory_are_traced_a_file_per_thread() {
 #[test]
 fn compare_writes_a_trace_per_scheduler() {
     let dir = TempDir::new("compare");
-    let prefix = dir.join("c");
+    let prefix = dir.file("c");
     let out = common::ok(&[
         "compare",
         "--device",
@@ -440,9 +363,9 @@ fn blkparse_queued_kib(prefix: &str) -> (u64, u64) {
 #[test]
 fn serve_traces_each_worker_and_connection() {
     let dir = TempDir::new("serve");
-    let sock = dir.join("nbd.sock");
-    let prefix = dir.join("s");
-    let log = dir.join("stderr");
+    let sock = dir.file("nbd.sock");
+    let prefix = dir.file("s");
+    let log = dir.file("stderr");
     let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
         .args(["serve", "--export", "disk=mem:4m", "--threads", "2"])
         .args(["--unix", &sock, "--trace-out", &prefix])
@@ -461,13 +384,13 @@ fn serve_traces_each_worker_and_connection() {
         Path::new(&sock).exists().then_some(())
     });
     let uri = format!("nbd+unix:///disk?socket={sock}");
-    let image = dir.join("in.img");
+    let image = dir.file("in.img");
     let data: Vec<u8> = (0..4u32 << 20)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     std::fs::write(&image, &data).expect("an image");
     run(Command::new("nbdcopy").args(["-C", "1", &image, &uri]));
-    let copy = dir.join("out.img");
+    let copy = dir.file("out.img");
     run(Command::new("nbdcopy").args(["-C", "1", &uri, &copy]));
     assert!(
         std::fs::read(&copy).expect("the copy") == data,

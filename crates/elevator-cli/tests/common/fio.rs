@@ -34,6 +34,11 @@ impl TempDir {
         &self.0
     }
 
+    /// The path of `name` in the directory, as text for a command line.
+    pub fn file(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+
     /// Write `text` to `name` in the directory and return its path.
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
         let path = self.0.join(name);

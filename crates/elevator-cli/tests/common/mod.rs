@@ -50,3 +50,4 @@ pub fn skip(test: &str, why: &str) {
 
 /// fio and elevator side by side (fio_compat.rs).
 pub mod fio;
+pub mod tools;

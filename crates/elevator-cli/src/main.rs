@@ -18,6 +18,7 @@ mod microbench;
 mod replay;
 mod replay_gen;
 mod replay_report;
+mod report;
 mod run;
 mod serve;
 mod trace_cmd;

@@ -2,11 +2,14 @@
 //! grew from, each with its table and a check of the shape the original
 //! report found: [`cfq_idling`] (CFQ's idling on deep seeky queues, LKML
 //! 2011) and [`lock_scaling`] (the global `io_request_lock`, LKML 2001,
-//! against a lock per queue and blk-mq).
+//! against a lock per queue and blk-mq). `experiment all` runs every one
+//! and writes each one's table, JSON and verdict, and one HTML report.
 
+mod all;
 mod cfq_idling;
 mod lock_model;
 mod lock_scaling;
+pub mod outcome;
 
 use anyhow::Result;
 use clap::ValueEnum;
@@ -16,6 +19,9 @@ use crate::run::OutputFormat;
 /// Which experiment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Which {
+    /// Every experiment, with `--out DIR` for the tables, JSON, verdicts and
+    /// `report.html`.
+    All,
     /// CFQ idling on deep seeky queues (LKML 2011), on a slow disk and a fast
     /// RAID.
     CfqIdling,
@@ -36,6 +42,15 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "normal")]
     output_format: OutputFormat,
+    /// Small and fast: every experiment with fewer cases and shorter runs
+    /// (`all --quick` takes under two minutes on two cores). Shapes are
+    /// still checked.
+    #[arg(long)]
+    quick: bool,
+    /// all: the directory for each experiment's NAME.txt (table and
+    /// verdict), NAME.json, and report.html. Created if missing.
+    #[arg(long, value_name = "DIR")]
+    out: Option<std::path::PathBuf>,
     /// lock-scaling: the device each reader reads (each opened once per
     /// reader for "own devices"): mem:SIZE (copy=0: no data moves, as a
     /// controller's DMA costs the CPUs nothing), file:PATH, or a disk
@@ -56,6 +71,7 @@ pub struct Args {
 /// Run `elevator experiment`.
 pub fn run(args: &Args) -> Result<()> {
     match args.which {
+        Which::All => all::run(args),
         Which::CfqIdling => cfq_idling::run(args),
         Which::LockScaling => lock_scaling::run(args),
     }

@@ -1,0 +1,65 @@
+//! What an experiment produces: its table as the terminal shows it, its
+//! figures as JSON, the shapes its seed reported with elevator's figures
+//! beside the seed's and whether each holds, and the data of its plots.
+
+use serde::Serialize;
+
+use crate::report::figure::Figure;
+
+/// One experiment's result.
+#[derive(Debug, Serialize)]
+pub struct Outcome {
+    /// The experiment's command name: `cfq-idling`.
+    pub name: &'static str,
+    /// The seed it reproduces: `004`.
+    pub seed: &'static str,
+    /// One line on what it runs.
+    pub title: String,
+    /// The table, as `elevator experiment NAME` prints it (several lines).
+    #[serde(skip)]
+    pub table: String,
+    /// Every figure measured, as JSON (the experiment's own layout).
+    pub data: serde_json::Value,
+    /// The shapes the seed reported, checked.
+    pub shapes: Vec<Shape>,
+    /// Plots.
+    #[serde(skip)]
+    pub figures: Vec<Figure>,
+    /// Remarks a reader needs: what differs from the seed's setup and why a
+    /// shape does not hold (a sentence each).
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    /// Whether every shape holds.
+    pub fn all_hold(&self) -> bool {
+        self.shapes.iter().all(|s| s.holds)
+    }
+}
+
+/// A shape the seed reported, with both figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct Shape {
+    /// The claim: "hdd: cfq (2011) > none".
+    pub claim: String,
+    /// The seed's figure for it: "3.59 vs 2.49 MB/s (1.44x)".
+    pub seed: String,
+    /// elevator's: "1.77 vs 1.89 MB/s (0.94x)".
+    pub ours: String,
+    /// Whether elevator's figures have the shape.
+    pub holds: bool,
+}
+
+/// How an experiment runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Opts {
+    /// Small and fast: `experiment all --quick` finishes every experiment in
+    /// under two minutes on two cores. Shapes are still checked.
+    pub quick: bool,
+    /// Seed mixed into every job's random stream.
+    pub seed: u64,
+}
+
+/// Progress: the experiment says what it is running now, and how far it is
+/// (done, total) in its own steps.
+pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);

@@ -1,0 +1,5 @@
+//! Reports people look at: the data of plots ([`figure`]), drawn as SVG,
+//! and self-contained HTML pages (inline SVG, no scripts, no network) for
+//! `experiment all` and `run`/`compare --report`.
+
+pub mod figure;

@@ -269,8 +269,14 @@ fn execute(
         seed,
     };
     let mut bar = Bar::new(false, String::new());
-    let (result, _cpu) =
-        crate::run::execute(jobs, target, &cfg, &ThreadArgs::default(), &mut bar, None)?;
+    let (result, _cpu) = crate::run::execute(
+        jobs,
+        target,
+        &cfg,
+        &ThreadArgs::default(),
+        &mut bar,
+        &Default::default(),
+    )?;
     Ok(result)
 }
 

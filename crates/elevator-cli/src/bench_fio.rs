@@ -153,7 +153,7 @@ fn run_elevator(
     threads: &crate::run::ThreadArgs,
 ) -> Result<Figures> {
     let mut bar = Bar::new(false, String::new());
-    let (run, _) = execute(jobs, spec, cfg, threads, &mut bar, None)?;
+    let (run, _) = execute(jobs, spec, cfg, threads, &mut bar, &Default::default())?;
     let cpu = run.cpu.unwrap_or_default();
     let secs = run.elapsed.max(1) as f64 / 1e9;
     let bytes: u64 = run

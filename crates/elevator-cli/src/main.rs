@@ -20,6 +20,7 @@ mod replay_gen;
 mod replay_report;
 mod report;
 mod run;
+mod run_report;
 mod serve;
 mod trace_cmd;
 mod trace_out;

@@ -16,6 +16,8 @@ use elevator_sim::device::{ModelSpec, presets};
 use elevator_sim::engine::run_traced as simulate;
 
 use crate::cpu_time::thread_cpu_ns;
+use crate::report::observe::{SharedObserver, beside};
+use crate::run_report;
 use elevator_fio::report;
 
 /// The job `compare` runs when given none: 8 random readers at depth 4, a
@@ -105,6 +107,11 @@ pub struct RunArgs {
     /// file per job clone or worker thread), for blkparse, btt and fio.
     #[arg(long, value_name = "NAME")]
     trace_out: Option<String>,
+    /// Write an HTML report with plots (latency CDF per job, throughput over
+    /// time per job, who the device served and when it idled, the disk
+    /// head's position on a disk model): self-contained, readable offline.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<std::path::PathBuf>,
     #[command(flatten)]
     threads: ThreadArgs,
 }
@@ -142,6 +149,12 @@ pub struct CompareArgs {
     /// `NAME-<scheduler>.blktrace.N`.
     #[arg(long, value_name = "NAME")]
     trace_out: Option<String>,
+    /// Write an HTML report with plots (latency CDF per scheduler,
+    /// throughput over time per job, who the device served and when it
+    /// idled, the disk head's position on a disk model), one section per
+    /// scheduler: self-contained, readable offline.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<std::path::PathBuf>,
     #[command(flatten)]
     threads: ThreadArgs,
 }
@@ -310,6 +323,15 @@ impl Bar {
     }
 }
 
+/// What a run records besides its result.
+#[derive(Debug, Default)]
+pub struct Taps<'a> {
+    /// `--trace-out NAME`: the queue's events to `NAME.blktrace.N`.
+    pub trace: Option<&'a str>,
+    /// `--report`: the trace's events gathered for the plots.
+    pub observer: Option<SharedObserver>,
+}
+
 /// Run `jobs` on `target` and measure the host CPU it took (this thread's,
 /// for a simulation; the process's user + system time, for a real device).
 pub fn execute(
@@ -318,9 +340,9 @@ pub fn execute(
     cfg: &RunConfig,
     threads: &ThreadArgs,
     bar: &mut Bar,
-    trace: Option<&str>,
+    taps: &Taps<'_>,
 ) -> Result<(RunResult, u64)> {
-    let (result, cpu, failure) = execute_to_the_end(jobs, target, cfg, threads, bar, trace)?;
+    let (result, cpu, failure) = execute_to_the_end(jobs, target, cfg, threads, bar, taps)?;
     match failure {
         Some(why) => bail!("{why}"),
         None => Ok((result, cpu)),
@@ -329,17 +351,19 @@ pub fn execute(
 
 /// [`execute`], but a job that failed on its own terms (a verify error,
 /// `rate_min` not met) still gives the run's figures, with what failed:
-/// fio reports such a run in full and then exits non-zero. With `trace`,
-/// the queue's events go to `trace.blktrace.N` (a summary on stderr); jobs
-/// with `write_iolog` log their I/Os there ([`crate::iolog_out`]).
+/// fio reports such a run in full and then exits non-zero. With
+/// `taps.trace`, the queue's events go to `NAME.blktrace.N` (a summary on
+/// stderr), and to `taps.observer` if given; jobs with `write_iolog` log
+/// their I/Os there ([`crate::iolog_out`]).
 pub fn execute_to_the_end(
     jobs: &JobFile,
     target: &DeviceSpec,
     cfg: &RunConfig,
     threads: &ThreadArgs,
     bar: &mut Bar,
-    trace: Option<&str>,
+    taps: &Taps<'_>,
 ) -> Result<(RunResult, u64, Option<String>)> {
+    let trace = taps.trace;
     match target.model() {
         Some(_) if !threads.also.is_empty() => bail!(
             "--also-device goes with a real --device (file:PATH or mem:SIZE): a disk model runs \
@@ -351,6 +375,7 @@ pub fn execute_to_the_end(
         ),
         Some(model) => {
             let blktrace = trace.map(crate::trace_out::open_sink).transpose()?;
+            let blktrace = beside(blktrace, taps.observer.as_ref());
             let iologs = crate::iolog_out::open(jobs, || {
                 Ok(model.build()?.limits().capacity.saturating_mul(512))
             })?;
@@ -404,6 +429,7 @@ pub fn execute_to_the_end(
                 lock_stats: threads.lock_stats,
             };
             let blktrace = trace.map(crate::trace_out::open_sink).transpose()?;
+            let blktrace = beside(blktrace, taps.observer.as_ref());
             let iologs = crate::iolog_out::open(jobs, || {
                 let bytes = devs
                     .iter()
@@ -554,14 +580,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
         normal_only && args.output.is_none(),
         format!("{} on {}", args.scheduler, args.device),
     );
-    let (result, cpu, failure) = execute_to_the_end(
-        &jobs,
-        &dev,
-        &cfg,
-        &args.threads,
-        &mut bar,
-        args.trace_out.as_deref(),
-    )?;
+    let observer = args.report.as_ref().map(|_| run_report::observer());
+    let taps = Taps {
+        trace: args.trace_out.as_deref(),
+        observer: observer.clone(),
+    };
+    let (result, cpu, failure) =
+        execute_to_the_end(&jobs, &dev, &cfg, &args.threads, &mut bar, &taps)?;
+
     let mut text = String::new();
     for format in &formats {
         text.push_str(&report::render(*format, &jobs, &result, &args.device));
@@ -572,6 +598,19 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     for (name, contents) in report::logs::files(&jobs, &result) {
         std::fs::write(&name, contents).with_context(|| format!("writing log {name}"))?;
+    }
+    if let (Some(path), Some(observer)) = (&args.report, &observer) {
+        let name = args.jobfile.as_deref().unwrap_or("command line");
+        let normal = report::render(report::Format::Normal, &jobs, &result, &args.device);
+        run_report::write_run(
+            path,
+            name,
+            &args.device,
+            &args.scheduler,
+            &result,
+            observer,
+            &normal,
+        )?;
     }
     if normal_only {
         eprintln!("{}", speed_line(&result, cpu));
@@ -601,6 +640,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     check_memory(&jobs, &dev)?;
     let json = args.output_format == OutputFormat::Json;
     let mut runs = Vec::new();
+    let mut observers = Vec::new();
     for sched in &args.schedulers {
         let cfg = RunConfig {
             scheduler: sched.clone(),
@@ -612,12 +652,30 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
             .trace_out
             .as_deref()
             .map(|prefix| crate::trace_out::compare_prefix(prefix, sched));
-        let (result, cpu) = execute(&jobs, &dev, &cfg, &args.threads, &mut bar, trace.as_deref())
+        let observer = args.report.as_ref().map(|_| run_report::observer());
+        let taps = Taps {
+            trace: trace.as_deref(),
+            observer: observer.clone(),
+        };
+        let (result, cpu) = execute(&jobs, &dev, &cfg, &args.threads, &mut bar, &taps)
             .with_context(|| format!("running {name} under {sched}"))?;
+        observers.extend(observer);
         if !json {
             eprintln!("{}", speed_line(&result, cpu));
         }
         runs.push(result);
+    }
+    if let Some(path) = &args.report {
+        let text = crate::compare::render(&name, &runs[0].device, &runs);
+        run_report::write_compare(
+            path,
+            &name,
+            &args.device,
+            &args.schedulers,
+            &runs,
+            &observers,
+            &text,
+        )?;
     }
     let mut out = std::io::stdout().lock();
     if json {

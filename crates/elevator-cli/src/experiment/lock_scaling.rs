@@ -19,7 +19,9 @@ use elevator_io::DeviceSpec;
 use elevator_io::mq::{LockMode, ThreadConfig, run_threads};
 use serde::Serialize;
 
+use super::outcome::{Opts, Outcome, Progress, Shape};
 use super::{Args, lock_model};
+use crate::report::figure::{Axis, Figure, Mark, Series, XyPlot};
 use crate::run::OutputFormat;
 
 /// Where the readers' devices are.
@@ -33,6 +35,13 @@ pub(super) enum Layout {
 }
 
 impl Layout {
+    fn short(self) -> &'static str {
+        match self {
+            Layout::OwnDevices => "own devices",
+            Layout::OneDevice => "one device",
+        }
+    }
+
     fn title(self) -> &'static str {
         match self {
             Layout::OwnDevices => "readers on their own devices",
@@ -60,14 +69,6 @@ pub(super) struct Cell {
     lock_report: serde_json::Value,
 }
 
-/// A shape the 2001 report found (or blk-mq's answer to it), checked.
-#[derive(Serialize)]
-struct Shape {
-    what: String,
-    measured: String,
-    holds: bool,
-}
-
 /// The seed's workload for `readers` readers: `dd if=/dev/rawN bs=64k`,
 /// reading the device from its start again and again for `runtime_ms`.
 fn job(readers: usize, runtime_ms: u64) -> Result<JobFile> {
@@ -83,25 +84,18 @@ fn cpus() -> u32 {
 }
 
 /// Run every cell.
-fn measure(args: &Args, spec: &DeviceSpec) -> Result<Vec<Cell>> {
+fn measure(args: &Params, spec: &DeviceSpec, seed: u64, progress: Progress) -> Result<Vec<Cell>> {
     let runtime_ms = (args.runtime * 1000.0).round() as u64;
     let mut cells = Vec::new();
     let total = 2 * args.threads.len() * LockMode::ALL.len();
-    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr())
-        && args.output_format == OutputFormat::Normal;
     for layout in [Layout::OwnDevices, Layout::OneDevice] {
         for &readers in &args.threads {
             for lock in LockMode::ALL {
-                if progress {
-                    eprint!(
-                        "\r{:<3}/{total} {:<28} {:>2} readers, {:<6}",
-                        cells.len() + 1,
-                        layout.title(),
-                        readers,
-                        lock.name()
-                    );
-                    let _ = std::io::stderr().flush();
-                }
+                progress(
+                    &format!("{}, {readers} readers, {}", layout.title(), lock.name()),
+                    cells.len(),
+                    total,
+                );
                 let ndev = match layout {
                     Layout::OwnDevices => readers,
                     Layout::OneDevice => 1,
@@ -114,7 +108,7 @@ fn measure(args: &Args, spec: &DeviceSpec) -> Result<Vec<Cell>> {
                     run: RunConfig {
                         scheduler: args.scheduler.clone(),
                         tunables: Vec::new(),
-                        seed: args.seed,
+                        seed,
                     },
                     lock,
                     lock_stats: true,
@@ -147,9 +141,6 @@ fn measure(args: &Args, spec: &DeviceSpec) -> Result<Vec<Cell>> {
             }
         }
     }
-    if progress {
-        eprint!("\r{}\r", " ".repeat(60));
-    }
     Ok(cells)
 }
 
@@ -170,8 +161,9 @@ fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
     let pct = |x: f64| format!("{:.1}%", 100.0 * x);
     if let Some(g) = get(Layout::OwnDevices, LockMode::Global, hi).filter(|_| hi >= 2) {
         out.push(Shape {
-            what: format!("global contends with {hi} readers on their own devices (CON > 0)"),
-            measured: format!("CON {}", pct(con(g))),
+            claim: format!("global contends with {hi} readers on their own devices (CON > 0)"),
+            seed: "CON 59.4%, held 57.7% of the time (10 readers, 4 CPUs)".into(),
+            ours: format!("CON {}", pct(con(g))),
             holds: con(g) > 0.0,
         });
     }
@@ -185,24 +177,27 @@ fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
         scale(LockMode::Queue, Layout::OwnDevices),
     ) {
         out.push(Shape {
-            what: format!(
+            claim: format!(
                 "global flattens: its MB/s from {lo} to {hi} readers grows less than queue's"
             ),
-            measured: format!("{g:.2}x vs {q:.2}x"),
+            seed: "2.49 of 4 CPUs held or spinning on the lock (10 readers)".into(),
+            ours: format!("{g:.2}x vs {q:.2}x"),
             holds: g < q,
         });
     }
     if let Some(q) = get(Layout::OwnDevices, LockMode::Queue, hi) {
         out.push(Shape {
-            what: "queue: no contention across devices (CON < 1%)".into(),
-            measured: format!("CON {}", pct(con(q))),
+            claim: "queue: no contention across devices (CON < 1%)".into(),
+            seed: "after the seed: Linux 2.5's lock per queue".into(),
+            ours: format!("CON {}", pct(con(q))),
             holds: con(q) < 0.01,
         });
     }
     if let Some(q) = get(Layout::OneDevice, LockMode::Queue, hi).filter(|_| hi >= 2) {
         out.push(Shape {
-            what: format!("queue contends within one device with {hi} readers (CON > 0)"),
-            measured: format!("CON {}", pct(con(q))),
+            claim: format!("queue contends within one device with {hi} readers (CON > 0)"),
+            seed: "after the seed: why blk-mq came (2013)".into(),
+            ours: format!("CON {}", pct(con(q))),
             holds: con(q) > 0.0,
         });
     }
@@ -211,18 +206,45 @@ fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
         scale(LockMode::Queue, Layout::OneDevice),
     ) {
         out.push(Shape {
-            what: format!(
+            claim: format!(
                 "mq scales within one device: from {lo} to {hi} readers, more than queue"
             ),
-            measured: format!("{m:.2}x vs {q:.2}x"),
+            seed: "after the seed: blk-mq's per-CPU queues".into(),
+            ours: format!("{m:.2}x vs {q:.2}x"),
             holds: m > q,
         });
     }
     out
 }
 
-/// Run `elevator experiment lock-scaling`.
-pub fn run(args: &Args) -> Result<()> {
+/// What lock-scaling runs: the readers' device, reader counts, seconds per
+/// run, the scheduler.
+pub(super) struct Params {
+    pub device: String,
+    pub threads: Vec<usize>,
+    pub runtime: f64,
+    pub scheduler: String,
+}
+
+impl Params {
+    /// From the command line; `--quick` runs 1 and 2 readers for 0.5 s.
+    pub fn from_args(args: &Args) -> Params {
+        let (threads, runtime) = if args.quick {
+            (vec![1, 2], 0.5)
+        } else {
+            (args.threads.clone(), args.runtime)
+        };
+        Params {
+            device: args.device.clone(),
+            threads,
+            runtime,
+            scheduler: args.scheduler.clone(),
+        }
+    }
+}
+
+/// Run the experiment.
+pub(super) fn outcome(args: &Params, opts: &Opts, progress: Progress) -> Result<Outcome> {
     if args.threads.is_empty() || args.threads.contains(&0) {
         bail!("--threads takes reader counts of 1 or more, e.g. 1,2,4,8");
     }
@@ -230,33 +252,28 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("--runtime takes seconds, more than 0 and at most 3600");
     }
     let spec = DeviceSpec::parse(&args.device)?;
-    let cells = measure(args, &spec)?;
+    let cells = measure(args, &spec, opts.seed, progress)?;
     let lo = args.threads.iter().copied().min().unwrap_or(1);
     let hi = args.threads.iter().copied().max().unwrap_or(1);
     let shapes = shapes(&cells, lo, hi);
     let fits = lock_model::fit(&cells);
     let checks = lock_model::checks(&fits, &cells, cpus());
     let predictions = lock_model::predictions(&fits);
-    let mut out = std::io::stdout().lock();
-    if args.output_format == OutputFormat::Json {
-        let doc = serde_json::json!({
-            "experiment": "lock-scaling",
-            "device": args.device,
-            "scheduler": args.scheduler,
-            "runtime_s": args.runtime,
-            "cpus": cpus(),
-            "runs": cells,
-            "shapes": shapes,
-            "model": {
-                "fits": fits,
-                "checks": checks,
-                "predictions": predictions,
-            },
-        });
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
-        return Ok(());
-    }
+    let data = serde_json::json!({
+        "experiment": "lock-scaling",
+        "device": args.device,
+        "scheduler": args.scheduler,
+        "runtime_s": args.runtime,
+        "cpus": cpus(),
+        "runs": cells,
+        "model": {
+            "fits": fits,
+            "checks": checks,
+            "predictions": predictions,
+        },
+    });
+    let mut buf = Vec::new();
+    let out = &mut buf;
     writeln!(
         out,
         "Seed 003: dd readers (64 KiB sequential reads, one at a time) under one global lock, a lock per\n\
@@ -306,17 +323,94 @@ pub fn run(args: &Args) -> Result<()> {
             write!(out, "{}", lockmeter_table(&report))?;
         }
     }
-    write_model(&mut out, &fits, &checks, &predictions)?;
-    writeln!(out, "\nShapes:")?;
-    for s in &shapes {
-        writeln!(
-            out,
-            "  {:<78} {:<22} {}",
-            s.what,
-            s.measured,
-            if s.holds { "holds" } else { "DOES NOT HOLD" }
-        )?;
+    write_model(out, &fits, &checks, &predictions)?;
+    writeln!(out)?;
+    Ok(Outcome {
+        name: "lock-scaling",
+        seed: "003",
+        title: "The global io_request_lock (LKML 2001): dd readers under one lock, a lock per \
+                queue and blk-mq"
+            .into(),
+        table: String::from_utf8_lossy(&buf).into_owned(),
+        data,
+        shapes,
+        figures: figures(&cells, &args.threads),
+        notes: Vec::new(),
+    })
+}
+
+/// Throughput against readers per lock mode, and the busiest lock's mean
+/// hold and wait, per layout.
+fn figures(cells: &[Cell], threads: &[usize]) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let per_mode = |layout: Layout, f: &dyn Fn(&Cell) -> Option<f64>| -> Vec<Series> {
+        LockMode::ALL
+            .iter()
+            .map(|&lock| Series {
+                label: format!("{}, {}", lock.name(), layout.short()),
+                points: threads
+                    .iter()
+                    .filter_map(|&n| {
+                        let c = cell(cells, layout, lock, n)?;
+                        Some((n as f64, f(c)?))
+                    })
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect()
+    };
+    for layout in [Layout::OwnDevices, Layout::OneDevice] {
+        out.push(Figure::Xy(XyPlot {
+            title: format!("MB/s against readers, {}, per lock design", layout.title()),
+            x: Axis::linear("readers"),
+            y: Axis::linear("MB/s"),
+            mark: Mark::LinesPoints,
+            panels: false,
+            series: per_mode(layout, &|c| Some(c.mb_per_s)),
+        }));
     }
+    let busiest = |c: &Cell| c.locks.iter().max_by_key(|l| l.hold_total_ns).cloned();
+    let hold = |c: &Cell| {
+        let l = busiest(c)?;
+        (l.acquisitions > 0).then(|| l.hold_total_ns as f64 / l.acquisitions as f64)
+    };
+    let wait = |c: &Cell| {
+        let l = busiest(c)?;
+        Some(l.wait_total_ns as f64 / l.contentions.max(1) as f64)
+    };
+    let both = |f: &dyn Fn(&Cell) -> Option<f64>| {
+        let mut s = per_mode(Layout::OwnDevices, f);
+        s.extend(per_mode(Layout::OneDevice, f));
+        s
+    };
+    out.push(Figure::Xy(XyPlot {
+        title: "Mean hold of the busiest shared lock against readers (mq has none)".into(),
+        x: Axis::linear("readers"),
+        y: Axis::linear("mean hold (ns)"),
+        mark: Mark::LinesPoints,
+        panels: false,
+        series: both(&hold),
+    }));
+    out.push(Figure::Xy(XyPlot {
+        title: "Mean wait of a contended acquisition of the busiest lock against readers".into(),
+        x: Axis::linear("readers"),
+        y: Axis::linear("mean wait (ns)"),
+        mark: Mark::LinesPoints,
+        panels: false,
+        series: both(&wait),
+    }));
+    out
+}
+
+/// Run `elevator experiment lock-scaling`.
+pub fn run(args: &Args) -> Result<()> {
+    let json = args.output_format == OutputFormat::Json;
+    let opts = Opts {
+        quick: args.quick,
+        seed: args.seed,
+    };
+    let o = super::with_progress(!json, |p| outcome(&Params::from_args(args), &opts, p))?;
+    o.print(json, &mut std::io::stdout().lock())?;
     Ok(())
 }
 

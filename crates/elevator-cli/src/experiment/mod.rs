@@ -76,3 +76,20 @@ pub fn run(args: &Args) -> Result<()> {
         Which::LockScaling => lock_scaling::run(args),
     }
 }
+
+/// Run `f` with a progress line on stderr (redrawn with `\r`, only when
+/// `show` and stderr is a terminal), cleared when `f` returns.
+pub(crate) fn with_progress<T>(show: bool, f: impl FnOnce(outcome::Progress) -> T) -> T {
+    use std::io::IsTerminal;
+    let show = show && std::io::stderr().is_terminal();
+    let mut line = |what: &str, done: usize, total: usize| {
+        if show {
+            eprint!("\r[{done}/{total}] {what:<50}");
+        }
+    };
+    let out = f(&mut line);
+    if show {
+        eprint!("\r{:70}\r", "");
+    }
+    out
+}

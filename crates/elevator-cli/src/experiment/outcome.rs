@@ -63,3 +63,49 @@ pub struct Opts {
 /// Progress: the experiment says what it is running now, and how far it is
 /// (done, total) in its own steps.
 pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
+
+impl Outcome {
+    /// Print as `elevator experiment NAME` does: JSON (name, seed, title,
+    /// data, shapes, notes), or the table, the shapes with both figures
+    /// and their verdicts, and the notes.
+    pub fn print(&self, json: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if json {
+            serde_json::to_writer_pretty(&mut *out, self)?;
+            return writeln!(out);
+        }
+        write!(out, "{}", self.table)?;
+        if !self.table.ends_with("\n\n") {
+            writeln!(out)?;
+        }
+        writeln!(out, "{}", self.verdicts())?;
+        for n in &self.notes {
+            writeln!(out, "Note: {n}")?;
+        }
+        Ok(())
+    }
+
+    /// The shapes as text: each claim, the seed's figure, elevator's, and
+    /// whether it holds.
+    pub fn verdicts(&self) -> String {
+        let mut s = format!("Shapes seed {} reported:\n", self.seed);
+        let w = self.shapes.iter().map(|x| x.claim.len()).max().unwrap_or(0);
+        let ws = self.shapes.iter().map(|x| x.seed.len()).max().unwrap_or(0);
+        let wo = self.shapes.iter().map(|x| x.ours.len()).max().unwrap_or(0);
+        for sh in &self.shapes {
+            s.push_str(&format!(
+                "  {:<w$}  seed: {:<ws$}  elevator: {:<wo$}  {}\n",
+                sh.claim,
+                sh.seed,
+                sh.ours,
+                if sh.holds { "holds" } else { "DOES NOT HOLD" }
+            ));
+        }
+        s
+    }
+}
+
+/// `a` vs `b` in `unit`, with their ratio: "3.59 vs 2.49 MB/s (1.44x)".
+pub fn versus(a: f64, b: f64, unit: &str) -> String {
+    let ratio = if b != 0.0 { a / b } else { f64::NAN };
+    format!("{a:.2} vs {b:.2} {unit} ({ratio:.2}x)")
+}

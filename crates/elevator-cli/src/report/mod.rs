@@ -3,3 +3,6 @@
 //! `experiment all` and `run`/`compare --report`.
 
 pub mod figure;
+pub mod html;
+pub mod observe;
+pub mod svg;

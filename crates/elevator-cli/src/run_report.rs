@@ -1,0 +1,151 @@
+//! `run --report FILE.html` and `compare --report FILE.html`: the plots of
+//! any job as one self-contained HTML page. The run's trace events feed an
+//! [`Observer`] as they happen (nothing is stored per event); latency comes
+//! from the run's own histograms.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use elevator_core::Histogram;
+use elevator_fio::result::RunResult;
+
+use crate::report::figure::{Axis, Figure, Mark, XyPlot};
+use crate::report::html::{Section, page};
+use crate::report::observe::{SharedObserver, latency_cdf, latency_plot};
+
+/// Direction names, in `DirStats` order.
+const DIRS: [&str; 3] = ["read", "write", "trim"];
+
+/// The observer a reported run feeds: throughput in 10 ms intervals (wider
+/// for long runs), the timeline over 1.0-1.1 s of the run, or over its first
+/// 100 ms if it is shorter.
+pub fn observer() -> SharedObserver {
+    SharedObserver::new(
+        10_000_000,
+        &[(0, 100_000_000), (1_000_000_000, 1_100_000_000)],
+    )
+}
+
+/// Completion latency per job and direction.
+fn job_latencies(run: &RunResult) -> Vec<crate::report::figure::Series> {
+    let mut out = Vec::new();
+    for j in &run.jobs {
+        for (d, dir) in j.dirs.iter().enumerate() {
+            if d < DIRS.len() && dir.clat.count() > 0 {
+                out.push(latency_cdf(&format!("{} ({})", j.name, DIRS[d]), &dir.clat));
+            }
+        }
+    }
+    out
+}
+
+/// Write `run`'s report.
+pub fn write_run(
+    path: &Path,
+    job: &str,
+    device: &str,
+    scheduler: &str,
+    run: &RunResult,
+    observer: &SharedObserver,
+    text: &str,
+) -> Result<()> {
+    let figures = observer.with(|o| {
+        vec![
+            latency_plot("Completion latency per job", job_latencies(run)),
+            o.throughput("Throughput over time per job"),
+            o.timeline("Who the device served; idle with requests waiting (grey)"),
+        ]
+    });
+    let section = Section {
+        id: "run".into(),
+        heading: format!("{job} on {device}, {scheduler}"),
+        lead: format!("elevator run {job} --device {device} --scheduler {scheduler}"),
+        figures,
+        text: text.to_string(),
+        ..Section::default()
+    };
+    write(path, &format!("elevator run: {job}"), &[section])
+}
+
+/// Write `compare`'s report: the schedulers side by side, then a section
+/// per scheduler.
+pub fn write_compare(
+    path: &Path,
+    job: &str,
+    device: &str,
+    schedulers: &[String],
+    runs: &[RunResult],
+    observers: &[SharedObserver],
+    text: &str,
+) -> Result<()> {
+    let mut cdfs = Vec::new();
+    let mut totals = Vec::new();
+    for ((sched, run), o) in schedulers.iter().zip(runs).zip(observers) {
+        for (d, dir) in DIRS.iter().enumerate() {
+            let mut h = Histogram::new();
+            for j in &run.jobs {
+                if let Some(s) = j.dirs.get(d) {
+                    h.merge(&s.clat);
+                }
+            }
+            if h.count() > 0 {
+                cdfs.push(latency_cdf(&format!("{sched} ({dir})"), &h));
+            }
+        }
+        totals.push(o.with(|o| o.total(sched)));
+    }
+    let mut sections = vec![Section {
+        id: "compare".into(),
+        heading: format!("{job} on {device}: {}", schedulers.join(", ")),
+        lead: format!(
+            "elevator compare {job} --device {device} --schedulers {}",
+            schedulers.join(",")
+        ),
+        figures: vec![
+            latency_plot("Completion latency per scheduler, every job", cdfs),
+            Figure::Xy(XyPlot {
+                title: "Throughput over time per scheduler, every job".into(),
+                x: Axis::linear("time (s)"),
+                y: Axis::linear("MB/s"),
+                mark: Mark::Lines,
+                panels: false,
+                series: totals,
+            }),
+        ],
+        text: text.to_string(),
+        ..Section::default()
+    }];
+    for ((sched, run), o) in schedulers.iter().zip(runs).zip(observers) {
+        let figures = o.with(|o| {
+            vec![
+                latency_plot(
+                    &format!("{sched}: completion latency per job"),
+                    job_latencies(run),
+                ),
+                o.throughput(&format!("{sched}: throughput over time per job")),
+                o.timeline(&format!(
+                    "{sched}: who the device served; idle with requests waiting (grey)"
+                )),
+            ]
+        });
+        sections.push(Section {
+            id: sched.clone(),
+            heading: sched.clone(),
+            figures,
+            ..Section::default()
+        });
+    }
+    write(path, &format!("elevator compare: {job}"), &sections)
+}
+
+fn write(path: &Path, title: &str, sections: &[Section]) -> Result<()> {
+    let html = page(
+        title,
+        &format!("elevator {}", env!("CARGO_PKG_VERSION")),
+        &[],
+        sections,
+    )?;
+    std::fs::write(path, html).with_context(|| format!("writing the report {}", path.display()))?;
+    eprintln!("report: {}", path.display());
+    Ok(())
+}

@@ -56,7 +56,7 @@
 //! in 2011 9.88 (3.59), CFQ fixed 73.0 (5.46): the seed's shapes hold (2011
 //! beats noop, the fix beats both; `tests/hdd_sata_2011.rs` checks them), for
 //! any segment count below the 32 streams (4, 8 and 16 tried), but CFQ's
-//! rates are 3 to 13 times the seed's. The model destages one process's four
+//! rates are 2.8 to 13 times the seed's. The model destages one process's four
 //! coalesced streams at near media rate; the seed's disk did not. Not
 //! modelled: ext4's layout of concurrently written files, its journal, and
 //! whether a 2011 drive merges separately written commands when destaging.

@@ -121,7 +121,9 @@ pub trait Device {
     }
 
     /// Move the head samples recorded so far to the end of `out`, in time
-    /// order, and return how many were dropped because the cap was reached.
+    /// order, and return how many were dropped (the cap reached) since the
+    /// last call. The cap bounds all the samples of a recording, taken or
+    /// not.
     /// The default records nothing.
     fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
         let _ = out;

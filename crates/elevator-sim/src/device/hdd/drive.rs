@@ -226,13 +226,14 @@ impl State {
         self.heads.samples.reserve(cap.min(1 << 20));
     }
 
-    /// Move the recorded samples to `out`; how many were dropped. The cap
-    /// counts samples taken out too: recording stays bounded over a run.
+    /// Move the recorded samples to `out`; how many were dropped since the
+    /// last call. The cap counts samples taken out too: recording stays
+    /// bounded over a run.
     pub(super) fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
         let n = self.heads.samples.len();
         self.heads.cap = self.heads.cap.saturating_sub(n);
         out.append(&mut self.heads.samples);
-        self.heads.dropped
+        std::mem::take(&mut self.heads.dropped)
     }
 
     /// The time of the last call.

@@ -64,6 +64,22 @@ impl DeviceStats {
     }
 }
 
+/// Where the heads of a disk were at one moment: one point of a head-position
+/// plot (cylinder against time).
+///
+/// A model records a sample when a media access begins (the first sector of a
+/// request, a write-cache destage or a read-ahead comes under the head: the
+/// seek and rotational wait are over) and when one ends on another cylinder
+/// than it began. Times are the model's own virtual times, so samples come in
+/// non-decreasing time order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeadSample {
+    /// When, on the device's clock (ns).
+    pub time: Nanos,
+    /// The cylinder under the heads (0 = outermost).
+    pub cylinder: u32,
+}
+
 /// A block device under the queue.
 pub trait Device {
     /// What it is, in a few words (model, size).
@@ -96,4 +112,21 @@ pub trait Device {
 
     /// Accumulated figures.
     fn stats(&self) -> DeviceStats;
+
+    /// Start recording where the heads go, keeping at most `cap` samples
+    /// (later ones are dropped and counted by the model). Devices without
+    /// heads, and real devices, ignore it (the default).
+    fn record_heads(&mut self, cap: usize) {
+        let _ = cap;
+    }
+
+    /// Move the head samples recorded so far to the end of `out`, in time
+    /// order, and return how many were dropped (the cap reached) since the
+    /// last call. The cap bounds all the samples of a recording, taken or
+    /// not.
+    /// The default records nothing.
+    fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
+        let _ = out;
+        0
+    }
 }

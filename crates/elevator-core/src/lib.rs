@@ -45,7 +45,7 @@ pub use bio::{
     Bio, BioCompletion, BioFlags, Dir, IoContext, IoPrio, Nanos, Op, PrioClass, SECTOR_SIZE,
     Sector, Status,
 };
-pub use device::{Device, DeviceIo, DeviceStats};
+pub use device::{Device, DeviceIo, DeviceStats, HeadSample};
 pub use error::{BioError, ConfigError, RequestError, SubmitError, TunableError, UnknownScheduler};
 pub use limits::Limits;
 pub use queue::{BuildError, DeviceShape, Dispatch, Outcome, Queue, QueueConfig, Submitted};

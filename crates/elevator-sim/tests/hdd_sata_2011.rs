@@ -191,3 +191,39 @@ fn more_interleaved_streams_than_segments_thrash_the_cache() {
     let segmented = streams_rate(&mut disk(&[("cache_segments", "64")]), 32, 256);
     assert!(segmented > 5.0 * many, "{segmented:.2} vs {many:.2} MB/s");
 }
+
+/// Seed 004's three shapes on the disk, with the job as aio-stress ran it
+/// (`examples/seed004.fio`): CFQ as in 2011 beats noop, the fix does at
+/// least as well as 2011 and 1.5 times noop. The simulation is
+/// deterministic: these are the figures the README reports.
+#[test]
+fn seed_004_shapes_hold_on_the_2011_disk() {
+    use elevator_fio::RunConfig;
+    use elevator_fio::job::JobFile;
+    use elevator_fio::result::WRITE;
+    use elevator_sim::device::ModelSpec;
+    use elevator_sim::engine::run;
+
+    let jobs = JobFile::parse(include_str!("../../../examples/seed004.fio"), "seed004.fio")
+        .expect("job file");
+    let dev = ModelSpec::parse("hdd-sata-2011").expect("preset");
+    let mb_s = |sched: &str, tunables: &[(&str, &str)]| {
+        let cfg = RunConfig {
+            scheduler: sched.into(),
+            tunables: std::iter::once(&("nr_requests", "128"))
+                .chain(tunables)
+                .map(|&(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            ..RunConfig::default()
+        };
+        let r = run(&jobs, &dev, &cfg, &mut |_| {}).expect("runs");
+        let bytes: u64 = r.jobs.iter().map(|j| j.dirs[WRITE].bytes).sum();
+        bytes as f64 * 1e3 / r.elapsed as f64
+    };
+    let noop = mb_s("none", &[]);
+    let cfq_2011 = mb_s("cfq", &[("deep_seeky_idle", "1")]);
+    let fixed = mb_s("cfq", &[("deep_seeky_idle", "0")]);
+    assert!(cfq_2011 > noop, "2011 {cfq_2011} vs noop {noop}");
+    assert!(fixed >= cfq_2011, "fixed {fixed} vs 2011 {cfq_2011}");
+    assert!(fixed >= 1.5 * noop, "fixed {fixed} vs noop {noop}");
+}

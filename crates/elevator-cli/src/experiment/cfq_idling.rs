@@ -84,7 +84,7 @@ struct Scenario {
 const SCENARIOS: [Scenario; 2] = [
     Scenario {
         name: "hdd",
-        device: "hdd-7200",
+        device: "hdd-sata-2011",
         think: 0,
     },
     Scenario {

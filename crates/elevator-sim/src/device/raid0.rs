@@ -444,6 +444,18 @@ impl Device for Raid0 {
         }
         s
     }
+
+    /// Member 0's heads (the members' heads move independently; one stands
+    /// for the array in a head-position plot).
+    fn record_heads(&mut self, cap: usize) {
+        if let Some(m) = self.members.first_mut() {
+            m.record_heads(cap);
+        }
+    }
+
+    fn take_heads(&mut self, out: &mut Vec<elevator_core::HeadSample>) -> u64 {
+        self.members.first_mut().map_or(0, |m| m.take_heads(out))
+    }
 }
 
 #[cfg(test)]

@@ -29,8 +29,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use elevator_core::{
-    BioCompletion, BuildError, ConfigError, DeviceIo, DeviceShape, Dispatch, Nanos, Op, Outcome,
-    Queue, RequestId, Scheduler, Status, SubmitError, TunableError,
+    BioCompletion, BuildError, ConfigError, DeviceIo, DeviceShape, Dispatch, HeadSample, Nanos, Op,
+    Outcome, Queue, RequestId, Scheduler, Status, SubmitError, TunableError,
 };
 use thiserror::Error;
 
@@ -196,9 +196,51 @@ pub fn run_traced(
     device: &ModelSpec,
     cfg: &RunConfig,
     progress: &mut dyn FnMut(Progress),
+    trace: Option<&mut TraceOut<'_>>,
+) -> Result<RunResult, SimError> {
+    run_observed(jobs, device, cfg, progress, trace, None)
+}
+
+/// Where a run's head positions go ([`run_observed`]).
+#[derive(Clone, Debug, Default)]
+pub struct HeadsOut {
+    /// At most this many samples are kept (the first ones).
+    pub cap: usize,
+    /// The samples, in time order (virtual nanoseconds from the start of
+    /// the run), appended to when the run ends (also when a job failed).
+    pub samples: Vec<HeadSample>,
+    /// Samples past `cap`, not kept.
+    pub dropped: u64,
+}
+
+impl HeadsOut {
+    /// Keep up to `cap` samples.
+    pub fn new(cap: usize) -> HeadsOut {
+        HeadsOut {
+            cap,
+            samples: Vec::new(),
+            dropped: 0,
+        }
+    }
+}
+
+/// [`run_traced`], also recording where the device's heads went
+/// ([`elevator_core::Device::record_heads`]) into `heads`: for plots of the
+/// head position (cylinder) against time. Only the disk model (and a RAID 0,
+/// through its first member) records anything; on other devices `heads`
+/// stays empty.
+pub fn run_observed(
+    jobs: &JobFile,
+    device: &ModelSpec,
+    cfg: &RunConfig,
+    progress: &mut dyn FnMut(Progress),
     mut trace: Option<&mut TraceOut<'_>>,
+    heads: Option<&mut HeadsOut>,
 ) -> Result<RunResult, SimError> {
     let mut engine = Engine::new(jobs, device, cfg)?;
+    if let Some(h) = &heads {
+        engine.device.record_heads(h.cap);
+    }
     let tap = trace.as_ref().map(|_| {
         // Drained once per event of the loop: room for a burst from every
         // I/O the jobs may have in flight.
@@ -219,6 +261,9 @@ pub fn run_traced(
         }
         _ => engine.run(progress, None),
     };
+    if let Some(h) = heads {
+        h.dropped += engine.device.take_heads(&mut h.samples);
+    }
     ran?;
     let failed = engine
         .workers

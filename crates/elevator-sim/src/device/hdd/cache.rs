@@ -415,6 +415,8 @@ impl Cache {
             xfer: t - t0,
             cyl: loc.cyl,
             head: loc.head,
+            start: t0,
+            start_cyl: g.locate(ra.lba0.min(g.capacity - 1)).cyl,
         }
     }
 }

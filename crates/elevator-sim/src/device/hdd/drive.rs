@@ -14,7 +14,7 @@
 //! `mechanics`; `queue` and `cache` use `mechanics` (not each other);
 //! `mechanics` uses only the geometry and timing.
 
-use elevator_core::{BioFlags, DeviceIo, DeviceStats, Nanos, Op};
+use elevator_core::{BioFlags, DeviceIo, DeviceStats, HeadSample, Nanos, Op};
 
 use super::NEVER;
 use super::cache::{Ahead, Cache, ReadFrom};
@@ -140,6 +140,30 @@ pub(super) struct State {
     mech: Mechanics,
     queue: Queue,
     cache: Cache,
+    /// Where the heads went, if asked (not copied by `clone_from`: the
+    /// scratch copy that predictions run on records nothing).
+    heads: HeadLog,
+}
+
+/// A bounded head-position log.
+#[derive(Debug, Default)]
+pub(super) struct HeadLog {
+    cap: usize,
+    samples: Vec<HeadSample>,
+    dropped: u64,
+}
+
+impl HeadLog {
+    fn push(&mut self, time: Nanos, cylinder: u32) {
+        if self.cap == 0 {
+            return;
+        }
+        if self.samples.len() < self.cap {
+            self.samples.push(HeadSample { time, cylinder });
+        } else {
+            self.dropped += 1;
+        }
+    }
 }
 
 impl Clone for State {
@@ -192,7 +216,24 @@ impl State {
             mech: Mechanics::default(),
             queue: Queue::new(depth),
             cache: Cache::new(segments),
+            heads: HeadLog::default(),
         }
+    }
+
+    /// Record up to `cap` head samples from now on (0: stop recording).
+    pub(super) fn record_heads(&mut self, cap: usize) {
+        self.heads.cap = cap;
+        self.heads.samples.reserve(cap.min(1 << 20));
+    }
+
+    /// Move the recorded samples to `out`; how many were dropped since the
+    /// last call. The cap counts samples taken out too: recording stays
+    /// bounded over a run.
+    pub(super) fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
+        let n = self.heads.samples.len();
+        self.heads.cap = self.heads.cap.saturating_sub(n);
+        out.append(&mut self.heads.samples);
+        std::mem::take(&mut self.heads.dropped)
     }
 
     /// The time of the last call.
@@ -631,6 +672,10 @@ impl State {
 
     /// A media operation has ended: the heads are where it left them.
     fn ran(&mut self, run: &Run) {
+        self.heads.push(run.start, run.start_cyl);
+        if run.cyl != run.start_cyl {
+            self.heads.push(run.end, run.cyl);
+        }
         self.mech.move_to(run.cyl, run.head);
         self.stats.positioning_ns += run.pos;
         self.stats.transfer_ns += run.xfer;

@@ -34,6 +34,9 @@ pub(super) struct Run {
     /// Where the head is at the end.
     pub(super) cyl: u32,
     pub(super) head: u32,
+    /// When the first sector came under the head, and its cylinder.
+    pub(super) start: Nanos,
+    pub(super) start_cyl: u32,
 }
 
 impl Run {
@@ -48,6 +51,8 @@ impl Run {
             xfer: x.end - t1 - x.gaps,
             cyl: x.cyl,
             head: x.head,
+            start: t1,
+            start_cyl: loc.cyl,
         }
     }
 }

@@ -160,7 +160,7 @@ mod sata_2011;
 mod seek;
 mod timing;
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
+use elevator_core::{Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Outcome};
 
 use self::drive::{FitsMemo, State};
 use self::geometry::Geo;
@@ -312,5 +312,17 @@ impl Device for Hdd {
 
     fn stats(&self) -> DeviceStats {
         self.st.stats()
+    }
+
+    /// Samples are taken when a media operation (a request, a destage, a
+    /// read-ahead) ends: its first sector's time and cylinder, and its end
+    /// if it moved to another cylinder. An operation still under way when
+    /// the samples are taken is not in them yet.
+    fn record_heads(&mut self, cap: usize) {
+        self.st.record_heads(cap);
+    }
+
+    fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
+        self.st.take_heads(out)
     }
 }

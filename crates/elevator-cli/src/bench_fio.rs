@@ -345,21 +345,26 @@ fn print_table(
         args.rounds,
         if args.rounds == 1 { "" } else { "s" }
     )?;
+    write!(out, "{}", table(fio, elevator))?;
+    Ok(())
+}
+
+/// The table of a comparison's figures: IOPS, MB/s, CPU per I/O (thread
+/// and process) and each as a ratio to fio's, a row per engine, fio first.
+pub(crate) fn table(fio: &Figures, elevator: &[(String, Figures)]) -> String {
     let heads = format!(
         "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "", "", "", "CPU/IO ns", "", "", "CPU/fio", ""
     );
-    writeln!(out, "{}", heads.trim_end())?;
-    writeln!(
-        out,
-        "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+    let mut out = format!("{}\n", heads.trim_end());
+    out.push_str(&format!(
+        "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
         "engine", "IOPS", "MB/s", "thread", "process", "IOPS/fio", "thread", "process"
-    )?;
+    ));
     let ratio = |a: f64, b: f64| a / b.max(f64::MIN_POSITIVE);
-    let row = |out: &mut dyn Write, name: &str, f: &Figures| {
-        writeln!(
-            out,
-            "{:<22} {:>9.0} {:>8.1} {:>9.0} {:>9.0} {:>9.3} {:>9.3} {:>9.3}",
+    let row = |name: &str, f: &Figures| {
+        format!(
+            "{:<22} {:>9.0} {:>8.1} {:>9.0} {:>9.0} {:>9.3} {:>9.3} {:>9.3}\n",
             name,
             f.iops,
             f.bytes_per_sec / 1e6,
@@ -370,11 +375,11 @@ fn print_table(
             ratio(f.process_per_io_ns, fio.process_per_io_ns)
         )
     };
-    row(&mut out, "fio io_uring", fio)?;
+    out.push_str(&row("fio io_uring", fio));
     for (sched, f) in elevator {
-        row(&mut out, &format!("elevator {sched}"), f)?;
+        out.push_str(&row(&format!("elevator {sched}"), f));
     }
-    Ok(())
+    out
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ const TREE_GROWTH_4096: f64 = 1.5;
 /// Run the experiment: every scheduler at every depth.
 pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
     let (depths, base_ios, min_ios, repeat): (&[u32], u64, u64, u32) = if opts.quick {
-        (&[16, 64, 128, 512, 1024, 4096], 100_000, 20_000, 3)
+        (&[16, 64, 128, 512, 1024, 4096], 300_000, 30_000, 3)
     } else {
         (
             &[16, 32, 64, 128, 256, 512, 1024, 2048, 4096],

@@ -274,7 +274,7 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
         "bs": BS,
         "repeat": repeat,
         "depths": depths,
-        "seed": opts.seed,
+        "random_seed": opts.seed,
         "cases": cases,
         "growth_vs_128": SCHEDULERS
             .iter()

@@ -27,6 +27,7 @@ use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
 use elevator_io::cpu::CpuTime;
 use elevator_io::{DeviceKind, DeviceSpec};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::run::{Bar, execute};
@@ -56,14 +57,58 @@ pub struct Args {
 }
 
 /// One engine's figures for one round.
-#[derive(Clone, Copy, Debug, Default)]
-struct Figures {
-    iops: f64,
-    bytes_per_sec: f64,
-    /// Submitting thread's CPU per I/O.
-    cpu_per_io_ns: f64,
-    /// Whole process's CPU per I/O.
-    process_per_io_ns: f64,
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub(crate) struct Figures {
+    /// I/Os per second.
+    pub(crate) iops: f64,
+    /// Bytes per second.
+    pub(crate) bytes_per_sec: f64,
+    /// Submitting thread's CPU per I/O, ns.
+    pub(crate) cpu_per_io_ns: f64,
+    /// Whole process's CPU per I/O, ns.
+    pub(crate) process_per_io_ns: f64,
+}
+
+/// A comparison to run: one job through fio's io_uring engine and through
+/// elevator under each scheduler, on the same file, alternating rounds.
+pub(crate) struct Bench<'a> {
+    /// The job text, as given (the file's overrides are added here).
+    pub(crate) text: &'a str,
+    /// Where the job text came from, for messages.
+    pub(crate) jobfile: &'a str,
+    /// The device both run on: `file:PATH`.
+    pub(crate) device: &'a DeviceSpec,
+    /// elevator's schedulers.
+    pub(crate) schedulers: &'a [String],
+    /// Queue or scheduler tunables for elevator's runs.
+    pub(crate) tunables: &'a [(String, String)],
+    /// Rounds (at least one).
+    pub(crate) rounds: u32,
+    /// The fio binary.
+    pub(crate) fio: &'a str,
+    /// How elevator's runs use threads and locks.
+    pub(crate) threads: &'a crate::run::ThreadArgs,
+}
+
+/// Every round of a comparison.
+pub(crate) struct Comparison {
+    /// fio's rounds, in order.
+    pub(crate) fio: Vec<Figures>,
+    /// Each scheduler's rounds, in order, in the order given.
+    pub(crate) elevator: Vec<(String, Vec<Figures>)>,
+}
+
+impl Comparison {
+    /// Each engine's median round by IOPS: fio's, then each scheduler's.
+    pub(crate) fn medians(&self) -> (Figures, Vec<(String, Figures)>) {
+        (
+            median(self.fio.clone()),
+            self.elevator
+                .iter()
+                .map(|(s, r)| (s.clone(), median(r.clone())))
+                .collect(),
+        )
+    }
 }
 
 /// The job text both engines run.
@@ -181,26 +226,8 @@ pub fn run(args: &Args) -> Result<()> {
     let DeviceKind::File { path, .. } = &spec.kind else {
         bail!("--device: bench-vs-fio needs file:PATH (fio cannot open elevator's memory)");
     };
-    if spec.faults.is_active() {
-        bail!("--device: no faults in a benchmark");
-    }
-    if args.schedulers.is_empty() || args.rounds == 0 {
-        bail!("give at least one scheduler and one round");
-    }
     let text = std::fs::read_to_string(&args.jobfile)
         .with_context(|| format!("reading job file {}", args.jobfile))?;
-    let original = JobFile::parse(&text, &args.jobfile)?;
-    let capacity = spec
-        .open()
-        .with_context(|| format!("opening {}", path.display()))?
-        .limits()
-        .capacity
-        << 9;
-    let needs_size = original.jobs.iter().any(|j| j.size.is_none());
-    let both = rewrite(&text, path, needs_size.then_some(capacity));
-    let jobs = JobFile::parse(&both, &args.jobfile)?;
-    let job_path = std::env::temp_dir().join(format!("elevator-bench-{}.fio", std::process::id()));
-    std::fs::write(&job_path, &both).with_context(|| format!("writing {}", job_path.display()))?;
     let tunables = args
         .set
         .iter()
@@ -210,47 +237,97 @@ pub fn run(args: &Args) -> Result<()> {
                 .with_context(|| format!("--set '{s}': expected TUNABLE=VALUE"))
         })
         .collect::<Result<Vec<_>>>()?;
-    let result = bench(args, &spec, &jobs, &job_path, &tunables);
-    let _ = std::fs::remove_file(&job_path);
-    let (fio, elevator) = result?;
+    let bench = Bench {
+        text: &text,
+        jobfile: &args.jobfile,
+        device: &spec,
+        schedulers: &args.schedulers,
+        tunables: &tunables,
+        rounds: args.rounds,
+        fio: &args.fio,
+        threads: &args.threads,
+    };
+    let (fio, elevator) = compare(&bench, &mut |what, _, _| eprintln!("{what}"))?.medians();
     print_table(args, path, &fio, &elevator)
 }
 
-type Results = (Figures, Vec<(String, Figures)>);
+/// Run a comparison: fio's io_uring engine and elevator under each
+/// scheduler, on the same file with the same job (`filename`, `nrfiles=1`,
+/// `ioengine=io_uring`, `direct=1` and, for a job without one, `size=` the
+/// file's size appended to every job), one after the other, `rounds` times.
+/// `progress` hears "round R/N: ENGINE", step and steps before each run.
+pub(crate) fn compare(
+    b: &Bench,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<Comparison> {
+    let DeviceKind::File { path, .. } = &b.device.kind else {
+        bail!("--device: bench-vs-fio needs file:PATH (fio cannot open elevator's memory)");
+    };
+    if b.device.faults.is_active() {
+        bail!("--device: no faults in a benchmark");
+    }
+    if b.schedulers.is_empty() || b.rounds == 0 {
+        bail!("give at least one scheduler and one round");
+    }
+    let original = JobFile::parse(b.text, b.jobfile)?;
+    let capacity = b
+        .device
+        .open()
+        .with_context(|| format!("opening {}", path.display()))?
+        .limits()
+        .capacity
+        << 9;
+    let needs_size = original.jobs.iter().any(|j| j.size.is_none());
+    let both = rewrite(b.text, path, needs_size.then_some(capacity));
+    let jobs = JobFile::parse(&both, b.jobfile)?;
+    let job_path = std::env::temp_dir().join(format!("elevator-bench-{}.fio", std::process::id()));
+    std::fs::write(&job_path, &both).with_context(|| format!("writing {}", job_path.display()))?;
+    let result = rounds(b, &jobs, &job_path, progress);
+    let _ = std::fs::remove_file(&job_path);
+    result
+}
 
-fn bench(
-    args: &Args,
-    spec: &DeviceSpec,
+fn rounds(
+    b: &Bench,
     jobs: &JobFile,
     job_path: &Path,
-    tunables: &[(String, String)],
-) -> Result<Results> {
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<Comparison> {
     let mut fio_rounds = Vec::new();
-    let mut ours: Vec<Vec<Figures>> = vec![Vec::new(); args.schedulers.len()];
-    for round in 0..args.rounds {
-        eprintln!("round {}/{}: fio io_uring", round + 1, args.rounds);
-        fio_rounds.push(run_fio(&args.fio, job_path)?);
-        for (i, sched) in args.schedulers.iter().enumerate() {
-            eprintln!("round {}/{}: elevator {sched}", round + 1, args.rounds);
+    let mut ours: Vec<Vec<Figures>> = vec![Vec::new(); b.schedulers.len()];
+    let rounds = b.rounds as usize;
+    let steps = rounds * (1 + b.schedulers.len());
+    let mut step = 0;
+    for round in 0..rounds {
+        progress(
+            &format!("round {}/{}: fio io_uring", round + 1, rounds),
+            step,
+            steps,
+        );
+        step += 1;
+        fio_rounds.push(run_fio(b.fio, job_path)?);
+        for (i, sched) in b.schedulers.iter().enumerate() {
+            progress(
+                &format!("round {}/{}: elevator {sched}", round + 1, rounds),
+                step,
+                steps,
+            );
+            step += 1;
             let cfg = RunConfig {
                 scheduler: sched.clone(),
-                tunables: tunables.to_vec(),
+                tunables: b.tunables.to_vec(),
                 seed: 0,
             };
             ours[i].push(
-                run_elevator(jobs, spec, &cfg, &args.threads)
+                run_elevator(jobs, b.device, &cfg, b.threads)
                     .with_context(|| format!("running elevator with {sched}"))?,
             );
         }
     }
-    Ok((
-        median(fio_rounds),
-        args.schedulers
-            .iter()
-            .cloned()
-            .zip(ours.into_iter().map(median))
-            .collect(),
-    ))
+    Ok(Comparison {
+        fio: fio_rounds,
+        elevator: b.schedulers.iter().cloned().zip(ours).collect(),
+    })
 }
 
 fn print_table(
@@ -268,21 +345,26 @@ fn print_table(
         args.rounds,
         if args.rounds == 1 { "" } else { "s" }
     )?;
+    write!(out, "{}", table(fio, elevator))?;
+    Ok(())
+}
+
+/// The table of a comparison's figures: IOPS, MB/s, CPU per I/O (thread
+/// and process) and each as a ratio to fio's, a row per engine, fio first.
+pub(crate) fn table(fio: &Figures, elevator: &[(String, Figures)]) -> String {
     let heads = format!(
         "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "", "", "", "CPU/IO ns", "", "", "CPU/fio", ""
     );
-    writeln!(out, "{}", heads.trim_end())?;
-    writeln!(
-        out,
-        "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+    let mut out = format!("{}\n", heads.trim_end());
+    out.push_str(&format!(
+        "{:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
         "engine", "IOPS", "MB/s", "thread", "process", "IOPS/fio", "thread", "process"
-    )?;
+    ));
     let ratio = |a: f64, b: f64| a / b.max(f64::MIN_POSITIVE);
-    let row = |out: &mut dyn Write, name: &str, f: &Figures| {
-        writeln!(
-            out,
-            "{:<22} {:>9.0} {:>8.1} {:>9.0} {:>9.0} {:>9.3} {:>9.3} {:>9.3}",
+    let row = |name: &str, f: &Figures| {
+        format!(
+            "{:<22} {:>9.0} {:>8.1} {:>9.0} {:>9.0} {:>9.3} {:>9.3} {:>9.3}\n",
             name,
             f.iops,
             f.bytes_per_sec / 1e6,
@@ -293,11 +375,11 @@ fn print_table(
             ratio(f.process_per_io_ns, fio.process_per_io_ns)
         )
     };
-    row(&mut out, "fio io_uring", fio)?;
+    out.push_str(&row("fio io_uring", fio));
     for (sched, f) in elevator {
-        row(&mut out, &format!("elevator {sched}"), f)?;
+        out.push_str(&row(&format!("elevator {sched}"), f));
     }
-    Ok(())
+    out
 }
 
 #[cfg(test)]

@@ -40,7 +40,8 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    fn name(self) -> &'static str {
+    /// The pattern's name: `random`, `sequential`.
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Pattern::Random => "random",
             Pattern::Sequential => "sequential",
@@ -98,6 +99,23 @@ pub struct Args {
     output_format: OutputFormat,
 }
 
+impl Args {
+    /// The case of these options for one scheduler, depth, pattern and
+    /// merge policy.
+    fn case<'a>(&self, scheduler: &'a str, depth: u32, pattern: Pattern, nomerges: u8) -> Case<'a> {
+        Case {
+            scheduler,
+            depth,
+            pattern,
+            nomerges,
+            bs: self.bs,
+            ios: self.ios,
+            inflight: self.inflight,
+            seed: self.seed,
+        }
+    }
+}
+
 /// Parse a byte count with an optional k/m/g suffix (powers of 1024).
 pub fn parse_bytes(text: &str) -> Result<u32, String> {
     let t = text.trim().to_ascii_lowercase();
@@ -118,30 +136,36 @@ pub fn parse_bytes(text: &str) -> Result<u32, String> {
 }
 
 /// One case's measurement.
-#[derive(Debug, Serialize)]
-struct CaseResult {
-    scheduler: String,
-    depth: u32,
-    pattern: Pattern,
-    nomerges: u8,
-    bs: u32,
-    ios: u64,
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct CaseResult {
+    /// The scheduler's own name.
+    pub(crate) scheduler: String,
+    /// Requests kept queued.
+    pub(crate) depth: u32,
+    /// Access pattern.
+    pub(crate) pattern: Pattern,
+    /// Merge policy.
+    pub(crate) nomerges: u8,
+    /// Bio size in bytes.
+    pub(crate) bs: u32,
+    /// Bios timed per run.
+    pub(crate) ios: u64,
     /// Median CPU nanoseconds per bio over the runs.
-    ns_per_io: f64,
+    pub(crate) ns_per_io: f64,
     /// Fastest run.
-    ns_per_io_min: f64,
+    pub(crate) ns_per_io_min: f64,
     /// Every run, in order.
-    ns_per_io_runs: Vec<f64>,
+    pub(crate) ns_per_io_runs: Vec<f64>,
     /// Bios that merged into an existing request (back or front), per run.
-    merges: u64,
+    pub(crate) merges: u64,
     /// `merges` as a percentage of `ios`.
-    merged_pct: f64,
+    pub(crate) merged_pct: f64,
     /// Requests merged into a neighbour, per run.
-    request_merges: u64,
+    pub(crate) request_merges: u64,
     /// Requests made, per run.
-    requests: u64,
+    pub(crate) requests: u64,
     /// Requests dispatched, per run.
-    dispatches: u64,
+    pub(crate) dispatches: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -292,11 +316,25 @@ impl Bench {
     }
 }
 
-struct Case<'a> {
-    scheduler: &'a str,
-    depth: u32,
-    pattern: Pattern,
-    nomerges: u8,
+/// One case: the scheduler and queue setup measured, and how long.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Case<'a> {
+    /// Scheduler name, as `AnyScheduler::by_name` takes it.
+    pub(crate) scheduler: &'a str,
+    /// Requests kept queued in the scheduler.
+    pub(crate) depth: u32,
+    /// Access pattern of the bios.
+    pub(crate) pattern: Pattern,
+    /// Linux's `nomerges`: 0 all merges, 1 the one-hit cache only, 2 none.
+    pub(crate) nomerges: u8,
+    /// Bio size in bytes (a positive multiple of 512).
+    pub(crate) bs: u32,
+    /// Bios timed per run (after filling the queue and a warm-up).
+    pub(crate) ios: u64,
+    /// Requests the pretend device holds before completing the oldest.
+    pub(crate) inflight: u32,
+    /// Seed of the random positions.
+    pub(crate) seed: u64,
 }
 
 struct Run {
@@ -309,15 +347,15 @@ struct Run {
 
 /// The queue for one case, with `--set` applied and checked against what
 /// the case needs.
-fn build_queue(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Queue<AnyScheduler>> {
+fn build_queue(case: &Case, sets: &[(String, String)]) -> Result<Queue<AnyScheduler>> {
     let limits = Limits {
         capacity: DEVICE_SECTORS,
         ..Limits::default()
     };
     let config = QueueConfig {
         limits,
-        nr_requests: case.depth + args.inflight + 1,
-        queue_depth: args.inflight,
+        nr_requests: case.depth + case.inflight + 1,
+        queue_depth: case.inflight,
         nomerges: case.nomerges,
         max_bios: None,
         // No device: schedulers that idle on disks (CFQ, BFQ) must not.
@@ -332,7 +370,7 @@ fn build_queue(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Qu
     }
     // The case keeps `depth` requests in the scheduler and the pretend
     // device holds `inflight`: every one of them needs a tag.
-    let needed = case.depth + args.inflight + 1;
+    let needed = case.depth + case.inflight + 1;
     let nr_requests = queue.get("nr_requests").context("reading nr_requests")?;
     if nr_requests < u64::from(needed) {
         bail!(
@@ -341,28 +379,28 @@ fn build_queue(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Qu
              tags (microbench sets nr_requests={needed} itself: leave it out of --set, or lower \
              --depth or --inflight)",
             case.depth,
-            args.inflight
+            case.inflight
         );
     }
     Ok(queue)
 }
 
-fn run_once(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Run> {
-    let queue = build_queue(args, case, sets)?;
-    let block_sectors = u64::from(args.bs / 512);
+fn run_once(case: &Case, sets: &[(String, String)]) -> Result<Run> {
+    let queue = build_queue(case, sets)?;
+    let block_sectors = u64::from(case.bs / 512);
     let mut bench = Bench {
         queue,
         positions: Positions {
             pattern: case.pattern,
-            state: args.seed,
+            state: case.seed,
             next_seq: 0,
             blocks: DEVICE_SECTORS / block_sectors,
             block_sectors,
         },
-        bs: args.bs,
+        bs: case.bs,
         depth: case.depth,
-        inflight: VecDeque::with_capacity(args.inflight as usize),
-        inflight_max: args.inflight as usize,
+        inflight: VecDeque::with_capacity(case.inflight as usize),
+        inflight_max: case.inflight as usize,
         now: 0,
         token: 0,
         completed: 0,
@@ -375,12 +413,12 @@ fn run_once(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Run> 
         bench.step()?;
         filled += 1;
     }
-    for _ in 0..(args.ios / 10).max(10_000) {
+    for _ in 0..(case.ios / 10).max(10_000) {
         bench.step()?;
     }
     bench.queue.reset_stats();
     let t0 = thread_cpu_ns();
-    for _ in 0..args.ios {
+    for _ in 0..case.ios {
         bench.step()?;
     }
     let t1 = thread_cpu_ns();
@@ -395,11 +433,52 @@ fn run_once(args: &Args, case: &Case, sets: &[(String, String)]) -> Result<Run> 
         );
     }
     Ok(Run {
-        ns_per_io: (t1 - t0) as f64 / args.ios as f64,
+        ns_per_io: (t1 - t0) as f64 / case.ios as f64,
         merges: stats.bio_merges(),
         request_merges: stats.request_merges,
         requests: stats.requests,
         dispatches: stats.dispatches,
+    })
+}
+
+/// Measure one case: `repeat` runs, each on a fresh queue with `sets`
+/// applied, and the median (and fastest) CPU time per bio. The case's bio
+/// size must be a positive multiple of 512 and its depth plus inflight fit
+/// in 65536 tags (`elevator microbench` checks its options for that).
+pub(crate) fn measure(case: &Case, sets: &[(String, String)], repeat: u32) -> Result<CaseResult> {
+    if case.ios == 0 || repeat == 0 {
+        bail!("a microbench case needs at least one bio and one run");
+    }
+    if case.bs == 0 || !case.bs.is_multiple_of(512) {
+        bail!(
+            "bio size {}: must be a positive multiple of 512 bytes",
+            case.bs
+        );
+    }
+    let mut runs = Vec::with_capacity(repeat as usize);
+    for _ in 0..repeat {
+        runs.push(run_once(case, sets)?);
+    }
+    let mut times: Vec<f64> = runs.iter().map(|r| r.ns_per_io).collect();
+    let all = times.clone();
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let last = &runs[runs.len() - 1];
+    Ok(CaseResult {
+        scheduler: AnyScheduler::by_name(case.scheduler)?.name().to_string(),
+        depth: case.depth,
+        pattern: case.pattern,
+        nomerges: case.nomerges,
+        bs: case.bs,
+        ios: case.ios,
+        ns_per_io: round2(median),
+        ns_per_io_min: round2(times[0]),
+        ns_per_io_runs: all.into_iter().map(round2).collect(),
+        merges: last.merges,
+        merged_pct: round2(100.0 * last.merges as f64 / case.ios as f64),
+        request_merges: last.request_merges,
+        requests: last.requests,
+        dispatches: last.dispatches,
     })
 }
 
@@ -452,13 +531,8 @@ pub fn run(args: &Args) -> Result<()> {
     for sched in &args.scheduler {
         for &nomerges in &args.nomerges {
             for &depth in &args.depth {
-                let case = Case {
-                    scheduler: sched,
-                    depth,
-                    pattern: Pattern::Random,
-                    nomerges,
-                };
-                build_queue(args, &case, &sets)?;
+                let case = args.case(sched, depth, Pattern::Random, nomerges);
+                build_queue(&case, &sets)?;
             }
         }
     }
@@ -485,37 +559,8 @@ pub fn run(args: &Args) -> Result<()> {
         for &pattern in &args.pattern {
             for &nomerges in &args.nomerges {
                 for &depth in &args.depth {
-                    let case = Case {
-                        scheduler: sched,
-                        depth,
-                        pattern,
-                        nomerges,
-                    };
-                    let mut runs = Vec::with_capacity(args.repeat as usize);
-                    for _ in 0..args.repeat {
-                        runs.push(run_once(args, &case, &sets)?);
-                    }
-                    let mut times: Vec<f64> = runs.iter().map(|r| r.ns_per_io).collect();
-                    let all = times.clone();
-                    times.sort_by(f64::total_cmp);
-                    let median = times[times.len() / 2];
-                    let last = &runs[runs.len() - 1];
-                    let result = CaseResult {
-                        scheduler: AnyScheduler::by_name(sched)?.name().to_string(),
-                        depth,
-                        pattern,
-                        nomerges,
-                        bs: args.bs,
-                        ios: args.ios,
-                        ns_per_io: round2(median),
-                        ns_per_io_min: round2(times[0]),
-                        ns_per_io_runs: all.into_iter().map(round2).collect(),
-                        merges: last.merges,
-                        merged_pct: round2(100.0 * last.merges as f64 / args.ios as f64),
-                        request_merges: last.request_merges,
-                        requests: last.requests,
-                        dispatches: last.dispatches,
-                    };
+                    let case = args.case(sched, depth, pattern, nomerges);
+                    let result = measure(&case, &sets, args.repeat)?;
                     if !json {
                         writeln!(
                             out,

@@ -26,6 +26,24 @@ struct Entry {
 
 const ENTRIES: &[Entry] = &[
     Entry {
+        name: "merging",
+        seed: "000",
+        secs: (15, 4),
+        run: |_, opts, p| super::merging::outcome(opts, p),
+    },
+    Entry {
+        name: "direct-io",
+        seed: "001",
+        secs: (80, 12),
+        run: |_, opts, p| super::direct_io::outcome(opts, p),
+    },
+    Entry {
+        name: "deadline-cost",
+        seed: "002",
+        secs: (55, 7),
+        run: |_, opts, p| super::deadline_cost::outcome(opts, p),
+    },
+    Entry {
         name: "lock-scaling",
         seed: "003",
         secs: (60, 8),
@@ -161,13 +179,7 @@ fn summary(out: &mut dyn Write, outcomes: &[Outcome]) -> std::io::Result<()> {
     writeln!(out, "seed  {:<w$}  verdict", "shape")?;
     for o in outcomes {
         for s in &o.shapes {
-            writeln!(
-                out,
-                "{:<4}  {:<w$}  {}",
-                o.seed,
-                s.claim,
-                if s.holds { "holds" } else { "DOES NOT HOLD" }
-            )?;
+            writeln!(out, "{:<4}  {:<w$}  {}", o.seed, s.claim, s.verdict())?;
         }
     }
     Ok(())

@@ -1,19 +1,29 @@
 //! `elevator experiment`: experiments from the Linux discussions elevator
 //! grew from, each with its table and a check of the shape the original
-//! report found: [`cfq_idling`] (CFQ's idling on deep seeky queues, LKML
-//! 2011) and [`lock_scaling`] (the global `io_request_lock`, LKML 2001,
-//! against a lock per queue and blk-mq). `experiment all` runs every one
-//! and writes each one's table, JSON and verdict, and one HTML report.
+//! report found: [`merging`] (the cost of merge attempts and `nomerges`,
+//! LKML 2008), [`direct_io`] (the O_DIRECT submission path's cost, LKML
+//! 2006, as elevator's io_uring path beside fio's), [`deadline_cost`]
+//! (deadline's O(N) list against its red-black tree, LKML 2002),
+//! [`cfq_idling`] (CFQ's idling on deep seeky queues, LKML 2011) and
+//! [`lock_scaling`] (the global `io_request_lock`, LKML 2001, against a lock
+//! per queue and blk-mq). `experiment all` runs every one and writes each
+//! one's table, JSON and verdict, and one HTML report.
 
 mod all;
 mod cfq_idling;
+mod deadline_cost;
+mod direct_io;
 mod lock_model;
 mod lock_scaling;
+mod merging;
 pub mod outcome;
 
-use anyhow::Result;
+use std::io::{IsTerminal, Write};
+
+use anyhow::{Context, Result};
 use clap::ValueEnum;
 
+use self::outcome::{Opts, Outcome, Progress};
 use crate::run::OutputFormat;
 
 /// Which experiment.
@@ -28,6 +38,15 @@ pub enum Which {
     /// dd readers under one global lock, a lock per queue and blk-mq (LKML
     /// 2001's lockmeter report), measured here and predicted for more CPUs.
     LockScaling,
+    /// The core path's CPU per bio with `nomerges` 0, 1 and 2, random and
+    /// sequential, and the share of bios merged (seed 000, LKML 2008).
+    Merging,
+    /// elevator's io_uring direct-I/O path beside fio's io_uring engine on
+    /// the same file: IOPS and CPU per I/O (seed 001, LKML 2006).
+    DirectIo,
+    /// CPU per I/O against queue depth for deadline's sorted list and its
+    /// trees (seed 002, LKML 2002).
+    DeadlineCost,
 }
 
 /// Options of `elevator experiment`.
@@ -74,22 +93,46 @@ pub fn run(args: &Args) -> Result<()> {
         Which::All => all::run(args),
         Which::CfqIdling => cfq_idling::run(args),
         Which::LockScaling => lock_scaling::run(args),
+        Which::Merging => run_outcome(args, merging::outcome),
+        Which::DirectIo => run_outcome(args, direct_io::outcome),
+        Which::DeadlineCost => run_outcome(args, deadline_cost::outcome),
     }
 }
 
 /// Run `f` with a progress line on stderr (redrawn with `\r`, only when
 /// `show` and stderr is a terminal), cleared when `f` returns.
-pub(crate) fn with_progress<T>(show: bool, f: impl FnOnce(outcome::Progress) -> T) -> T {
-    use std::io::IsTerminal;
+pub(crate) fn with_progress<T>(show: bool, f: impl FnOnce(Progress) -> T) -> T {
     let show = show && std::io::stderr().is_terminal();
     let mut line = |what: &str, done: usize, total: usize| {
         if show {
-            eprint!("\r[{done}/{total}] {what:<50}");
+            let line: String = format!("[{done}/{total}] {what}")
+                .chars()
+                .take(79)
+                .collect();
+            eprint!("\r{line:<79}");
+            let _ = std::io::stderr().flush();
         }
     };
     let out = f(&mut line);
     if show {
-        eprint!("\r{:70}\r", "");
+        eprint!("\r{:<79}\r", "");
+        let _ = std::io::stderr().flush();
     }
     out
+}
+
+/// An experiment's `outcome` function.
+type OutcomeFn = fn(&Opts, Progress) -> Result<Outcome>;
+
+/// Run an experiment that returns an [`Outcome`] and print it
+/// ([`Outcome::print`]), with its progress on stderr.
+fn run_outcome(args: &Args, outcome: OutcomeFn) -> Result<()> {
+    let opts = Opts {
+        quick: args.quick,
+        seed: args.seed,
+    };
+    let json = args.output_format == OutputFormat::Json;
+    let o = with_progress(!json, |p| outcome(&opts, p))?;
+    o.print(json, &mut std::io::stdout().lock())
+        .context("writing the outcome")
 }

@@ -30,12 +30,7 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
-impl Outcome {
-    /// Whether every shape holds.
-    pub fn all_hold(&self) -> bool {
-        self.shapes.iter().all(|s| s.holds)
-    }
-}
+impl Outcome {}
 
 /// A shape the seed reported, with both figures.
 #[derive(Clone, Debug, Serialize)]
@@ -48,6 +43,21 @@ pub struct Shape {
     pub ours: String,
     /// Whether elevator's figures have the shape.
     pub holds: bool,
+}
+
+impl Shape {
+    /// "holds", "DOES NOT HOLD", or "not checked" when elevator's figure
+    /// could not be measured (its text starts with "not run": a tool the
+    /// experiment runs beside elevator is missing).
+    pub fn verdict(&self) -> &'static str {
+        if self.holds {
+            "holds"
+        } else if self.ours.starts_with("not run") {
+            "not checked"
+        } else {
+            "DOES NOT HOLD"
+        }
+    }
 }
 
 /// How an experiment runs.
@@ -97,9 +107,11 @@ impl Outcome {
                 sh.claim,
                 sh.seed,
                 sh.ours,
-                if sh.holds { "holds" } else { "DOES NOT HOLD" }
+                sh.verdict()
             ));
         }
+        let held = self.shapes.iter().filter(|s| s.holds).count();
+        s.push_str(&format!("{held} of {} shapes hold.\n", self.shapes.len()));
         s
     }
 }

@@ -46,7 +46,7 @@ h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ccc;padding-bottom
 table{border-collapse:collapse;margin:1em 0;font-size:.92em}\
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}\
 th{background:#f3f3f3}\
-td.holds{color:#1a7f37;font-weight:600}td.fails{color:#c62828;font-weight:600}\
+td.holds{color:#1a7f37;font-weight:600}td.fails{color:#c62828;font-weight:600}td.unchecked{color:#8a6d00;font-weight:600}\
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em;line-height:1.3}\
 figure{margin:1.2em 0;break-inside:avoid}figure svg{max-width:100%;height:auto;display:block}\
 figcaption{font-size:.85em;color:#555}\
@@ -67,11 +67,12 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn verdict(holds: bool) -> (&'static str, &'static str) {
-    if holds {
-        ("holds", "holds")
-    } else {
-        ("fails", "does not hold")
+/// The CSS class and the words of a shape's verdict.
+fn verdict(shape: &Shape) -> (&'static str, &'static str) {
+    match shape.verdict() {
+        "holds" => ("holds", "holds"),
+        "not checked" => ("unchecked", "not checked"),
+        _ => ("fails", "does not hold"),
     }
 }
 
@@ -103,7 +104,7 @@ pub fn page(
             summary.len()
         );
         for r in summary {
-            let (class, word) = verdict(r.shape.holds);
+            let (class, word) = verdict(&r.shape);
             let _ = writeln!(
                 h,
                 "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td>\
@@ -140,7 +141,7 @@ fn section(h: &mut String, s: &Section) -> Result<()> {
              <th>elevator's figure</th><th>verdict</th></tr>\n",
         );
         for sh in &s.shapes {
-            let (class, word) = verdict(sh.holds);
+            let (class, word) = verdict(sh);
             let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{word}</td></tr>",

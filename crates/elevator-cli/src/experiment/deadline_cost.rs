@@ -1,0 +1,314 @@
+//! `elevator experiment deadline-cost` reproduces seed 002 (LKML, November
+//! 2002, Jens Axboe's tiobench profiles of deadline with and without its
+//! red-black tree): deadline's sorted list costs O(N) per insertion and
+//! merge lookup, so its CPU grows with the queue (`deadline_merge` went from
+//! 1,972 oprofile samples at 128 requests per list to 11,753 at 4,096), while
+//! the rbtree version stays "basically the same".
+//!
+//! This module owns the experiment's depths, table, shapes and plot. The
+//! measuring is `elevator microbench`'s ([`crate::microbench::measure`]): the
+//! CPU time per bio of elevator-core's whole path, random 4 KiB reads, no
+//! device, with `nomerges=0` (the seed's kernels tried every merge), for
+//! `deadline-list` (2.5.45's sorted list), `deadline-rbtree` (the seed's
+//! patch) and `mq-deadline` (elevator's B+tree), at queue depths from 16 to
+//! 4,096.
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use super::outcome::{Opts, Outcome, Progress, Shape};
+use crate::microbench::{Case, CaseResult, Pattern, measure};
+use crate::report::figure::{Axis, Figure, Mark, Series, XyPlot};
+
+/// The list: the seed's problem.
+const LIST: &str = "deadline-list";
+/// The seed's patch: a red-black tree.
+const RBTREE: &str = "deadline-rbtree";
+/// elevator's mq-deadline (a B+tree).
+const MQ: &str = "mq-deadline";
+/// The schedulers, list first.
+const SCHEDULERS: [&str; 3] = [LIST, RBTREE, MQ];
+/// Requests the pretend device holds.
+const INFLIGHT: u32 = 32;
+/// Bio size.
+const BS: u32 = 4096;
+
+/// The seed's oprofile samples of the scheduler's own functions over a
+/// tiobench run, by requests per list: the stock list's `deadline_merge`,
+/// the stock list's deadline functions in the top six, and the rbtree's.
+mod seed {
+    /// Requests per list the seed ran.
+    pub const DEPTHS: [u32; 3] = [128, 512, 4096];
+    /// Stock kernel, `deadline_merge` alone.
+    pub const LIST_MERGE: [u32; 3] = [1972, 6094, 11753];
+    /// Stock kernel: `deadline_merge`, `deadline_find_hash`,
+    /// `deadline_add_request`, `deadline_move_requests` (absent from the
+    /// 4,096 list), `deadline_next_request`.
+    pub const LIST_ALL: [u32; 3] = [
+        1972 + 315 + 283 + 248 + 196,
+        6094 + 545 + 307 + 234 + 163,
+        11753 + 625 + 309 + 134,
+    ];
+    /// rbtree kernel: `deadline_rb_find`, `deadline_hash_add`,
+    /// `deadline_hash_find`, `deadline_rb_add`, `deadline_next_request`.
+    pub const RBTREE_ALL: [u32; 3] = [
+        267 + 234 + 225 + 204 + 157,
+        287 + 236 + 350 + 197 + 121,
+        523 + 424 + 931 + 293 + 166,
+    ];
+}
+
+/// The list's growth from 128 to 4,096 the shape needs.
+const LIST_GROWTH_4096: f64 = 5.0;
+/// The list's growth from 128 to 512 the shape needs.
+const LIST_GROWTH_512: f64 = 2.0;
+/// The most a tree may grow from 128 to 512.
+const TREE_GROWTH_512: f64 = 1.3;
+/// The most a tree may grow from 128 to 4,096.
+const TREE_GROWTH_4096: f64 = 1.5;
+
+/// Run the experiment: every scheduler at every depth.
+pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
+    let (depths, base_ios, min_ios, repeat): (&[u32], u64, u64, u32) = if opts.quick {
+        (&[16, 64, 128, 512, 1024, 4096], 300_000, 30_000, 3)
+    } else {
+        (
+            &[16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
+            1_000_000,
+            100_000,
+            5,
+        )
+    };
+    // The list costs about 2 ns per queued request: fewer bios at depth.
+    let ios_for = |sched: &str, depth: u32| -> u64 {
+        if sched == LIST && depth > 256 {
+            (base_ios * 256 / u64::from(depth)).max(min_ios)
+        } else {
+            base_ios
+        }
+    };
+    let total = SCHEDULERS.len() * depths.len();
+    let mut cases: Vec<CaseResult> = Vec::with_capacity(total);
+    for sched in SCHEDULERS {
+        for &depth in depths {
+            progress(&format!("{sched} depth {depth}"), cases.len(), total);
+            let case = Case {
+                scheduler: sched,
+                depth,
+                pattern: Pattern::Random,
+                nomerges: 0,
+                bs: BS,
+                ios: ios_for(sched, depth),
+                inflight: INFLIGHT,
+                seed: opts.seed.wrapping_add(1),
+            };
+            cases.push(
+                measure(&case, &[], repeat)
+                    .with_context(|| format!("measuring {sched} at depth {depth}"))?,
+            );
+        }
+    }
+    progress("done", total, total);
+
+    let ns = |sched: &str, depth: u32| -> Result<f64> {
+        cases
+            .iter()
+            .find(|c| c.scheduler == sched && c.depth == depth)
+            .map(|c| c.ns_per_io)
+            .with_context(|| format!("no case {sched} at depth {depth}"))
+    };
+    let growth = |sched: &str, depth: u32| -> Result<f64> {
+        Ok(ns(sched, depth)? / ns(sched, 128)?.max(f64::MIN_POSITIVE))
+    };
+
+    let mut table = format!(
+        "elevator experiment deadline-cost (seed 002): core path CPU per I/O against queue depth\n\
+         {BS}-byte random reads, nomerges=0, up to {INFLIGHT} in flight, no device; \
+         median of {repeat} runs of thread CPU time, {base_ios} bios per case \
+         ({LIST}: fewer at depth > 256, at least {min_ios})\n\n\
+         {:>11}",
+        "queue depth"
+    );
+    for s in SCHEDULERS {
+        table.push_str(&format!(" {s:>16}"));
+    }
+    table.push_str("   (ns per I/O)\n");
+    for &d in depths {
+        table.push_str(&format!("{d:>11}"));
+        for s in SCHEDULERS {
+            table.push_str(&format!(" {:>16.1}", ns(s, d)?));
+        }
+        table.push('\n');
+    }
+    for d in [512, 4096] {
+        table.push_str(&format!("{:>11}", format!("{d} vs 128")));
+        for s in SCHEDULERS {
+            table.push_str(&format!(" {:>15.2}x", growth(s, d)?));
+        }
+        table.push('\n');
+    }
+
+    let ratio = |a: u32, b: u32| f64::from(a) / f64::from(b);
+    let (l128, l512, l4096) = (ns(LIST, 128)?, ns(LIST, 512)?, ns(LIST, 4096)?);
+    let (r128, r512, r4096) = (ns(RBTREE, 128)?, ns(RBTREE, 512)?, ns(RBTREE, 4096)?);
+    let (m128, m4096) = (ns(MQ, 128)?, ns(MQ, 4096)?);
+    let mut shapes = vec![
+        Shape {
+            claim: format!(
+                "{LIST} (O(N) insertion scan): at least {LIST_GROWTH_4096}x the cost per I/O at \
+                 depth 4096 as at 128"
+            ),
+            seed: format!(
+                "deadline_merge {} -> {} samples from 128 to 4096 requests per list ({:.1}x)",
+                seed::LIST_MERGE[0],
+                seed::LIST_MERGE[2],
+                ratio(seed::LIST_MERGE[2], seed::LIST_MERGE[0])
+            ),
+            ours: format!("{l128:.1} -> {l4096:.1} ns per I/O ({:.1}x)", l4096 / l128),
+            holds: l4096 / l128 >= LIST_GROWTH_4096,
+        },
+        Shape {
+            claim: format!(
+                "{LIST}: worse already at 512 requests, at least {LIST_GROWTH_512}x the cost \
+                 at 128"
+            ),
+            seed: format!(
+                "deadline_merge {} -> {} samples from 128 to 512 ({:.1}x): 'stock kernel \
+                 shows worse behaviour with 512 requests vs 128'",
+                seed::LIST_MERGE[0],
+                seed::LIST_MERGE[1],
+                ratio(seed::LIST_MERGE[1], seed::LIST_MERGE[0])
+            ),
+            ours: format!("{l128:.1} -> {l512:.1} ns per I/O ({:.1}x)", l512 / l128),
+            holds: l512 / l128 >= LIST_GROWTH_512,
+        },
+        Shape {
+            claim: format!(
+                "{RBTREE}: 'basically the same' at 512 as at 128, at most {TREE_GROWTH_512}x"
+            ),
+            seed: format!(
+                "rbtree deadline functions {} -> {} samples ({:.2}x)",
+                seed::RBTREE_ALL[0],
+                seed::RBTREE_ALL[1],
+                ratio(seed::RBTREE_ALL[1], seed::RBTREE_ALL[0])
+            ),
+            ours: format!("{r128:.1} -> {r512:.1} ns per I/O ({:.2}x)", r512 / r128),
+            holds: r512 / r128 <= TREE_GROWTH_512,
+        },
+    ];
+    for (sched, lo, hi) in [(RBTREE, r128, r4096), (MQ, m128, m4096)] {
+        shapes.push(Shape {
+            claim: format!(
+                "{sched} (a tree): at most {TREE_GROWTH_4096}x the cost per I/O at depth 4096 \
+                 as at 128"
+            ),
+            seed: format!(
+                "rbtree deadline functions {} -> {} samples ({:.2}x), the growth laid on the \
+                 back-merge hash being too small at 4096",
+                seed::RBTREE_ALL[0],
+                seed::RBTREE_ALL[2],
+                ratio(seed::RBTREE_ALL[2], seed::RBTREE_ALL[0])
+            ),
+            ours: format!("{lo:.1} -> {hi:.1} ns per I/O ({:.2}x)", hi / lo),
+            holds: hi / lo <= TREE_GROWTH_4096,
+        });
+    }
+    shapes.push(Shape {
+        claim: format!("at depth 128 already, {RBTREE} cheaper per I/O than {LIST}"),
+        seed: format!(
+            "deadline functions at 128 requests: stock {} vs rbtree {} samples ({:.1}x): \
+             'even with 128 requests per list, rbtree version is far superior'",
+            seed::LIST_ALL[0],
+            seed::RBTREE_ALL[0],
+            ratio(seed::LIST_ALL[0], seed::RBTREE_ALL[0])
+        ),
+        ours: format!(
+            "{LIST} {l128:.1} vs {RBTREE} {r128:.1} ns per I/O ({:.2}x)",
+            l128 / r128
+        ),
+        holds: r128 < l128,
+    });
+
+    let mut notes = vec![
+        "The seed's figures are oprofile samples of the scheduler's functions over whole \
+         tiobench runs (128 threads, ext2 on a 9 GB SCSI disk), not CPU per I/O, and its \
+         I/O rate rose with the queue size; its ratios are the shape, not the scale."
+            .to_string(),
+        "Here the queue is kept at each depth by a pretend device with no latency, so the \
+         figure is the cost of elevator-core's path alone (submit, merge attempt, insert, \
+         dispatch, complete) per bio."
+            .to_string(),
+    ];
+    if r4096 / r128 <= TREE_GROWTH_4096 {
+        notes.push(format!(
+            "The seed's rbtree grew {:.2}x from 128 to 4096 because its fixed back-merge hash \
+             got too small (64 buckets, whatever the depth); elevator's back-merge hash has at \
+             least two buckets per request, so its rbtree grows only {:.2}x, with the \
+             tree's depth and its cache misses.",
+            ratio(seed::RBTREE_ALL[2], seed::RBTREE_ALL[0]),
+            r4096 / r128
+        ));
+    }
+    if shapes.iter().any(|s| !s.holds) {
+        notes.push(
+            "A shape that does not hold here may be the machine: runs on a shared two-core \
+             machine vary by about 5%; a run without --quick measures more bios per case."
+                .to_string(),
+        );
+    }
+
+    let series = SCHEDULERS
+        .iter()
+        .map(|s| {
+            Ok(Series {
+                label: (*s).to_string(),
+                points: depths
+                    .iter()
+                    .map(|&d| Ok((f64::from(d), ns(s, d)?)))
+                    .collect::<Result<_>>()?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let data = json!({
+        "inflight": INFLIGHT,
+        "bs": BS,
+        "repeat": repeat,
+        "depths": depths,
+        "random_seed": opts.seed,
+        "cases": cases,
+        "growth_vs_128": SCHEDULERS
+            .iter()
+            .map(|s| Ok((s.to_string(), json!({
+                "512": round2(growth(s, 512)?),
+                "4096": round2(growth(s, 4096)?),
+            }))))
+            .collect::<Result<serde_json::Map<_, _>>>()?,
+        "seed_figures": {
+            "requests_per_list": seed::DEPTHS,
+            "list_deadline_merge_samples": seed::LIST_MERGE,
+            "list_deadline_samples": seed::LIST_ALL,
+            "rbtree_deadline_samples": seed::RBTREE_ALL,
+        },
+    });
+    Ok(Outcome {
+        name: "deadline-cost",
+        seed: "002",
+        title: "Deadline's sorted list against its trees: CPU per I/O by queue depth".to_string(),
+        table,
+        data,
+        shapes,
+        figures: vec![Figure::Xy(XyPlot {
+            title: "Cost per I/O against queue depth (list vs tree)".to_string(),
+            x: Axis::log("queue depth (requests)"),
+            y: Axis::log("CPU per I/O (ns)"),
+            mark: Mark::LinesPoints,
+            panels: false,
+            series,
+        })],
+        notes,
+    })
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}

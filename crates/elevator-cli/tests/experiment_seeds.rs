@@ -100,5 +100,6 @@ fn the_table_ends_with_the_shapes_and_notes() {
     let text = String::from_utf8(out.stdout).expect("UTF-8 output");
     assert!(text.contains("nomerges"), "{text}");
     assert!(text.contains("Shapes seed 000 reported:"), "{text}");
-    assert!(text.contains("Notes:"), "{text}");
+    assert!(text.contains("shapes hold."), "{text}");
+    assert!(text.contains("Note: "), "{text}");
 }

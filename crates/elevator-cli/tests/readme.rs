@@ -34,6 +34,10 @@ const REAL_TIME: &[&str] = &[
     "nbdinfo",
     "dd ",
     "lock-scaling",
+    "experiment all",
+    "experiment merging",
+    "experiment direct-io",
+    "experiment deadline-cost",
 ];
 
 /// Lines of `sh` blocks that set up what this test already is.
@@ -52,6 +56,7 @@ const SMALLER: &[(&str, &str)] = &[
         "experiment lock-scaling --runtime 0.05 --threads 1,2",
     ),
     ("--rounds 5", "--rounds 1"),
+    ("experiment all --out", "experiment all --quick --out"),
     (
         "--rounds 3 --runtime 5",
         "--rounds 1 --runtime 1 --size 64m --sparse-size 64m",

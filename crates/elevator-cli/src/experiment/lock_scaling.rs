@@ -188,7 +188,7 @@ fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
     if let Some(q) = get(Layout::OwnDevices, LockMode::Queue, hi) {
         out.push(Shape {
             claim: "queue: no contention across devices (CON < 1%)".into(),
-            seed: "after the seed: Linux 2.5's lock per queue".into(),
+            seed: "no figure (Linux 2.5's lock per queue came later)".into(),
             ours: format!("CON {}", pct(con(q))),
             holds: con(q) < 0.01,
         });
@@ -196,7 +196,7 @@ fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
     if let Some(q) = get(Layout::OneDevice, LockMode::Queue, hi).filter(|_| hi >= 2) {
         out.push(Shape {
             claim: format!("queue contends within one device with {hi} readers (CON > 0)"),
-            seed: "after the seed: why blk-mq came (2013)".into(),
+            seed: "no figure (why blk-mq came, in 2013)".into(),
             ours: format!("CON {}", pct(con(q))),
             holds: con(q) > 0.0,
         });
@@ -209,7 +209,7 @@ fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
             claim: format!(
                 "mq scales within one device: from {lo} to {hi} readers, more than queue"
             ),
-            seed: "after the seed: blk-mq's per-CPU queues".into(),
+            seed: "no figure (blk-mq's per-CPU queues came later)".into(),
             ours: format!("{m:.2}x vs {q:.2}x"),
             holds: m > q,
         });

@@ -87,9 +87,9 @@ impl Outcome {
         if !self.table.ends_with("\n\n") {
             writeln!(out)?;
         }
-        writeln!(out, "{}", self.verdicts())?;
+        write!(out, "{}", self.verdicts())?;
         for n in &self.notes {
-            writeln!(out, "Note: {n}")?;
+            writeln!(out, "\n{}", wrap(&format!("Note: {n}"), 78))?;
         }
         Ok(())
     }
@@ -120,4 +120,36 @@ impl Outcome {
 pub fn versus(a: f64, b: f64, unit: &str) -> String {
     let ratio = if b != 0.0 { a / b } else { f64::NAN };
     format!("{a:.2} vs {b:.2} {unit} ({ratio:.2}x)")
+}
+
+/// `text` in lines of at most `width` characters (a longer word stays
+/// whole), broken at spaces.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_wrap_at_spaces() {
+        assert_eq!(wrap("aa bb cc", 5), "aa bb\ncc");
+        assert_eq!(wrap("a verylongword b", 4), "a\nverylongword\nb");
+        assert_eq!(versus(3.0, 2.0, "MB/s"), "3.00 vs 2.00 MB/s (1.50x)");
+    }
 }

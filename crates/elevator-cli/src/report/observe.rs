@@ -32,8 +32,8 @@ pub struct Observer {
     bytes: BTreeMap<u32, Vec<u64>>,
     in_flight: u64,
     queued: u64,
-    /// The submitter being served: (pid, start, latest event of its run).
-    serving: Option<(u32, u64, u64)>,
+    /// The submitter being served: (pid, since).
+    serving: Option<(u32, u64)>,
     /// Idle with requests waiting since, and for whom.
     idle: Option<(u32, u64)>,
     /// (window, pid, start, end, kind).
@@ -103,13 +103,15 @@ impl Observer {
                 if let Some((who, since)) = self.idle.take() {
                     self.push_span(who, since, t, SpanKind::Idle);
                 }
+                // A submitter is served from its first dispatch until
+                // another's (or until the device idles for it).
                 match self.serving {
-                    Some((p, start, _)) if p == pid => self.serving = Some((p, start, t)),
+                    Some((p, _)) if p == pid => {}
                     other => {
-                        if let Some((p, start, last)) = other {
-                            self.push_span(p, start, last, SpanKind::Served);
+                        if let Some((p, start)) = other {
+                            self.push_span(p, start, t, SpanKind::Served);
                         }
-                        self.serving = Some((pid, t, t));
+                        self.serving = Some((pid, t));
                     }
                 }
             }
@@ -120,13 +122,14 @@ impl Observer {
             TraceAction::Complete => {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.add_bytes(pid, t, u64::from(e.bytes));
-                if let Some((p, start, last)) = self.serving
-                    && p == pid
-                {
-                    self.serving = Some((p, start, last.max(t)));
-                }
                 if self.in_flight == 0 && self.queued > 0 && self.in_window(t) {
-                    let who = self.serving.map_or(pid, |s| s.0);
+                    let who = match self.serving.take() {
+                        Some((p, start)) => {
+                            self.push_span(p, start, t, SpanKind::Served);
+                            p
+                        }
+                        None => pid,
+                    };
                     self.idle = Some((who, t));
                 }
             }
@@ -186,7 +189,8 @@ impl Observer {
     /// over the window; times in seconds.
     pub fn timeline(&self, title: &str) -> Figure {
         let mut all = self.spans.clone();
-        if let Some((p, start, last)) = self.serving {
+        if let Some((p, start)) = self.serving {
+            let last = self.end;
             for (i, &(w0, w1)) in self.windows.iter().enumerate() {
                 if last >= w0 && start < w1 {
                     all.push((i, p, start.max(w0), last.min(w1), SpanKind::Served));

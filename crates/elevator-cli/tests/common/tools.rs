@@ -12,6 +12,7 @@ pub fn package_of(program: &str) -> &'static str {
         "fio" => "fio",
         "nbdcopy" | "nbdinfo" => "libnbd-bin",
         "qemu-img" => "qemu-utils",
+        "chromium" => "chromium",
         _ => "(unknown)",
     }
 }

@@ -1,6 +1,6 @@
 //! `run --report FILE.html` and `compare --report FILE.html`: the plots of
 //! any job as one self-contained HTML page. The run's trace events feed an
-//! [`Observer`] as they happen (nothing is stored per event); latency comes
+//! [`Observer`](crate::report::observe::Observer) as they happen (nothing is stored per event); latency comes
 //! from the run's own histograms.
 
 use std::path::Path;

@@ -156,9 +156,9 @@ fn section(h: &mut String, s: &Section) -> Result<()> {
         let _ = writeln!(h, "<p>{}</p>", escape(n));
     }
     for f in &s.figures {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<figure>{}<figcaption>{}</figcaption></figure>\n",
+            "<figure>{}<figcaption>{}</figcaption></figure>",
             svg::render(f)?,
             escape(f.title())
         );

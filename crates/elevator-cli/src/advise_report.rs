@@ -368,7 +368,7 @@ const WIDTH: usize = 78;
 
 /// `text` with its words on lines of at most `width` characters (a longer
 /// word stands alone).
-fn wrap(text: &str, width: usize) -> String {
+pub(crate) fn wrap(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / width + 1);
     let mut line = 0;
     for word in text.split_whitespace() {

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::advise_report::wrap;
 use crate::report::figure::Figure;
 
 /// One experiment's result.
@@ -122,34 +123,12 @@ pub fn versus(a: f64, b: f64, unit: &str) -> String {
     format!("{a:.2} vs {b:.2} {unit} ({ratio:.2}x)")
 }
 
-/// `text` in lines of at most `width` characters (a longer word stays
-/// whole), broken at spaces.
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for word in text.split_whitespace() {
-        let n = word.chars().count();
-        if line > 0 && line + 1 + n > width {
-            out.push('\n');
-            line = 0;
-        } else if line > 0 {
-            out.push(' ');
-            line += 1;
-        }
-        out.push_str(word);
-        line += n;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn notes_wrap_at_spaces() {
-        assert_eq!(wrap("aa bb cc", 5), "aa bb\ncc");
-        assert_eq!(wrap("a verylongword b", 4), "a\nverylongword\nb");
+    fn versus_gives_the_ratio() {
         assert_eq!(versus(3.0, 2.0, "MB/s"), "3.00 vs 2.00 MB/s (1.50x)");
     }
 }

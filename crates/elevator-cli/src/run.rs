@@ -13,10 +13,10 @@ use elevator_fio::result::RunResult;
 use elevator_fio::{Progress, RunConfig};
 use elevator_io::DeviceSpec;
 use elevator_sim::device::{ModelSpec, presets};
-use elevator_sim::engine::run_traced as simulate;
+use elevator_sim::engine::run_observed as simulate;
 
 use crate::cpu_time::thread_cpu_ns;
-use crate::report::observe::{SharedObserver, beside};
+use crate::report::observe::{MAX_HEADS, SharedObserver, beside};
 use crate::run_report;
 use elevator_fio::report;
 
@@ -384,9 +384,23 @@ pub fn execute_to_the_end(
             let mut out = sink
                 .as_mut()
                 .map(|s| elevator_sim::engine::TraceOut::new(&mut **s));
+            let mut heads = taps
+                .observer
+                .as_ref()
+                .map(|_| elevator_sim::engine::HeadsOut::new(MAX_HEADS));
             let t0 = thread_cpu_ns();
-            let result = simulate(jobs, model, cfg, &mut |p| bar.update(p), out.as_mut());
+            let result = simulate(
+                jobs,
+                model,
+                cfg,
+                &mut |p| bar.update(p),
+                out.as_mut(),
+                heads.as_mut(),
+            );
             let cpu = thread_cpu_ns().saturating_sub(t0);
+            if let (Some(o), Some(h)) = (&taps.observer, heads) {
+                o.with(|o| o.set_heads(h.samples.iter().map(|s| (s.time, s.cylinder))));
+            }
             bar.finish();
             let summary = out.and_then(|o| o.summary);
             if let Some(sink) = sink.as_mut() {

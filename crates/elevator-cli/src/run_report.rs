@@ -1,7 +1,8 @@
 //! `run --report FILE.html` and `compare --report FILE.html`: the plots of
 //! any job as one self-contained HTML page. The run's trace events feed an
 //! [`Observer`](crate::report::observe::Observer) as they happen (nothing is stored per event); latency comes
-//! from the run's own histograms.
+//! from the run's own histograms, the heads' positions (on a disk model)
+//! from the device.
 
 use std::path::Path;
 
@@ -11,7 +12,7 @@ use elevator_fio::result::RunResult;
 
 use crate::report::figure::{Axis, Figure, Mark, XyPlot};
 use crate::report::html::{Section, page};
-use crate::report::observe::{SharedObserver, latency_cdf, latency_plot};
+use crate::report::observe::{SharedObserver, heads_plot, latency_cdf, latency_plot};
 
 /// Direction names, in `DirStats` order.
 const DIRS: [&str; 3] = ["read", "write", "trim"];
@@ -29,10 +30,17 @@ pub fn observer() -> SharedObserver {
 /// Completion latency per job and direction.
 fn job_latencies(run: &RunResult) -> Vec<crate::report::figure::Series> {
     let mut out = Vec::new();
-    for j in &run.jobs {
+    for (i, j) in run.jobs.iter().enumerate() {
+        // Clones share their job's name: number them as the trace does.
+        let same = run.jobs.iter().filter(|k| k.name == j.name).count();
+        let name = if same > 1 {
+            format!("{} ({})", j.name, i + 1)
+        } else {
+            j.name.clone()
+        };
         for (d, dir) in j.dirs.iter().enumerate() {
             if d < DIRS.len() && dir.clat.count() > 0 {
-                out.push(latency_cdf(&format!("{} ({})", j.name, DIRS[d]), &dir.clat));
+                out.push(latency_cdf(&format!("{name}, {}", DIRS[d]), &dir.clat));
             }
         }
     }
@@ -50,11 +58,18 @@ pub fn write_run(
     text: &str,
 ) -> Result<()> {
     let figures = observer.with(|o| {
-        vec![
+        let mut f = vec![
             latency_plot("Completion latency per job", job_latencies(run)),
             o.throughput("Throughput over time per job"),
             o.timeline("Who the device served; idle with requests waiting (grey)"),
-        ]
+        ];
+        if o.has_heads() {
+            f.push(heads_plot(
+                "Where the heads went (cylinder of each media access)",
+                vec![o.heads(scheduler)],
+            ));
+        }
+        f
     });
     let section = Section {
         id: "run".into(),
@@ -80,6 +95,7 @@ pub fn write_compare(
 ) -> Result<()> {
     let mut cdfs = Vec::new();
     let mut totals = Vec::new();
+    let mut heads = Vec::new();
     for ((sched, run), o) in schedulers.iter().zip(runs).zip(observers) {
         for (d, dir) in DIRS.iter().enumerate() {
             let mut h = Histogram::new();
@@ -93,6 +109,9 @@ pub fn write_compare(
             }
         }
         totals.push(o.with(|o| o.total(sched)));
+        if let Some(h) = o.with(|o| o.has_heads().then(|| o.heads(sched))) {
+            heads.push(h);
+        }
     }
     let mut sections = vec![Section {
         id: "compare".into(),
@@ -115,6 +134,12 @@ pub fn write_compare(
         text: text.to_string(),
         ..Section::default()
     }];
+    if !heads.is_empty() {
+        sections[0].figures.push(heads_plot(
+            "Where the heads went per scheduler (cylinder of each media access)",
+            heads,
+        ));
+    }
     for ((sched, run), o) in schedulers.iter().zip(runs).zip(observers) {
         let figures = o.with(|o| {
             vec![

@@ -34,11 +34,12 @@ fn run_report_has_latency_throughput_and_timeline() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Run status group"));
     let html = std::fs::read_to_string(&page).expect("the report");
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert_eq!(figures(&html), 3, "latency, throughput, timeline");
+    assert_eq!(figures(&html), 4, "latency, throughput, timeline, heads");
     for title in [
         "Completion latency per job",
         "Throughput over time per job",
         "Who the device served",
+        "Where the heads went",
     ] {
         assert!(html.contains(title), "no plot '{title}'");
     }
@@ -53,8 +54,10 @@ fn compare_report_has_a_section_per_scheduler() {
     let page = dir.file("compare.html");
     ok(&["compare", "--schedulers", "none,bfq", "--report", &page]);
     let html = std::fs::read_to_string(&page).expect("the report");
-    // Two side-by-side plots, then three per scheduler.
-    assert_eq!(figures(&html), 2 + 2 * 3);
+    // Three side-by-side plots (latency, throughput, the heads on the
+    // default hdd-7200), then three per scheduler.
+    assert_eq!(figures(&html), 3 + 2 * 3);
+    assert!(html.contains("Where the heads went per scheduler"));
     assert!(html.contains("id=\"none\"") && html.contains("id=\"bfq\""));
     assert!(html.contains("Completion latency per scheduler"));
 }
@@ -72,4 +75,21 @@ fn reports_that_cannot_be_written_say_where() {
         "writing the report /nonexistent-dir/x.html",
     );
     fails_with(&["experiment", "all", "--quick"], "give --out DIR");
+}
+
+#[test]
+fn no_heads_without_a_disk() {
+    let dir = TempDir::new("run-report-ssd");
+    let page = dir.file("run.html");
+    ok(&[
+        "run",
+        "examples/default.fio",
+        "--device",
+        "nvme",
+        "--report",
+        &page,
+    ]);
+    let html = std::fs::read_to_string(&page).expect("the report");
+    assert_eq!(figures(&html), 3);
+    assert!(!html.contains("Where the heads went"));
 }

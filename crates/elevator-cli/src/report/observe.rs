@@ -39,7 +39,13 @@ pub struct Observer {
     /// (window, pid, start, end, kind).
     spans: Vec<(usize, u32, u64, u64, SpanKind)>,
     end: u64,
+    /// Where a disk model's heads went: (ns, cylinder), from the device
+    /// rather than the trace ([`Observer::set_heads`]).
+    heads: Vec<(u64, u32)>,
 }
+
+/// Head samples a reported run keeps.
+pub const MAX_HEADS: usize = 200_000;
 
 impl Observer {
     /// Throughput in intervals of `bucket_ns` (doubled as often as needed to
@@ -57,6 +63,33 @@ impl Observer {
             idle: None,
             spans: Vec::new(),
             end: 0,
+            heads: Vec::new(),
+        }
+    }
+
+    /// The disk heads' positions over the run: (ns, cylinder) in time order.
+    pub fn set_heads(&mut self, heads: impl IntoIterator<Item = (u64, u32)>) {
+        self.heads = heads.into_iter().collect();
+    }
+
+    /// Whether the run recorded where a disk's heads went.
+    pub fn has_heads(&self) -> bool {
+        !self.heads.is_empty()
+    }
+
+    /// The heads' cylinder over one second of the run (1-2 s in, or the
+    /// first second of a shorter run), in seconds, named `label`.
+    pub fn heads(&self, label: &str) -> Series {
+        let late = self.heads.iter().any(|&(t, _)| t >= 1_000_000_000);
+        let from = if late { 1_000_000_000 } else { 0 };
+        Series {
+            label: label.to_string(),
+            points: self
+                .heads
+                .iter()
+                .filter(|&&(t, _)| t >= from && t < from + 1_000_000_000)
+                .map(|&(t, c)| (t as f64 / 1e9, f64::from(c)))
+                .collect(),
         }
     }
 
@@ -311,6 +344,18 @@ pub fn latency_cdf(label: &str, h: &Histogram) -> Series {
         label: label.to_string(),
         points,
     }
+}
+
+/// Where the heads went, one panel per series (cylinder against seconds).
+pub fn heads_plot(title: &str, series: Vec<Series>) -> Figure {
+    Figure::Xy(XyPlot {
+        title: title.to_string(),
+        x: Axis::linear("time (s)"),
+        y: Axis::linear("cylinder"),
+        mark: Mark::Lines,
+        panels: true,
+        series,
+    })
 }
 
 /// Completion latency CDFs, one series each, on a log time axis.

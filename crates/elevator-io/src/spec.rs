@@ -243,11 +243,15 @@ impl DeviceSpec {
                 // refused when the device is made, with its own message.)
                 if lbs.is_power_of_two() && bytes % lbs != 0 {
                     let size = head.strip_prefix("mem:").unwrap_or(head);
-                    let (down, up) = (bytes / lbs * lbs, (bytes / lbs + 1) * lbs);
-                    let such = if down == 0 {
-                        format!("{up}")
-                    } else {
-                        format!("{down} or {up}")
+                    let down = bytes / lbs * lbs;
+                    // The next multiple up, unless it overflows a u64.
+                    let up = (bytes / lbs)
+                        .checked_add(1)
+                        .and_then(|n| n.checked_mul(lbs));
+                    let such = match (down, up) {
+                        (0, Some(up)) => format!("{up}"),
+                        (down, Some(up)) => format!("{down} or {up}"),
+                        (down, None) => format!("{down}"),
                     };
                     return Err(bad(format!(
                         "mem:{size} is {bytes} bytes, not a multiple of the {lbs}-byte block \
@@ -543,6 +547,12 @@ mod tests {
                 "mem:6k is 6144 bytes, not a multiple of the 4096-byte block size",
             ),
             ("mem:1000.5", "not a whole number of bytes"),
+            // Found by the device_spec fuzz target: the next multiple up
+            // overflowed.
+            (
+                "mem:18446744073709551615",
+                "give a whole number of blocks, such as 18446744073709551104",
+            ),
         ] {
             let e = DeviceSpec::parse(spec).expect_err(spec).to_string();
             assert!(e.contains(needle), "{spec}: {e}");

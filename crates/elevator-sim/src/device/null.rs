@@ -125,12 +125,15 @@ pub struct NullDevice {
 impl NullDevice {
     /// A null device with these parameters.
     pub fn new(p: &NullParams) -> Result<NullDevice, ParamError> {
-        if p.queue_depth == 0 {
+        // Bounded as the SSD's and the RAID's are: the device preallocates
+        // its queue (found by the device_spec fuzz target, which ran out of
+        // memory on queue_depth=222222222222222222220).
+        if !(1..=65536).contains(&p.queue_depth) {
             return Err(ParamError::OutOfRange {
                 model: NullParams::MODEL,
                 name: "queue_depth",
-                value: 0.0,
-                why: "must be at least 1".into(),
+                value: f64::from(p.queue_depth),
+                why: "must be 1..=65536".into(),
             });
         }
         if !(p.latency_us >= 0.0 && p.latency_us <= 1e9) {
@@ -213,5 +216,27 @@ impl Device for NullDevice {
 
     fn stats(&self) -> DeviceStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::ModelSpec;
+
+    #[test]
+    fn queue_depth_is_bounded() {
+        // The device_spec fuzz target ran out of memory on this one: the
+        // queue is preallocated.
+        let e = ModelSpec::parse("null,queue_depth=222222222222222222220")
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("queue_depth") && e.contains("1..=65536"), "{e}");
+        assert!(
+            ModelSpec::parse("null,queue_depth=65536")
+                .expect("parses")
+                .build()
+                .is_ok()
+        );
     }
 }

@@ -221,7 +221,6 @@ impl Device for NullDevice {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::device::ModelSpec;
 
     #[test]

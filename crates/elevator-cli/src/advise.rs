@@ -333,6 +333,34 @@ fn run_job(
     Ok(measure_job(&result, nomerges, alone))
 }
 
+impl Measured {
+    /// A run's figures from its totals (bytes, I/Os, elapsed ns), its p99s
+    /// (reads, writes) and each participant's share: the goal's p99 is of
+    /// reads if anything read, fairness is Jain's index over the shares.
+    fn new(
+        scheduler: &str,
+        nomerges: u8,
+        (bytes, ios, elapsed): (u64, u64, u64),
+        (read_p99, write_p99): (Option<u64>, Option<u64>),
+        shares: Vec<(String, f64)>,
+    ) -> Measured {
+        let values: Vec<f64> = shares.iter().map(|(_, v)| *v).collect();
+        Measured {
+            scheduler: scheduler.to_string(),
+            nomerges,
+            throughput: elevator_fio::report::rate(bytes, elapsed),
+            read_p99,
+            write_p99,
+            goal_p99: read_p99.or(write_p99),
+            goal_p99_dir: if read_p99.is_some() { "read" } else { "write" },
+            fairness: jain(&values),
+            shares,
+            ios,
+            elapsed,
+        }
+    }
+}
+
 /// The figures of a fio run.
 fn measure_job(run: &RunResult, nomerges: u8, alone: &[f64]) -> Measured {
     let mut bytes = 0;
@@ -362,20 +390,13 @@ fn measure_job(run: &RunResult, nomerges: u8, alone: &[f64]) -> Measured {
             .max()
     };
     let (read_p99, write_p99) = (worst_p99(0), worst_p99(1));
-    let values: Vec<f64> = shares.iter().map(|(_, v)| *v).collect();
-    Measured {
-        scheduler: run.scheduler.clone(),
+    Measured::new(
+        &run.scheduler,
         nomerges,
-        throughput: elevator_fio::report::rate(bytes, run.elapsed),
-        read_p99,
-        write_p99,
-        goal_p99: read_p99.or(write_p99),
-        goal_p99_dir: if read_p99.is_some() { "read" } else { "write" },
-        fairness: jain(&values),
+        (bytes, run.ios, run.elapsed),
+        (read_p99, write_p99),
         shares,
-        ios: run.ios,
-        elapsed: run.elapsed,
-    }
+    )
 }
 
 fn p99(h: &elevator_core::Histogram) -> Option<u64> {
@@ -426,20 +447,13 @@ fn measure_trace(
         .filter(|(_, s)| s.bios > 0)
         .map(|(pid, s)| (format!("pid {pid}"), s.latency_ns as f64 / s.bios as f64))
         .collect();
-    let values: Vec<f64> = shares.iter().map(|(_, v)| *v).collect();
-    Measured {
-        scheduler: scheduler.to_string(),
+    Measured::new(
+        scheduler,
         nomerges,
-        throughput: elevator_fio::report::rate(bytes, result.elapsed),
-        read_p99,
-        write_p99,
-        goal_p99: read_p99.or(write_p99),
-        goal_p99_dir: if read_p99.is_some() { "read" } else { "write" },
-        fairness: jain(&values),
+        (bytes, result.bios, result.elapsed),
+        (read_p99, write_p99),
         shares,
-        ios: result.bios,
-        elapsed: result.elapsed,
-    }
+    )
 }
 
 /// One submitter's bios completed and their summed latency.

@@ -150,7 +150,7 @@ fn fio_figures(json: &Value) -> Result<(Figures, f64)> {
         let runtime_ms = j["job_runtime"].as_f64().unwrap_or(0.0);
         let cpu = j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0);
         cpu_ns += cpu / 100.0 * runtime_ms * 1e6;
-        for dir in ["read", "write", "trim"] {
+        for dir in elevator_fio::result::DIR_NAMES {
             iops += j[dir]["iops"].as_f64().unwrap_or(0.0);
             bw += j[dir]["bw_bytes"].as_f64().unwrap_or(0.0);
             ios += j[dir]["total_ios"].as_f64().unwrap_or(0.0);

@@ -8,14 +8,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use elevator_core::Histogram;
-use elevator_fio::result::RunResult;
+use elevator_fio::result::{DIR_NAMES as DIRS, RunResult};
 
 use crate::report::figure::{Axis, Figure, Mark, XyPlot};
 use crate::report::html::{Section, page};
 use crate::report::observe::{SharedObserver, heads_plot, latency_cdf, latency_plot};
-
-/// Direction names, in `DirStats` order.
-const DIRS: [&str; 3] = ["read", "write", "trim"];
 
 /// The observer a reported run feeds: throughput in 10 ms intervals (wider
 /// for long runs), the timeline over 1.0-1.1 s of the run, or over its first

@@ -552,6 +552,9 @@ pub const READ: usize = 0;
 pub const WRITE: usize = 1;
 /// See [`READ`].
 pub const TRIM: usize = 2;
+/// The directions' names as fio writes them, by index ([`READ`], [`WRITE`],
+/// [`TRIM`]).
+pub const DIR_NAMES: [&str; 3] = ["read", "write", "trim"];
 
 /// One job clone (a process, in fio's terms).
 #[derive(Clone, Debug)]

@@ -159,7 +159,7 @@ pub fn render_with(jobs: &JobFile, run: &RunResult, device_name: &str, plus: boo
         job.insert("job options".into(), opts);
         let unified = s.unified();
         if unified != UnifiedRw::Mixed {
-            for (i, name) in ["read", "write", "trim"].iter().enumerate() {
+            for (i, name) in crate::result::DIR_NAMES.iter().enumerate() {
                 job.insert((*name).into(), dir(&s, &s.dirs[i], agg(i), plus));
             }
             job.insert(

@@ -43,5 +43,5 @@ pub enum JobFailure {
 }
 
 fn dir_name(d: usize) -> &'static str {
-    ["read", "write", "trim"].get(d).copied().unwrap_or("?")
+    crate::result::DIR_NAMES.get(d).copied().unwrap_or("?")
 }

@@ -93,3 +93,18 @@ fn no_heads_without_a_disk() {
     assert_eq!(figures(&html), 3);
     assert!(!html.contains("Where the heads went"));
 }
+
+#[test]
+fn one_experiment_writes_its_files_with_out() {
+    let dir = TempDir::new("experiment-out");
+    let out = dir.file("cfq");
+    ok(&["experiment", "cfq-idling", "--out", &out]);
+    for name in ["cfq-idling.txt", "cfq-idling.json", "report.html"] {
+        assert!(
+            dir.path().join("cfq").join(name).exists(),
+            "{name} not written"
+        );
+    }
+    let html = std::fs::read_to_string(dir.path().join("cfq/report.html")).expect("report");
+    assert!(html.contains("id=\"cfq-idling\"") && figures(&html) > 5);
+}

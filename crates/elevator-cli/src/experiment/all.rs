@@ -16,7 +16,7 @@ use super::outcome::{Opts, Outcome, Progress};
 use crate::report::html::{Section, SummaryRow, page};
 
 /// One experiment of the set.
-struct Entry {
+pub(super) struct Entry {
     name: &'static str,
     seed: &'static str,
     /// About how long it takes here, seconds: full and quick.
@@ -151,7 +151,7 @@ fn duration(secs: f64) -> String {
 }
 
 /// `NAME.txt` and `NAME.json`.
-fn write_one(dir: &Path, o: &Outcome) -> Result<()> {
+pub(super) fn write_one(dir: &Path, o: &Outcome) -> Result<()> {
     let mut text = Vec::new();
     o.print(false, &mut text)?;
     let txt = dir.join(format!("{}.txt", o.name));
@@ -186,7 +186,11 @@ fn summary(out: &mut dyn Write, outcomes: &[Outcome]) -> std::io::Result<()> {
 }
 
 /// The HTML report.
-fn report(outcomes: &[Outcome], failed: &[(&Entry, String)], quick: bool) -> Result<String> {
+pub(super) fn report(
+    outcomes: &[Outcome],
+    failed: &[(&Entry, String)],
+    quick: bool,
+) -> Result<String> {
     let rows: Vec<SummaryRow> = outcomes
         .iter()
         .flat_map(|o| {

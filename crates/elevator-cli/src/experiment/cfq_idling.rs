@@ -453,6 +453,5 @@ pub fn run(args: &Args) -> Result<()> {
             p,
         )
     })?;
-    o.print(json, &mut std::io::stdout().lock())?;
-    Ok(())
+    super::finish(args, &o)
 }

@@ -410,8 +410,7 @@ pub fn run(args: &Args) -> Result<()> {
         seed: args.seed,
     };
     let o = super::with_progress(!json, |p| outcome(&Params::from_args(args), &opts, p))?;
-    o.print(json, &mut std::io::stdout().lock())?;
-    Ok(())
+    super::finish(args, &o)
 }
 
 /// The model's part of the report: its fit, its check against this

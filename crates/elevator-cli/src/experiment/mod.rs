@@ -66,8 +66,9 @@ pub struct Args {
     /// still checked.
     #[arg(long)]
     quick: bool,
-    /// all: the directory for each experiment's NAME.txt (table and
-    /// verdict), NAME.json, and report.html. Created if missing.
+    /// The directory for each experiment's NAME.txt (table and verdicts),
+    /// NAME.json, and report.html (required by `all`; with one experiment,
+    /// its files and a report of its own). Created if missing.
     #[arg(long, value_name = "DIR")]
     out: Option<std::path::PathBuf>,
     /// lock-scaling: the device each reader reads (each opened once per
@@ -133,6 +134,28 @@ fn run_outcome(args: &Args, outcome: OutcomeFn) -> Result<()> {
     };
     let json = args.output_format == OutputFormat::Json;
     let o = with_progress(!json, |p| outcome(&opts, p))?;
+    finish(args, &o)
+}
+
+/// Print one experiment's outcome, and with `--out DIR` also write its
+/// `NAME.txt`, `NAME.json` and a `report.html` of its own there.
+pub(crate) fn finish(args: &Args, o: &Outcome) -> Result<()> {
+    let json = args.output_format == OutputFormat::Json;
     o.print(json, &mut std::io::stdout().lock())
-        .context("writing the outcome")
+        .context("writing the outcome")?;
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        all::write_one(dir, o)?;
+        let html = all::report(std::slice::from_ref(o), &[], args.quick)?;
+        let path = dir.join("report.html");
+        std::fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "{}, {}.txt and {}.json written in {}",
+            path.display(),
+            o.name,
+            o.name,
+            dir.display()
+        );
+    }
+    Ok(())
 }

@@ -374,6 +374,12 @@ pub enum Status {
     NotSupported,
     /// Cancelled before completion, e.g. at shutdown (ECANCELED).
     Cancelled,
+    /// The device did not answer in time and the I/O was given up
+    /// (ETIMEDOUT; Linux's `BLK_STS_TIMEOUT`).
+    TimedOut,
+    /// The device is gone: removed, or dead mid-run (ENODEV; Linux's
+    /// `BLK_STS_OFFLINE`).
+    Offline,
 }
 
 impl Status {
@@ -391,6 +397,8 @@ impl Status {
             Status::NoSpace => 28,
             Status::NotSupported => 95,
             Status::Cancelled => 125,
+            Status::TimedOut => 110,
+            Status::Offline => 19,
         }
     }
 }
@@ -403,6 +411,8 @@ impl fmt::Display for Status {
             Status::NoSpace => "no space left on device",
             Status::NotSupported => "operation not supported",
             Status::Cancelled => "cancelled",
+            Status::TimedOut => "timed out",
+            Status::Offline => "device offline",
         })
     }
 }

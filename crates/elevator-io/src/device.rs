@@ -261,6 +261,8 @@ pub fn status_of_errno(errno: i32) -> Status {
         libc::ENOSPC | libc::EDQUOT => Status::NoSpace,
         libc::EOPNOTSUPP | libc::ENOTTY => Status::NotSupported,
         libc::ECANCELED | libc::EINTR => Status::Cancelled,
+        libc::ETIMEDOUT => Status::TimedOut,
+        libc::ENODEV | libc::ENXIO => Status::Offline,
         _ => Status::IoError,
     }
 }

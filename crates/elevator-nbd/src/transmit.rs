@@ -257,7 +257,9 @@ fn errno(status: Status, stopping: bool) -> u32 {
         Status::NoSpace => err::ENOSPC,
         Status::NotSupported => err::ENOTSUP,
         Status::Cancelled if stopping => err::ESHUTDOWN,
-        Status::IoError | Status::Cancelled => err::EIO,
+        // NBD has no ETIMEDOUT or ENODEV: the client sees EIO, as a
+        // kernel sees a timed-out or removed disk.
+        Status::IoError | Status::Cancelled | Status::TimedOut | Status::Offline => err::EIO,
     }
 }
 

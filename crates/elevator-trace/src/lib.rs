@@ -48,6 +48,7 @@ pub mod sink;
 pub mod synthetic;
 pub mod text_fields;
 pub mod tracefs;
+pub mod write_log;
 
 pub use error::{TraceError, TraceErrorKind};
 pub use open::{Format, TraceReader, detect, open};

@@ -18,7 +18,7 @@
 //! rounds, and the median and range of the per-round ratio
 //! elevator / nbdkit.
 
-mod peers;
+pub(crate) mod peers;
 
 use std::io::Write;
 use std::process::Command;

@@ -8,12 +8,14 @@ mod advise;
 mod advise_report;
 mod bench_fio;
 mod bench_nbd;
+mod bench_write_log;
 mod compare;
 mod cpu_time;
 mod experiment;
 mod fio_args;
 mod iolog_out;
 mod list;
+mod mark;
 mod microbench;
 mod replay;
 mod replay_gen;
@@ -53,6 +55,9 @@ enum Command {
     /// Run the same NBD clients (fio's nbd engine, nbdcopy) against
     /// `nbdkit memory` and `elevator serve` with a memory export.
     BenchVsNbdkit(bench_nbd::Args),
+    /// What `serve --write-log` costs: a memory export without and with a
+    /// write log, under nbdcopy and fio, in alternating rounds.
+    BenchWriteLog(bench_write_log::Args),
     /// Serve exports over NBD (file:PATH, mem:SIZE, or a simulated disk on
     /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
     Serve(serve::Args),
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
         Command::BenchVsFio(args) => bench_fio::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::BenchVsNbdkit(args) => bench_nbd::run(&args),
+        Command::BenchWriteLog(args) => bench_write_log::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
         Command::Devices => run::devices(),
         Command::Schedulers => list::schedulers(),

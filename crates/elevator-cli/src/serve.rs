@@ -82,6 +82,21 @@ pub struct Args {
     /// server stops (SIGINT, SIGTERM).
     #[arg(long, value_name = "NAME")]
     trace_out: Option<String>,
+    /// Record every write, discard, write-zeroes, flush and FUA the export
+    /// receives, with the data, in a write log (one export only; see
+    /// `elevator write-log` and `elevator crash-states`). Written out as
+    /// the server runs; finished when it stops.
+    #[arg(long, value_name = "FILE")]
+    write_log: Option<PathBuf>,
+    /// Take marks for the write log on this Unix socket (`elevator
+    /// write-log mark PATH TEXT`).
+    #[arg(long, value_name = "PATH", requires = "write_log")]
+    mark_socket: Option<PathBuf>,
+    /// Test-only: a broken device that records (and acknowledges) each
+    /// flush before the writes it covers, so that crash checkers can be
+    /// shown to fail. Never use it for anything else.
+    #[arg(long, hide = true, requires = "write_log")]
+    write_log_flush_before_data: bool,
 }
 
 /// `--tls`'s values.
@@ -238,6 +253,42 @@ pub fn run(args: &Args) -> Result<()> {
             traces.push((prefix, sink));
         }
     }
+    let write_log = match &args.write_log {
+        None => None,
+        Some(_) if cfg.exports.len() > 1 => anyhow::bail!(
+            "--write-log records one export: {} are given",
+            cfg.exports.len()
+        ),
+        Some(path) => {
+            let opts = elevator_io::WriteLogOptions {
+                flush_before_data: args.write_log_flush_before_data,
+            };
+            let log = server
+                .log_writes(0, path, opts)
+                .with_context(|| format!("--write-log {}", path.display()))?;
+            eprintln!(
+                "elevator serve: recording writes and flushes in {}{}",
+                path.display(),
+                if opts.flush_before_data {
+                    " (BROKEN on purpose: flushes recorded before their data, for testing checkers)"
+                } else {
+                    ""
+                }
+            );
+            Some((path, log))
+        }
+    };
+    let marks = match (&args.mark_socket, &write_log) {
+        (Some(socket), Some((_, log))) => {
+            let m = crate::mark::MarkListener::spawn(socket, log.clone())?;
+            eprintln!(
+                "elevator serve: taking write log marks on {}",
+                socket.display()
+            );
+            Some(m)
+        }
+        _ => None,
+    };
     // Signals write a byte into a socket pair the server waits on.
     let (stop_rx, stop_tx) = UnixStream::pair().context("creating the stop socket pair")?;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -283,6 +334,22 @@ pub fn run(args: &Args) -> Result<()> {
         if let Some(Some(summary)) = summaries.get(i) {
             eprintln!("{}", crate::trace_out::summary_line(prefix, summary));
         }
+    }
+    drop(marks);
+    if let Some((path, log)) = &write_log {
+        let c = log
+            .finish()
+            .with_context(|| format!("--write-log {}", path.display()))?;
+        eprintln!(
+            "elevator serve: write log {}: {} writes, {} discards, {} write-zeroes, {} flushes, {} marks, {} bytes",
+            path.display(),
+            c.writes,
+            c.discards,
+            c.write_zeroes,
+            c.flushes,
+            c.marks,
+            c.bytes
+        );
     }
     served?;
     eprintln!("elevator serve: stopped: in-flight requests finished, exports flushed");

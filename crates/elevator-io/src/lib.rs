@@ -58,6 +58,7 @@ pub mod spec;
 mod sync;
 pub mod tags;
 mod uring;
+pub mod write_log;
 mod written;
 
 pub use buf::{AlignedBuf, BufError, IoBuf, Slice};
@@ -76,3 +77,4 @@ pub use mem::{IoMem, MemDevice, MemOptions, MemSlice};
 pub use paced::PacedDevice;
 pub use spec::{DeviceKind, DeviceSpec, OpenError, RealDevice, SpecError};
 pub use tags::{TagHint, TagSet, TagSetError};
+pub use write_log::{LoggedDevice, WriteLog, WriteLogCounts, WriteLogOptions};

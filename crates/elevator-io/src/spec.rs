@@ -31,6 +31,7 @@ use crate::fault::{FaultDevice, FaultSpec};
 use crate::file::{FileDevice, FileOptions};
 use crate::mem::{MemDevice, MemOptions};
 use crate::paced::PacedDevice;
+use crate::write_log::{LoggedDevice, WriteLog};
 
 /// What kind of device, with its options.
 #[derive(Clone, Debug, PartialEq)]
@@ -329,6 +330,12 @@ pub enum OpenError {
 }
 
 impl RealDevice {
+    /// This device with every write, flush and FUA recorded in `log`
+    /// (see [`crate::write_log`]); its shares record into the same log.
+    pub fn logged(self, log: std::sync::Arc<WriteLog>) -> RealDevice {
+        RealDevice::Logged(Box::new(LoggedDevice::new(self, log)))
+    }
+
     /// Another handle on the same device, for another thread to drive (a
     /// hardware context of its own): memory shares its bytes
     /// ([`MemDevice::share`]); a file or block device is opened again the
@@ -344,6 +351,7 @@ impl RealDevice {
             RealDevice::Mem(m) => RealDevice::Mem(m.share()?),
             RealDevice::File(f) => RealDevice::File(Box::new(f.share()?)),
             RealDevice::Faulty(f) => RealDevice::Faulty(Box::new(f.share_with(f.inner().share()?))),
+            RealDevice::Logged(l) => RealDevice::Logged(Box::new(l.share_with(l.inner().share()?))),
             RealDevice::Paced(p) => {
                 return Err(OpenError::NotShareable {
                     device: p.describe(),
@@ -358,6 +366,7 @@ impl RealDevice {
         match self {
             RealDevice::Paced(_) => false,
             RealDevice::Faulty(f) => f.inner().shareable(),
+            RealDevice::Logged(l) => l.inner().shareable(),
             RealDevice::Mem(_) | RealDevice::File(_) => true,
         }
     }
@@ -367,6 +376,7 @@ impl RealDevice {
     pub fn map(&self, offset: u64, len: usize) -> Option<crate::mem::MemSlice> {
         match self {
             RealDevice::Mem(m) => m.map(offset, len),
+            // Writes through a window would not be recorded.
             _ => None,
         }
     }
@@ -382,6 +392,8 @@ pub enum RealDevice {
     Paced(Box<PacedDevice>),
     /// Any of these, with faults.
     Faulty(Box<FaultDevice<RealDevice>>),
+    /// Any of these, with its writes recorded in a write log.
+    Logged(Box<LoggedDevice<RealDevice>>),
 }
 
 macro_rules! each {
@@ -391,6 +403,7 @@ macro_rules! each {
             RealDevice::Mem($d) => $e,
             RealDevice::Paced($d) => $e,
             RealDevice::Faulty($d) => $e,
+            RealDevice::Logged($d) => $e,
         }
     };
 }

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use elevator_io::mq::{MqEngine, MultiQueue};
 use elevator_io::spec::RealDevice;
 use elevator_io::trace_out::{CpuRule, SharedSink, TraceSummary, TraceTap, trace_dev};
+use elevator_io::write_log::{WriteLog, WriteLogOptions};
 use thiserror::Error;
 
 use crate::config::MAX_THREADS;
@@ -230,6 +231,40 @@ impl Server {
             self.traces.resize(i + 1, None);
         }
         self.traces[i] = Some(sink);
+    }
+
+    /// Record export `i`'s writes, flushes and FUA, with their data, in a
+    /// write log at `path` (before [`Server::run`]): every worker's handle
+    /// records into the one log, in the order the device completed the
+    /// writes. The log is the caller's to [`finish`](WriteLog::finish)
+    /// after [`Server::run`] returns, and to put marks in meanwhile.
+    pub fn log_writes(
+        &mut self,
+        i: usize,
+        path: &std::path::Path,
+        opts: WriteLogOptions,
+    ) -> Result<Arc<WriteLog>, ServerError> {
+        let Some((_, handles)) = self.engines.get_mut(i) else {
+            return Err(ServerError::Config(format!("no export number {i}")));
+        };
+        let Some(limits) = handles
+            .iter()
+            .flatten()
+            .next()
+            .map(elevator_core::Device::limits)
+        else {
+            return Err(ServerError::Config(
+                "the export's devices are already serving".into(),
+            ));
+        };
+        let log = WriteLog::create(path, &limits, opts)
+            .map_err(|e| ServerError::Config(e.to_string()))?;
+        for h in handles.iter_mut() {
+            if let Some(dev) = h.take() {
+                *h = Some(dev.logged(Arc::clone(&log)));
+            }
+        }
+        Ok(log)
     }
 
     /// What each export's trace held (`None` for an export not traced),

@@ -1,0 +1,501 @@
+//! The write log of a real device: a [`LoggedDevice`] wraps any
+//! [`DataDevice`] and records, in one [`WriteLog`] shared by every handle on
+//! the device, each write, discard, write-zeroes, flush and FUA the device
+//! received, with the written data, plus the user's marks
+//! ([`WriteLog::mark`]). The format and what a flush covers are
+//! [`elevator_trace::write_log`]'s.
+//!
+//! - A write (discard, write-zeroes) is recorded when the device completes
+//!   it, with the bytes it reports good (all of them on success); one that
+//!   failed with no good bytes is not recorded.
+//! - A flush is recorded when the device receives it, so it covers exactly
+//!   the writes completed before it was issued; a write with PREFLUSH is
+//!   recorded as a flush, then the write when it completes.
+//! - Recording takes one lock and copies the data into a buffered file: the
+//!   cost is a memory copy per written byte.
+//!
+//! If the log cannot be written (disk full), the I/O whose record failed
+//! completes with `IoError` and every later write does too: nothing the
+//! client was told is safe goes unrecorded. [`WriteLog::finish`] reports the
+//! error.
+//!
+//! For tests of crash checkers only, [`WriteLogOptions::flush_before_data`]
+//! makes a *broken* device: a flush is recorded (and acknowledged) before
+//! the writes it covers, which reach the log one flush later. Crash states
+//! built from such a log lose data that was fsynced: a checker must catch
+//! it.
+
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use elevator_core::{BioFlags, Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
+use elevator_trace::write_log::{FLAG_DATA, FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Writer};
+
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+
+/// How a write log records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteLogOptions {
+    /// Test-only: record each flush before the writes it covers, which
+    /// reach the log only at the next flush (a device that acknowledges a
+    /// flush before its data is safe).
+    pub flush_before_data: bool,
+}
+
+/// What a log holds so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteLogCounts {
+    /// Records of each kind: writes, discards, write-zeroes, flushes,
+    /// marks.
+    pub writes: u64,
+    /// Discards.
+    pub discards: u64,
+    /// Write-zeroes.
+    pub write_zeroes: u64,
+    /// Flushes.
+    pub flushes: u64,
+    /// Marks.
+    pub marks: u64,
+    /// Bytes of the log file.
+    pub bytes: u64,
+}
+
+/// A write held back by a broken (test-only) log.
+struct Held {
+    kind: Kind,
+    flags: u8,
+    sector: u64,
+    sectors: u32,
+    time_ns: u64,
+    data: Vec<u8>,
+}
+
+struct LogState {
+    writer: Writer<BufWriter<File>>,
+    counts: WriteLogCounts,
+    error: Option<io::Error>,
+    /// Broken mode: writes since the last flush, and those before it.
+    held_now: Vec<Held>,
+    held_before: Vec<Held>,
+}
+
+/// One write log, shared by every handle on a device.
+pub struct WriteLog {
+    state: Mutex<LogState>,
+    start: Instant,
+    opts: WriteLogOptions,
+}
+
+/// The log's file could not be had or written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteLogFileError {
+    /// Creating or writing the file failed.
+    #[error("write log {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What the system said.
+        source: io::Error,
+    },
+}
+
+impl WriteLog {
+    /// Create (or truncate) `path` and start a log of a device with these
+    /// limits.
+    pub fn create(
+        path: &Path,
+        limits: &Limits,
+        opts: WriteLogOptions,
+    ) -> Result<Arc<WriteLog>, WriteLogFileError> {
+        let fail = |source| WriteLogFileError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = File::create(path).map_err(fail)?;
+        let header = LogHeader {
+            has_data: true,
+            capacity: limits.capacity,
+            block_size: limits.logical_block_size,
+        };
+        let writer = Writer::new(BufWriter::with_capacity(1 << 20, file), header).map_err(fail)?;
+        Ok(Arc::new(WriteLog {
+            state: Mutex::new(LogState {
+                writer,
+                counts: WriteLogCounts::default(),
+                error: None,
+                held_now: Vec::new(),
+                held_before: Vec::new(),
+            }),
+            start: Instant::now(),
+            opts,
+        }))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LogState> {
+        // A handle that panicked while recording leaves whole records
+        // behind (a record is written under the lock in one go, and an
+        // error is kept): the log is still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Record a mark with `text`; returns its sequence number.
+    pub fn mark(&self, text: &str) -> io::Result<u64> {
+        let t = self.now_ns();
+        let mut s = self.lock();
+        if let Some(e) = &s.error {
+            return Err(io::Error::new(e.kind(), e.to_string()));
+        }
+        let seq = s.writer.mark(text, t);
+        let seq = s.note(seq)?;
+        s.counts.marks += 1;
+        // A mark is what a user waits on: make it and everything before
+        // it reach the file.
+        let flushed = s.writer.flush();
+        s.note(flushed)?;
+        Ok(seq)
+    }
+
+    /// What it holds so far.
+    pub fn counts(&self) -> WriteLogCounts {
+        let s = self.lock();
+        WriteLogCounts {
+            bytes: s.writer.bytes(),
+            ..s.counts
+        }
+    }
+
+    /// Write out what is buffered (and, in broken mode, what is held) and
+    /// report the first error recording met, if any.
+    pub fn finish(&self) -> io::Result<WriteLogCounts> {
+        let mut guard = self.lock();
+        let s = &mut *guard;
+        let held: Vec<Held> = s
+            .held_before
+            .drain(..)
+            .chain(s.held_now.drain(..))
+            .collect();
+        for h in held {
+            let r = s.append_held(&h);
+            let _ = s.note(r);
+        }
+        let r = s.writer.flush();
+        let _ = s.note(r);
+        if let Some(e) = s.error.take() {
+            return Err(e);
+        }
+        Ok(WriteLogCounts {
+            bytes: s.writer.bytes(),
+            ..s.counts
+        })
+    }
+
+    fn flush(&self) -> bool {
+        let t = self.now_ns();
+        let mut s = self.lock();
+        if s.error.is_some() {
+            return false;
+        }
+        let r = s.writer.append(Kind::Flush, 0, 0, 0, t, &[]);
+        if s.note(r).is_err() {
+            return false;
+        }
+        s.counts.flushes += 1;
+        if self.opts.flush_before_data {
+            let before = std::mem::take(&mut s.held_before);
+            for h in &before {
+                let r = s.append_held(h);
+                if s.note(r).is_err() {
+                    return false;
+                }
+            }
+            s.held_before = std::mem::take(&mut s.held_now);
+        }
+        true
+    }
+
+    /// Record a completed write (discard, write-zeroes) of `bytes` at
+    /// `io.sector`, its data in `data` (for a write). False if it could
+    /// not be recorded.
+    fn record(&self, io: &DeviceIo, bytes: u64, data: &[&[u8]]) -> bool {
+        let t = self.now_ns();
+        let kind = match io.op {
+            Op::Write => Kind::Write,
+            Op::Discard => Kind::Discard,
+            Op::WriteZeroes => Kind::WriteZeroes,
+            Op::Read | Op::Flush => return true,
+        };
+        let sectors = (bytes >> 9) as u32;
+        let mut flags = 0;
+        if io.flags.contains(BioFlags::FUA) {
+            flags |= FLAG_FUA;
+        }
+        if io.flags.contains(BioFlags::PREFLUSH) {
+            flags |= FLAG_PREFLUSH;
+        }
+        if kind == Kind::Write {
+            flags |= FLAG_DATA;
+        }
+        let mut s = self.lock();
+        if s.error.is_some() {
+            return false;
+        }
+        if self.opts.flush_before_data && flags & FLAG_FUA == 0 {
+            let mut copy = Vec::with_capacity(bytes as usize);
+            for d in data {
+                copy.extend_from_slice(d);
+            }
+            s.held_now.push(Held {
+                kind,
+                flags,
+                sector: io.sector,
+                sectors,
+                time_ns: t,
+                data: copy,
+            });
+        } else {
+            let r = s.writer.append(kind, flags, io.sector, sectors, t, data);
+            if s.note(r).is_err() {
+                return false;
+            }
+        }
+        match kind {
+            Kind::Write => s.counts.writes += 1,
+            Kind::Discard => s.counts.discards += 1,
+            _ => s.counts.write_zeroes += 1,
+        }
+        true
+    }
+}
+
+impl LogState {
+    /// Keep the first error; pass the result on.
+    fn note<T>(&mut self, r: io::Result<T>) -> io::Result<T> {
+        match r {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                let copy = io::Error::new(e.kind(), e.to_string());
+                if self.error.is_none() {
+                    self.error = Some(e);
+                }
+                Err(copy)
+            }
+        }
+    }
+
+    fn append_held(&mut self, h: &Held) -> io::Result<u64> {
+        let data: &[&[u8]] = if h.data.is_empty() { &[] } else { &[&h.data] };
+        self.writer
+            .append(h.kind, h.flags, h.sector, h.sectors, h.time_ns, data)
+    }
+}
+
+/// A write in flight: what it is and where its data is.
+struct InFlight {
+    io: Option<DeviceIo>,
+    segs: Vec<DataSegment>,
+}
+
+/// A device whose writes and flushes go to a [`WriteLog`].
+pub struct LoggedDevice<D> {
+    inner: D,
+    log: Arc<WriteLog>,
+    /// Writes in flight, by tag.
+    inflight: Vec<InFlight>,
+}
+
+impl<D: DataDevice> LoggedDevice<D> {
+    /// `inner`, recording into `log`.
+    pub fn new(inner: D, log: Arc<WriteLog>) -> LoggedDevice<D> {
+        let depth = inner.queue_depth() as usize;
+        let mut inflight = Vec::with_capacity(depth);
+        inflight.resize_with(depth, || InFlight {
+            io: None,
+            segs: Vec::new(),
+        });
+        LoggedDevice {
+            inner,
+            log,
+            inflight,
+        }
+    }
+
+    /// The device underneath.
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+
+    /// The log.
+    pub fn log(&self) -> &Arc<WriteLog> {
+        &self.log
+    }
+
+    /// The same log over `inner` (another handle on the same device).
+    pub fn share_with(&self, inner: D) -> LoggedDevice<D> {
+        LoggedDevice::new(inner, Arc::clone(&self.log))
+    }
+
+    /// Note `io` before it goes to the device.
+    fn before(&mut self, io: &DeviceIo, data: &[DataSegment]) {
+        if io.op == Op::Flush || io.flags.contains(BioFlags::PREFLUSH) {
+            self.log.flush();
+        }
+        if !matches!(io.op, Op::Write | Op::Discard | Op::WriteZeroes) {
+            return;
+        }
+        let i = io.tag as usize;
+        if i >= self.inflight.len() {
+            self.inflight.resize_with(i + 1, || InFlight {
+                io: None,
+                segs: Vec::new(),
+            });
+        }
+        let slot = &mut self.inflight[i];
+        debug_assert!(slot.io.is_none(), "tag {} is already in flight", io.tag);
+        slot.io = Some(*io);
+        slot.segs.clear();
+        slot.segs.extend_from_slice(data);
+    }
+}
+
+impl<D: DataDevice> Device for LoggedDevice<D> {
+    fn describe(&self) -> String {
+        format!("{} (write log)", self.inner.describe())
+    }
+    fn limits(&self) -> Limits {
+        self.inner.limits()
+    }
+    fn queue_depth(&self) -> u32 {
+        self.inner.queue_depth()
+    }
+    fn rotational(&self) -> bool {
+        self.inner.rotational()
+    }
+    fn submit(&mut self, io: DeviceIo, now: Nanos) {
+        self.before(&io, &[]);
+        self.inner.submit(io, now);
+    }
+    fn next_completion(&self) -> Option<Nanos> {
+        self.inner.next_completion()
+    }
+    fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
+        let LoggedDevice {
+            inner,
+            log,
+            inflight,
+        } = self;
+        inner.complete(now, &mut |tag, outcome| {
+            let Some(slot) = inflight.get_mut(tag as usize) else {
+                done(tag, outcome);
+                return;
+            };
+            let Some(io) = slot.io.take() else {
+                done(tag, outcome);
+                return;
+            };
+            let good = match outcome {
+                Outcome::Done => io.bytes(),
+                Outcome::Failed { good_bytes, .. } => good_bytes.min(io.bytes()) & !511,
+            };
+            if good == 0 {
+                done(tag, outcome);
+                return;
+            }
+            let recorded = if io.op == Op::Write {
+                let mut pieces: [&[u8]; 16] = [&[]; 16];
+                let mut left = good;
+                let mut n = 0;
+                let mut ok = true;
+                let mut big: Vec<&[u8]> = Vec::new();
+                for seg in &slot.segs {
+                    if left == 0 {
+                        break;
+                    }
+                    let len = u64::from(seg.len).min(left);
+                    // SAFETY: the segment was handed to the device with
+                    // the write, and `submit_data`'s contract keeps it
+                    // valid until the device reports the tag, which it is
+                    // doing now (we report it to our caller only after
+                    // this). The device only read from it.
+                    let bytes = unsafe { std::slice::from_raw_parts(seg.addr, len as usize) };
+                    if n < pieces.len() {
+                        pieces[n] = bytes;
+                    } else {
+                        if big.is_empty() {
+                            big.extend_from_slice(&pieces);
+                        }
+                        big.push(bytes);
+                    }
+                    n += 1;
+                    left -= len;
+                }
+                if left != 0 {
+                    // The segments do not hold the bytes the device says
+                    // it wrote: the write cannot be recorded.
+                    ok = false;
+                }
+                let data: &[&[u8]] = if big.is_empty() { &pieces[..n] } else { &big };
+                ok && log.record(&io, good, data)
+            } else {
+                log.record(&io, good, &[])
+            };
+            if recorded {
+                done(tag, outcome);
+            } else {
+                done(
+                    tag,
+                    Outcome::Failed {
+                        status: Status::IoError,
+                        good_bytes: 0,
+                    },
+                );
+            }
+        });
+    }
+    fn outstanding(&self) -> u32 {
+        self.inner.outstanding()
+    }
+    fn stats(&self) -> DeviceStats {
+        self.inner.stats()
+    }
+}
+
+impl<D: DataDevice> DataDevice for LoggedDevice<D> {
+    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
+        self.before(&io, data);
+        // SAFETY: passed through unchanged; our caller keeps the contract.
+        unsafe { self.inner.submit_data(io, data, now) }
+    }
+    fn kick(&mut self) -> Result<(), DeviceError> {
+        self.inner.kick()
+    }
+    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
+        self.inner.wait(timeout)
+    }
+    fn cancel_all(&mut self) {
+        self.inner.cancel_all()
+    }
+    fn alignment(&self) -> Alignment {
+        self.inner.alignment()
+    }
+    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.inner.poll_fd()
+    }
+    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
+        self.inner.watch(fd)
+    }
+    fn extents(
+        &self,
+        offset: u64,
+        len: u64,
+        max: usize,
+    ) -> Result<Vec<crate::Extent>, DeviceError> {
+        self.inner.extents(offset, len, max)
+    }
+}

@@ -36,6 +36,11 @@ use elevator_trace::write_log::{FLAG_DATA, FLAG_FUA, FLAG_PREFLUSH, Kind, LogHea
 
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 
+/// The log file's buffer: records smaller than this are gathered into
+/// 64 KiB writes; larger ones go to the file in one vectored write of
+/// their own, without a copy in between.
+const LOG_BUFFER: usize = 64 << 10;
+
 /// How a write log records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriteLogOptions {
@@ -120,7 +125,7 @@ impl WriteLog {
             capacity: limits.capacity,
             block_size: limits.logical_block_size,
         };
-        let writer = Writer::new(BufWriter::with_capacity(1 << 20, file), header).map_err(fail)?;
+        let writer = Writer::new(BufWriter::with_capacity(LOG_BUFFER, file), header).map_err(fail)?;
         Ok(Arc::new(WriteLog {
             state: Mutex::new(LogState {
                 writer,

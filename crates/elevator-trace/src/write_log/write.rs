@@ -1,6 +1,6 @@
 //! Writing a write log.
 
-use std::io::{self, Write};
+use std::io::{self, IoSlice, Write};
 
 use super::{
     FLAG_DATA, HEADER_HAS_DATA, HEADER_LEN, Kind, LogHeader, MAGIC, RECORD_HEAD_LEN, RECORD_MAGIC,
@@ -93,10 +93,22 @@ impl<W: Write> Writer<W> {
             crc.update(p);
         }
         h[44..48].copy_from_slice(&crc.finalize().to_le_bytes());
-        self.out.write_all(&h)?;
-        for p in payload {
-            self.out.write_all(p)?;
-        }
+        // One vectored write of the head and the pieces: a buffered
+        // writer passes a large record through without copying it.
+        let mut stack = [IoSlice::new(&[]); 17];
+        let mut heap = Vec::new();
+        let slices: &mut [IoSlice<'_>] = if payload.len() < stack.len() {
+            stack[0] = IoSlice::new(&h);
+            for (s, p) in stack[1..].iter_mut().zip(payload) {
+                *s = IoSlice::new(p);
+            }
+            &mut stack[..=payload.len()]
+        } else {
+            heap.push(IoSlice::new(&h));
+            heap.extend(payload.iter().map(|p| IoSlice::new(p)));
+            &mut heap
+        };
+        write_all_vectored(&mut self.out, slices)?;
         self.bytes += (RECORD_HEAD_LEN + len) as u64;
         let seq = self.seq;
         self.seq += 1;
@@ -118,4 +130,19 @@ impl<W: Write> Writer<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// Write every byte of `slices` (what `Write::write_all_vectored` does, on
+/// stable Rust).
+fn write_all_vectored(out: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match out.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -125,7 +125,8 @@ impl WriteLog {
             capacity: limits.capacity,
             block_size: limits.logical_block_size,
         };
-        let writer = Writer::new(BufWriter::with_capacity(LOG_BUFFER, file), header).map_err(fail)?;
+        let writer =
+            Writer::new(BufWriter::with_capacity(LOG_BUFFER, file), header).map_err(fail)?;
         Ok(Arc::new(WriteLog {
             state: Mutex::new(LogState {
                 writer,

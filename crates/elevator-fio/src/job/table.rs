@@ -542,31 +542,53 @@ pub(super) fn lookup(name: &str) -> Option<(&'static str, Verdict)> {
 }
 
 /// The known name closest to `name` (edit distance), for "did you mean".
+/// Names longer than any option could be mistyped from get no suggestion,
+/// and candidates whose length alone puts them out of reach are skipped,
+/// so a long garbage name costs little.
 pub(super) fn closest(name: &str) -> Option<&'static str> {
+    /// Longer names are not typos of an option.
+    const LONGEST: usize = 64;
+    if name.len() > LONGEST {
+        return None;
+    }
+    let reach = 2.max(name.len() / 3);
     TABLE
         .iter()
         .map(|&(n, _)| n)
         .chain(ALIASES.iter().map(|&(a, _)| a))
-        .map(|n| (distance(name, n), n))
+        .filter_map(|n| Some((distance(name, n, reach)?, n)))
         .min()
-        .filter(|&(d, _)| d <= 2.max(name.len() / 3))
         .map(|(_, n)| n)
 }
 
-/// Levenshtein distance.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
+/// Levenshtein distance between `a` and `b` (bytes: option names are
+/// ASCII), if it is at most `limit`; rows live on the stack and the walk
+/// stops as soon as every cell of a row is past `limit`.
+fn distance(a: &str, b: &str, limit: usize) -> Option<usize> {
+    const MAX: usize = 128;
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if b.len() >= MAX || a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let mut row = [0usize; MAX];
+    for (j, cell) in row.iter_mut().enumerate().take(b.len() + 1) {
+        *cell = j;
+    }
+    for (i, &ca) in a.iter().enumerate() {
         let mut prev = row[0];
         row[0] = i + 1;
+        let mut best = row[0];
         for (j, &cb) in b.iter().enumerate() {
             let cur = row[j + 1];
             row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            best = best.min(row[j + 1]);
             prev = cur;
         }
+        if best > limit {
+            return None;
+        }
     }
-    row[b.len()]
+    Some(row[b.len()]).filter(|&d| d <= limit)
 }
 
 /// The message of `DefaultOnly` options given another value.

@@ -23,7 +23,10 @@ fn sample() -> Vec<u8> {
     w.into_inner().unwrap()
 }
 
-fn read_all(bytes: &[u8]) -> (Vec<(Kind, u64, Vec<u8>)>, Option<WriteLogError>) {
+/// What a log read gave: each record's kind, sector and payload.
+type Read = Vec<(Kind, u64, Vec<u8>)>;
+
+fn read_all(bytes: &[u8]) -> (Read, Option<WriteLogError>) {
     let mut r = match Reader::new(bytes) {
         Ok(r) => r,
         Err(e) => return (Vec::new(), Some(e)),

@@ -284,6 +284,12 @@ pub fn run(args: &Args) -> Result<()> {
             eprintln!("{}", crate::trace_out::summary_line(prefix, summary));
         }
     }
+    let names = cfg.exports.iter().map(|e| e.name.as_str());
+    for (name, counts) in names.zip(server.fault_counts()) {
+        if let Some(counts) = counts {
+            eprintln!("elevator serve: export '{name}': faults injected: {counts}");
+        }
+    }
     served?;
     eprintln!("elevator serve: stopped: in-flight requests finished, exports flushed");
     Ok(())

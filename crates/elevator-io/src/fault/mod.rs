@@ -76,6 +76,24 @@ struct Media {
     totals: SharedCounts,
 }
 
+/// The fault counts of a device and all its shares, readable from any
+/// thread, even once the device is gone ([`FaultDevice::tally`]).
+#[derive(Clone)]
+pub struct FaultTally(Arc<Media>);
+
+impl FaultTally {
+    /// The faults injected so far, by kind.
+    pub fn get(&self) -> FaultCounts {
+        self.0.totals.get()
+    }
+}
+
+impl std::fmt::Debug for FaultTally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("FaultTally").field(&self.get()).finish()
+    }
+}
+
 /// What was decided for one I/O in flight at the device underneath.
 #[derive(Clone, Copy, Debug)]
 struct Plan {
@@ -245,6 +263,13 @@ impl<D: DataDevice> FaultDevice<D> {
     /// The device's faults, by kind, over every share of it.
     pub fn device_counts(&self) -> FaultCounts {
         self.media.totals.get()
+    }
+
+    /// A handle on [`FaultDevice::device_counts`] that outlives the device
+    /// and its shares (for a run that hands its devices over and reports
+    /// the faults after).
+    pub fn tally(&self) -> FaultTally {
+        FaultTally(Arc::clone(&self.media))
     }
 
     /// Whether the device has vanished (`vanish_at` has passed).

@@ -233,8 +233,8 @@ impl<D: DataDevice> FaultDevice<D> {
     /// another thread): the same media (its latent bad sectors, as writes
     /// through any share repair them, and the moment it vanishes), the
     /// same rates, with the random choices seeded anew, so that two shares
-    /// do not misbehave on the same sequence of I/Os. The `n`th share (from
-    /// 1) of a device whose seed is `s` gets seed
+    /// do not misbehave on the same sequence of I/Os. Share number `n`
+    /// (the first is 1) of a device whose seed is `s` gets seed
     /// `s + n * 0x9E37_79B9_7F4A_7C15` (wrapping), so a run that shares the
     /// same way repeats. Its counts start at 0: each share counts its own
     /// ([`FaultDevice::device_counts`] adds up all of them).

@@ -1,6 +1,6 @@
 //! Which faults a [`FaultDevice`](super::FaultDevice) injects
 //! ([`FaultSpec`]), and the device-spec options that say so
-//! ([`FaultSpec::set`], [`FaultSpec::check`]).
+//! ([`FaultSpec::set`], which checks each value).
 //!
 //! | option | default | meaning |
 //! |---|---|---|

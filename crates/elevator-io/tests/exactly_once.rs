@@ -4,7 +4,8 @@
 //! and every `nomerges`, over shares of one memory device with random
 //! faults of every kind (failures, latent sector errors, torn and
 //! misdirected writes, spikes and timeouts of a few milliseconds, and the
-//! device vanishing mid-run), ended by a drain or a cancel.
+//! device vanishing mid-run), ended by a drain, a cancel, or dropping the
+//! engines with I/O in flight.
 //!
 //! At the device each tag is reported once, with good bytes within its
 //! length and a status the faults allow; each caller request completes
@@ -41,6 +42,9 @@ struct Case {
     steps: [Vec<Step>; THREADS],
     /// End by cancelling rather than draining.
     cancel: bool,
+    /// End by dropping the engines with I/O in flight (only the device's
+    /// reports are checked then: the caller sees no completions).
+    drop: bool,
 }
 
 fn rate(max: f64) -> impl Strategy<Value = f64> {
@@ -89,12 +93,12 @@ fn case() -> impl Strategy<Value = Case> {
             },
         );
     let steps = || proptest::collection::vec((0u8..6, 0..BLOCKS, 1u64..8), 10..40);
-    (faults, steps(), steps(), proptest::bool::weighted(0.2)).prop_map(|(faults, a, b, cancel)| {
-        Case {
-            faults,
-            steps: [a, b],
-            cancel,
-        }
+    let end = (proptest::bool::weighted(0.2), proptest::bool::weighted(0.2));
+    (faults, steps(), steps(), end).prop_map(|(faults, a, b, (cancel, drop))| Case {
+        faults,
+        steps: [a, b],
+        cancel,
+        drop,
     })
 }
 
@@ -135,6 +139,15 @@ impl<D: DataDevice> Checked<D> {
     fn submitted(&mut self, io: &DeviceIo) {
         if self.in_flight.insert(io.tag, io.bytes()).is_some() {
             self.note(format!("tag {} submitted while in flight", io.tag));
+        }
+    }
+}
+
+impl<D> Drop for Checked<D> {
+    fn drop(&mut self) {
+        if !self.in_flight.is_empty() {
+            let what = format!("dropped with {} tags unreported", self.in_flight.len());
+            self.wrong.lock().unwrap().push(what);
         }
     }
 }
@@ -233,7 +246,7 @@ fn run(
     nomerges: &str,
     seen: &Mutex<FaultCounts>,
 ) -> Result<(), TestCaseError> {
-    let allowed = allowed(&case.faults, case.cancel);
+    let allowed = allowed(&case.faults, case.cancel || case.drop);
     let wrong = Arc::new(Mutex::new(Vec::new()));
     let mem = MemDevice::new(BLOCKS * BLOCK, MemOptions::default()).expect("memory");
     let first = FaultDevice::new(mem, &case.faults);
@@ -273,6 +286,11 @@ fn run(
                             e.poll(Some(Duration::ZERO), &mut out)
                                 .map_err(|e| e.to_string())?;
                         }
+                    }
+                    if case.drop {
+                        // Dropped with I/O in flight: it cancels and waits
+                        // for its device (the checks run as it is dropped).
+                        return Ok(());
                     }
                     if case.cancel {
                         e.cancel();

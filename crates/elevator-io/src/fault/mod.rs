@@ -42,95 +42,36 @@
 //! [`Device::next_completion`] and [`DataDevice::wait`] wake for them, and
 //! [`DataDevice::cancel_all`] releases them at once (a timed-out one as
 //! `Cancelled`). Each kind of fault is counted ([`FaultDevice::counts`]).
+//!
+//! Here: the device and its trait methods. Its parts: [`options`] (the
+//! spec and its options), `route` (each I/O's faults, decided at
+//! submission, and its completion as the caller sees it), `held`
+//! (completions held back), `media` (what the shares of a device have in
+//! common), `counts` and `sectors` (the latent bad sectors left).
 
 mod counts;
+mod held;
+mod media;
 pub mod options;
+mod route;
 mod sectors;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Sector, Status};
+use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome, Sector, Status};
 use elevator_fio::rng::Rng;
 
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 pub use counts::FaultCounts;
-use counts::{Kind, SharedCounts};
+use counts::Kind;
+use held::HeldBack;
+pub use media::FaultTally;
+use media::Media;
 pub use options::{DEFAULT_SPIKE, DEFAULT_TIMEOUT, FAULT_OPTIONS, FaultSpec};
-use sectors::SectorSet;
-
-/// No injected failure.
-const NONE: u64 = u64::MAX;
-
-/// What every share of one device has in common: its media's latent bad
-/// sectors, when it vanishes, and its fault counts.
-struct Media {
-    /// Latent bad sectors not yet repaired.
-    lse: Mutex<SectorSet>,
-    /// Whether there were any to begin with (no lock taken otherwise).
-    has_lse: bool,
-    /// When the device goes.
-    vanish: Option<Instant>,
-    totals: SharedCounts,
-}
-
-/// The fault counts of a device and all its shares, readable from any
-/// thread, even once the device is gone ([`FaultDevice::tally`]).
-#[derive(Clone)]
-pub struct FaultTally(Arc<Media>);
-
-impl FaultTally {
-    /// The faults injected so far, by kind.
-    pub fn get(&self) -> FaultCounts {
-        self.0.totals.get()
-    }
-}
-
-impl std::fmt::Debug for FaultTally {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("FaultTally").field(&self.get()).finish()
-    }
-}
-
-/// What was decided for one I/O in flight at the device underneath.
-#[derive(Clone, Copy, Debug)]
-struct Plan {
-    /// Good bytes of an injected `IoError`, or [`NONE`].
-    fail: u64,
-    /// Which fault that is.
-    kind: Kind,
-    /// When it times out (`None`: it does not).
-    timeout_at: Option<Nanos>,
-    /// Whether its completion is held back by a spike.
-    spike: bool,
-}
-
-impl Plan {
-    const CLEAN: Plan = Plan {
-        fail: NONE,
-        kind: Kind::Failed,
-        timeout_at: None,
-        spike: false,
-    };
-
-    /// Fail at `good` bytes for `kind`, unless an earlier byte fails already.
-    fn fail(&mut self, kind: Kind, good: u64) {
-        if good < self.fail {
-            self.fail = good;
-            self.kind = kind;
-        }
-    }
-}
-
-/// A completion held back until `due`.
-#[derive(Clone, Copy, Debug)]
-struct Held {
-    tag: u32,
-    outcome: Outcome,
-    due: Nanos,
-}
+use route::Plan;
 
 /// A device whose I/O misbehaves as told.
 pub struct FaultDevice<D> {
@@ -153,8 +94,8 @@ pub struct FaultDevice<D> {
     /// Completions decided without the device underneath (not sent: the
     /// device had vanished, or a torn write kept nothing), with their plans.
     unsent: VecDeque<(u32, Outcome)>,
-    /// Completions held back, in no order.
-    held: Vec<Held>,
+    /// Completions held back.
+    held: HeldBack,
     /// Torn writes' shortened segments.
     segs: Vec<DataSegment>,
     /// Completions being resolved by `complete` (kept for its capacity).
@@ -184,12 +125,8 @@ fn failed(status: Status, good_bytes: u64) -> Outcome {
 impl<D: DataDevice> FaultDevice<D> {
     /// `inner`, misbehaving as `spec` says; `vanish_at` counts from now.
     pub fn new(inner: D, spec: &FaultSpec) -> FaultDevice<D> {
-        let media = Arc::new(Media {
-            lse: Mutex::new(SectorSet::new(&spec.lse_sectors)),
-            has_lse: !spec.lse_sectors.is_empty(),
-            vanish: spec.vanish_at.and_then(|t| Instant::now().checked_add(t)),
-            totals: SharedCounts::default(),
-        });
+        let vanish = spec.vanish_at.and_then(|t| Instant::now().checked_add(t));
+        let media = Arc::new(Media::new(&spec.lse_sectors, vanish));
         FaultDevice::on(inner, spec, media)
     }
 
@@ -209,7 +146,7 @@ impl<D: DataDevice> FaultDevice<D> {
             rng: Rng::new(spec.seed),
             plans: Vec::with_capacity(depth),
             unsent: VecDeque::with_capacity(depth),
-            held: Vec::with_capacity(depth),
+            held: HeldBack::with_capacity(depth),
             segs: Vec::with_capacity(segs),
             got: Vec::with_capacity(depth),
             timed: spec.spike_rate > 0.0 || spec.timeout_rate > 0.0 || spec.vanish_at.is_some(),
@@ -274,12 +211,12 @@ impl<D: DataDevice> FaultDevice<D> {
 
     /// Whether the device has vanished (`vanish_at` has passed).
     pub fn vanished(&self) -> bool {
-        self.media.vanish.is_some_and(|t| Instant::now() >= t)
+        self.media.vanished()
     }
 
     fn bump(&mut self, kind: Kind, n: u64) {
         self.counts.bump(kind, n);
-        self.media.totals.bump(kind, n);
+        self.media.bump(kind, n);
     }
 
     /// Whether a choice with probability `t` (parts per 2^32) comes up; no
@@ -310,219 +247,6 @@ impl<D: DataDevice> FaultDevice<D> {
                 .saturating_add(left.as_nanos() as Nanos),
         )
     }
-
-    /// Latent bad sectors in `start..end` are repaired (a write reached
-    /// them).
-    fn repair(&mut self, start: Sector, end: Sector) {
-        if !self.media.has_lse {
-            return;
-        }
-        let n = self
-            .media
-            .lse
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(start, end);
-        if n > 0 {
-            self.bump(Kind::LseRepaired, n);
-        }
-    }
-
-    /// The first latent bad sector in `start..end`.
-    fn latent(&self, start: Sector, end: Sector) -> Option<Sector> {
-        if !self.media.has_lse {
-            return None;
-        }
-        self.media
-            .lse
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .first_in(start, end)
-    }
-
-    /// Where a misdirected write of `io` lands: another block-aligned
-    /// place of its length inside the device.
-    fn misplace(&mut self, io: &DeviceIo) -> Sector {
-        let limits = self.inner.limits();
-        let block = u64::from(limits.logical_block_size.max(512) >> 9);
-        let len = u64::from(io.sectors);
-        if len > limits.capacity {
-            return io.sector;
-        }
-        let slots = (limits.capacity - len) / block + 1;
-        if slots < 2 {
-            return io.sector;
-        }
-        let own = io.sector / block;
-        let mut pick = self.rng.below(slots - 1);
-        if pick >= own {
-            pick += 1;
-        }
-        pick * block
-    }
-
-    /// Decide `io`'s faults and send it (or what is left of it) on.
-    ///
-    /// # Safety
-    ///
-    /// As [`DataDevice::submit_data`] for `data`, if given.
-    unsafe fn route(&mut self, io: DeviceIo, data: Option<&[DataSegment]>, now: Nanos) {
-        self.note_time(now);
-        let i = io.tag as usize;
-        if i >= self.plans.len() {
-            self.plans.resize(i + 1, None);
-        }
-        if self.vanished() {
-            self.plans[i] = Some(Plan::CLEAN);
-            self.unsent.push_back((io.tag, failed(Status::Offline, 0)));
-            return;
-        }
-        let start = io.sector;
-        let end = start + u64::from(io.sectors);
-        let mut plan = Plan::CLEAN;
-        if io.sectors > 0
-            && let Some(bad) = self
-                .bad
-                .iter()
-                .filter(|&&(s, e)| s < end && start < e)
-                .map(|&(s, _)| s.max(start))
-                .min()
-        {
-            plan.fail(Kind::Failed, (bad - start) << 9);
-        }
-        let rw = matches!(io.op, Op::Read | Op::Write);
-        if rw && self.chance(self.fail) {
-            plan.fail(Kind::Failed, 0);
-        }
-        let mut sent = io;
-        if io.op == Op::Write && data.is_some() && io.sectors > 0 {
-            if self.chance(self.torn) {
-                let block = u64::from(self.inner.limits().logical_block_size.max(512));
-                let blocks = (io.bytes() / block).max(1);
-                let keep = self.rng.below(blocks) * block;
-                sent.sectors = (keep >> 9) as u32;
-                plan.fail(Kind::Torn, keep);
-                self.bump(Kind::Torn, 1);
-            } else if self.chance(self.misdirect) {
-                sent.sector = self.misplace(&io);
-                self.bump(Kind::Misdirected, 1);
-            }
-        }
-        if io.op == Op::Read
-            && io.sectors > 0
-            && let Some(bad) = self.latent(start, end)
-        {
-            plan.fail(Kind::LseRead, (bad - start) << 9);
-        }
-        if self.chance(self.timeout) {
-            plan.timeout_at = Some(now.saturating_add(self.spec.timeout.as_nanos() as Nanos));
-        }
-        plan.spike = self.chance(self.spike);
-        if matches!(io.op, Op::Write | Op::WriteZeroes) && (data.is_some() || io.op != Op::Write) {
-            self.repair(sent.sector, sent.sector + u64::from(sent.sectors));
-        }
-        self.plans[i] = Some(plan);
-        if io.op == Op::Write && sent.sectors == 0 && io.sectors > 0 {
-            // Torn before its first block: nothing reaches the device.
-            self.unsent.push_back((io.tag, failed(Status::IoError, 0)));
-            return;
-        }
-        match data {
-            None => self.inner.submit(sent, now),
-            Some(data) if sent.sectors == io.sectors => {
-                // SAFETY: passed through unchanged; our caller keeps the
-                // contract.
-                unsafe { self.inner.submit_data(sent, data, now) }
-            }
-            Some(data) => {
-                let mut segs = std::mem::take(&mut self.segs);
-                segs.clear();
-                let mut left = sent.bytes();
-                for s in data {
-                    if left == 0 {
-                        break;
-                    }
-                    let len = u64::from(s.len).min(left);
-                    segs.push(DataSegment {
-                        addr: s.addr,
-                        len: len as u32,
-                    });
-                    left -= len;
-                }
-                // SAFETY: a leading part of the caller's segments, which it
-                // keeps valid until this tag completes.
-                unsafe { self.inner.submit_data(sent, &segs, now) };
-                self.segs = segs;
-            }
-        }
-    }
-
-    /// What the caller sees of the device underneath's `outcome` for `tag`
-    /// at `now`, and when (`now` or later).
-    fn resolve(&mut self, tag: u32, outcome: Outcome, now: Nanos, gone: bool) -> (Outcome, Nanos) {
-        let plan = self
-            .plans
-            .get_mut(tag as usize)
-            .and_then(Option::take)
-            .unwrap_or(Plan::CLEAN);
-        if gone {
-            return (failed(Status::Offline, 0), now);
-        }
-        let mut outcome = match outcome {
-            _ if plan.fail == NONE => outcome,
-            // The device's own failure comes first (or at the same byte):
-            // its status is the one the caller must see (ENOSPC, a
-            // cancellation at shutdown), not the injected one.
-            Outcome::Failed { status, good_bytes }
-                if status != Status::Ok && good_bytes <= plan.fail =>
-            {
-                outcome
-            }
-            _ => {
-                if plan.kind != Kind::Torn {
-                    self.bump(plan.kind, 1);
-                }
-                failed(Status::IoError, plan.fail)
-            }
-        };
-        let mut due = now;
-        if let Some(at) = plan.timeout_at {
-            outcome = failed(Status::TimedOut, 0);
-            due = due.max(at);
-        }
-        if plan.spike {
-            self.bump(Kind::Spike, 1);
-            due = due.max(now.saturating_add(self.spec.spike.as_nanos() as Nanos));
-        }
-        (outcome, due)
-    }
-
-    /// Report `outcome` for `tag`, counting what a fault made of it.
-    fn report(
-        counts: &mut FaultCounts,
-        media: &Media,
-        tag: u32,
-        outcome: Outcome,
-        done: &mut dyn FnMut(u32, Outcome),
-    ) {
-        if let Outcome::Failed { status, .. } = outcome {
-            let kind = match status {
-                Status::TimedOut => Some(Kind::Timeout),
-                Status::Offline => Some(Kind::Offline),
-                _ => None,
-            };
-            if let Some(kind) = kind {
-                counts.bump(kind, 1);
-                media.totals.bump(kind, 1);
-            }
-        }
-        done(tag, outcome);
-    }
-
-    /// The earliest held completion's time.
-    fn earliest_held(&self) -> Option<Nanos> {
-        self.held.iter().map(|h| h.due).min()
-    }
 }
 
 impl<D: DataDevice> Device for FaultDevice<D> {
@@ -548,7 +272,7 @@ impl<D: DataDevice> Device for FaultDevice<D> {
         }
         let mut at = self.inner.next_completion();
         let mut sooner = |t: Nanos| at = Some(at.map_or(t, |a| a.min(t)));
-        if let Some(t) = self.earliest_held() {
+        if let Some(t) = self.held.earliest() {
             sooner(t);
             if self.vanished() {
                 sooner(0);
@@ -569,31 +293,21 @@ impl<D: DataDevice> Device for FaultDevice<D> {
         for &(tag, outcome) in &got {
             let (outcome, due) = self.resolve(tag, outcome, now, gone);
             if due > now {
-                debug_assert!(
-                    !self.held.iter().any(|h| h.tag == tag),
-                    "tag {tag} held twice"
-                );
-                self.held.push(Held { tag, outcome, due });
+                self.held.hold(tag, outcome, due);
             } else {
                 Self::report(&mut self.counts, &self.media, tag, outcome, done);
             }
         }
         self.got = got;
-        let mut k = 0;
-        while k < self.held.len() {
-            let h = self.held[k];
-            if gone || h.due <= now {
-                self.held.swap_remove(k);
-                let outcome = if gone {
-                    failed(Status::Offline, 0)
-                } else {
-                    h.outcome
-                };
-                Self::report(&mut self.counts, &self.media, h.tag, outcome, done);
-            } else {
-                k += 1;
-            }
-        }
+        let FaultDevice {
+            held,
+            counts,
+            media,
+            ..
+        } = self;
+        held.release(now, gone, &mut |tag, outcome| {
+            Self::report(counts, media, tag, outcome, done)
+        });
     }
     fn outstanding(&self) -> u32 {
         self.inner.outstanding() + (self.held.len() + self.unsent.len()) as u32
@@ -616,7 +330,7 @@ impl<D: DataDevice> DataDevice for FaultDevice<D> {
             return Ok(());
         }
         let mut cap: Option<Duration> = None;
-        if let Some(due) = self.earliest_held() {
+        if let Some(due) = self.held.earliest() {
             let now = self.estimated_now();
             if due <= now || self.vanished() {
                 return Ok(());
@@ -638,21 +352,9 @@ impl<D: DataDevice> DataDevice for FaultDevice<D> {
         // Nothing waits any more: what the device underneath still has
         // completes as it reports it, what is held is released now.
         for plan in self.plans.iter_mut().flatten() {
-            plan.timeout_at = None;
-            plan.spike = false;
+            plan.forget_waits();
         }
-        for h in &mut self.held {
-            h.due = 0;
-            if matches!(
-                h.outcome,
-                Outcome::Failed {
-                    status: Status::TimedOut,
-                    ..
-                }
-            ) {
-                h.outcome = failed(Status::Cancelled, 0);
-            }
-        }
+        self.held.cancel();
     }
     fn alignment(&self) -> Alignment {
         self.inner.alignment()

@@ -5,11 +5,14 @@
 //! spikes and timeouts hold completions back until their time, a vanished
 //! device answers everything `Offline` and sends nothing on).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use elevator_core::{Device, DeviceIo, Nanos, Op, Outcome, Status};
 use elevator_io::{
-    AlignedBuf, DataDevice, DataSegment, FaultDevice, FaultSpec, IoBuf, MemDevice, MemOptions,
+    AlignedBuf, DataDevice, DataSegment, FaultDevice, FaultSpec, FileDevice, FileOptions, IoBuf,
+    MemDevice, MemOptions,
 };
 
 const MS: Nanos = 1_000_000;
@@ -371,5 +374,72 @@ fn device_specs_carry_every_fault_option() {
             .expect_err(spec)
             .to_string();
         assert!(e.contains(needle), "{spec}: {e}");
+    }
+}
+
+/// Through io_uring on a file: a torn write's shortened request really
+/// writes only its prefix, and a misdirected one lands elsewhere.
+#[test]
+fn torn_and_misdirected_writes_on_a_file() {
+    let test = "torn_and_misdirected_writes_on_a_file";
+    let Ok(path) = common::scratch_file(std::path::Path::new("/dev/shm"), "faults", 1 << 20) else {
+        common::skip(test, "cannot create a file in /dev/shm");
+        return;
+    };
+    for (seed, torn) in [(1u64, true), (2, true), (3, false)] {
+        std::fs::write(&path, vec![0u8; 1 << 20]).expect("zero the file");
+        let file = FileDevice::open(&path, &FileOptions::default()).expect("open");
+        let spec = FaultSpec {
+            torn_rate: if torn { 1.0 } else { 0.0 },
+            misdirect_rate: if torn { 0.0 } else { 1.0 },
+            seed,
+            ..FaultSpec::default()
+        };
+        let mut d = FaultDevice::new(file, &spec);
+        let mut buf = filled(8 * 4096, 0xAB);
+        let io = DeviceIo {
+            tag: 1,
+            op: Op::Write,
+            sector: 64,
+            sectors: 64,
+            flags: elevator_core::BioFlags::NONE,
+        };
+        let seg = DataSegment {
+            addr: buf.as_mut_ptr(),
+            len: buf.len() as u32,
+        };
+        // SAFETY: `buf` lives until the write has completed (below).
+        unsafe { d.submit_data(io, &[seg], 0) };
+        let mut got = Vec::new();
+        while got.is_empty() {
+            d.wait(Some(Duration::from_secs(10))).expect("wait");
+            d.complete(0, &mut |tag, o| got.push((tag, o)));
+        }
+        let bytes = std::fs::read(&path).expect("read back");
+        let at = 64 * 512;
+        let written: Vec<usize> = (0..bytes.len())
+            .step_by(512)
+            .filter(|&i| bytes[i] == 0xAB)
+            .collect();
+        if torn {
+            let Outcome::Failed {
+                status: Status::IoError,
+                good_bytes,
+            } = got[0].1
+            else {
+                panic!("seed {seed}: {:?}", got[0]);
+            };
+            assert_eq!(good_bytes % 4096, 0, "whole blocks of the file's");
+            assert!(good_bytes < 8 * 4096);
+            let g = good_bytes as usize;
+            assert!(bytes[at..at + g].iter().all(|&b| b == 0xAB));
+            assert!(bytes[at + g..at + 8 * 4096].iter().all(|&b| b == 0));
+            assert_eq!(written.len(), g / 512, "nothing else written");
+        } else {
+            assert_eq!(got[0].1, Outcome::Done);
+            assert_eq!(written.len(), 64, "all of it, elsewhere");
+            assert_ne!(written[0], at);
+            assert_eq!(written[63], written[0] + 63 * 512, "in one piece");
+        }
     }
 }

@@ -91,6 +91,11 @@ impl<D: DataDevice> FaultDevice<D> {
         if i >= self.plans.len() {
             self.plans.resize(i + 1, None);
         }
+        debug_assert!(
+            self.plans[i].is_none(),
+            "tag {} submitted while in flight",
+            io.tag
+        );
         if self.vanished() {
             self.plans[i] = Some(Plan::CLEAN);
             self.unsent.push_back((io.tag, failed(Status::Offline, 0)));

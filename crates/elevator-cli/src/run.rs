@@ -437,6 +437,17 @@ pub fn execute_to_the_end(
                 }
                 devs.push(extra.open()?);
             }
+            let devs_given = devs.len();
+            // Each faulty device's counts, to report once the run has
+            // taken the devices and is over.
+            let faults: Vec<(usize, elevator_io::FaultTally)> = devs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| match d {
+                    elevator_io::RealDevice::Faulty(f) => Some((i, f.tally())),
+                    _ => None,
+                })
+                .collect();
             let tcfg = elevator_io::mq::ThreadConfig {
                 run: cfg.clone(),
                 lock: threads.lock.unwrap_or_default(),
@@ -463,6 +474,14 @@ pub fn execute_to_the_end(
                 sink.clone(),
             );
             bar.finish();
+            for (i, tally) in &faults {
+                let which = match (devs_given, i) {
+                    (1, _) => String::new(),
+                    (_, 0) => " on --device".to_string(),
+                    (_, i) => format!(" on --also-device {}", threads.also[i - 1]),
+                };
+                eprintln!("elevator: faults injected{which}: {}", tally.get());
+            }
             if let Some(sink) = &sink {
                 let mut guard = sink.lock().unwrap_or_else(|e| e.into_inner());
                 guard

@@ -335,6 +335,12 @@ pub fn run(args: &Args) -> Result<()> {
             eprintln!("{}", crate::trace_out::summary_line(prefix, summary));
         }
     }
+    let names = cfg.exports.iter().map(|e| e.name.as_str());
+    for (name, counts) in names.zip(server.fault_counts()) {
+        if let Some(counts) = counts {
+            eprintln!("elevator serve: export '{name}': faults injected: {counts}");
+        }
+    }
     drop(marks);
     if let Some((path, log)) = &write_log {
         let c = log

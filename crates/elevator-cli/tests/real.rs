@@ -105,6 +105,18 @@ fn faults_show_as_errors_and_the_run_goes_on() {
         .flat_map(|j| ["read", "write"].map(|d| j[d]["errors"].as_u64().expect("errors")))
         .sum();
     assert!(errors > 10, "about 5% of ~1000 I/Os failed: {errors}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("elevator: faults injected: failed "))
+        .unwrap_or_else(|| panic!("no fault counts on stderr: {err}"));
+    // One failed device request fails every caller I/O merged into it.
+    let failed: u64 = line["elevator: faults injected: failed ".len()..]
+        .split(',')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(failed > 0 && failed <= errors, "{errors} errors: {line}");
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //!   which parts of a device hold data and which are holes.
 //! - [`file`](mod@file): a regular file or block device opened with O_DIRECT, driven
 //!   through io_uring; [`mem`]: a device in memory (and windows on it);
-//!   [`fault`]: a wrapper that fails chosen sectors or a fraction of I/Os;
+//!   [`fault`]: a wrapper that fails, tears, misplaces, delays or drops I/O, or vanishes;
 //!   [`paced`]: a simulated disk on the real clock, its data in memory. All
 //!   of them sit behind the same [`elevator_core::Device`] trait the
 //!   simulated devices use, plus [`DataDevice`] for the data.
@@ -70,7 +70,7 @@ pub use dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 pub use elevator_sim::trace_out;
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use extent::Extent;
-pub use fault::{FaultDevice, FaultSpec};
+pub use fault::{FaultCounts, FaultDevice, FaultSpec, FaultTally};
 pub use file::{FileDevice, FileKind, FileOptions};
 pub use inbox::Inbox;
 pub use mem::{IoMem, MemDevice, MemOptions, MemSlice};

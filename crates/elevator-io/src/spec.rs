@@ -11,9 +11,28 @@
 //! - `mem:SIZE[,lbs=N][,queue_depth=N][,huge_pages=0|1][,copy=0|1]`: memory, e.g.
 //!   `mem:1g`; SIZE must be a whole number of blocks (of `lbs` bytes, 512
 //!   by default);
-//! - on a file or memory, faults: `fail_rate=F` (a fraction of reads and
-//!   writes fail with EIO), `fail_sectors=A-B[:C-D...]` (I/O touching these
-//!   512-byte sectors fails), `fail_seed=N`.
+//! - on a file or memory, faults (each off by default; see
+//!   [`crate::fault`] for what each does to the bytes):
+//!   - `fail_rate=F` (default 0): a fraction 0..=1 of reads and writes fail
+//!     with EIO;
+//!   - `fail_sectors=A-B[:C-D...]` (default none): I/O touching these
+//!     512-byte sectors (`A..B`, B excluded) fails with EIO;
+//!   - `fail_seed=N` (default 0): seeds every random choice;
+//!   - `lse_sectors=A-B[:C-D...]` (default none): latent sector errors:
+//!     reads there fail with EIO until a write reaches them;
+//!   - `torn_rate=F` (default 0): a fraction of writes reach the media only
+//!     in part (a prefix of whole blocks), and fail with EIO;
+//!   - `misdirect_rate=F` (default 0): a fraction of writes land at another
+//!     place and complete OK;
+//!   - `spike_rate=F` (default 0), `spike_ms=T` (default 100): a fraction
+//!     of I/Os complete T late;
+//!   - `timeout_rate=F` (default 0), `timeout_ms=T` (default 30000): a
+//!     fraction of I/Os are never answered and complete ETIMEDOUT after T;
+//!   - `vanish_at=T` (default never; `500ms`, `2s`, or plain seconds): from
+//!     T after the device is opened, everything completes ENODEV.
+//!
+//!   Rates are fractions 0..=1; the ranges of one option must not be empty
+//!   or overlap.
 //!
 //! [`DeviceSpec::parse`] reads it; [`DeviceSpec::parse_with`] hands the
 //! options it does not know to its caller (an NBD export's scheduler and
@@ -27,7 +46,7 @@ use elevator_sim::device::{ModelSpec, ParamError, ParamUnit, parse_param};
 use thiserror::Error;
 
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
-use crate::fault::{FaultDevice, FaultSpec};
+use crate::fault::{FAULT_OPTIONS, FaultDevice, FaultSpec};
 use crate::file::{FileDevice, FileOptions};
 use crate::mem::{MemDevice, MemOptions};
 use crate::paced::PacedDevice;
@@ -189,33 +208,7 @@ impl DeviceSpec {
                 (DeviceKind::Mem { opts, .. }, "lbs") => {
                     opts.logical_block_size = number(ParamUnit::Bytes)? as u32
                 }
-                (_, "fail_rate") => {
-                    let rate = value
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|r| (0.0..=1.0).contains(r))
-                        .ok_or_else(|| {
-                            bad(format!("fail_rate={value}: expected a fraction 0..=1"))
-                        })?;
-                    faults.fail_rate = rate;
-                }
-                (_, "fail_seed") => faults.seed = number(ParamUnit::Count)? as u64,
-                (_, "fail_sectors") => {
-                    for range in value.split(':') {
-                        let parsed = range.split_once('-').and_then(|(a, b)| {
-                            Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
-                        });
-                        match parsed {
-                            Some((a, b)) if a < b => faults.bad_sectors.push((a, b)),
-                            _ => {
-                                return Err(bad(format!(
-                                    "fail_sectors: '{range}' is not a sector range START-END \
-                                     with START < END"
-                                )));
-                            }
-                        }
-                    }
-                }
+                _ if faults.set(key, value).map_err(&bad)? => {}
                 _ if other(key, value).map_err(&bad)? => {}
                 _ => {
                     let known = match kind {
@@ -223,8 +216,7 @@ impl DeviceSpec {
                         _ => "lbs, queue_depth, huge_pages, copy",
                     };
                     return Err(bad(format!(
-                        "unknown option '{part}'; options: {known}, fail_rate, fail_sectors, \
-                         fail_seed"
+                        "unknown option '{part}'; options: {known}, {FAULT_OPTIONS}"
                     )));
                 }
             }

@@ -35,6 +35,7 @@ fn random_mix<D: DataDevice>(dev: D, sched: &str, seed: u64) {
         fail_rate: [0.0, 0.05, 0.3][rng.below(3) as usize],
         bad_sectors: vec![(704, 712)],
         seed,
+        ..FaultSpec::default()
     };
     let units = dev.limits().capacity * 512 / 4096;
     let freed = Rc::new(Cell::new(0usize));

@@ -6,9 +6,10 @@
 //! them), run on the real clock. Options:
 //! - `scheduler=S` (default `mq-deadline`);
 //! - `ro` (or `readonly`): refuse writes;
-//! - the device's own options (`queue_depth`, `lbs`, `huge_pages`, `fail_rate`,
-//!   `fail_sectors`, `fail_seed` for real devices; the model's parameters,
-//!   such as `rpm=5400`, for a preset);
+//! - the device's own options (`queue_depth`, `lbs`, `huge_pages` and the
+//!   fault options, `fail_rate`, `lse_sectors`, `vanish_at`, ... as
+//!   [`elevator_io::fault::options`] lists them, for real devices; the
+//!   model's parameters, such as `rpm=5400`, for a preset);
 //! - anything else is a queue or scheduler tunable (`nomerges=2`,
 //!   `slice_idle=0`), or the engine's `submit_batch`.
 //!

@@ -119,6 +119,8 @@ pub struct Server {
     traces: Vec<Option<SharedSink>>,
     /// What each export's trace held, added up as workers finish.
     trace_summaries: Mutex<Vec<Option<TraceSummary>>>,
+    /// Each export's fault counts (`None` for an export without faults).
+    faults: Vec<Option<elevator_io::FaultTally>>,
 }
 
 impl Server {
@@ -179,6 +181,7 @@ impl Server {
         }
         let mut exports = Vec::new();
         let mut engines = Vec::new();
+        let mut faults = Vec::new();
         for spec in &cfg.exports {
             let Opened {
                 export,
@@ -186,6 +189,10 @@ impl Server {
                 handles,
             } = spec.open(cfg.threads)?;
             exports.push(export);
+            faults.push(handles.iter().flatten().next().and_then(|h| match h {
+                RealDevice::Faulty(f) => Some(f.tally()),
+                _ => None,
+            }));
             engines.push((mq, handles));
         }
         let listen_err = |addr: String| move |source| ServerError::Listen { addr, source };
@@ -217,7 +224,18 @@ impl Server {
             log: Some(log),
             traces: Vec::new(),
             trace_summaries: Mutex::new(Vec::new()),
+            faults,
         })
+    }
+
+    /// The faults injected so far into each export's device, by kind
+    /// (`None` for an export without fault options), over all its
+    /// workers' handles.
+    pub fn fault_counts(&self) -> Vec<Option<elevator_io::FaultCounts>> {
+        self.faults
+            .iter()
+            .map(|t| t.as_ref().map(elevator_io::FaultTally::get))
+            .collect()
     }
 
     /// Trace export `i`'s queue into `sink` (before [`Server::run`]): the

@@ -70,7 +70,11 @@ fn a_small_log_is_explored_whole() {
     assert_eq!(p.epochs, 2);
     assert_eq!(p.possible, 1 + 1 + 2 + 3 + 1);
     assert_eq!(p.states.len() as u128, p.possible);
-    let f2 = p.states.iter().find(|s| s.id == StateId::Boundary(2)).unwrap();
+    let f2 = p
+        .states
+        .iter()
+        .find(|s| s.id == StateId::Boundary(2))
+        .unwrap();
     assert_eq!((f2.cut, f2.durable), (4, 2));
     assert!(f2.kept(&heads).is_empty());
     let end = p.states.last().unwrap();
@@ -133,9 +137,20 @@ fn many_unflushed_writes_use_a_stream() {
     let heads = log(&"w".repeat(200));
     let p = plan(&heads, &opts(5, 8));
     assert_eq!(p.possible, u128::MAX);
-    let between = p.states.iter().filter(|s| matches!(s.id, StateId::Between { .. }));
+    let between = p
+        .states
+        .iter()
+        .filter(|s| matches!(s.id, StateId::Between { .. }));
     assert_eq!(between.count(), 8);
-    let s = rebuild(&heads, StateId::Between { cut: 200, n: 123456 }, 5).unwrap();
+    let s = rebuild(
+        &heads,
+        StateId::Between {
+            cut: 200,
+            n: 123456,
+        },
+        5,
+    )
+    .unwrap();
     let kept = s.kept(&heads).len();
     assert!(kept > 50 && kept < 150, "{kept} of 200 kept");
 }
@@ -153,7 +168,10 @@ fn max_states_spreads_over_the_log() {
     );
     assert_eq!(p.states.len(), 20);
     assert!(p.planned > 20);
-    assert!(p.states.last().unwrap().cut > 200, "the end is explored too");
+    assert!(
+        p.states.last().unwrap().cut > 200,
+        "the end is explored too"
+    );
 }
 
 fn script() -> impl Strategy<Value = String> {

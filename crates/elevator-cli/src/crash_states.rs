@@ -14,7 +14,8 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -29,13 +30,15 @@ use crate::write_log_cmd::{LoadedLog, RecordApplier, create_image};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The write log (one that carries data: from a real device or `serve`).
+    /// Writes are applied with their data, write-zeroes and discards as
+    /// zeroes (what a discard leaves is undefined; zeroes is one choice).
     log: PathBuf,
     /// Where the images, the marks files, the checkers' output and
     /// report.txt / report.json go (created if missing).
     #[arg(long)]
     out: PathBuf,
     /// Run `sh -c CMD` on each state: `{}` in CMD is replaced by the
-    /// image's path, and the environment has ELEVATOR_CRASH_IMAGE (the
+    /// image's path (shell-quoted if it needs it), and the environment has ELEVATOR_CRASH_IMAGE (the
     /// image), ELEVATOR_CRASH_STATE (its ID) and ELEVATOR_CRASH_MARKS (a
     /// file listing, one per line, every mark recorded before the cut).
     /// Exit status 0 passes.
@@ -101,6 +104,8 @@ enum Verdict {
 struct Built {
     state: CrashState,
     kept: u64,
+    /// The first [`KEPT_SHOWN`] records kept.
+    kept_first: Vec<u64>,
     marks: Vec<String>,
     image: PathBuf,
     marks_file: PathBuf,
@@ -116,17 +121,23 @@ struct Done {
     tail: Vec<String>,
 }
 
+/// Kept records named in a state's description.
+const KEPT_SHOWN: usize = 8;
+
 /// Lines of a failing checker's output in the report.
 const TAIL_LINES: usize = 10;
 
 /// Run `elevator crash-states ...`.
 pub fn run(args: &Args) -> Result<()> {
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        bail!(
-            "--timeout {}: give a number of seconds above 0",
-            args.timeout
-        );
-    }
+    let timeout = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .with_context(|| {
+            format!(
+                "--timeout {}: give a number of seconds above 0",
+                args.timeout
+            )
+        })?;
     let log = LoadedLog::load(&args.log)?;
     log.check_has_data()?;
     log.check_whole(args.valid_prefix)?;
@@ -168,7 +179,7 @@ pub fn run(args: &Args) -> Result<()> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let built = build_and_check(args, &log, &states, keep, jobs)?;
+    let built = build_and_check(args, &log, &states, keep, jobs, timeout)?;
     let report = Report {
         args,
         log: &log,
@@ -204,7 +215,16 @@ fn build_and_check(
     states: &[CrashState],
     keep: Keep,
     jobs: usize,
+    timeout: Duration,
 ) -> Result<Vec<Built>> {
+    // SIGINT and SIGTERM stop the run: the checkers run in their own
+    // process groups (so that a timeout can kill all of theirs), which the
+    // terminal's ^C does not reach, so they are killed here.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing a signal handler")?;
+    }
     let working_path = args.out.join(".working.img");
     let working = create_image(&working_path, log.capacity_bytes(), args.base.as_deref())?;
     let mut applier = RecordApplier::new(log)?;
@@ -212,10 +232,15 @@ fn build_and_check(
     let mut built: Vec<Built> = Vec::with_capacity(states.len());
     let (tx, rx) = mpsc::channel::<Done>();
     let mut running = 0usize;
-    let timeout = Duration::from_secs_f64(args.timeout);
     let total = states.len();
     for (index, state) in states.iter().enumerate() {
-        debug_assert!(state.durable as usize >= applied || index == 0 || applied == 0);
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        debug_assert!(
+            applied <= state.durable as usize,
+            "states come in log order"
+        );
         while applied < (state.durable as usize).min(log.heads.len()) {
             applier.apply(&working, &log.heads[applied], log.offsets[applied])?;
             applied += 1;
@@ -239,6 +264,7 @@ fn build_and_check(
             marks_file: b.marks_file.clone(),
             output: b.output.clone(),
             timeout,
+            stop: Arc::clone(&stop),
         };
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -255,6 +281,13 @@ fn build_and_check(
     }
     std::fs::remove_file(&working_path)
         .with_context(|| format!("removing {}", working_path.display()))?;
+    if stop.load(Ordering::Relaxed) {
+        bail!(
+            "interrupted after {} of {total} states; their images are in {}",
+            built.len(),
+            args.out.display()
+        );
+    }
     Ok(built)
 }
 
@@ -299,6 +332,7 @@ fn build_state(
     Ok(Built {
         state: *state,
         kept: kept.len() as u64,
+        kept_first: kept.iter().take(KEPT_SHOWN).copied().collect(),
         marks,
         image,
         marks_file,
@@ -344,6 +378,8 @@ struct CheckJob {
     marks_file: PathBuf,
     output: PathBuf,
     timeout: Duration,
+    /// Set by SIGINT or SIGTERM.
+    stop: Arc<AtomicBool>,
 }
 
 impl CheckJob {
@@ -389,7 +425,8 @@ impl CheckJob {
                     Verdict::Fail(describe_status(status))
                 });
             }
-            if started.elapsed() >= self.timeout {
+            let stopped = self.stop.load(Ordering::Relaxed);
+            if stopped || started.elapsed() >= self.timeout {
                 let pid = i32::try_from(child.id())
                     .ok()
                     .and_then(rustix::process::Pid::from_raw);
@@ -398,6 +435,11 @@ impl CheckJob {
                 }
                 let _ = child.kill();
                 let _ = child.wait();
+                if stopped {
+                    return Ok(Verdict::Fail(
+                        "interrupted; its process group was killed".into(),
+                    ));
+                }
                 return Ok(Verdict::Fail(format!(
                     "timed out after {} s; its process group was killed",
                     self.timeout.as_secs_f64()
@@ -430,6 +472,21 @@ fn last_lines(path: &Path, n: usize) -> Vec<String> {
         }
     }
     lines.into()
+}
+
+/// The records a state kept, as `: records 3, 5`, or nothing.
+fn kept_list(b: &Built) -> String {
+    if b.kept_first.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = b.kept_first.iter().map(u64::to_string).collect();
+    let more = if b.kept > b.kept_first.len() as u64 {
+        ", ..."
+    } else {
+        ""
+    };
+    let word = if b.kept == 1 { "record" } else { "records" };
+    format!(": {word} {}{more}", names.join(", "))
 }
 
 /// `s` as one shell word.
@@ -486,14 +543,15 @@ impl Report<'_> {
                 s.cut
             ),
             StateId::Between { cut, .. } => format!(
-                "cut before record {cut} at {time:.6} s: kept {} of {} unflushed writes ({} FUA) after {}",
-                b.kept,
+                "cut before record {cut} at {time:.6} s: {} unflushed writes ({} FUA) after {}, kept {}{}",
                 s.unflushed,
                 s.unflushed_fua,
                 match self.log.heads.get(s.durable as usize) {
                     Some(h) if h.kind == Kind::Flush => format!("flush record {}", s.durable),
                     _ => "the start of the log".to_string(),
-                }
+                },
+                b.kept,
+                kept_list(b),
             ),
         }
     }
@@ -550,8 +608,19 @@ impl Report<'_> {
             } else {
                 String::new()
             };
+            let boundaries = self
+                .built
+                .iter()
+                .filter(|b| matches!(b.state.id, StateId::Boundary(_)))
+                .count();
+            let between = self
+                .built
+                .iter()
+                .filter(|b| matches!(b.state.id, StateId::Between { .. }))
+                .count();
+            let end = self.built.len() - boundaries - between;
             t.push_str(&format!(
-                "states: {} possible, {} explored{cut}\n",
+                "states: {} possible, {} explored ({boundaries} flush boundaries, {between} between them, {end} end){cut}\n",
                 self.possible_text(),
                 self.built.len()
             ));
@@ -614,6 +683,7 @@ impl Report<'_> {
                     "unflushed": s.unflushed,
                     "unflushed_fua": s.unflushed_fua,
                     "kept": b.kept,
+                    "kept_records_first": b.kept_first,
                     "marks": b.marks,
                     "status": status,
                     "why": why,
@@ -631,7 +701,7 @@ impl Report<'_> {
             "between": a.between,
             "max_states": a.max_states,
             "check": a.check,
-            "possible": self.possible_text(),
+            "possible": u64::try_from(self.possible).map_or_else(|_| json!(self.possible_text()), |p| json!(p)),
             "planned": self.planned,
             "explored": self.built.len(),
             "passed": self.built.iter().filter(|b| b.verdict == Verdict::Pass).count(),

@@ -337,10 +337,10 @@ fn show(args: &ShowArgs) -> Result<()> {
 /// The header's line.
 fn describe_header(path: &Path, h: &LogHeader) -> String {
     format!(
-        "write log {}: capacity {} sectors ({:.1} MiB), block size {}, {}",
+        "write log {}: capacity {} sectors ({}), block size {}, {}",
         path.display(),
         h.capacity,
-        h.capacity as f64 * 512.0 / 1048576.0,
+        human_bytes(h.capacity.saturating_mul(512)),
         h.block_size,
         if h.has_data {
             "writes carry their data"
@@ -348,6 +348,22 @@ fn describe_header(path: &Path, h: &LogHeader) -> String {
             "no data (a simulated device)"
         }
     )
+}
+
+/// Bytes in the largest binary unit that keeps them at 1 or more.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
 }
 
 fn flag_names(flags: u8) -> Vec<&'static str> {

@@ -129,7 +129,7 @@ fn the_correct_application_passes_every_state() {
     assert_eq!(r["passed"], r["explored"]);
     // 3 boundaries after the data flushes, 2 after the header flushes
     // (the last is the end), the end, and every subset between.
-    assert_eq!(r["possible"], r["explored"].to_string());
+    assert_eq!(r["possible"], r["explored"]);
     assert!(r["explored"].as_u64().unwrap() >= 10, "{r}");
     assert!(text(&o.stdout).contains("0 failed"), "{}", text(&o.stdout));
     // Passing images are deleted (--keep failing).

@@ -33,8 +33,9 @@ pub struct Args {
     /// Writes are applied with their data, write-zeroes and discards as
     /// zeroes (what a discard leaves is undefined; zeroes is one choice).
     log: PathBuf,
-    /// Where the images, the marks files, the checkers' output and
-    /// report.txt / report.json go (created if missing).
+    /// Where the images (ID.img), the marks files (ID.marks), the
+    /// checkers' output (ID.out) and report.txt / report.json go (created
+    /// if missing; with --only, report-ID.txt / .json).
     #[arg(long)]
     out: PathBuf,
     /// Run `sh -c CMD` on each state: `{}` in CMD is replaced by the
@@ -189,11 +190,19 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let text = report.text();
     print!("{text}");
-    std::fs::write(args.out.join("report.txt"), &text)
-        .with_context(|| format!("writing {}/report.txt", args.out.display()))?;
+    // --only (a rebuild, often into the first run's DIR) keeps that run's
+    // report: its own is report-ID.
+    let stem = match &args.only {
+        Some(id) => format!("report-{id}"),
+        None => "report".to_string(),
+    };
+    let report_txt = args.out.join(format!("{stem}.txt"));
+    std::fs::write(&report_txt, &text)
+        .with_context(|| format!("writing {}", report_txt.display()))?;
+    let report_json = args.out.join(format!("{stem}.json"));
     let json = serde_json::to_string_pretty(&report.json())?;
-    std::fs::write(args.out.join("report.json"), json + "\n")
-        .with_context(|| format!("writing {}/report.json", args.out.display()))?;
+    std::fs::write(&report_json, json + "\n")
+        .with_context(|| format!("writing {}", report_json.display()))?;
     let failed = built
         .iter()
         .filter(|b| matches!(b.verdict, Verdict::Fail(_)))
@@ -202,7 +211,7 @@ pub fn run(args: &Args) -> Result<()> {
         bail!(
             "{failed} of {} crash states failed the check (report: {})",
             built.len(),
-            args.out.join("report.txt").display()
+            report_txt.display()
         );
     }
     Ok(())

@@ -219,6 +219,22 @@ fn the_broken_application_fails_and_only_rebuilds_the_image() {
         ]);
         assert!(!o.status.success());
     }
+    // The rebuild command, run as printed, keeps the first run's report.
+    let id = failing[0]["id"].as_str().unwrap();
+    let explored = r["explored"].clone();
+    let o = elevator(&[
+        "crash-states",
+        &log,
+        "--only",
+        id,
+        "--seed",
+        "7",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success());
+    assert_eq!(report(&out)["explored"], explored);
+    assert!(Path::new(&out).join(format!("report-{id}.json")).exists());
     // Boundaries and the end pass: each flush covers header and data.
     for s in r["states"].as_array().unwrap() {
         let id = s["id"].as_str().unwrap();

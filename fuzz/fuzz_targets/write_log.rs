@@ -14,9 +14,7 @@
 #![no_main]
 
 use elevator_trace::write_log::crash::{self, PlanOptions, StateId};
-use elevator_trace::write_log::{
-    FLAG_FUA, HEADER_LEN, Kind, RECORD_HEAD_LEN, Reader, RecordHead,
-};
+use elevator_trace::write_log::{FLAG_FUA, HEADER_LEN, Kind, RECORD_HEAD_LEN, Reader, RecordHead};
 use libfuzzer_sys::fuzz_target;
 
 /// Plan over `heads` and check the plan's rules.

@@ -238,6 +238,7 @@ fn build_and_check(
     let working = create_image(&working_path, log.capacity_bytes(), args.base.as_deref())?;
     let mut applier = RecordApplier::new(log)?;
     let mut applied = 0usize;
+    let mut synced = usize::MAX;
     let mut built: Vec<Built> = Vec::with_capacity(states.len());
     let (tx, rx) = mpsc::channel::<Done>();
     let mut running = 0usize;
@@ -254,7 +255,14 @@ fn build_and_check(
             applier.apply(&working, &log.heads[applied], log.offsets[applied])?;
             applied += 1;
         }
-        let b = build_state(args, log, state, &working_path, &mut applier)?;
+        if applied != synced {
+            // SEEK_DATA below must see every write as data.
+            working
+                .sync_data()
+                .with_context(|| format!("syncing {}", working_path.display()))?;
+            synced = applied;
+        }
+        let b = build_state(args, log, state, &working, &mut applier)?;
         built.push(b);
         let Some(cmd) = &args.check else {
             continue;
@@ -300,30 +308,80 @@ fn build_and_check(
     Ok(built)
 }
 
+/// Copy `from` (`len` bytes) to a new file `to`, its data extents only:
+/// holes stay holes, and copy_file_range lets the file system share
+/// blocks. A file system without SEEK_DATA or copy_file_range gets a plain
+/// copy.
+fn copy_sparse(from: &File, len: u64, to: &Path) -> Result<File> {
+    use rustix::fs::SeekFrom;
+    let out = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(to)
+        .with_context(|| format!("creating {}", to.display()))?;
+    out.set_len(len)?;
+    let mut pos = 0u64;
+    let mut buf = Vec::new();
+    while pos < len {
+        let (start, end) = match rustix::fs::seek(from, SeekFrom::Data(pos)) {
+            Ok(start) => {
+                let end = rustix::fs::seek(from, SeekFrom::Hole(start)).unwrap_or(len);
+                (start, end.min(len))
+            }
+            Err(rustix::io::Errno::NXIO) => break,
+            Err(_) => (pos, len),
+        };
+        if start >= len {
+            break;
+        }
+        copy_range(from, &out, start, end, &mut buf)?;
+        pos = end;
+    }
+    Ok(out)
+}
+
+/// Copy bytes `start..end` of `from` to the same place in `to`.
+fn copy_range(from: &File, to: &File, start: u64, end: u64, buf: &mut Vec<u8>) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let (mut off_in, mut off_out) = (start, start);
+    while off_in < end {
+        let want = (end - off_in).min(1 << 30) as usize;
+        match rustix::fs::copy_file_range(from, Some(&mut off_in), to, Some(&mut off_out), want) {
+            Ok(n) if n > 0 => continue,
+            _ => break,
+        }
+    }
+    // What copy_file_range did not copy (a file system without it).
+    buf.resize(1 << 20, 0);
+    while off_in < end {
+        let n = (end - off_in).min(buf.len() as u64) as usize;
+        from.read_exact_at(&mut buf[..n], off_in)?;
+        to.write_all_at(&buf[..n], off_in)?;
+        off_in += n as u64;
+    }
+    Ok(())
+}
+
 /// Copy the working image (at `state.durable`) and apply the state's
 /// surviving unflushed records; write its marks file.
 fn build_state(
     args: &Args,
     log: &LoadedLog,
     state: &CrashState,
-    working: &Path,
+    working: &File,
     applier: &mut RecordApplier,
 ) -> Result<Built> {
     let id = state.id.to_string();
     let image = args.out.join(format!("{id}.img"));
-    std::fs::copy(working, &image)
+    let file = copy_sparse(working, log.capacity_bytes(), &image)
         .with_context(|| format!("copying the working image to {}", image.display()))?;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&image)
-        .with_context(|| format!("opening {}", image.display()))?;
     let kept = state.kept(&log.heads);
     for &seq in &kept {
         let i = seq as usize;
         applier.apply(&file, &log.heads[i], log.offsets[i])?;
     }
-    file.sync_all()
-        .with_context(|| format!("syncing {}", image.display()))?;
     let marks: Vec<String> = log
         .marks
         .iter()

@@ -412,8 +412,8 @@ fn plan_epoch(durable: u64, epoch: &[Cut], opts: &PlanOptions, out: &mut Plan) {
         j == last && c.u < 64 && subset(cut_key(opts.seed, c.cut), c.u, n) == full_mask(c.u)
     };
     if possible <= u128::from(opts.between) {
-        for j in 0..epoch.len() {
-            for n in 0..subsets(epoch[j].u) as u64 {
+        for (j, c) in epoch.iter().enumerate() {
+            for n in 0..subsets(c.u) as u64 {
                 if !is_full(j, n) {
                     push(j, n, out);
                 }
@@ -423,7 +423,7 @@ fn plan_epoch(durable: u64, epoch: &[Cut], opts: &PlanOptions, out: &mut Plan) {
     }
     // Sample: a cut at random, then its next unused n; a cut whose subsets
     // are all taken is passed over.
-    let mut rng = mix(opts.seed ^ mix(durable ^ 0x6570_6f63_68));
+    let mut rng = mix(opts.seed ^ mix(durable ^ 0x0065_706f_6368));
     let mut next_n: HashMap<usize, u64> = HashMap::new();
     let mut taken_at: HashMap<usize, u128> = HashMap::new();
     let mut seen: HashSet<(usize, u64)> = HashSet::new();

@@ -610,8 +610,9 @@ impl Report<'_> {
                 s.cut
             ),
             StateId::Between { cut, .. } => format!(
-                "cut before record {cut} at {time:.6} s: {} unflushed writes ({} FUA) after {}, kept {}{}",
+                "cut before record {cut} at {time:.6} s: {} unflushed write{} ({} FUA) after {}, kept {}{}",
                 s.unflushed,
+                if s.unflushed == 1 { "" } else { "s" },
                 s.unflushed_fua,
                 match self.log.heads.get(s.durable as usize) {
                     Some(h) if h.kind == Kind::Flush => format!("flush record {}", s.durable),

@@ -494,3 +494,70 @@ fn a_truncated_log_names_the_record_and_valid_prefix_uses_the_rest() {
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     assert_eq!(report(&out)["records"], 14);
 }
+
+#[test]
+fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
+    let (dir, log, checker) = setup(true);
+    let mut base = vec![0u8; 48 * 512];
+    base[40 * 512..40 * 512 + 4].copy_from_slice(b"BASE");
+    let base_path = dir.file("base.img");
+    std::fs::write(&base_path, &base).unwrap();
+    let img = dir.file("r.img");
+    let o = elevator(&[
+        "write-log",
+        "replay",
+        &log,
+        "--out",
+        &img,
+        "--base",
+        &base_path,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let bytes = std::fs::read(&img).unwrap();
+    assert_eq!(bytes.len(), 64 * 512, "extended to the device's capacity");
+    assert_eq!(&bytes[40 * 512..40 * 512 + 4], b"BASE");
+    assert_eq!(&bytes[..14], b"gen=3 block=13");
+    let out = dir.file("states");
+    let check = format!(
+        "sh {checker} {{}} && dd if={{}} bs=512 skip=40 count=1 2>/dev/null | grep -q BASE"
+    );
+    let o = elevator(&[
+        "crash-states",
+        &log,
+        "--out",
+        &out,
+        "--check",
+        &check,
+        "--base",
+        &base_path,
+        "--keep",
+        "all",
+    ]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let r = report(&out);
+    for s in r["states"].as_array().unwrap() {
+        assert!(Path::new(s["image"].as_str().unwrap()).exists(), "{s}");
+        assert!(
+            s["rebuild"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("--base {base_path}"))
+        );
+    }
+    // A base larger than the device is refused.
+    std::fs::write(&base_path, vec![0u8; 65 * 512]).unwrap();
+    let o = elevator(&[
+        "write-log",
+        "replay",
+        &log,
+        "--out",
+        &img,
+        "--base",
+        &base_path,
+    ]);
+    assert!(
+        text(&o.stderr).contains("more than the log's device"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -541,10 +541,10 @@ fn last_lines(path: &Path, n: usize) -> Vec<String> {
     lines.into()
 }
 
-/// The records a state kept, as `: records 3, 5`, or nothing.
+/// The records a state kept, as `2: records 3, 5`, or `none`.
 fn kept_list(b: &Built) -> String {
     if b.kept_first.is_empty() {
-        return String::new();
+        return "none".into();
     }
     let names: Vec<String> = b.kept_first.iter().map(u64::to_string).collect();
     let more = if b.kept > b.kept_first.len() as u64 {
@@ -553,7 +553,7 @@ fn kept_list(b: &Built) -> String {
         ""
     };
     let word = if b.kept == 1 { "record" } else { "records" };
-    format!(": {word} {}{more}", names.join(", "))
+    format!("{}: {word} {}{more}", b.kept, names.join(", "))
 }
 
 /// `s` as one shell word.
@@ -610,7 +610,7 @@ impl Report<'_> {
                 s.cut
             ),
             StateId::Between { cut, .. } => format!(
-                "cut before record {cut} at {time:.6} s: {} unflushed write{} ({} FUA) after {}, kept {}{}",
+                "cut before record {cut} at {time:.6} s: {} unflushed write{} ({} FUA) after {}, kept {}",
                 s.unflushed,
                 if s.unflushed == 1 { "" } else { "s" },
                 s.unflushed_fua,
@@ -618,7 +618,6 @@ impl Report<'_> {
                     Some(h) if h.kind == Kind::Flush => format!("flush record {}", s.durable),
                     _ => "the start of the log".to_string(),
                 },
-                b.kept,
                 kept_list(b),
             ),
         }
@@ -688,9 +687,10 @@ impl Report<'_> {
                 .count();
             let end = self.built.len() - boundaries - between;
             t.push_str(&format!(
-                "states: {} possible, {} explored ({boundaries} flush boundaries, {between} between them, {end} end){cut}\n",
+                "states: {} possible, {} explored ({boundaries} flush {}, {between} between them, {end} end){cut}\n",
                 self.possible_text(),
-                self.built.len()
+                self.built.len(),
+                if boundaries == 1 { "boundary" } else { "boundaries" },
             ));
         }
         if a.check.is_some() {

@@ -243,10 +243,7 @@ fn build_and_check(
     let (tx, rx) = mpsc::channel::<Done>();
     let mut running = 0usize;
     let total = states.len();
-    for (index, state) in states.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
+    let mut step = |index: usize, state: &CrashState, running: &mut usize| -> Result<()> {
         debug_assert!(
             applied <= state.durable as usize,
             "states come in log order"
@@ -265,11 +262,16 @@ fn build_and_check(
         let b = build_state(args, log, state, &working, &mut applier)?;
         built.push(b);
         let Some(cmd) = &args.check else {
-            continue;
+            eprintln!(
+                "elevator: crash-states: [{}/{total}] {} built",
+                index + 1,
+                state.id
+            );
+            return Ok(());
         };
-        while running >= jobs {
+        while *running >= jobs {
             let done = rx.recv().context("a check's thread went away")?;
-            running -= 1;
+            *running -= 1;
             finish(&mut built, done, keep, total);
         }
         let b = &built[index];
@@ -288,13 +290,31 @@ fn build_and_check(
             let done = job.run();
             let _ = tx.send(done);
         });
-        running += 1;
+        *running += 1;
+        Ok(())
+    };
+    let mut failure = None;
+    for (index, state) in states.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Err(e) = step(index, state, &mut running) {
+            // Stop the checks under way before saying why.
+            stop.store(true, Ordering::Relaxed);
+            failure = Some(e);
+            break;
+        }
     }
+    drop(step);
     drop(working);
     while running > 0 {
         let done = rx.recv().context("a check's thread went away")?;
         running -= 1;
         finish(&mut built, done, keep, total);
+    }
+    if let Some(e) = failure {
+        let _ = std::fs::remove_file(&working_path);
+        return Err(e);
     }
     std::fs::remove_file(&working_path)
         .with_context(|| format!("removing {}", working_path.display()))?;
@@ -658,11 +678,14 @@ impl Report<'_> {
         let failed = count(&|v| matches!(v, Verdict::Fail(_)));
         let checked = passed + failed;
         t.push_str(&format!(
-            "crash states of {} ({} records), seed {}, up to {} between boundaries per epoch\n",
+            "crash states of {} ({} records), seed {}{}\n",
             a.log.display(),
             self.log.heads.len(),
             a.seed,
-            a.between
+            match a.only {
+                Some(_) => String::new(),
+                None => format!(", up to {} between boundaries per epoch", a.between),
+            }
         ));
         if let Some(id) = &a.only {
             t.push_str(&format!("state {id} only\n"));

@@ -305,7 +305,6 @@ fn build_and_check(
             break;
         }
     }
-    drop(step);
     drop(working);
     while running > 0 {
         let done = rx.recv().context("a check's thread went away")?;

@@ -49,7 +49,9 @@ pub enum WriteLogError {
         computed: u32,
     },
     /// A record's fields make no sense.
-    #[error("record {record} at byte {offset}: {why}; the {record} records before it are whole")]
+    #[error(
+        "record {record} at byte {offset}: {why}; the {record} records before it are whole"
+    )]
     Malformed {
         /// The record's sequence number.
         record: u64,

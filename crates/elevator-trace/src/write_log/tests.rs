@@ -8,15 +8,8 @@ fn sample() -> Vec<u8> {
     };
     let mut w = Writer::new(Vec::new(), header).unwrap();
     let data = vec![7u8; 1024];
-    w.append(
-        Kind::Write,
-        FLAG_DATA,
-        8,
-        2,
-        10,
-        &[&data[..512], &data[512..]],
-    )
-    .unwrap();
+    w.append(Kind::Write, FLAG_DATA, 8, 2, 10, &[&data[..512], &data[512..]])
+        .unwrap();
     w.append(Kind::Flush, 0, 0, 0, 20, &[]).unwrap();
     w.mark("fsynced a", 30).unwrap();
     w.append(Kind::Discard, 0, 100, 8, 40, &[]).unwrap();
@@ -55,13 +48,7 @@ fn truncation_names_the_record_and_keeps_the_prefix() {
     let bytes = sample();
     // Where each record ends.
     let ends = [HEADER_LEN, HEADER_LEN + 48 + 1024];
-    let ends = [
-        ends[0],
-        ends[1],
-        ends[1] + 48,
-        ends[1] + 96 + 9,
-        ends[1] + 144 + 9,
-    ];
+    let ends = [ends[0], ends[1], ends[1] + 48, ends[1] + 96 + 9, ends[1] + 144 + 9];
     assert_eq!(ends[4], bytes.len());
     for cut in HEADER_LEN..bytes.len() {
         let (recs, err) = read_all(&bytes[..cut]);
@@ -85,10 +72,7 @@ fn every_flipped_byte_is_caught() {
         if at >= HEADER_LEN {
             assert!(err.valid_bytes().is_some(), "{err}");
             assert!(recs.len() < 4);
-            assert!(
-                err.to_string().contains(&format!("record {}", recs.len())),
-                "{err}"
-            );
+            assert!(err.to_string().contains(&format!("record {}", recs.len())), "{err}");
         }
     }
 }

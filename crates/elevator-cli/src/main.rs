@@ -11,6 +11,7 @@ mod bench_nbd;
 mod bench_write_log;
 mod compare;
 mod cpu_time;
+mod crash_states;
 mod experiment;
 mod fio_args;
 mod iolog_out;
@@ -26,6 +27,7 @@ mod run_report;
 mod serve;
 mod trace_cmd;
 mod trace_out;
+mod write_log_cmd;
 
 use std::process::ExitCode;
 
@@ -74,6 +76,12 @@ enum Command {
     /// Trace tools: convert between blktrace, blkparse text, tracefs text
     /// and fio iologs.
     Trace(trace_cmd::Args),
+    /// Write logs: print one (`show`), or apply its writes onto an image
+    /// (`replay`).
+    WriteLog(write_log_cmd::Args),
+    /// Build the images a power cut could leave, from a write log, and run
+    /// a checker on each.
+    CrashStates(crash_states::Args),
     /// List the device presets with their parameters.
     Devices,
     /// List the I/O schedulers with their tunables and Linux defaults.
@@ -104,6 +112,8 @@ fn main() -> ExitCode {
         Command::BenchVsNbdkit(args) => bench_nbd::run(&args),
         Command::BenchWriteLog(args) => bench_write_log::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
+        Command::WriteLog(args) => write_log_cmd::run(&args),
+        Command::CrashStates(args) => crash_states::run(&args),
         Command::Devices => run::devices(),
         Command::Schedulers => list::schedulers(),
     };

@@ -53,6 +53,7 @@
 //!
 //! [`Reader`] reads and checks a log, [`Writer`] writes one.
 
+pub mod crash;
 mod read;
 mod write;
 

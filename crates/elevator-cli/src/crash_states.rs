@@ -1,0 +1,802 @@
+//! `elevator crash-states LOG --out DIR`: build the images a power cut
+//! could leave, under the write log's rules (planned by
+//! `elevator_trace::write_log::crash`), and run a checker on each.
+//!
+//! Images are built in log order from one working image: it is brought up
+//! to a state's durable records, copied, and the state's surviving
+//! unflushed records are applied to the copy, their data read from the log
+//! with pread; nothing holds the log's data in memory. Checks run as
+//! `sh -c CMD` in their own process group, `--jobs` at a time, while the
+//! next images are built.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use elevator_trace::write_log::Kind;
+use elevator_trace::write_log::crash::{self, CrashState, PlanOptions, StateId};
+use serde_json::{Value, json};
+
+use crate::write_log_cmd::{LoadedLog, RecordApplier, create_image};
+
+/// `elevator crash-states ...`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The write log (one that carries data: from a real device or `serve`).
+    /// Writes are applied with their data, write-zeroes and discards as
+    /// zeroes (what a discard leaves is undefined; zeroes is one choice).
+    log: PathBuf,
+    /// Where the images (ID.img), the marks files (ID.marks), the
+    /// checkers' output (ID.out) and report.txt / report.json go (created
+    /// if missing; with --only, report-ID.txt / .json).
+    #[arg(long)]
+    out: PathBuf,
+    /// Run `sh -c CMD` on each state: `{}` in CMD is replaced by the
+    /// image's path (shell-quoted if it needs it), and the environment has ELEVATOR_CRASH_IMAGE (the
+    /// image), ELEVATOR_CRASH_STATE (its ID) and ELEVATOR_CRASH_MARKS (a
+    /// file listing, one per line, every mark recorded before the cut).
+    /// Exit status 0 passes.
+    #[arg(long, value_name = "CMD")]
+    check: Option<String>,
+    /// Seconds a check may take: past it the checker's process group is
+    /// killed and the state fails.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    timeout: f64,
+    /// Seeds which subsets of unflushed writes are explored.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// States between flush boundaries to explore per epoch (all of them
+    /// when there are no more).
+    #[arg(long, value_name = "K", default_value_t = 4)]
+    between: u64,
+    /// States to explore at most: with --check, more are spread evenly over
+    /// the log; without, more is refused.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    max_states: usize,
+    /// Checks to run at once (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Which states' images to keep after their check.
+    #[arg(long, value_enum, default_value = "failing")]
+    keep: Keep,
+    /// Build (and check) only this state, e.g. f12, c17-3 or end (with the
+    /// seed that named it); its image is kept.
+    #[arg(long, value_name = "ID")]
+    only: Option<String>,
+    /// Start from a copy of this image instead of zeroes.
+    #[arg(long, value_name = "IMG")]
+    base: Option<PathBuf>,
+    /// Use the whole records before a truncation or corruption instead of
+    /// refusing the log.
+    #[arg(long)]
+    valid_prefix: bool,
+}
+
+/// Which images stay after their check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Keep {
+    /// The failing states'.
+    Failing,
+    /// Every state's.
+    All,
+    /// None.
+    None,
+}
+
+/// How a state's check ended.
+#[derive(Clone, Debug, PartialEq)]
+enum Verdict {
+    /// Not checked (no --check).
+    Unchecked,
+    /// Exit status 0.
+    Pass,
+    /// Anything else, said in words.
+    Fail(String),
+}
+
+/// One state, built.
+struct Built {
+    state: CrashState,
+    kept: u64,
+    /// The first [`KEPT_SHOWN`] records kept.
+    kept_first: Vec<u64>,
+    marks: Vec<String>,
+    image: PathBuf,
+    marks_file: PathBuf,
+    output: PathBuf,
+    verdict: Verdict,
+    tail: Vec<String>,
+}
+
+/// A finished check.
+struct Done {
+    index: usize,
+    verdict: Verdict,
+    tail: Vec<String>,
+}
+
+/// Kept records named in a state's description.
+const KEPT_SHOWN: usize = 8;
+
+/// Lines of a failing checker's output in the report.
+const TAIL_LINES: usize = 10;
+
+/// Run `elevator crash-states ...`.
+pub fn run(args: &Args) -> Result<()> {
+    let timeout = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .with_context(|| {
+            format!(
+                "--timeout {}: give a number of seconds above 0",
+                args.timeout
+            )
+        })?;
+    let log = LoadedLog::load(&args.log)?;
+    log.check_has_data()?;
+    log.check_whole(args.valid_prefix)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let opts = PlanOptions {
+        seed: args.seed,
+        between: args.between,
+        max_states: args.max_states,
+    };
+    let (states, possible, planned) = match &args.only {
+        Some(id) => {
+            let id: StateId = id.parse().context("--only")?;
+            let state = crash::rebuild(&log.heads, id, args.seed)
+                .with_context(|| format!("--only {id} in {}", log.path.display()))?;
+            (vec![state], 1u128, 1usize)
+        }
+        None => {
+            let plan = crash::plan(&log.heads, &opts);
+            if args.check.is_none() && plan.planned > args.max_states {
+                bail!(
+                    "{} has {} crash states to explore (flush boundaries, the end, and up to {} per epoch between boundaries), more than --max-states {}: without --check every one is an image on disk. Raise --max-states, lower --between, or pass --check (which spreads {} states over the log and keeps only the failing images)",
+                    log.path.display(),
+                    plan.planned,
+                    args.between,
+                    args.max_states,
+                    args.max_states
+                );
+            }
+            (plan.states, plan.possible, plan.planned)
+        }
+    };
+    let keep = if args.check.is_none() || args.only.is_some() {
+        Keep::All
+    } else {
+        args.keep
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let built = build_and_check(args, &log, &states, keep, jobs, timeout)?;
+    let report = Report {
+        args,
+        log: &log,
+        possible,
+        planned,
+        built: &built,
+    };
+    let text = report.text();
+    print!("{text}");
+    // --only (a rebuild, often into the first run's DIR) keeps that run's
+    // report: its own is report-ID.
+    let stem = match &args.only {
+        Some(id) => format!("report-{id}"),
+        None => "report".to_string(),
+    };
+    let report_txt = args.out.join(format!("{stem}.txt"));
+    std::fs::write(&report_txt, &text)
+        .with_context(|| format!("writing {}", report_txt.display()))?;
+    let report_json = args.out.join(format!("{stem}.json"));
+    let json = serde_json::to_string_pretty(&report.json())?;
+    std::fs::write(&report_json, json + "\n")
+        .with_context(|| format!("writing {}", report_json.display()))?;
+    let failed = built
+        .iter()
+        .filter(|b| matches!(b.verdict, Verdict::Fail(_)))
+        .count();
+    if failed > 0 {
+        bail!(
+            "{failed} of {} crash states failed the check (report: {})",
+            built.len(),
+            report_txt.display()
+        );
+    }
+    Ok(())
+}
+
+/// Build every state's image in log order, checking each as it is built.
+fn build_and_check(
+    args: &Args,
+    log: &LoadedLog,
+    states: &[CrashState],
+    keep: Keep,
+    jobs: usize,
+    timeout: Duration,
+) -> Result<Vec<Built>> {
+    // SIGINT and SIGTERM stop the run: the checkers run in their own
+    // process groups (so that a timeout can kill all of theirs), which the
+    // terminal's ^C does not reach, so they are killed here.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing a signal handler")?;
+    }
+    let working_path = args.out.join(".working.img");
+    let working = create_image(&working_path, log.capacity_bytes(), args.base.as_deref())?;
+    let mut applier = RecordApplier::new(log)?;
+    let mut applied = 0usize;
+    let mut synced = usize::MAX;
+    let mut built: Vec<Built> = Vec::with_capacity(states.len());
+    let (tx, rx) = mpsc::channel::<Done>();
+    let mut running = 0usize;
+    let total = states.len();
+    let mut step = |index: usize, state: &CrashState, running: &mut usize| -> Result<()> {
+        debug_assert!(
+            applied <= state.durable as usize,
+            "states come in log order"
+        );
+        while applied < (state.durable as usize).min(log.heads.len()) {
+            applier.apply(&working, &log.heads[applied], log.offsets[applied])?;
+            applied += 1;
+        }
+        if applied != synced {
+            // SEEK_DATA below must see every write as data.
+            working
+                .sync_data()
+                .with_context(|| format!("syncing {}", working_path.display()))?;
+            synced = applied;
+        }
+        let b = build_state(args, log, state, &working, &mut applier)?;
+        built.push(b);
+        let Some(cmd) = &args.check else {
+            eprintln!(
+                "elevator: crash-states: [{}/{total}] {} built",
+                index + 1,
+                state.id
+            );
+            return Ok(());
+        };
+        while *running >= jobs {
+            let done = rx.recv().context("a check's thread went away")?;
+            *running -= 1;
+            finish(&mut built, done, keep, total);
+        }
+        let b = &built[index];
+        let job = CheckJob {
+            index,
+            command: cmd.replace("{}", &shell_quote(&b.image.to_string_lossy())),
+            id: b.state.id.to_string(),
+            image: b.image.clone(),
+            marks_file: b.marks_file.clone(),
+            output: b.output.clone(),
+            timeout,
+            stop: Arc::clone(&stop),
+        };
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let done = job.run();
+            let _ = tx.send(done);
+        });
+        *running += 1;
+        Ok(())
+    };
+    let mut failure = None;
+    for (index, state) in states.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Err(e) = step(index, state, &mut running) {
+            // Stop the checks under way before saying why.
+            stop.store(true, Ordering::Relaxed);
+            failure = Some(e);
+            break;
+        }
+    }
+    drop(working);
+    while running > 0 {
+        let done = rx.recv().context("a check's thread went away")?;
+        running -= 1;
+        finish(&mut built, done, keep, total);
+    }
+    if let Some(e) = failure {
+        let _ = std::fs::remove_file(&working_path);
+        return Err(e);
+    }
+    std::fs::remove_file(&working_path)
+        .with_context(|| format!("removing {}", working_path.display()))?;
+    if stop.load(Ordering::Relaxed) {
+        bail!(
+            "interrupted after {} of {total} states; their images are in {}",
+            built.len(),
+            args.out.display()
+        );
+    }
+    Ok(built)
+}
+
+/// Copy `from` (`len` bytes) to a new file `to`, its data extents only:
+/// holes stay holes, and copy_file_range lets the file system share
+/// blocks. A file system without SEEK_DATA or copy_file_range gets a plain
+/// copy.
+fn copy_sparse(from: &File, len: u64, to: &Path) -> Result<File> {
+    use rustix::fs::SeekFrom;
+    let out = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(to)
+        .with_context(|| format!("creating {}", to.display()))?;
+    out.set_len(len)?;
+    let mut pos = 0u64;
+    let mut buf = Vec::new();
+    while pos < len {
+        let (start, end) = match rustix::fs::seek(from, SeekFrom::Data(pos)) {
+            Ok(start) => {
+                let end = rustix::fs::seek(from, SeekFrom::Hole(start)).unwrap_or(len);
+                (start, end.min(len))
+            }
+            Err(rustix::io::Errno::NXIO) => break,
+            Err(_) => (pos, len),
+        };
+        if start >= len {
+            break;
+        }
+        copy_range(from, &out, start, end, &mut buf)?;
+        pos = end;
+    }
+    Ok(out)
+}
+
+/// Copy bytes `start..end` of `from` to the same place in `to`.
+fn copy_range(from: &File, to: &File, start: u64, end: u64, buf: &mut Vec<u8>) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let (mut off_in, mut off_out) = (start, start);
+    while off_in < end {
+        let want = (end - off_in).min(1 << 30) as usize;
+        match rustix::fs::copy_file_range(from, Some(&mut off_in), to, Some(&mut off_out), want) {
+            Ok(n) if n > 0 => continue,
+            _ => break,
+        }
+    }
+    // What copy_file_range did not copy (a file system without it).
+    buf.resize(1 << 20, 0);
+    while off_in < end {
+        let n = (end - off_in).min(buf.len() as u64) as usize;
+        from.read_exact_at(&mut buf[..n], off_in)?;
+        to.write_all_at(&buf[..n], off_in)?;
+        off_in += n as u64;
+    }
+    Ok(())
+}
+
+/// Copy the working image (at `state.durable`) and apply the state's
+/// surviving unflushed records; write its marks file.
+fn build_state(
+    args: &Args,
+    log: &LoadedLog,
+    state: &CrashState,
+    working: &File,
+    applier: &mut RecordApplier,
+) -> Result<Built> {
+    let id = state.id.to_string();
+    let image = args.out.join(format!("{id}.img"));
+    let file = copy_sparse(working, log.capacity_bytes(), &image)
+        .with_context(|| format!("copying the working image to {}", image.display()))?;
+    let kept = state.kept(&log.heads);
+    for &seq in &kept {
+        let i = seq as usize;
+        applier.apply(&file, &log.heads[i], log.offsets[i])?;
+    }
+    let marks: Vec<String> = log
+        .marks
+        .iter()
+        .filter(|(seq, _)| *seq < state.cut)
+        .map(|(_, t)| t.clone())
+        .collect();
+    let marks_file = args.out.join(format!("{id}.marks"));
+    let mut text = String::new();
+    for m in &marks {
+        text.push_str(&m.replace('\n', " "));
+        text.push('\n');
+    }
+    std::fs::write(&marks_file, text)
+        .with_context(|| format!("writing {}", marks_file.display()))?;
+    Ok(Built {
+        state: *state,
+        kept: kept.len() as u64,
+        kept_first: kept.iter().take(KEPT_SHOWN).copied().collect(),
+        marks,
+        image,
+        marks_file,
+        output: args.out.join(format!("{id}.out")),
+        verdict: Verdict::Unchecked,
+        tail: Vec::new(),
+    })
+}
+
+/// Record a finished check, say so on stderr, and delete what is not kept.
+fn finish(built: &mut [Built], done: Done, keep: Keep, total: usize) {
+    let b = &mut built[done.index];
+    b.verdict = done.verdict;
+    b.tail = done.tail;
+    let (word, why) = match &b.verdict {
+        Verdict::Pass => ("passed", String::new()),
+        Verdict::Fail(why) => ("FAILED", format!(" ({why})")),
+        Verdict::Unchecked => ("built", String::new()),
+    };
+    eprintln!(
+        "elevator: crash-states: [{}/{total}] {} {word}{why}",
+        done.index + 1,
+        b.state.id
+    );
+    let drop_it = match keep {
+        Keep::All => false,
+        Keep::None => true,
+        Keep::Failing => b.verdict == Verdict::Pass,
+    };
+    if drop_it {
+        for p in [&b.image, &b.marks_file, &b.output] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// One check to run.
+struct CheckJob {
+    index: usize,
+    command: String,
+    id: String,
+    image: PathBuf,
+    marks_file: PathBuf,
+    output: PathBuf,
+    timeout: Duration,
+    /// Set by SIGINT or SIGTERM.
+    stop: Arc<AtomicBool>,
+}
+
+impl CheckJob {
+    /// Run it to its end or its timeout.
+    fn run(self) -> Done {
+        let verdict = match self.spawn_and_wait() {
+            Ok(v) => v,
+            Err(e) => Verdict::Fail(format!("{e:#}")),
+        };
+        let tail = match verdict {
+            Verdict::Pass => Vec::new(),
+            _ => last_lines(&self.output, TAIL_LINES),
+        };
+        Done {
+            index: self.index,
+            verdict,
+            tail,
+        }
+    }
+
+    fn spawn_and_wait(&self) -> Result<Verdict> {
+        let out = File::create(&self.output)
+            .with_context(|| format!("creating {}", self.output.display()))?;
+        let err = out.try_clone()?;
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&self.command)
+            .env("ELEVATOR_CRASH_IMAGE", &self.image)
+            .env("ELEVATOR_CRASH_STATE", &self.id)
+            .env("ELEVATOR_CRASH_MARKS", &self.marks_file)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .context("starting sh")?;
+        let started = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().context("waiting for the checker")? {
+                return Ok(if status.success() {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail(describe_status(status))
+                });
+            }
+            let stopped = self.stop.load(Ordering::Relaxed);
+            if stopped || started.elapsed() >= self.timeout {
+                let pid = i32::try_from(child.id())
+                    .ok()
+                    .and_then(rustix::process::Pid::from_raw);
+                if let Some(pid) = pid {
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                if stopped {
+                    return Ok(Verdict::Fail(
+                        "interrupted; its process group was killed".into(),
+                    ));
+                }
+                return Ok(Verdict::Fail(format!(
+                    "timed out after {} s; its process group was killed",
+                    self.timeout.as_secs_f64()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => status.to_string(),
+    }
+}
+
+/// The last `n` lines of a file (none if it cannot be read).
+fn last_lines(path: &Path, n: usize) -> Vec<String> {
+    let Ok(file) = File::open(path) else {
+        return Vec::new();
+    };
+    let mut lines = std::collections::VecDeque::with_capacity(n + 1);
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        lines.push_back(String::from_utf8_lossy(&line).into_owned());
+        if lines.len() > n {
+            lines.pop_front();
+        }
+    }
+    lines.into()
+}
+
+/// The records a state kept, as `2: records 3, 5`, or `none`.
+fn kept_list(b: &Built) -> String {
+    if b.kept_first.is_empty() {
+        return "none".into();
+    }
+    let names: Vec<String> = b.kept_first.iter().map(u64::to_string).collect();
+    let more = if b.kept > b.kept_first.len() as u64 {
+        ", ..."
+    } else {
+        ""
+    };
+    let word = if b.kept == 1 { "record" } else { "records" };
+    format!("{}: {word} {}{more}", b.kept, names.join(", "))
+}
+
+/// `s` as one shell word.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=@%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// What the run found, as text and JSON.
+struct Report<'a> {
+    args: &'a Args,
+    log: &'a LoadedLog,
+    possible: u128,
+    planned: usize,
+    built: &'a [Built],
+}
+
+impl Report<'_> {
+    /// The command that rebuilds `id`.
+    fn rebuild_command(&self, id: StateId) -> String {
+        let a = self.args;
+        let mut cmd = format!(
+            "elevator crash-states {} --only {id} --seed {} --out {}",
+            shell_quote(&a.log.to_string_lossy()),
+            a.seed,
+            shell_quote(&a.out.to_string_lossy())
+        );
+        if let Some(base) = &a.base {
+            cmd.push_str(&format!(" --base {}", shell_quote(&base.to_string_lossy())));
+        }
+        if a.valid_prefix {
+            cmd.push_str(" --valid-prefix");
+        }
+        cmd
+    }
+
+    /// What a state is, in words.
+    fn describe(&self, b: &Built) -> String {
+        let s = &b.state;
+        let time = self.log.time_before(s.cut);
+        match s.id {
+            StateId::Boundary(k) => format!(
+                "flush boundary: every write before flush record {k}; cut before record {} at {time:.6} s",
+                s.cut
+            ),
+            StateId::End => format!(
+                "end of the log: every write ({} records) at {time:.6} s",
+                s.cut
+            ),
+            StateId::Between { cut, .. } => format!(
+                "cut before record {cut} at {time:.6} s: {} unflushed write{} ({} FUA) after {}, kept {}",
+                s.unflushed,
+                if s.unflushed == 1 { "" } else { "s" },
+                s.unflushed_fua,
+                match self.log.heads.get(s.durable as usize) {
+                    Some(h) if h.kind == Kind::Flush => format!("flush record {}", s.durable),
+                    _ => "the start of the log".to_string(),
+                },
+                kept_list(b),
+            ),
+        }
+    }
+
+    fn marks_text(marks: &[String]) -> String {
+        const SHOWN: usize = 5;
+        if marks.is_empty() {
+            return "no marks before it".into();
+        }
+        let skip = marks.len().saturating_sub(SHOWN);
+        let shown: Vec<String> = marks[skip..].iter().map(|m| format!("{m:?}")).collect();
+        if skip > 0 {
+            format!(
+                "{} marks before it, the last {SHOWN}: {}",
+                marks.len(),
+                shown.join(", ")
+            )
+        } else {
+            format!("marks before it: {}", shown.join(", "))
+        }
+    }
+
+    fn possible_text(&self) -> String {
+        if self.possible > u128::from(u64::MAX) {
+            format!("over {}", u64::MAX)
+        } else {
+            self.possible.to_string()
+        }
+    }
+
+    fn text(&self) -> String {
+        let a = self.args;
+        let mut t = String::new();
+        let count =
+            |v: &dyn Fn(&Verdict) -> bool| self.built.iter().filter(|b| v(&b.verdict)).count();
+        let passed = count(&|v| *v == Verdict::Pass);
+        let failed = count(&|v| matches!(v, Verdict::Fail(_)));
+        let checked = passed + failed;
+        t.push_str(&format!(
+            "crash states of {} ({} records), seed {}{}\n",
+            a.log.display(),
+            self.log.heads.len(),
+            a.seed,
+            match a.only {
+                Some(_) => String::new(),
+                None => format!(", up to {} between boundaries per epoch", a.between),
+            }
+        ));
+        if let Some(id) = &a.only {
+            t.push_str(&format!("state {id} only\n"));
+        } else {
+            let cut = if self.planned > self.built.len() {
+                format!(
+                    " ({} chosen, spread over the log to --max-states {})",
+                    self.planned, a.max_states
+                )
+            } else {
+                String::new()
+            };
+            let boundaries = self
+                .built
+                .iter()
+                .filter(|b| matches!(b.state.id, StateId::Boundary(_)))
+                .count();
+            let between = self
+                .built
+                .iter()
+                .filter(|b| matches!(b.state.id, StateId::Between { .. }))
+                .count();
+            let end = self.built.len() - boundaries - between;
+            t.push_str(&format!(
+                "states: {} possible, {} explored ({boundaries} flush {}, {between} between them, {end} end){cut}\n",
+                self.possible_text(),
+                self.built.len(),
+                if boundaries == 1 { "boundary" } else { "boundaries" },
+            ));
+        }
+        if a.check.is_some() {
+            t.push_str(&format!(
+                "checked {checked}: {passed} passed, {failed} failed\n"
+            ));
+        } else {
+            t.push_str("images (no --check):\n");
+            for b in self.built {
+                t.push_str(&format!(
+                    "  {:<12} {}  {}; {}\n",
+                    b.state.id.to_string(),
+                    b.image.display(),
+                    self.describe(b),
+                    Self::marks_text(&b.marks)
+                ));
+            }
+        }
+        for b in self.built {
+            let Verdict::Fail(why) = &b.verdict else {
+                continue;
+            };
+            t.push_str(&format!("\nFAILED {}: {}\n", b.state.id, self.describe(b)));
+            t.push_str(&format!("  {}\n", Self::marks_text(&b.marks)));
+            t.push_str(&format!("  checker: {why}\n"));
+            for line in &b.tail {
+                t.push_str(&format!("  | {line}\n"));
+            }
+            if b.image.exists() {
+                t.push_str(&format!("  image: {}\n", b.image.display()));
+            }
+            t.push_str(&format!(
+                "  rebuild: {}\n",
+                self.rebuild_command(b.state.id)
+            ));
+        }
+        t
+    }
+
+    fn json(&self) -> Value {
+        let a = self.args;
+        let states: Vec<Value> = self
+            .built
+            .iter()
+            .map(|b| {
+                let s = &b.state;
+                let (status, why) = match &b.verdict {
+                    Verdict::Unchecked => ("unchecked", None),
+                    Verdict::Pass => ("pass", None),
+                    Verdict::Fail(w) => ("fail", Some(w.clone())),
+                };
+                json!({
+                    "id": s.id.to_string(),
+                    "what": self.describe(b),
+                    "cut": s.cut,
+                    "time_s": self.log.time_before(s.cut),
+                    "durable_before": s.durable,
+                    "unflushed": s.unflushed,
+                    "unflushed_fua": s.unflushed_fua,
+                    "kept": b.kept,
+                    "kept_records_first": b.kept_first,
+                    "marks": b.marks,
+                    "status": status,
+                    "why": why,
+                    "output_tail": b.tail,
+                    "image": b.image.exists().then(|| b.image.display().to_string()),
+                    "rebuild": self.rebuild_command(s.id),
+                })
+            })
+            .collect();
+        json!({
+            "log": a.log.display().to_string(),
+            "records": self.log.heads.len(),
+            "log_error": self.log.error.as_ref().map(|e| e.to_string()),
+            "seed": a.seed,
+            "between": a.between,
+            "max_states": a.max_states,
+            "check": a.check,
+            "possible": u64::try_from(self.possible).map_or_else(|_| json!(self.possible_text()), |p| json!(p)),
+            "planned": self.planned,
+            "explored": self.built.len(),
+            "passed": self.built.iter().filter(|b| b.verdict == Verdict::Pass).count(),
+            "failed": self.built.iter().filter(|b| matches!(b.verdict, Verdict::Fail(_))).count(),
+            "states": states,
+        })
+    }
+}

@@ -32,6 +32,18 @@ enum WriteLogCommand {
     /// their data, write-zeroes write zeroes, and so do discards (what a
     /// discard leaves is undefined; replay writes zeroes).
     Replay(ReplayArgs),
+    /// Put a mark in the write log of a running `elevator serve
+    /// --write-log FILE --mark-socket PATH`: it lands after every write
+    /// the device completed before it. Prints the mark's record number.
+    Mark(MarkArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct MarkArgs {
+    /// The server's --mark-socket.
+    socket: PathBuf,
+    /// The mark's text (one line).
+    text: String,
 }
 
 /// How `show` prints.
@@ -84,6 +96,11 @@ pub fn run(args: &Args) -> Result<()> {
     match &args.command {
         WriteLogCommand::Show(a) => show(a),
         WriteLogCommand::Replay(a) => replay(a),
+        WriteLogCommand::Mark(a) => {
+            let seq = crate::mark::send(&a.socket, &a.text)?;
+            println!("mark {seq}");
+            Ok(())
+        }
     }
 }
 

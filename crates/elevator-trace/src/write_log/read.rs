@@ -250,8 +250,13 @@ impl<R: Read> Reader<R> {
                 "a payload of {payload_len} bytes is over the {MAX_PAYLOAD}-byte limit"
             )));
         }
-        self.payload.resize(payload_len as usize, 0);
-        let got_payload = read_full(&mut self.input, &mut self.payload)?;
+        // Grown as bytes arrive, not to the length the head claims: a
+        // corrupt length in a short file costs nothing.
+        self.payload.clear();
+        // (`read_to_end` retries interrupted reads itself.)
+        let got_payload = (&mut self.input)
+            .take(u64::from(payload_len))
+            .read_to_end(&mut self.payload)?;
         if got_payload < payload_len as usize {
             return Err(truncated(
                 RECORD_HEAD_LEN + got_payload,

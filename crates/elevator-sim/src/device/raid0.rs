@@ -183,7 +183,7 @@ impl Raid0 {
             text: p.member.clone(),
             why: e.to_string(),
         })?;
-        if matches!(spec, ModelSpec::Raid0(_)) {
+        if matches!(spec.kind, super::Model::Raid0(_)) {
             return Err(ParamError::BadValue {
                 model: Raid0Params::MODEL,
                 name: "member".into(),
@@ -457,6 +457,10 @@ impl Device for Raid0 {
         self.members.first_mut().map_or(0, |m| m.take_heads(out))
     }
 }
+
+/// Members keep their own write numbers: the array's media content is not
+/// tracked.
+impl super::media::SimDevice for Raid0 {}
 
 #[cfg(test)]
 mod tests {

@@ -164,6 +164,7 @@ use elevator_core::{Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Ou
 
 use self::drive::{FitsMemo, State};
 use self::geometry::Geo;
+use super::media::{ExtentMap, SimDevice};
 use super::param::ParamError;
 
 pub use self::geometry::HddLocation;
@@ -324,5 +325,28 @@ impl Device for Hdd {
 
     fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
         self.st.take_heads(out)
+    }
+}
+
+/// Content tracking: dirty data is cached content until destaged; media
+/// writes (FUA, cache off, write-zeroes, writes larger than the cache) and
+/// destages put content on the media; a power cut loses the cache.
+impl SimDevice for Hdd {
+    fn track_media(&mut self) {
+        self.st.track_content();
+    }
+
+    fn media(&self) -> Option<&ExtentMap> {
+        self.st.content().map(|c| &c.media)
+    }
+
+    /// It has one, even with `write_cache=0` (then a power cut loses
+    /// nothing).
+    fn volatile_cache(&self) -> bool {
+        true
+    }
+
+    fn power_cut(&mut self, _now: Nanos) {
+        self.st.lose_cache();
     }
 }

@@ -293,6 +293,8 @@ pub struct Faulty {
     /// When it goes (the earlier of `vanish_at` and `power_cut_at`).
     end: Option<Gone>,
     describe: String,
+    /// The model's completions being decided (kept to reuse its room).
+    got: Vec<(u32, Outcome)>,
 }
 
 impl Faulty {
@@ -302,7 +304,7 @@ impl Faulty {
         if p.power_cut_at.is_some() && !inner.volatile_cache() {
             return Err(bad(
                 "power_cut_at",
-                &format!("{}", p.power_cut_at.unwrap_or(0) as f64 / 1e9),
+                &format!("{}s", p.power_cut_at.unwrap_or(0) as f64 / 1e9),
                 "this model has no volatile write cache to lose (hdd and ssd do); \
                  use vanish_at for a device that goes away",
             ));
@@ -335,6 +337,7 @@ impl Faulty {
             counts: FaultCounts::default(),
             end,
             describe,
+            got: Vec::new(),
         })
     }
 
@@ -403,9 +406,10 @@ impl Faulty {
     /// Take the model's completions up to `now` and decide when and how
     /// each is reported.
     fn take_inner(&mut self, now: Nanos) {
-        let mut got: Vec<(u32, Outcome)> = Vec::new();
+        let mut got = std::mem::take(&mut self.got);
+        got.clear();
         self.inner.complete(now, &mut |tag, o| got.push((tag, o)));
-        for (tag, o) in got {
+        for &(tag, o) in &got {
             let Some(f) = self.flying.get_mut(&tag) else {
                 debug_assert!(false, "faulty: the model completed a tag not in flight");
                 continue;
@@ -425,6 +429,7 @@ impl Faulty {
             f.outcome = Some(out);
             self.push_due(t, tag);
         }
+        self.got = got;
     }
 }
 

@@ -264,6 +264,10 @@ pub struct WriteLogTap<W: Write> {
     log: Writer<W>,
     error: Option<io::Error>,
     ledger: Ledger,
+    /// The latest time it was called at.
+    last: Nanos,
+    /// Completions being passed on (kept to reuse its room).
+    got: Vec<(u32, Outcome)>,
 }
 
 impl<W: Write> WriteLogTap<W> {
@@ -285,6 +289,8 @@ impl<W: Write> WriteLogTap<W> {
             log,
             error: None,
             ledger: Ledger::default(),
+            last: 0,
+            got: Vec::new(),
         })
     }
 
@@ -293,10 +299,12 @@ impl<W: Write> WriteLogTap<W> {
         &*self.inner
     }
 
-    /// End the run at `now`: a cut set for later happens, the media is
-    /// checked, the log flushed. Returns the report and the log's output;
-    /// an `Err` only when the log could not be written.
+    /// End the run at `now` (or the last time the device was called at, if
+    /// later): a cut set for later happens, the media is checked, the log
+    /// flushed. Returns the report and the log's output; an `Err` only when
+    /// the log could not be written.
     pub fn finish(mut self, now: Nanos) -> io::Result<(WriteLogReport, W)> {
+        let now = now.max(self.last);
         self.inner.end_of_run(now);
         if let Some(e) = self.error.take() {
             return Err(e);
@@ -356,6 +364,21 @@ impl Ledger {
             required.remove_older(lo, hi, before + 1);
             acked.remove_older(lo, hi, before + 1);
         }
+        for (lo, hi, w) in media.iter() {
+            let sub = self.submitted.get((w as usize).wrapping_sub(1)).copied();
+            match sub {
+                Some((a, b)) if a <= lo && hi <= b => {}
+                _ => violation(
+                    &mut c,
+                    Violation::Foreign {
+                        lo,
+                        hi,
+                        write: w,
+                        submitted_for: sub,
+                    },
+                ),
+            }
+        }
         for (lo, hi, w) in required.iter() {
             for (a, b, found) in older_than(media, lo, hi, w) {
                 violation(
@@ -377,21 +400,6 @@ impl Ledger {
             }
         }
         c.lost_writes = lost.len() as u64;
-        for (lo, hi, w) in media.iter() {
-            let sub = self.submitted.get((w as usize).wrapping_sub(1)).copied();
-            match sub {
-                Some((a, b)) if a <= lo && hi <= b => {}
-                _ => violation(
-                    &mut c,
-                    Violation::Foreign {
-                        lo,
-                        hi,
-                        write: w,
-                        submitted_for: sub,
-                    },
-                ),
-            }
-        }
         c
     }
 }
@@ -434,6 +442,7 @@ impl<W: Write> Device for WriteLogTap<W> {
     }
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
+        self.last = self.last.max(now);
         let l = &mut self.ledger;
         let writes_before = l.submitted.len() as WriteNo;
         let wn = if numbered(io.op) {
@@ -468,7 +477,9 @@ impl<W: Write> Device for WriteLogTap<W> {
     }
 
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
-        let mut got: Vec<(u32, Outcome)> = Vec::new();
+        self.last = self.last.max(now);
+        let mut got = std::mem::take(&mut self.got);
+        got.clear();
         self.inner.complete(now, &mut |tag, o| got.push((tag, o)));
         for &(tag, o) in &got {
             let Some(f) = self.ledger.flying.remove(&tag) else {
@@ -509,9 +520,10 @@ impl<W: Write> Device for WriteLogTap<W> {
                 self.ledger.recorded.push((f.wn, flags & FLAG_FUA != 0));
             }
         }
-        for (tag, o) in got {
+        for &(tag, o) in &got {
             done(tag, o);
         }
+        self.got = got;
     }
 
     fn outstanding(&self) -> u32 {

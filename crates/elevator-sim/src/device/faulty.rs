@@ -619,10 +619,12 @@ impl SimDevice for Faulty {
     fn end_of_run(&mut self, now: Nanos) {
         // A cut or a vanishing after the run still happens: the device sat
         // idle until then (a disk destages meanwhile).
-        if let Some(e) = self.end
-            && self.counts.gone.is_none()
-        {
-            self.catch_up(e.at.max(now));
+        match self.end {
+            Some(e) if self.counts.gone.is_none() => {
+                self.catch_up(e.at.max(now));
+            }
+            Some(_) => {}
+            None => self.inner.end_of_run(now),
         }
     }
 }

@@ -526,6 +526,12 @@ impl SimDevice for Ssd {
         true
     }
 
+    fn end_of_run(&mut self, now: Nanos) {
+        if let Some(c) = &mut self.content {
+            c.settle(now);
+        }
+    }
+
     fn power_cut(&mut self, now: Nanos) {
         let plp = self.p.plp;
         if let Some(c) = &mut self.content {

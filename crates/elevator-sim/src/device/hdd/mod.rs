@@ -346,6 +346,13 @@ impl SimDevice for Hdd {
         true
     }
 
+    /// The drive keeps destaging while idle until `now`.
+    fn end_of_run(&mut self, now: Nanos) {
+        let now = now.max(self.st.clock());
+        self.st.advance(&self.geo, now);
+        self.next_done = self.predict();
+    }
+
     fn power_cut(&mut self, _now: Nanos) {
         self.st.lose_cache();
     }

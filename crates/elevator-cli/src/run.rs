@@ -707,11 +707,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let rendered = report::render(*format, &jobs, &result, &args.device);
         match (&*write_log, format) {
             (Some(wl), report::Format::Json | report::Format::JsonPlus) => {
-                text.push_str(&with_write_log(
-                    &rendered,
-                    wl,
-                    args.write_log.as_deref(),
-                ));
+                text.push_str(&with_write_log(&rendered, wl, args.write_log.as_deref()));
             }
             _ => text.push_str(&rendered),
         }

@@ -58,17 +58,21 @@ fn a_power_cut_run_prints_what_was_lost_and_writes_the_log() {
             _ => {}
         }
     }
-    assert!(writes > 0 && flushes > 0, "{writes} writes, {flushes} flushes");
+    assert!(
+        writes > 0 && flushes > 0,
+        "{writes} writes, {flushes} flushes"
+    );
     assert_eq!(marks, vec!["job w start", "job w end"]);
 }
 
 #[test]
 fn json_output_has_the_write_log_field() {
-    let out = run(
-        "ssd-sata,power_cut_at=20ms",
-        &["--output-format", "json"],
+    let out = run("ssd-sata,power_cut_at=20ms", &["--output-format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let wl = &v["write_log"];
     assert_eq!(wl["power_cut"], true);
@@ -108,10 +112,15 @@ fn a_vanished_device_ends_the_run_with_offline_errors() {
     ]);
     let out = ok(&args);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("elevator: device vanished at 0.050 s"), "{err}");
+    assert!(
+        err.contains("elevator: device vanished at 0.050 s"),
+        "{err}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert!(
-        v["write_log"]["faults"]["offline"].as_u64().is_some_and(|n| n > 0),
+        v["write_log"]["faults"]["offline"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
         "{}",
         v["write_log"]
     );
@@ -136,7 +145,10 @@ fn replay_takes_a_write_log_too() {
         &l,
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("elevator: power cut at 0.005 s: lost "), "{err}");
+    assert!(
+        err.contains("elevator: power cut at 0.005 s: lost "),
+        "{err}"
+    );
     assert!(std::fs::metadata(&log).is_ok_and(|m| m.len() >= 64));
 }
 
@@ -152,7 +164,14 @@ fn a_real_device_is_not_wired_yet() {
 fn devices_lists_the_fault_options() {
     let out = ok(&["devices"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    for name in ["power_cut_at", "vanish_at", "torn_rate", "misdirect_rate", "plp", "writeback"] {
+    for name in [
+        "power_cut_at",
+        "vanish_at",
+        "torn_rate",
+        "misdirect_rate",
+        "plp",
+        "writeback",
+    ] {
         assert!(text.contains(name), "{name} missing: {text}");
     }
 }

@@ -70,10 +70,7 @@ fn spec_of(m: usize, faults: &str) -> String {
 type Step = (u16, u8, u16, u8, u8);
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
-    proptest::collection::vec(
-        (0u16..3000, 0u8..10, 0u16..1024, 1u8..33, 0u8..8),
-        1..120,
-    )
+    proptest::collection::vec((0u16..3000, 0u8..10, 0u16..1024, 1u8..33, 0u8..8), 1..120)
 }
 
 fn op_of(k: u8) -> Op {

@@ -72,7 +72,11 @@ fn latent_sector_errors_fail_reads_until_written() {
     let by_tag = |t: u32| done.iter().find(|d| d.0 == t).unwrap().1;
     assert_eq!(by_tag(0), failed(Status::IoError, 4 * 512));
     assert_eq!(by_tag(1), Outcome::Done);
-    assert_eq!(by_tag(2), Outcome::Done, "a write over bad sectors succeeds");
+    assert_eq!(
+        by_tag(2),
+        Outcome::Done,
+        "a write over bad sectors succeeds"
+    );
     assert_eq!(by_tag(3), Outcome::Done, "and repairs them");
     assert_eq!(by_tag(4), failed(Status::IoError, 4 * 512));
     let c = d.fault_counts().unwrap();
@@ -83,7 +87,12 @@ fn latent_sector_errors_fail_reads_until_written() {
 fn torn_writes_fail_with_a_prefix_that_is_all_that_lands() {
     let mut tap = WriteLogTap::new(model("ssd-sata,torn_rate=1,fail_seed=7"), Vec::new()).unwrap();
     let ios: Vec<(Nanos, DeviceIo)> = (0..20)
-        .map(|i| (u64::from(i) * 1_000_000, io(i, Op::Write, u64::from(i) * 64, 16)))
+        .map(|i| {
+            (
+                u64::from(i) * 1_000_000,
+                io(i, Op::Write, u64::from(i) * 64, 16),
+            )
+        })
         .collect();
     let done = drive(&mut tap, &ios);
     once_each(&done, 20);
@@ -107,7 +116,11 @@ fn torn_writes_fail_with_a_prefix_that_is_all_that_lands() {
     }
     let (r, _) = tap.finish(100_000_000).unwrap();
     assert_eq!(r.faults.unwrap().torn, 20);
-    assert!(r.verdict().is_ok(), "a torn write's prefix is allowed: {}", r.summary());
+    assert!(
+        r.verdict().is_ok(),
+        "a torn write's prefix is allowed: {}",
+        r.summary()
+    );
     assert_eq!(r.recorded_writes, 0, "failed writes are not recorded");
 }
 
@@ -122,7 +135,10 @@ fn a_misdirected_write_fails_the_check() {
             (10_000_000, io(1, Op::Flush, 0, 0)),
         ],
     );
-    assert_eq!(done.iter().map(|d| d.1).collect::<Vec<_>>(), vec![Outcome::Done; 2]);
+    assert_eq!(
+        done.iter().map(|d| d.1).collect::<Vec<_>>(),
+        vec![Outcome::Done; 2]
+    );
     let (r, _) = tap.finish(0).unwrap();
     assert_eq!(r.faults.unwrap().misdirected, 1);
     let c = r.check.as_ref().unwrap();
@@ -139,7 +155,10 @@ fn a_misdirected_write_fails_the_check() {
 #[test]
 fn spikes_are_late_and_ok() {
     let mut d = model("null,latency=100,spike_rate=1,spike_ms=5");
-    let done = drive(&mut *d, &[(0, io(0, Op::Read, 0, 8)), (0, io(1, Op::Write, 8, 8))]);
+    let done = drive(
+        &mut *d,
+        &[(0, io(0, Op::Read, 0, 8)), (0, io(1, Op::Write, 8, 8))],
+    );
     assert_eq!(
         done,
         vec![(0, Outcome::Done, 5_100_000), (1, Outcome::Done, 5_100_000)]

@@ -41,11 +41,15 @@ impl Driver {
     /// Run until nothing is outstanding; the time then.
     fn drain(&mut self) -> Nanos {
         while self.dev.outstanding() > 0 {
-            let t = self.dev.next_completion().expect("an outstanding I/O completes");
+            let t = self
+                .dev
+                .next_completion()
+                .expect("an outstanding I/O completes");
             self.now = self.now.max(t);
             let now = self.now;
             let done = &mut self.done;
-            self.dev.complete(now, &mut |tag, o| done.push((tag, o, now)));
+            self.dev
+                .complete(now, &mut |tag, o| done.push((tag, o, now)));
         }
         self.now
     }
@@ -121,7 +125,11 @@ fn assert_passes(r: &WriteLogReport) {
 fn hdd_loses_exactly_the_unflushed_cache() {
     let (r, held) = cut("hdd-7200", 100_000);
     assert_passes(&r);
-    assert_eq!(held, [1, 2, 3, 0, 0], "A, B, FUA on the media; C and D lost");
+    assert_eq!(
+        held,
+        [1, 2, 3, 0, 0],
+        "A, B, FUA on the media; C and D lost"
+    );
     let c = r.check.as_ref().unwrap();
     assert_eq!((c.lost_writes, c.lost_sectors), (2, 16));
     assert!(r.gone.is_some_and(|g| g.power_cut));
@@ -157,7 +165,11 @@ fn ssd_loses_the_buffer_unless_protected() {
     assert_eq!(r.check.as_ref().unwrap().lost_sectors, 16);
     let (r, held) = cut("ssd-sata,plp=1", 100_000);
     assert_passes(&r);
-    assert_eq!(held, [1, 2, 3, 4, 5], "power-loss protection writes the buffer");
+    assert_eq!(
+        held,
+        [1, 2, 3, 4, 5],
+        "power-loss protection writes the buffer"
+    );
     // Past `writeback` the buffer is on flash anyway.
     let (r, held) = cut("nvme,writeback=500us", 1_000_000);
     assert_passes(&r);
@@ -179,7 +191,11 @@ fn in_flight_io_completes_offline_at_the_cut() {
     };
     assert_eq!(
         done,
-        vec![(1, offline, 1_000_000), (2, offline, 1_000_000), (3, offline, 2_000_000)]
+        vec![
+            (1, offline, 1_000_000),
+            (2, offline, 1_000_000),
+            (3, offline, 2_000_000)
+        ]
     );
     assert_passes_empty(&r);
 }
@@ -191,8 +207,12 @@ fn assert_passes_empty(r: &WriteLogReport) {
 
 #[test]
 fn models_without_a_cache_refuse_a_power_cut() {
-    let e = ModelSpec::parse("null,power_cut_at=2s").unwrap_err().to_string();
+    let e = ModelSpec::parse("null,power_cut_at=2s")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("power_cut_at") && e.contains("vanish_at"), "{e}");
-    let e = ModelSpec::parse("hdd-7200,power_cut_at=soon").unwrap_err().to_string();
+    let e = ModelSpec::parse("hdd-7200,power_cut_at=soon")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("500ms"), "{e}");
 }

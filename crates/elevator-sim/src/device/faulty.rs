@@ -74,14 +74,22 @@ pub const FAULT_PARAMS: [(&str, &str, &str); 10] = [
         "0",
         "fraction of writes landing elsewhere (Ok: silent)",
     ),
-    ("spike_rate", "0", "fraction of I/Os completing spike_ms late"),
+    (
+        "spike_rate",
+        "0",
+        "fraction of I/Os completing spike_ms late",
+    ),
     ("spike_ms", "100", "latency spike, ms"),
     (
         "timeout_rate",
         "0",
         "fraction of I/Os never answered (TimedOut after timeout_ms)",
     ),
-    ("timeout_ms", "30000", "when an unanswered I/O is given up, ms"),
+    (
+        "timeout_ms",
+        "30000",
+        "when an unanswered I/O is given up, ms",
+    ),
     (
         "vanish_at",
         "never",

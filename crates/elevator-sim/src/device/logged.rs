@@ -206,7 +206,9 @@ impl WriteLogReport {
             ),
         };
         match &self.check {
-            None => s.push_str("; write log check: not possible (this model does not track its media)"),
+            None => {
+                s.push_str("; write log check: not possible (this model does not track its media)")
+            }
             Some(c) if c.violations == 0 => s.push_str(
                 "; write log check: every flushed or FUA write survived, nothing unwritten \
                  appeared",

@@ -17,11 +17,11 @@
 use elevator_core::{BioFlags, DeviceIo, DeviceStats, HeadSample, Nanos, Op};
 
 use super::NEVER;
-use crate::device::media::{ExtentMap, WriteNo, numbered};
 use super::cache::{Ahead, Cache, ReadFrom};
 use super::geometry::{Geo, Loc};
 use super::mechanics::{Mechanics, Run};
 use super::queue::Queue;
+use crate::device::media::{ExtentMap, WriteNo, numbered};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SlotState {

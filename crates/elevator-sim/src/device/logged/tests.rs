@@ -54,7 +54,11 @@ fn an_older_write_under_a_fua_write_fails() {
     m.set(8, 16, 2);
     let c = l.check(&m);
     assert_eq!(c.violations, 1);
-    assert!(c.first[0].to_string().contains("older write 1"), "{}", c.first[0]);
+    assert!(
+        c.first[0].to_string().contains("older write 1"),
+        "{}",
+        c.first[0]
+    );
 }
 
 #[test]

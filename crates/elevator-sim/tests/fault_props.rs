@@ -100,7 +100,7 @@ proptest! {
         let mut free: Vec<u32> = (0..qd).rev().collect();
         let mut now: Nanos = 0;
         let mut gone_at = None;
-        let mut take = |tap: &mut WriteLogTap<Vec<u8>>, now: Nanos,
+        let take = |tap: &mut WriteLogTap<Vec<u8>>, now: Nanos,
                         flying: &mut HashSet<u32>, free: &mut Vec<u32>| {
             let mut got = Vec::new();
             tap.complete(now, &mut |tag, o| got.push((tag, o)));
@@ -135,10 +135,10 @@ proptest! {
             let op = op_of(k);
             let mut f = BioFlags::NONE;
             if op == Op::Write && flags & 1 != 0 {
-                f = f | BioFlags::FUA;
+                f |= BioFlags::FUA;
             }
             if op == Op::Write && flags & 2 != 0 {
-                f = f | BioFlags::PREFLUSH;
+                f |= BioFlags::PREFLUSH;
             }
             let tag = free.pop().unwrap();
             flying.insert(tag);

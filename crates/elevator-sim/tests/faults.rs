@@ -2,7 +2,7 @@
 //! time and good bytes; torn and misdirected writes as the write log's check
 //! sees them.
 
-use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome, Status};
+use elevator_core::{BioFlags, DeviceIo, Nanos, Op, Outcome, Status};
 use elevator_sim::device::{ModelSpec, SimDevice, WriteLogTap};
 
 type Done = Vec<(u32, Outcome, Nanos)>;

@@ -75,8 +75,9 @@ pub enum SpecError {
 pub struct ModelSpec {
     /// The model and its parameters.
     pub kind: Model,
-    /// Faults to inject (none by default).
-    pub faults: FaultParams,
+    /// Faults to inject (none by default; boxed: a spec is passed around
+    /// by value, and faults are rare).
+    pub faults: Box<FaultParams>,
 }
 
 /// A model with its parameters.
@@ -116,7 +117,7 @@ impl ModelSpec {
         if let Some(kind) = kind {
             return Ok(ModelSpec {
                 kind,
-                faults: FaultParams::default(),
+                faults: Box::default(),
             });
         }
         let names: Vec<&str> = presets().iter().map(|(n, _)| *n).collect();

@@ -125,10 +125,12 @@ pub struct NullDevice {
     stats: DeviceStats,
     busy_since: Nanos,
     writes: WriteNo,
-    /// The media, and the writes in flight `(done, write, lo, hi)` in
-    /// completion order, if tracked.
-    content: Option<Box<(ExtentMap, VecDeque<(Nanos, WriteNo, u64, u64)>)>>,
+    /// The media, and the writes in flight, if tracked.
+    content: Option<Box<(ExtentMap, VecDeque<Flying>)>>,
 }
+
+/// A write in flight: `(done, write, lo, hi)`, in completion order.
+type Flying = (Nanos, WriteNo, u64, u64);
 
 impl NullDevice {
     /// A null device with these parameters.

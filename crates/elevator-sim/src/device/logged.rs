@@ -28,7 +28,7 @@
 //! It also counts what was lost: completed writes whose content is neither
 //! on the media nor replaced there by a newer write.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::io::{self, Write};
 
@@ -244,19 +244,75 @@ struct InFlight {
     covers: Option<usize>,
 }
 
-/// What the tap keeps to check the media.
+/// What the tap keeps to check the media, folded as the run goes: 16
+/// bytes per write submitted (the sectors it was for), the extent maps of
+/// what is required and what was completed (bounded by the extents
+/// written), and the completed writes no flush has covered yet.
 #[derive(Debug, Default)]
 struct Ledger {
     /// Per write number (index `n - 1`): the sectors it was submitted for.
     submitted: Vec<(u64, u64)>,
     flying: HashMap<u32, InFlight>,
-    /// Writes recorded, in log order: (number, FUA).
-    recorded: Vec<(WriteNo, bool)>,
-    /// The recorded writes before this index are covered by a completed
-    /// flush.
-    durable_upto: usize,
-    /// Discards completed: (lo, hi, writes numbered before it).
-    discards: Vec<(u64, u64, WriteNo)>,
+    /// Writes recorded so far.
+    recorded: usize,
+    /// Recorded writes not FUA and not yet covered by a completed flush:
+    /// (place in the log among writes, write, lo, hi), in log order.
+    pending: VecDeque<(usize, WriteNo, u64, u64)>,
+    /// The newest write per sector that had to be durable.
+    required: ExtentMap,
+    /// Writes that had to be durable.
+    required_writes: u64,
+    /// The newest completed write per sector.
+    acked: ExtentMap,
+}
+
+impl Ledger {
+    /// Write `wn` of `[lo, hi)` completed `Ok` (FUA or not).
+    fn recorded(&mut self, wn: WriteNo, fua: bool) {
+        let (lo, hi) = self.submitted[(wn - 1) as usize];
+        self.acked.set_newer(lo, hi, wn);
+        if fua {
+            self.required.set_newer(lo, hi, wn);
+            self.required_writes += 1;
+        } else {
+            self.pending.push_back((self.recorded, wn, lo, hi));
+        }
+        self.recorded += 1;
+    }
+
+    /// A flush covering the first `k` recorded writes completed.
+    fn flushed(&mut self, k: usize) {
+        while let Some(&(i, wn, lo, hi)) = self.pending.front()
+            && i < k
+        {
+            self.pending.pop_front();
+            self.required.set_newer(lo, hi, wn);
+            if self.pending.front().is_none_or(|p| p.0 != i) {
+                self.required_writes += 1;
+            }
+        }
+    }
+
+    /// A discard of `[lo, hi)` submitted after `before` writes completed:
+    /// the content of those writes there is undefined.
+    fn discarded(&mut self, lo: u64, hi: u64, before: WriteNo) {
+        self.required.remove_older(lo, hi, before + 1);
+        self.acked.remove_older(lo, hi, before + 1);
+        let mut kept = VecDeque::with_capacity(self.pending.len());
+        for &(i, wn, a, b) in &self.pending {
+            if wn > before || b <= lo || hi <= a {
+                kept.push_back((i, wn, a, b));
+                continue;
+            }
+            if a < lo {
+                kept.push_back((i, wn, a, lo));
+            }
+            if hi < b {
+                kept.push_back((i, wn, hi, b));
+            }
+        }
+        self.pending = kept;
+    }
 }
 
 /// A device whose writes go to a write log, and whose media is checked
@@ -318,7 +374,7 @@ impl<W: Write> WriteLogTap<W> {
             records: self.log.records(),
             log_bytes: self.log.bytes(),
             writes: self.ledger.submitted.len() as u64,
-            recorded_writes: self.ledger.recorded.len() as u64,
+            recorded_writes: self.ledger.recorded as u64,
             checked_at: gone.map_or(now, |g| g.at),
             gone,
             faults,
@@ -349,23 +405,8 @@ impl Ledger {
                 c.first.push(v);
             }
         };
-        let range = |w: WriteNo| self.submitted[(w - 1) as usize];
-        // What had to be durable, and what was completed: the newest write
-        // per sector; discards make earlier content undefined.
-        let mut required = ExtentMap::new();
-        let mut acked = ExtentMap::new();
-        for (i, &(w, fua)) in self.recorded.iter().enumerate() {
-            let (lo, hi) = range(w);
-            acked.set_newer(lo, hi, w);
-            if fua || i < self.durable_upto {
-                required.set_newer(lo, hi, w);
-                c.required_writes += 1;
-            }
-        }
-        for &(lo, hi, before) in &self.discards {
-            required.remove_older(lo, hi, before + 1);
-            acked.remove_older(lo, hi, before + 1);
-        }
+        c.required_writes = self.required_writes;
+        let (required, acked) = (&self.required, &self.acked);
         for (lo, hi, w) in media.iter() {
             let sub = self.submitted.get((w as usize).wrapping_sub(1)).copied();
             match sub {
@@ -455,7 +496,7 @@ impl<W: Write> Device for WriteLogTap<W> {
             0
         };
         let flush = io.op == Op::Flush || io.flags.contains(BioFlags::PREFLUSH);
-        let covers = flush.then_some(l.recorded.len());
+        let covers = flush.then_some(l.recorded);
         l.flying.insert(
             io.tag,
             InFlight {
@@ -497,7 +538,7 @@ impl<W: Write> Device for WriteLogTap<W> {
             }
             if let Some(k) = f.covers {
                 // The flush (or the preflush before this write) is done.
-                self.ledger.durable_upto = self.ledger.durable_upto.max(k);
+                self.ledger.flushed(k);
             }
             let kind = match f.op {
                 Op::Write => Kind::Write,
@@ -516,10 +557,9 @@ impl<W: Write> Device for WriteLogTap<W> {
             if f.op == Op::Discard {
                 let lo = f.sector;
                 self.ledger
-                    .discards
-                    .push((lo, lo + u64::from(f.sectors), f.writes_before));
+                    .discarded(lo, lo + u64::from(f.sectors), f.writes_before);
             } else {
-                self.ledger.recorded.push((f.wn, flags & FLAG_FUA != 0));
+                self.ledger.recorded(f.wn, flags & FLAG_FUA != 0);
             }
         }
         for &(tag, o) in &got {

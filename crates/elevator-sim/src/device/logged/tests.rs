@@ -4,14 +4,18 @@ use super::*;
 
 fn ledger() -> Ledger {
     // Writes 1 (0..8), 2 (8..16), 3 (0..8, FUA), 4 (100..108); a flush
-    // completed after writes 1 and 2 were recorded; 4 was recorded after.
-    Ledger {
+    // covering writes 1 and 2 completed after 3 was recorded; 4 was
+    // recorded after.
+    let mut l = Ledger {
         submitted: vec![(0, 8), (8, 16), (0, 8), (100, 108)],
-        flying: HashMap::new(),
-        recorded: vec![(1, false), (2, false), (3, true), (4, false)],
-        durable_upto: 2,
-        discards: Vec::new(),
-    }
+        ..Ledger::default()
+    };
+    l.recorded(1, false);
+    l.recorded(2, false);
+    l.recorded(3, true);
+    l.flushed(2);
+    l.recorded(4, false);
+    l
 }
 
 #[test]
@@ -78,9 +82,34 @@ fn content_where_it_was_never_written_fails() {
 #[test]
 fn a_discard_releases_what_it_covers() {
     let mut l = ledger();
-    l.discards.push((8, 16, 4));
+    l.discarded(8, 16, 4);
     let mut m = ExtentMap::new();
     m.set(0, 8, 3);
     let c = l.check(&m);
     assert_eq!(c.violations, 0, "{:?}", c.first);
+}
+
+#[test]
+fn a_flush_covers_only_what_was_recorded_before_it() {
+    let mut l = Ledger {
+        submitted: vec![(0, 8), (8, 16), (16, 24)],
+        ..Ledger::default()
+    };
+    l.recorded(1, false);
+    // A flush submitted now covers write 1 only.
+    l.recorded(2, false);
+    l.flushed(1);
+    // A discard of 4..12 before write 3: write 1's 4..8 is undefined.
+    l.discarded(4, 12, 2);
+    l.recorded(3, false);
+    l.flushed(3);
+    let mut m = ExtentMap::new();
+    m.set(0, 4, 1);
+    m.set(12, 16, 2);
+    m.set(16, 24, 3);
+    let c = l.check(&m);
+    assert_eq!(c.violations, 0, "{:?}", c.first);
+    assert_eq!(c.required_writes, 3);
+    m.remove(20, 21);
+    assert_eq!(l.check(&m).violations, 1);
 }

@@ -231,3 +231,15 @@ fn fault_options_are_checked() {
     assert_eq!(s.faults.vanish_at, Some(500_000_000));
     assert!(s.has_faults() && !ModelSpec::parse("hdd-7200").unwrap().has_faults());
 }
+
+#[test]
+fn fault_times_are_bounded() {
+    let e = ModelSpec::parse("null,spike_ms=999999999999999")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at most"), "{e}");
+    let e = ModelSpec::parse("null,vanish_at=1e300")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("time"), "{e}");
+}

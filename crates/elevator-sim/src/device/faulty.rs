@@ -167,6 +167,14 @@ impl FaultParams {
             }
             Ok(v as u64)
         };
+        // At most 10^9 ms (11 days), so that times stay far from overflow.
+        let millis = |text: &str| -> Result<u64, ParamError> {
+            let v = count(text)?;
+            if v > 1_000_000_000 {
+                return Err(bad(name, text, "expected at most 1000000000 ms"));
+            }
+            Ok(v)
+        };
         match name {
             "lse_sectors" => {
                 for range in text.split(':') {
@@ -188,9 +196,9 @@ impl FaultParams {
             "torn_rate" => self.torn_rate = rate(text)?,
             "misdirect_rate" => self.misdirect_rate = rate(text)?,
             "spike_rate" => self.spike_rate = rate(text)?,
-            "spike_ms" => self.spike_ms = Some(count(text)?),
+            "spike_ms" => self.spike_ms = Some(millis(text)?),
             "timeout_rate" => self.timeout_rate = rate(text)?,
-            "timeout_ms" => self.timeout_ms = Some(count(text)?),
+            "timeout_ms" => self.timeout_ms = Some(millis(text)?),
             "vanish_at" => self.vanish_at = Some(parse_time(name, text)?),
             "power_cut_at" => self.power_cut_at = Some(parse_time(name, text)?),
             "fail_seed" => self.fail_seed = count(text)?,

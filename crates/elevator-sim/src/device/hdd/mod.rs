@@ -111,6 +111,18 @@
 //!   keeps timing, not data: a write into dirty data that is being destaged
 //!   counts as destaged with it.
 //!
+//! # Media content and power cuts
+//!
+//! Asked to ([`SimDevice::track_media`]: a write log, a power cut), the
+//! drive keeps which write each sector holds: in the write cache (a write
+//! accepted into it) and on the platters (a media write when it ends, a
+//! destage when it ends; a media write makes older cached content of its
+//! sectors stale). A power cut (`power_cut_at`, see `faulty.rs`) loses the
+//! cache: what was acknowledged from it and neither destaged nor flushed is
+//! not on the platters; a media operation under way at the cut did not
+//! happen. The drive has a cache to lose even with `write_cache=0` (it then
+//! holds nothing). No new parameters.
+//!
 //! # Engine notes
 //!
 //! - [`Device::next_completion`] is exact: the time of the next completion if

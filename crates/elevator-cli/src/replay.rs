@@ -221,6 +221,9 @@ pub fn run(args: &Args) -> Result<()> {
                     .finish(0)
                     .context("writing the write log (--write-log)")?;
                 eprintln!("elevator: {}", report.summary());
+                if let Some(line) = report.fault_line() {
+                    eprintln!("elevator: {line}");
+                }
                 write_log_check = report.verdict().err();
                 r
             } else {

@@ -423,6 +423,9 @@ pub fn execute_to_the_end(
                     .finish(0)
                     .context("writing the write log (--write-log)")?;
                 eprintln!("elevator: {}", report.summary());
+                if let Some(line) = report.fault_line() {
+                    eprintln!("elevator: {line}");
+                }
                 *taps.write_log_report.borrow_mut() = Some(report);
                 result
             } else {

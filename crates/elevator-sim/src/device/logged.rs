@@ -175,6 +175,26 @@ impl WriteLogReport {
         }
     }
 
+    /// One line on the faults injected, if any were asked for (besides
+    /// the cut or vanishing the summary tells).
+    pub fn fault_line(&self) -> Option<String> {
+        let f = self.faults?;
+        let parts: Vec<String> = [
+            (f.lse_reads, "reads failed on latent sector errors"),
+            (f.lse_repaired, "latent sector errors repaired by writes"),
+            (f.torn, "torn writes"),
+            (f.misdirected, "misdirected writes"),
+            (f.spikes, "latency spikes"),
+            (f.timeouts, "timeouts"),
+            (f.offline, "I/Os failed offline"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        (!parts.is_empty()).then(|| format!("faults injected: {}", parts.join(", ")))
+    }
+
     /// One line: what was lost, and what the check found.
     pub fn summary(&self) -> String {
         let secs = |t: Nanos| format!("{:.3} s", t as f64 / 1e9);
@@ -596,6 +616,10 @@ impl<W: Write> SimDevice for WriteLogTap<W> {
 
     fn end_of_run(&mut self, now: Nanos) {
         self.inner.end_of_run(now);
+    }
+
+    fn power_cut(&mut self, now: Nanos) {
+        self.inner.power_cut(now);
     }
 
     fn mark(&mut self, text: &str, now: Nanos) {

@@ -202,24 +202,40 @@ impl WriteLogReport {
             .check
             .as_ref()
             .map_or((0, 0), |c| (c.lost_writes, c.lost_sectors));
-        let mut s = match self.gone {
-            Some(Gone {
-                at,
-                power_cut: true,
-            }) => format!(
+        let mut s = match (self.gone, self.check.is_some()) {
+            (Some(g), false) => format!(
+                "{} at {}",
+                if g.power_cut {
+                    "power cut"
+                } else {
+                    "device vanished"
+                },
+                secs(g.at)
+            ),
+            (None, false) => format!("end of run at {}", secs(self.checked_at)),
+            (
+                Some(Gone {
+                    at,
+                    power_cut: true,
+                }),
+                true,
+            ) => format!(
                 "power cut at {}: lost {lost_w} unflushed writes ({lost_s} sectors) from the \
                  write cache",
                 secs(at)
             ),
-            Some(Gone {
-                at,
-                power_cut: false,
-            }) => format!(
+            (
+                Some(Gone {
+                    at,
+                    power_cut: false,
+                }),
+                true,
+            ) => format!(
                 "device vanished at {}: {lost_w} completed writes ({lost_s} sectors) not on \
                  the media",
                 secs(at)
             ),
-            None => format!(
+            (None, true) => format!(
                 "end of run at {}: {lost_w} completed writes ({lost_s} sectors) not yet on the \
                  media",
                 secs(self.checked_at)

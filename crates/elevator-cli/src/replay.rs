@@ -194,6 +194,7 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let mut bar = Bar::new(args.output_format == OutputFormat::Normal);
     let mut write_log_check = None;
+    let mut write_log = None;
     let cpu0 = thread_cpu_ns();
     let (result, device_name) = match target.model() {
         Some(model) => {
@@ -225,6 +226,7 @@ pub fn run(args: &Args) -> Result<()> {
                     eprintln!("elevator: {line}");
                 }
                 write_log_check = report.verdict().err();
+                write_log = Some(report);
                 r
             } else {
                 replay_sim(plan, model, &cfg, sink, &mut |p| bar.update(p))
@@ -295,7 +297,20 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let printed = match args.output_format {
         OutputFormat::Normal => print_text(&report, &mut std::io::stdout().lock()),
-        OutputFormat::Json => print_json(&report, &mut std::io::stdout().lock()),
+        OutputFormat::Json => match &write_log {
+            Some(wl) => {
+                let mut json = Vec::new();
+                print_json(&report, &mut json).and_then(|()| {
+                    let text = crate::run::with_write_log(
+                        &String::from_utf8_lossy(&json),
+                        wl,
+                        args.write_log.as_deref(),
+                    );
+                    Ok(std::io::stdout().lock().write_all(text.as_bytes())?)
+                })
+            }
+            None => print_json(&report, &mut std::io::stdout().lock()),
+        },
     };
     match printed {
         // The reader went away (`| head`): nothing more to say.

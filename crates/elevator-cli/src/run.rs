@@ -548,7 +548,11 @@ pub fn execute_to_the_end(
 /// fio's JSON report `json` with a `write_log` field: the write log's
 /// summary and figures. The report is returned as it was if it is not a
 /// JSON object.
-fn with_write_log(json: &str, report: &WriteLogReport, path: Option<&std::path::Path>) -> String {
+pub fn with_write_log(
+    json: &str,
+    report: &WriteLogReport,
+    path: Option<&std::path::Path>,
+) -> String {
     let Ok(serde_json::Value::Object(mut top)) = serde_json::from_str::<serde_json::Value>(json)
     else {
         return json.to_string();

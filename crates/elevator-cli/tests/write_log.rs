@@ -150,6 +150,19 @@ fn replay_takes_a_write_log_too() {
         "{err}"
     );
     assert!(std::fs::metadata(&log).is_ok_and(|m| m.len() >= 64));
+    let out = ok(&[
+        "replay",
+        &t,
+        "--device",
+        "ssd-sata,power_cut_at=2ms",
+        "--timing",
+        "asap",
+        "--output-format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["write_log"]["power_cut"], true, "{}", v["write_log"]);
+    assert!(v["bios"].is_u64(), "the replay report is still there");
 }
 
 #[test]

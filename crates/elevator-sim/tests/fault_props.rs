@@ -20,8 +20,10 @@ use elevator_sim::device::{ExtentMap, ModelSpec, SimDevice, WriteLogTap};
 use elevator_sim::engine::run_on;
 use proptest::prelude::*;
 
-const MODELS: [&str; 6] = [
+const MODELS: [&str; 8] = [
     "null,latency=50",
+    "raid0-8x-sas-10k,members=3,chunk=4k",
+    "raid0-8x-sas-10k,members=2,chunk=8k,member=ssd-sata",
     "ssd-sata",
     "nvme,writeback=100us",
     "hdd-7200",

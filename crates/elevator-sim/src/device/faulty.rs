@@ -636,10 +636,12 @@ impl SimDevice for Faulty {
         // A cut or a vanishing after the run still happens: the device sat
         // idle until then (a disk destages meanwhile).
         match self.end {
-            Some(e) if self.counts.gone.is_none() => {
+            Some(e) => {
                 self.catch_up(e.at.max(now));
+                // The model stopped at the moment it went (a RAID puts its
+                // members' media together then).
+                self.inner.end_of_run(e.at);
             }
-            Some(_) => {}
             None => self.inner.end_of_run(now),
         }
     }

@@ -144,7 +144,7 @@ pub struct WriteLogReport {
     pub gone: Option<Gone>,
     /// What the faults did, if any were injected.
     pub faults: Option<FaultCounts>,
-    /// The check, if the model tracks its media (RAID 0 does not).
+    /// The check, if the model tracks its media (every model here does).
     pub check: Option<MediaCheck>,
     /// The device, for messages.
     pub device: String,

@@ -193,7 +193,8 @@ pub trait SimDevice: Device {
     /// the first I/O). Models that cannot keep track ignore it.
     fn track_media(&mut self) {}
 
-    /// The media content, if tracked: what survives a power cut now.
+    /// The media content, if tracked: what survives a power cut now (a
+    /// RAID 0's as put together at the end of the run or the cut).
     fn media(&self) -> Option<&ExtentMap> {
         None
     }

@@ -845,7 +845,9 @@ pub fn devices() -> Result<()> {
         }
         println!();
     }
-    println!("Faults, on any model (power_cut_at: hdd and ssd only):");
+    println!(
+        "Faults, on any model (power_cut_at: models with a write cache: hdd, ssd, a raid0 of them):"
+    );
     for (name, default, what) in elevator_sim::device::faulty::FAULT_PARAMS {
         println!("    {name:<20} {default:<16} {what}");
     }

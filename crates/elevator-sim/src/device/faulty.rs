@@ -10,7 +10,7 @@
 //! | `spike_rate=F`, `spike_ms=N` | 0, 100 | a fraction of I/Os complete N ms late, `Ok` |
 //! | `timeout_rate=F`, `timeout_ms=N` | 0, 30000 | a fraction of I/Os are never answered; they complete `TimedOut` with 0 good bytes `timeout_ms` after submission (or when the model finishes them, if later). A timed-out write's data did reach the model (it may or may not have landed, as on a real device) |
 //! | `vanish_at=T` | never | from T (`500ms`, `2s`, plain seconds; virtual time from the start) the device is gone: what is in flight completes `Offline` at T, new I/O completes `Offline` 1 ms after it arrives (so that a time-based job's clock still moves: jobs go on issuing after errors) |
-//! | `power_cut_at=T` | never | as `vanish_at`, and power is lost: what the model's volatile write cache held and had not written is lost (hdd, ssd only) |
+//! | `power_cut_at=T` | never | as `vanish_at`, and power is lost: what the model's volatile write cache held and had not written is lost (hdd, ssd, a raid0 of them) |
 //! | `fail_seed=N` | 0 | seeds every random choice |
 //!
 //! The choices are drawn per I/O at submission, in a fixed order (timeout,
@@ -98,7 +98,7 @@ pub const FAULT_PARAMS: [(&str, &str, &str); 10] = [
     (
         "power_cut_at",
         "never",
-        "time: the write cache's unflushed data is lost, then Offline (hdd, ssd)",
+        "time: the write cache's unflushed data is lost, then Offline (hdd, ssd, raid0 of them)",
     ),
     ("fail_seed", "0", "seed of every random fault choice"),
 ];

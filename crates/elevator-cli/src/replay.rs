@@ -21,7 +21,8 @@ use clap::ValueEnum;
 use elevator_io::DeviceSpec;
 use elevator_io::engine::EngineConfig;
 use elevator_io::replay::{RealReplayConfig, replay as replay_real};
-use elevator_sim::replay::{ReplayConfig, ReplayProgress, replay as replay_sim};
+use elevator_sim::device::WriteLogTap;
+use elevator_sim::replay::{ReplayConfig, ReplayProgress, replay as replay_sim, replay_on};
 use elevator_trace::analyze::Analyzer;
 use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
 use elevator_trace::{DevT, Format, Item, TraceError, TraceReader, TraceSink, dev_t};
@@ -130,6 +131,12 @@ pub struct Args {
     /// of replaying (for benchmarks).
     #[arg(long, value_name = "EVENTS")]
     generate: Option<u64>,
+    /// Record what the device received as a write log (writes, flushes,
+    /// FUA, discards) to FILE, and check the simulated device's media
+    /// against it at the end (after a power_cut_at or vanish_at, if the
+    /// spec has one).
+    #[arg(long, value_name = "FILE")]
+    write_log: Option<std::path::PathBuf>,
 }
 
 /// Recorded records analysed by device, as they stream past the planner
@@ -142,6 +149,10 @@ pub fn run(args: &Args) -> Result<()> {
         return crate::replay_gen::generate(&args.trace, n);
     }
     let target = DeviceSpec::parse(&args.device)?;
+    if args.write_log.is_some() && target.model().is_none() {
+        // The lead wires the real-device tap (elevator-io) here.
+        bail!("--write-log on a real device: not wired yet");
+    }
     let tunables = parse_sets(&args.set)?;
     check_schedulers(&target, std::slice::from_ref(&args.scheduler), &tunables)?;
     let timing = match (args.depth, args.timing) {
@@ -182,6 +193,8 @@ pub fn run(args: &Args) -> Result<()> {
         fua: args.fua,
     };
     let mut bar = Bar::new(args.output_format == OutputFormat::Normal);
+    let mut write_log_check = None;
+    let mut write_log = None;
     let cpu0 = thread_cpu_ns();
     let (result, device_name) = match target.model() {
         Some(model) => {
@@ -194,7 +207,30 @@ pub fn run(args: &Args) -> Result<()> {
                 source_name: args.trace.clone(),
             };
             let sink = trace_out.as_mut().map(|s| s.as_mut() as &mut dyn TraceSink);
-            let r = replay_sim(plan, model, &cfg, sink, &mut |p| bar.update(p));
+            let r = if args.write_log.is_some() || model.has_faults() {
+                let file: Box<dyn Write + Send> = match &args.write_log {
+                    Some(path) => Box::new(std::io::BufWriter::new(
+                        std::fs::File::create(path)
+                            .with_context(|| format!("--write-log {}", path.display()))?,
+                    )),
+                    None => Box::new(std::io::sink()),
+                };
+                let mut tap = WriteLogTap::new(model.build_sim()?, file)
+                    .context("writing the write log (--write-log)")?;
+                let r = replay_on(plan, &mut tap, &cfg, sink, &mut |p| bar.update(p));
+                let (report, _) = tap
+                    .finish(0)
+                    .context("writing the write log (--write-log)")?;
+                eprintln!("elevator: {}", report.summary());
+                if let Some(line) = report.fault_line() {
+                    eprintln!("elevator: {line}");
+                }
+                write_log_check = report.verdict().err();
+                write_log = Some(report);
+                r
+            } else {
+                replay_sim(plan, model, &cfg, sink, &mut |p| bar.update(p))
+            };
             (
                 r.map_err(anyhow::Error::from),
                 model_name(&args.device, model),
@@ -261,17 +297,31 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let printed = match args.output_format {
         OutputFormat::Normal => print_text(&report, &mut std::io::stdout().lock()),
-        OutputFormat::Json => print_json(&report, &mut std::io::stdout().lock()),
+        OutputFormat::Json => match &write_log {
+            Some(wl) => {
+                let mut json = Vec::new();
+                print_json(&report, &mut json).and_then(|()| {
+                    let text = crate::run::with_write_log(
+                        &String::from_utf8_lossy(&json),
+                        wl,
+                        args.write_log.as_deref(),
+                    );
+                    Ok(std::io::stdout().lock().write_all(text.as_bytes())?)
+                })
+            }
+            None => print_json(&report, &mut std::io::stdout().lock()),
+        },
     };
     match printed {
         // The reader went away (`| head`): nothing more to say.
         Err(e)
             if e.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
-                == Some(std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(())
-        }
-        r => r,
+                == Some(std::io::ErrorKind::BrokenPipe) => {}
+        r => r?,
+    }
+    match write_log_check {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
     }
 }
 

@@ -12,7 +12,7 @@ use elevator_fio::job::JobFile;
 use elevator_fio::result::RunResult;
 use elevator_fio::{Progress, RunConfig};
 use elevator_io::DeviceSpec;
-use elevator_sim::device::{ModelSpec, presets};
+use elevator_sim::device::{Model, ModelSpec, WriteLogReport, WriteLogTap, presets};
 use elevator_sim::engine::run_observed as simulate;
 
 use crate::cpu_time::thread_cpu_ns;
@@ -112,6 +112,12 @@ pub struct RunArgs {
     /// head's position on a disk model): self-contained, readable offline.
     #[arg(long, value_name = "FILE.html")]
     report: Option<std::path::PathBuf>,
+    /// Record what the device received as a write log (writes, flushes,
+    /// FUA, discards, job start/end marks) to FILE, and check the simulated
+    /// device's media against it at the end (after a power_cut_at or
+    /// vanish_at, if the spec has one).
+    #[arg(long, value_name = "FILE")]
+    write_log: Option<std::path::PathBuf>,
     #[command(flatten)]
     threads: ThreadArgs,
 }
@@ -330,6 +336,12 @@ pub struct Taps<'a> {
     pub trace: Option<&'a str>,
     /// `--report`: the trace's events gathered for the plots.
     pub observer: Option<SharedObserver>,
+    /// `--write-log FILE`: the device's write log.
+    pub write_log: Option<&'a std::path::Path>,
+    /// What the write log's check found, filled in when a simulated run
+    /// ends (with `write_log`, or when the model has faults: the check
+    /// then runs without a file).
+    pub write_log_report: std::cell::RefCell<Option<WriteLogReport>>,
 }
 
 /// Run `jobs` on `target` and measure the host CPU it took (this thread's,
@@ -389,14 +401,43 @@ pub fn execute_to_the_end(
                 .as_ref()
                 .map(|_| elevator_sim::engine::HeadsOut::new(MAX_HEADS));
             let t0 = thread_cpu_ns();
-            let result = simulate(
-                jobs,
-                model,
-                cfg,
-                &mut |p| bar.update(p),
-                out.as_mut(),
-                heads.as_mut(),
-            );
+            let result = if taps.write_log.is_some() || model.has_faults() {
+                let file: Box<dyn Write + Send> = match taps.write_log {
+                    Some(path) => Box::new(std::io::BufWriter::new(
+                        std::fs::File::create(path)
+                            .with_context(|| format!("--write-log {}", path.display()))?,
+                    )),
+                    None => Box::new(std::io::sink()),
+                };
+                let mut tap = WriteLogTap::new(model.build_sim()?, file)
+                    .context("writing the write log (--write-log)")?;
+                let result = elevator_sim::engine::run_on(
+                    jobs,
+                    &mut tap,
+                    cfg,
+                    &mut |p| bar.update(p),
+                    out.as_mut(),
+                    heads.as_mut(),
+                );
+                let (report, _) = tap
+                    .finish(0)
+                    .context("writing the write log (--write-log)")?;
+                eprintln!("elevator: {}", report.summary());
+                if let Some(line) = report.fault_line() {
+                    eprintln!("elevator: {line}");
+                }
+                *taps.write_log_report.borrow_mut() = Some(report);
+                result
+            } else {
+                simulate(
+                    jobs,
+                    model,
+                    cfg,
+                    &mut |p| bar.update(p),
+                    out.as_mut(),
+                    heads.as_mut(),
+                )
+            };
             let cpu = thread_cpu_ns().saturating_sub(t0);
             if let (Some(o), Some(h)) = (&taps.observer, heads) {
                 o.with(|o| o.set_heads(h.samples.iter().map(|s| (s.time, s.cylinder))));
@@ -413,8 +454,14 @@ pub fn execute_to_the_end(
             if let (Some(prefix), Some(summary)) = (trace, summary) {
                 eprintln!("{}", crate::trace_out::summary_line(prefix, &summary));
             }
+            let check = taps
+                .write_log_report
+                .borrow()
+                .as_ref()
+                .and_then(|r| r.verdict().err())
+                .map(|e| e.to_string());
             match result {
-                Ok(result) => Ok((result, cpu, None)),
+                Ok(result) => Ok((result, cpu, check)),
                 Err(elevator_sim::engine::SimError::JobFailed {
                     job,
                     clone,
@@ -423,6 +470,10 @@ pub fn execute_to_the_end(
                 }) => Ok((*partial, cpu, Some(job_failed(&job, clone, &failure)))),
                 Err(e) => Err(e.into()),
             }
+        }
+        None if taps.write_log.is_some() => {
+            // The lead wires the real-device tap (elevator-io) here.
+            bail!("--write-log on a real device: not wired yet")
         }
         None => {
             bar.real = true;
@@ -511,6 +562,59 @@ pub fn execute_to_the_end(
             Ok((result, cpu, failure))
         }
     }
+}
+
+/// fio's JSON report `json` with a `write_log` field: the write log's
+/// summary and figures. The report is returned as it was if it is not a
+/// JSON object.
+pub fn with_write_log(
+    json: &str,
+    report: &WriteLogReport,
+    path: Option<&std::path::Path>,
+) -> String {
+    let Ok(serde_json::Value::Object(mut top)) = serde_json::from_str::<serde_json::Value>(json)
+    else {
+        return json.to_string();
+    };
+    let check = report.check.as_ref();
+    let faults = report.faults.map(|f| {
+        serde_json::json!({
+            "lse_reads": f.lse_reads,
+            "lse_repaired": f.lse_repaired,
+            "torn": f.torn,
+            "misdirected": f.misdirected,
+            "spikes": f.spikes,
+            "timeouts": f.timeouts,
+            "offline": f.offline,
+        })
+    });
+    top.insert(
+        "write_log".to_string(),
+        serde_json::json!({
+            "file": path.map(|p| p.display().to_string()),
+            "summary": report.summary(),
+            "records": report.records,
+            "writes": report.writes,
+            "recorded_writes": report.recorded_writes,
+            "checked_at_s": report.checked_at as f64 / 1e9,
+            "power_cut": report.gone.is_some_and(|g| g.power_cut),
+            "vanished": report.gone.is_some_and(|g| !g.power_cut),
+            "lost_writes": check.map(|c| c.lost_writes),
+            "lost_sectors": check.map(|c| c.lost_sectors),
+            "required_writes": check.map(|c| c.required_writes),
+            "check": match check {
+                None => "not tracked",
+                Some(c) if c.violations == 0 => "passed",
+                Some(_) => "failed",
+            },
+            "violations": check.map(|c| c.violations),
+            "faults": faults,
+        }),
+    );
+    let mut out = serde_json::to_string_pretty(&serde_json::Value::Object(top))
+        .unwrap_or_else(|_| json.to_string());
+    out.push('\n');
+    out
 }
 
 fn job_failed(job: &str, clone: u32, failure: &elevator_fio::workload::JobFailure) -> String {
@@ -617,13 +721,22 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let taps = Taps {
         trace: args.trace_out.as_deref(),
         observer: observer.clone(),
+        write_log: args.write_log.as_deref(),
+        ..Taps::default()
     };
     let (result, cpu, failure) =
         execute_to_the_end(&jobs, &dev, &cfg, &args.threads, &mut bar, &taps)?;
 
+    let write_log = taps.write_log_report.borrow();
     let mut text = String::new();
     for format in &formats {
-        text.push_str(&report::render(*format, &jobs, &result, &args.device));
+        let rendered = report::render(*format, &jobs, &result, &args.device);
+        match (&*write_log, format) {
+            (Some(wl), report::Format::Json | report::Format::JsonPlus) => {
+                text.push_str(&with_write_log(&rendered, wl, args.write_log.as_deref()));
+            }
+            _ => text.push_str(&rendered),
+        }
     }
     match &args.output {
         Some(path) => std::fs::write(path, &text).with_context(|| format!("writing {path}"))?,
@@ -689,6 +802,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
         let taps = Taps {
             trace: trace.as_deref(),
             observer: observer.clone(),
+            ..Taps::default()
         };
         let (result, cpu) = execute(&jobs, &dev, &cfg, &args.threads, &mut bar, &taps)
             .with_context(|| format!("running {name} under {sched}"))?;
@@ -732,7 +846,7 @@ pub fn devices() -> Result<()> {
     for (name, what) in presets() {
         let spec = ModelSpec::preset(name)?;
         println!("{name}: {what}");
-        if let ModelSpec::Raid0(p) = &spec {
+        if let Model::Raid0(p) = &spec.kind {
             println!("    {:<20} {:<16} members' preset", "member", p.member);
         }
         for p in spec.params() {
@@ -750,6 +864,13 @@ pub fn devices() -> Result<()> {
         }
         println!();
     }
+    println!(
+        "Faults, on any model (power_cut_at: models with a write cache: hdd, ssd, a raid0 of them):"
+    );
+    for (name, default, what) in elevator_sim::device::faulty::FAULT_PARAMS {
+        println!("    {name:<20} {default:<16} {what}");
+    }
+    println!();
     println!("Override parameters by name: --device hdd-7200,rpm=5400,ncq=1");
     Ok(())
 }

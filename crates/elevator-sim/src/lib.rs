@@ -3,7 +3,10 @@
 //! elevator-core's queue on them.
 //!
 //! - [`device`]: device models (null, ssd, hdd, raid0) behind
-//!   [`elevator_core::Device`], built from specs like `hdd-7200,rpm=5400`.
+//!   [`elevator_core::Device`], built from specs like `hdd-7200,rpm=5400`;
+//!   faults on any of them (`torn_rate`, `vanish_at`, `power_cut_at`, ...);
+//!   which write each media sector holds; the write log of a model and the
+//!   check of its media against it.
 //! - [`engine`]: the discrete-event loop.
 //! - [`iolog_out`]: `write_iolog`, each job clone's I/Os as fio logs them,
 //!   from the trace events.

@@ -13,7 +13,7 @@ use elevator_trace::session::{ReplayError, ReplayResult, Session};
 use elevator_trace::{Item, TraceSink};
 use thiserror::Error;
 
-use crate::device::{ModelSpec, ParamError};
+use crate::device::{ModelSpec, ParamError, SimDevice};
 
 /// Why a simulated replay could not run.
 #[derive(Debug, Error)]
@@ -60,7 +60,7 @@ pub struct ReplayProgress {
 /// Replay `plan` on a `device` model. Queue events go to `sink`, if given,
 /// as records of the planned device on CPU 0.
 pub fn replay<I>(
-    mut plan: Planner<I>,
+    plan: Planner<I>,
     device: &ModelSpec,
     cfg: &ReplayConfig,
     sink: Option<&mut dyn TraceSink>,
@@ -69,7 +69,23 @@ pub fn replay<I>(
 where
     I: Iterator<Item = Result<Item, TraceError>>,
 {
-    let mut device = device.build()?;
+    let mut device = device.build_sim()?;
+    replay_on(plan, &mut *device, cfg, sink, progress)
+}
+
+/// [`replay`] on a device already built: a model, or a tap in front of one
+/// ([`crate::device::WriteLogTap`]), which the caller keeps and looks at
+/// afterwards.
+pub fn replay_on<I>(
+    mut plan: Planner<I>,
+    device: &mut dyn SimDevice,
+    cfg: &ReplayConfig,
+    sink: Option<&mut dyn TraceSink>,
+    progress: &mut dyn FnMut(ReplayProgress),
+) -> Result<ReplayResult, SimReplayError>
+where
+    I: Iterator<Item = Result<Item, TraceError>>,
+{
     let shape = DeviceShape {
         limits: device.limits(),
         queue_depth: device.queue_depth(),

@@ -8,8 +8,17 @@
 //! | `ssd-sata`, `nvme` | `ssd.rs` | channels, per-op latency, bandwidth limit |
 //! | `hdd-7200`, `hdd-sas-10k`, `hdd-sas-15k`, `hdd-sata-2011` | `hdd/` | zoned disk: seek curve, rotation, NCQ, write cache |
 //! | `raid0-8x-sas-10k` | `raid0.rs` | stripes over member devices of any model |
+//!
+//! Any spec may add fault options (`faulty.rs`: `torn_rate`, `vanish_at`,
+//! `power_cut_at`, ...), which wrap the model in [`Faulty`]. Models track
+//! which write each media sector holds when asked (`media.rs`,
+//! [`SimDevice`]); `logged.rs` records a write log of a model and checks its
+//! media against it.
 
+pub mod faulty;
 pub mod hdd;
+pub mod logged;
+pub mod media;
 pub mod null;
 pub mod param;
 pub mod raid0;
@@ -18,7 +27,10 @@ pub mod ssd;
 use elevator_core::Device;
 use thiserror::Error;
 
+pub use faulty::{FaultCounts, FaultParams, Faulty, Gone};
 pub use hdd::{Hdd, HddParams};
+pub use logged::{WriteLogReport, WriteLogTap};
+pub use media::{ExtentMap, SimDevice, WriteNo};
 pub use null::{NullDevice, NullParams};
 pub use param::{ParamError, ParamUnit, ParamValue, parse_param};
 pub use raid0::{Raid0, Raid0Params};
@@ -58,9 +70,19 @@ pub enum SpecError {
     },
 }
 
-/// A model with its parameters, ready to build.
+/// A model with its parameters and faults, ready to build.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ModelSpec {
+pub struct ModelSpec {
+    /// The model and its parameters.
+    pub kind: Model,
+    /// Faults to inject (none by default; boxed: a spec is passed around
+    /// by value, and faults are rare).
+    pub faults: Box<FaultParams>,
+}
+
+/// A model with its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Model {
     /// A null device.
     Null(NullParams),
     /// A flash SSD.
@@ -83,17 +105,20 @@ pub fn presets() -> Vec<(&'static str, &'static str)> {
 impl ModelSpec {
     /// The preset called `name`, with its default parameters.
     pub fn preset(name: &str) -> Result<ModelSpec, SpecError> {
-        if name == NullParams::PRESET.0 {
-            return Ok(ModelSpec::Null(NullParams::default()));
-        }
-        if let Some(p) = SsdParams::preset(name) {
-            return Ok(ModelSpec::Ssd(p));
-        }
-        if let Some(p) = HddParams::preset(name) {
-            return Ok(ModelSpec::Hdd(p));
-        }
-        if let Some(p) = Raid0Params::preset(name) {
-            return Ok(ModelSpec::Raid0(p));
+        let kind = if name == NullParams::PRESET.0 {
+            Some(Model::Null(NullParams::default()))
+        } else if let Some(p) = SsdParams::preset(name) {
+            Some(Model::Ssd(p))
+        } else if let Some(p) = HddParams::preset(name) {
+            Some(Model::Hdd(p))
+        } else {
+            Raid0Params::preset(name).map(Model::Raid0)
+        };
+        if let Some(kind) = kind {
+            return Ok(ModelSpec {
+                kind,
+                faults: Box::default(),
+            });
         }
         let names: Vec<&str> = presets().iter().map(|(n, _)| *n).collect();
         let close: Vec<&str> = names
@@ -137,14 +162,30 @@ impl ModelSpec {
         Ok(dev)
     }
 
-    /// Set a parameter by name from text.
+    /// Set a parameter (or a fault option, see [`faulty`]) by name from
+    /// text.
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
-        match self {
-            ModelSpec::Null(p) => p.set(name, text),
-            ModelSpec::Ssd(p) => p.set(name, text),
-            ModelSpec::Hdd(p) => p.set(name, text),
-            ModelSpec::Raid0(p) => p.set(name, text),
+        if FaultParams::knows(name) {
+            return self.faults.set(name, text);
         }
+        let r = match &mut self.kind {
+            Model::Null(p) => p.set(name, text),
+            Model::Ssd(p) => p.set(name, text),
+            Model::Hdd(p) => p.set(name, text),
+            Model::Raid0(p) => p.set(name, text),
+        };
+        // Name the fault options among what exists.
+        r.map_err(|e| match e {
+            ParamError::Unknown { model, name, known } => ParamError::Unknown {
+                model,
+                name,
+                known: format!(
+                    "{known}; faults: {}",
+                    faulty::FAULT_PARAMS.map(|(n, _, _)| n).join(", ")
+                ),
+            },
+            e => e,
+        })
     }
 
     /// Check that the parameters work together.
@@ -154,31 +195,47 @@ impl ModelSpec {
 
     /// The parameters and their values.
     pub fn params(&self) -> Vec<ParamValue> {
-        match self {
-            ModelSpec::Null(p) => p.list(),
-            ModelSpec::Ssd(p) => p.list(),
-            ModelSpec::Hdd(p) => p.list(),
-            ModelSpec::Raid0(p) => p.list(),
+        match &self.kind {
+            Model::Null(p) => p.list(),
+            Model::Ssd(p) => p.list(),
+            Model::Hdd(p) => p.list(),
+            Model::Raid0(p) => p.list(),
         }
     }
 
     /// The model's name (`null`, `ssd`, `hdd`, `raid0`).
     pub fn model(&self) -> &'static str {
-        match self {
-            ModelSpec::Null(_) => NullParams::MODEL,
-            ModelSpec::Ssd(_) => SsdParams::MODEL,
-            ModelSpec::Hdd(_) => HddParams::MODEL,
-            ModelSpec::Raid0(_) => Raid0Params::MODEL,
+        match &self.kind {
+            Model::Null(_) => NullParams::MODEL,
+            Model::Ssd(_) => SsdParams::MODEL,
+            Model::Hdd(_) => HddParams::MODEL,
+            Model::Raid0(_) => Raid0Params::MODEL,
         }
     }
 
-    /// Build the device.
+    /// Build the device (with its faults, if any).
     pub fn build(&self) -> Result<Box<dyn Device + Send>, ParamError> {
-        Ok(match self {
-            ModelSpec::Null(p) => Box::new(NullDevice::new(p)?),
-            ModelSpec::Ssd(p) => Box::new(Ssd::new(p)?),
-            ModelSpec::Hdd(p) => Box::new(Hdd::new(p)?),
-            ModelSpec::Raid0(p) => Box::new(Raid0::new(p)?),
-        })
+        Ok(self.build_sim()?)
+    }
+
+    /// Build the device as a [`SimDevice`], whose media can be tracked:
+    /// the model, wrapped in [`Faulty`] if any fault is asked for.
+    pub fn build_sim(&self) -> Result<Box<dyn SimDevice + Send>, ParamError> {
+        let model: Box<dyn SimDevice + Send> = match &self.kind {
+            Model::Null(p) => Box::new(NullDevice::new(p)?),
+            Model::Ssd(p) => Box::new(Ssd::new(p)?),
+            Model::Hdd(p) => Box::new(Hdd::new(p)?),
+            Model::Raid0(p) => Box::new(Raid0::new(p)?),
+        };
+        if self.faults.is_active() {
+            Ok(Box::new(Faulty::new(model, &self.faults)?))
+        } else {
+            Ok(model)
+        }
+    }
+
+    /// Whether it injects faults.
+    pub fn has_faults(&self) -> bool {
+        self.faults.is_active()
     }
 }

@@ -4,10 +4,14 @@
 //!
 //! Parameters: `capacity` (1 TiB), `latency` (0 µs), `queue_depth` (1024),
 //! `logical_block_size` (512).
+//!
+//! It has no write cache: a write's content is on the media when it
+//! completes (tracked when asked, for a write log).
 
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
 use std::collections::VecDeque;
 
+use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
 use super::param::{ParamError, ParamUnit, ParamValue, parse_param};
 
 /// Parameters of the null device.
@@ -120,7 +124,13 @@ pub struct NullDevice {
     pending: VecDeque<(Nanos, u32)>,
     stats: DeviceStats,
     busy_since: Nanos,
+    writes: WriteNo,
+    /// The media, and the writes in flight, if tracked.
+    content: Option<Box<(ExtentMap, VecDeque<Flying>)>>,
 }
+
+/// A write in flight: `(done, write, lo, hi)`, in completion order.
+type Flying = (Nanos, WriteNo, u64, u64);
 
 impl NullDevice {
     /// A null device with these parameters.
@@ -160,6 +170,8 @@ impl NullDevice {
             pending: VecDeque::with_capacity(p.queue_depth as usize),
             stats: DeviceStats::default(),
             busy_since: 0,
+            writes: 0,
+            content: None,
         })
     }
 }
@@ -190,6 +202,15 @@ impl Device for NullDevice {
             self.busy_since = now;
         }
         self.pending.push_back((now + self.latency, io.tag));
+        if numbered(io.op) {
+            self.writes += 1;
+            if let Some(c) = &mut self.content {
+                let cap = self.limits.capacity;
+                let lo = io.sector.min(cap);
+                let hi = (io.sector + u64::from(io.sectors)).min(cap);
+                c.1.push_back((now + self.latency, self.writes, lo, hi));
+            }
+        }
     }
 
     fn next_completion(&self) -> Option<Nanos> {
@@ -197,6 +218,15 @@ impl Device for NullDevice {
     }
 
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
+        if let Some(c) = &mut self.content {
+            let (media, flying) = &mut **c;
+            while let Some(&(t, w, lo, hi)) = flying.front()
+                && t <= now
+            {
+                media.set_newer(lo, hi, w);
+                flying.pop_front();
+            }
+        }
         while let Some(&(t, tag)) = self.pending.front() {
             if t > now {
                 break;
@@ -216,6 +246,17 @@ impl Device for NullDevice {
 
     fn stats(&self) -> DeviceStats {
         self.stats
+    }
+}
+
+/// No cache: a completed write is on the media.
+impl SimDevice for NullDevice {
+    fn track_media(&mut self) {
+        self.content.get_or_insert_with(Box::default);
+    }
+
+    fn media(&self) -> Option<&ExtentMap> {
+        self.content.as_deref().map(|c| &c.0)
     }
 }
 

@@ -4,7 +4,8 @@
 //! turn: chunk `k` lives on member `k mod members` at member chunk
 //! `k div members`. An I/O is split at chunk boundaries into parts, one per
 //! chunk it touches, each sent to its member; it completes when its last part
-//! does. A flush goes to every member. A member that already has its queue
+//! does. A flush goes to every member, and so does a write's PREFLUSH (as a
+//! flush of every member, sent before the write's parts). A member that already has its queue
 //! depth outstanding holds further parts in a first-in first-out list, and
 //! takes the next one the instant it completes something.
 //!
@@ -15,14 +16,21 @@
 //!
 //! Parameters: `members` (8), `member` (a preset name, `hdd-sas-10k`), `chunk`
 //! (64 KiB), `queue_depth` (0 = automatic).
+//!
+//! Media content (for a write log, a power cut): the array numbers its
+//! writes, each member its own; the array remembers which array write each
+//! member write was part of, and puts the members' media together, chunk by
+//! chunk, when the run ends or the power is cut. A power cut reaches every
+//! member (the array takes `power_cut_at` when its members have caches).
 //! Preset: `raid0-8x-sas-10k`, eight 10K SAS disks, like the fast RAID of the 2011 report on
 //! CFQ's idling (LKML, "CFQ: fixing performance issues").
 
 use std::collections::VecDeque;
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
+use elevator_core::{BioFlags, Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
 
 use super::ModelSpec;
+use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
 use super::null::{checked_limits, unknown};
 use super::param::{ParamError, ParamUnit, ParamValue, parse_param};
 
@@ -128,6 +136,9 @@ fn bad(name: &'static str, value: f64, why: impl Into<String>) -> ParamError {
 struct Slot {
     tag: u32,
     parts_left: u32,
+    /// Parts that carry data (numbered first; a preflush's flushes of
+    /// every member come after them).
+    data_parts: u32,
     /// Sectors of the I/O's first part (later parts are whole chunks).
     first_part: u64,
     /// Earliest failure: (byte offset, status).
@@ -140,7 +151,7 @@ const PART_BITS: u32 = 16;
 
 /// The RAID-0 device.
 pub struct Raid0 {
-    members: Vec<Box<dyn Device + Send>>,
+    members: Vec<Box<dyn SimDevice + Send>>,
     member_depth: Vec<u32>,
     waiting: Vec<VecDeque<DeviceIo>>,
     slots: Vec<Slot>,
@@ -156,6 +167,19 @@ pub struct Raid0 {
     stats: DeviceStats,
     busy_since: Nanos,
     outstanding: u32,
+    /// Writes submitted to the array.
+    writes: WriteNo,
+    /// Media content, if tracked.
+    content: Option<Box<RaidContent>>,
+}
+
+/// Which array write each member write was part of, and the array's media
+/// as last put together.
+#[derive(Debug, Default)]
+struct RaidContent {
+    /// Per member, per member write number (index `n - 1`): the array write.
+    parts: Vec<Vec<WriteNo>>,
+    media: ExtentMap,
 }
 
 impl std::fmt::Debug for Raid0 {
@@ -183,7 +207,7 @@ impl Raid0 {
             text: p.member.clone(),
             why: e.to_string(),
         })?;
-        if matches!(spec, ModelSpec::Raid0(_)) {
+        if matches!(spec.kind, super::Model::Raid0(_)) {
             return Err(ParamError::BadValue {
                 model: Raid0Params::MODEL,
                 name: "member".into(),
@@ -192,7 +216,7 @@ impl Raid0 {
             });
         }
         let members = (0..p.members)
-            .map(|_| spec.build())
+            .map(|_| spec.build_sim())
             .collect::<Result<Vec<_>, _>>()?;
         let ml = members[0].limits();
         let chunk_sectors = p.chunk / 512;
@@ -237,6 +261,7 @@ impl Raid0 {
         let slot = Slot {
             tag: 0,
             parts_left: 0,
+            data_parts: 0,
             first_part: 0,
             failure: None,
             in_use: false,
@@ -256,10 +281,48 @@ impl Raid0 {
             stats: DeviceStats::default(),
             busy_since: 0,
             outstanding: 0,
+            writes: 0,
+            content: None,
         })
     }
 
+    /// The members' media as the array's.
+    fn gather(&mut self) {
+        let Some(c) = &mut self.content else {
+            return;
+        };
+        let (n, chunk) = (self.members.len() as u64, self.chunk);
+        let mut media = ExtentMap::new();
+        for (m, dev) in self.members.iter().enumerate() {
+            let Some(mm) = dev.media() else {
+                continue;
+            };
+            for (lo, hi, w) in mm.iter() {
+                let Some(&aw) = c.parts[m].get((w as usize).wrapping_sub(1)) else {
+                    debug_assert!(false, "raid0: a member write the array did not send");
+                    continue;
+                };
+                let mut s = lo;
+                while s < hi {
+                    let k = s / chunk;
+                    let e = ((k + 1) * chunk).min(hi);
+                    let a = (k * n + m as u64) * chunk + s % chunk;
+                    media.set(a, a + (e - s), aw);
+                    s = e;
+                }
+            }
+        }
+        c.media = media;
+    }
+
     fn send(&mut self, member: usize, io: DeviceIo, now: Nanos) {
+        if numbered(io.op)
+            && let Some(c) = &mut self.content
+        {
+            // Members take parts in the order they are sent (waiting parts
+            // first in, first out).
+            c.parts[member].push(self.writes);
+        }
         if self.members[member].outstanding() < self.member_depth[member] {
             self.members[member].submit(io, now);
         } else {
@@ -280,7 +343,7 @@ impl Raid0 {
         let chunk = self.chunk;
         let s = &mut self.slots[slot_ix];
         if let Outcome::Failed { status, good_bytes } = outcome {
-            let part_start = if part == 0 {
+            let part_start = if part == 0 || part >= u64::from(s.data_parts) {
                 0
             } else {
                 (s.first_part + (part - 1) * chunk) * 512
@@ -328,6 +391,14 @@ impl Device for Raid0 {
     }
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
+        if numbered(io.op) {
+            self.writes += 1;
+        }
+        if io.op != Op::Flush && io.sectors == 0 {
+            // Nothing to send (a torn write that kept nothing): done.
+            self.completed.push((now, io.tag, Outcome::Done));
+            return;
+        }
         let Some(slot_ix) = self.free_slots.pop() else {
             // The engine keeps to queue_depth; a caller that does not gets
             // the I/O failed rather than a lost completion.
@@ -352,6 +423,7 @@ impl Device for Raid0 {
             self.slots[slot_ix as usize] = Slot {
                 tag: io.tag,
                 parts_left: n as u32,
+                data_parts: 0,
                 first_part: 0,
                 failure: None,
                 in_use: true,
@@ -366,13 +438,29 @@ impl Device for Raid0 {
         let end = io.sector + u64::from(io.sectors);
         let first_part = (chunk - start % chunk).min(end - start);
         let parts = (end - start - first_part).div_ceil(chunk) + 1;
+        // A write with PREFLUSH flushes every member first, as md does, not
+        // only those its data goes to.
+        let preflush = io.flags.contains(BioFlags::PREFLUSH);
+        let flushes = if preflush { n } else { 0 };
         self.slots[slot_ix as usize] = Slot {
             tag: io.tag,
-            parts_left: parts as u32,
+            parts_left: (parts + flushes) as u32,
+            data_parts: parts as u32,
             first_part,
             failure: None,
             in_use: true,
         };
+        for m in 0..flushes {
+            let flush = DeviceIo {
+                tag: base | (parts + m) as u32,
+                op: Op::Flush,
+                sector: 0,
+                sectors: 0,
+                flags: BioFlags::NONE,
+            };
+            self.send(m as usize, flush, now);
+        }
+        let flags = io.flags.without(BioFlags::PREFLUSH);
         let mut s = start;
         let mut k = 0u32;
         while s < end {
@@ -384,6 +472,7 @@ impl Device for Raid0 {
                 tag: base | k,
                 sector: member_sector,
                 sectors: (part_end - s) as u32,
+                flags,
                 ..io
             };
             self.send(member, part, now);
@@ -455,6 +544,45 @@ impl Device for Raid0 {
 
     fn take_heads(&mut self, out: &mut Vec<elevator_core::HeadSample>) -> u64 {
         self.members.first_mut().map_or(0, |m| m.take_heads(out))
+    }
+}
+
+/// See "Media content" in the module docs: the array's media is put
+/// together at the end of the run and at a power cut.
+impl SimDevice for Raid0 {
+    fn track_media(&mut self) {
+        for m in &mut self.members {
+            m.track_media();
+        }
+        let parts = vec![Vec::new(); self.members.len()];
+        self.content.get_or_insert_with(|| {
+            Box::new(RaidContent {
+                parts,
+                media: ExtentMap::new(),
+            })
+        });
+    }
+
+    fn media(&self) -> Option<&ExtentMap> {
+        self.content.as_deref().map(|c| &c.media)
+    }
+
+    fn volatile_cache(&self) -> bool {
+        self.members.iter().any(|m| m.volatile_cache())
+    }
+
+    fn end_of_run(&mut self, now: Nanos) {
+        for m in &mut self.members {
+            m.end_of_run(now);
+        }
+        self.gather();
+    }
+
+    fn power_cut(&mut self, now: Nanos) {
+        for m in &mut self.members {
+            m.power_cut(now);
+        }
+        self.gather();
     }
 }
 

@@ -13,6 +13,19 @@
 //! reorders; an SSD's parallelism comes from its channels and its deep queue.
 //! No garbage collection or wear is modelled.
 //!
+//! # Volatile write buffer (content only; the timing above is unchanged)
+//!
+//! A completed write is in the controller's DRAM buffer, not yet on flash:
+//! it reaches flash `writeback` after it completed (default 2000 µs, an
+//! assumption: controllers program buffered data within milliseconds), or
+//! when a flush submitted after it completes, or when a later write with
+//! PREFLUSH completes; a FUA write is on flash when it completes. A power
+//! cut (`power_cut_at`) loses what is buffered, unless `plp=1` (power-loss
+//! protection, as enterprise drives have: capacitors hold the power up long
+//! enough to write the buffer, so every completed write survives). Both
+//! presets are consumer drives: `plp=0`. This only matters when media
+//! content is tracked (a write log, a power cut).
+//!
 //! Presets (from typical datasheets; channels as MQSim models them):
 //! - `ssd-sata`: 960 GB, 8 channels, 80 µs reads, 25 µs buffered writes,
 //!   200 MB/s per channel, 550 MB/s SATA link, NCQ 32 (about 10k IOPS at
@@ -23,8 +36,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
+use elevator_core::{BioFlags, Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
 
+use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
 use super::null::{checked_limits, unknown};
 use super::param::{ParamError, ParamUnit, ParamValue, parse_param};
 
@@ -51,6 +65,10 @@ pub struct SsdParams {
     pub trim_latency: f64,
     /// Commands it takes at once.
     pub queue_depth: u32,
+    /// Time a completed write stays in the volatile buffer, µs.
+    pub writeback: f64,
+    /// Power-loss protection: a power cut loses nothing completed.
+    pub plp: bool,
 }
 
 impl SsdParams {
@@ -82,6 +100,8 @@ impl SsdParams {
                 flush_latency: 500.0,
                 trim_latency: 20.0,
                 queue_depth: 32,
+                writeback: 2000.0,
+                plp: false,
             }),
             "nvme" => Some(SsdParams {
                 capacity: 2_000_000_000_000,
@@ -94,6 +114,8 @@ impl SsdParams {
                 flush_latency: 200.0,
                 trim_latency: 10.0,
                 queue_depth: 1023,
+                writeback: 2000.0,
+                plp: false,
             }),
             _ => None,
         }
@@ -163,6 +185,18 @@ impl SsdParams {
                 ParamUnit::Count,
                 "commands taken at once",
             ),
+            p(
+                "writeback",
+                self.writeback,
+                ParamUnit::Micros,
+                "time a completed write stays in the volatile buffer (assumed)",
+            ),
+            p(
+                "plp",
+                if self.plp { 1.0 } else { 0.0 },
+                ParamUnit::Bool,
+                "power-loss protection: a power cut loses no completed write (consumer presets: 0)",
+            ),
         ]
     }
 
@@ -185,6 +219,8 @@ impl SsdParams {
             "link_rate" => self.link_rate = v,
             "flush_latency" => self.flush_latency = v,
             "trim_latency" => self.trim_latency = v,
+            "writeback" => self.writeback = v,
+            "plp" => self.plp = v != 0.0,
             _ => self.queue_depth = v as u32,
         }
         Ok(())
@@ -229,6 +265,51 @@ pub struct Ssd {
     seq: u64,
     stats: DeviceStats,
     busy_since: Nanos,
+    writeback_ns: Nanos,
+    /// Write submissions so far.
+    writes: WriteNo,
+    /// Which write the buffer and the flash hold, if asked.
+    content: Option<Box<SsdContent>>,
+}
+
+/// A write in the volatile buffer.
+#[derive(Clone, Copy, Debug)]
+struct Buffered {
+    wn: WriteNo,
+    lo: u64,
+    hi: u64,
+    /// When it completes (is in the buffer).
+    done: Nanos,
+    /// When it is on flash.
+    durable: Nanos,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SsdContent {
+    buffer: Vec<Buffered>,
+    flash: ExtentMap,
+}
+
+impl SsdContent {
+    /// What is on flash by `now` goes there.
+    fn settle(&mut self, now: Nanos) {
+        let SsdContent { buffer, flash } = self;
+        buffer.retain(|b| {
+            if b.durable <= now {
+                flash.set_newer(b.lo, b.hi, b.wn);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// Everything buffered is on flash by `t`.
+    fn flushed_by(&mut self, t: Nanos) {
+        for b in &mut self.buffer {
+            b.durable = b.durable.min(t.max(b.done));
+        }
+    }
 }
 
 impl Ssd {
@@ -257,6 +338,7 @@ impl Ssd {
             ("write_latency", p.write_latency),
             ("flush_latency", p.flush_latency),
             ("trim_latency", p.trim_latency),
+            ("writeback", p.writeback),
         ] {
             range(name, v, (0.0..=1e9).contains(&v), "0..=1e9 us")?;
         }
@@ -291,6 +373,9 @@ impl Ssd {
             seq: 0,
             stats: DeviceStats::default(),
             busy_since: 0,
+            writeback_ns: us(p.writeback),
+            writes: 0,
+            content: None,
             p: p.clone(),
         })
     }
@@ -371,6 +456,28 @@ impl Device for Ssd {
                 idle.max(now) + self.flush_ns
             }
         };
+        if numbered(io.op) {
+            self.writes += 1;
+            if let Some(c) = &mut self.content {
+                if io.flags.contains(BioFlags::PREFLUSH) {
+                    c.flushed_by(done);
+                }
+                let lo = io.sector.min(self.limits.capacity);
+                let hi = (io.sector + sectors).min(self.limits.capacity);
+                let fua = io.flags.contains(BioFlags::FUA);
+                c.buffer.push(Buffered {
+                    wn: self.writes,
+                    lo,
+                    hi,
+                    done,
+                    durable: if fua { done } else { done + self.writeback_ns },
+                });
+            }
+        } else if io.op == Op::Flush
+            && let Some(c) = &mut self.content
+        {
+            c.flushed_by(done);
+        }
         self.seq += 1;
         self.pending.push(Reverse((done, self.seq, io.tag)));
     }
@@ -380,6 +487,9 @@ impl Device for Ssd {
     }
 
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
+        if let Some(c) = &mut self.content {
+            c.settle(now);
+        }
         while let Some(&Reverse((t, _, tag))) = self.pending.peek() {
             if t > now {
                 break;
@@ -399,6 +509,44 @@ impl Device for Ssd {
 
     fn stats(&self) -> DeviceStats {
         self.stats
+    }
+}
+
+/// Content tracking: see "Volatile write buffer" in the module docs.
+impl SimDevice for Ssd {
+    fn track_media(&mut self) {
+        self.content.get_or_insert_with(Box::default);
+    }
+
+    fn media(&self) -> Option<&ExtentMap> {
+        self.content.as_deref().map(|c| &c.flash)
+    }
+
+    fn volatile_cache(&self) -> bool {
+        true
+    }
+
+    fn end_of_run(&mut self, now: Nanos) {
+        if let Some(c) = &mut self.content {
+            c.settle(now);
+        }
+    }
+
+    fn power_cut(&mut self, now: Nanos) {
+        let plp = self.p.plp;
+        if let Some(c) = &mut self.content {
+            c.settle(now);
+            if plp {
+                // The capacitors write out every completed write.
+                for b in &mut c.buffer {
+                    if b.done <= now {
+                        b.durable = now;
+                    }
+                }
+                c.settle(now);
+            }
+            c.buffer.clear();
+        }
     }
 }
 

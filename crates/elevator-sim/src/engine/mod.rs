@@ -39,7 +39,7 @@ use elevator_fio::result::RunResult;
 use elevator_fio::workload::{self, JobFailure, Pending, State, VerifyIo, Worker};
 use elevator_fio::{Progress, RunConfig};
 
-use crate::device::{ModelSpec, ParamError};
+use crate::device::{ModelSpec, ParamError, SimDevice};
 use crate::trace_out::{CpuRule, TRACE_DEV, TraceSummary, TraceTap};
 
 /// Why a run could not happen.
@@ -234,6 +234,23 @@ pub fn run_observed(
     device: &ModelSpec,
     cfg: &RunConfig,
     progress: &mut dyn FnMut(Progress),
+    trace: Option<&mut TraceOut<'_>>,
+    heads: Option<&mut HeadsOut>,
+) -> Result<RunResult, SimError> {
+    let mut device = device.build_sim()?;
+    run_on(jobs, &mut *device, cfg, progress, trace, heads)
+}
+
+/// [`run_observed`] on a device already built: a model, or a tap in front of
+/// one ([`crate::device::WriteLogTap`]), which the caller keeps and looks at
+/// afterwards. The device is told of each job clone's start and end
+/// ([`SimDevice::mark`]: `job NAME start`, `job NAME end`, with `:N` after
+/// the name for clone N > 0), at the virtual time it happens.
+pub fn run_on(
+    jobs: &JobFile,
+    device: &mut dyn SimDevice,
+    cfg: &RunConfig,
+    progress: &mut dyn FnMut(Progress),
     mut trace: Option<&mut TraceOut<'_>>,
     heads: Option<&mut HeadsOut>,
 ) -> Result<RunResult, SimError> {
@@ -281,9 +298,9 @@ pub fn run_observed(
     }
 }
 
-struct Engine {
+struct Engine<'d> {
     queue: Queue,
-    device: Box<dyn elevator_core::Device>,
+    device: &'d mut dyn SimDevice,
     workers: Vec<Worker>,
     ios: Vec<IoRecord>,
     free_ios: Vec<u32>,
@@ -314,9 +331,12 @@ struct Engine {
     device_name: String,
 }
 
-impl Engine {
-    fn new(jobs: &JobFile, spec: &ModelSpec, cfg: &RunConfig) -> Result<Engine, SimError> {
-        let device = spec.build()?;
+impl<'d> Engine<'d> {
+    fn new(
+        jobs: &JobFile,
+        device: &'d mut dyn SimDevice,
+        cfg: &RunConfig,
+    ) -> Result<Engine<'d>, SimError> {
         let limits = device.limits();
         let shape = DeviceShape {
             limits,
@@ -379,6 +399,7 @@ impl Engine {
         let mut started = std::mem::take(&mut self.started);
         let next = workload::start_ready(&mut self.workers, 0, now, &mut started);
         for &w in &started {
+            self.mark(w, "start", now);
             self.schedule(now, Event::Wake(w));
         }
         started.clear();
@@ -389,6 +410,17 @@ impl Engine {
             self.start_at = Some(t);
             self.schedule(t, Event::Start);
         }
+    }
+
+    /// Tell the device that worker `w`'s job clone starts or ends.
+    fn mark(&mut self, w: u32, what: &str, now: Nanos) {
+        let wk = &self.workers[w as usize];
+        let text = if wk.clone == 0 {
+            format!("job {} {what}", wk.name)
+        } else {
+            format!("job {}:{} {what}", wk.name, wk.clone)
+        };
+        self.device.mark(&text, now);
     }
 
     /// Make sure worker `w` is looked at when it next wants to be.
@@ -573,6 +605,7 @@ impl Engine {
             if done {
                 // The process exits: schedulers drop what they kept for it.
                 let ctx = self.workers[w as usize].ctx;
+                self.mark(w, "end", now);
                 self.queue.context_gone(ctx, now);
                 self.start_check(now);
             } else {

@@ -21,6 +21,7 @@ use super::cache::{Ahead, Cache, ReadFrom};
 use super::geometry::{Geo, Loc};
 use super::mechanics::{Mechanics, Run};
 use super::queue::Queue;
+use crate::device::media::{ExtentMap, WriteNo, numbered};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SlotState {
@@ -52,6 +53,8 @@ struct Slot {
     state: SlotState,
     preflush: bool,
     loc: Loc,
+    /// Its write number (0 for what is not a write).
+    wn: WriteNo,
 }
 
 impl Slot {
@@ -73,6 +76,7 @@ impl Slot {
             sector: 0,
             off: 0,
         },
+        wn: 0,
     };
 }
 
@@ -143,6 +147,20 @@ pub(super) struct State {
     /// Where the heads went, if asked (not copied by `clone_from`: the
     /// scratch copy that predictions run on records nothing).
     heads: HeadLog,
+    /// Write submissions so far (the last write's number).
+    writes: WriteNo,
+    /// Which write each sector of the cache and the media holds, if asked
+    /// (not copied by `clone_from`, as `heads`).
+    content: Option<Box<Content>>,
+}
+
+/// Which write's content the write cache and the media hold.
+#[derive(Debug, Default)]
+pub(super) struct Content {
+    /// Dirty data in the write cache.
+    pub(super) cache: ExtentMap,
+    /// The platters.
+    pub(super) media: ExtentMap,
 }
 
 /// A bounded head-position log.
@@ -186,6 +204,7 @@ impl Clone for State {
         self.media = o.media;
         self.iface_free = o.iface_free;
         self.seq = o.seq;
+        self.writes = o.writes;
         self.clock = o.clock;
         self.inflight = o.inflight;
         self.busy_since = o.busy_since;
@@ -217,6 +236,25 @@ impl State {
             queue: Queue::new(depth),
             cache: Cache::new(segments),
             heads: HeadLog::default(),
+            writes: 0,
+            content: None,
+        }
+    }
+
+    /// Keep track of which write each cached and media sector holds.
+    pub(super) fn track_content(&mut self) {
+        self.content.get_or_insert_with(Box::default);
+    }
+
+    /// The content, if tracked.
+    pub(super) fn content(&self) -> Option<&Content> {
+        self.content.as_deref()
+    }
+
+    /// Power is lost: the write cache's content is gone.
+    pub(super) fn lose_cache(&mut self) {
+        if let Some(c) = &mut self.content {
+            c.cache = ExtentMap::new();
         }
     }
 
@@ -275,6 +313,12 @@ impl State {
                 (self.slots.len() - 1) as u32
             }
         };
+        let wn = if numbered(io.op) {
+            self.writes += 1;
+            self.writes
+        } else {
+            0
+        };
         let (lba, n) = match io.op {
             Op::Flush => (0, 0),
             _ if io.sector >= g.capacity => (0, 0),
@@ -292,6 +336,7 @@ impl State {
             state: SlotState::Free,
             preflush: io.flags.contains(BioFlags::PREFLUSH),
             loc: if n > 0 { g.locate(lba) } else { Loc::default() },
+            wn,
         };
         self.seq += 1;
         if self.inflight == 0 {
@@ -503,6 +548,7 @@ impl State {
                     && sl.n <= g.cache_sectors =>
             {
                 if self.waiting.is_empty() && self.cache.admit(g, lo, hi) {
+                    self.cached(lo, hi, sl.wn);
                     self.via_interface(g, s, t);
                 } else {
                     self.slots[si].state = SlotState::Waiting;
@@ -510,6 +556,14 @@ impl State {
                 }
             }
             _ => self.queue_media(g, s, true),
+        }
+    }
+
+    /// Write `wn` is in the write cache at `[lo, hi)`.
+    #[inline]
+    fn cached(&mut self, lo: u64, hi: u64, wn: WriteNo) {
+        if let Some(c) = &mut self.content {
+            c.cache.set(lo, hi, wn);
         }
     }
 
@@ -523,9 +577,11 @@ impl State {
     fn accept_waiting(&mut self, g: &Geo, t: Nanos) {
         while let Some(&s) = self.waiting.first() {
             let sl = &self.slots[s as usize];
-            if !self.cache.admit(g, sl.lba, sl.lba + sl.n) {
+            let (lo, hi, wn) = (sl.lba, sl.lba + sl.n, sl.wn);
+            if !self.cache.admit(g, lo, hi) {
                 break;
             }
+            self.cached(lo, hi, wn);
             self.waiting.remove(0);
             self.via_interface(g, s, t);
         }
@@ -690,11 +746,23 @@ impl State {
                 if sl.op == Op::Read {
                     self.cache.read_done(sl.lba, sl.lba + sl.n);
                 }
+                if let Some(c) = &mut self.content
+                    && sl.wn > 0
+                {
+                    // On the media; older cached content of it is stale.
+                    c.media.set_newer(sl.lba, sl.lba + sl.n, sl.wn);
+                    c.cache.remove_older(sl.lba, sl.lba + sl.n, sl.wn);
+                }
                 self.finish(g, slot, t);
             }
             Media::Destage { lba, n, run } => {
                 self.ran(&run);
                 self.cache.destaged(g, lba, lba + n);
+                if let Some(c) = &mut self.content {
+                    let Content { cache, media } = &mut **c;
+                    media.copy_from(cache, lba, lba + n);
+                    cache.remove(lba, lba + n);
+                }
                 self.accept_waiting(g, t);
             }
             Media::Ahead(ra) => {

@@ -111,6 +111,18 @@
 //!   keeps timing, not data: a write into dirty data that is being destaged
 //!   counts as destaged with it.
 //!
+//! # Media content and power cuts
+//!
+//! Asked to ([`SimDevice::track_media`]: a write log, a power cut), the
+//! drive keeps which write each sector holds: in the write cache (a write
+//! accepted into it) and on the platters (a media write when it ends, a
+//! destage when it ends; a media write makes older cached content of its
+//! sectors stale). A power cut (`power_cut_at`, see `faulty.rs`) loses the
+//! cache: what was acknowledged from it and neither destaged nor flushed is
+//! not on the platters; a media operation under way at the cut did not
+//! happen. The drive has a cache to lose even with `write_cache=0` (it then
+//! holds nothing). No new parameters.
+//!
 //! # Engine notes
 //!
 //! - [`Device::next_completion`] is exact: the time of the next completion if
@@ -164,6 +176,7 @@ use elevator_core::{Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Ou
 
 use self::drive::{FitsMemo, State};
 use self::geometry::Geo;
+use super::media::{ExtentMap, SimDevice};
 use super::param::ParamError;
 
 pub use self::geometry::HddLocation;
@@ -324,5 +337,35 @@ impl Device for Hdd {
 
     fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
         self.st.take_heads(out)
+    }
+}
+
+/// Content tracking: dirty data is cached content until destaged; media
+/// writes (FUA, cache off, write-zeroes, writes larger than the cache) and
+/// destages put content on the media; a power cut loses the cache.
+impl SimDevice for Hdd {
+    fn track_media(&mut self) {
+        self.st.track_content();
+    }
+
+    fn media(&self) -> Option<&ExtentMap> {
+        self.st.content().map(|c| &c.media)
+    }
+
+    /// It has one, even with `write_cache=0` (then a power cut loses
+    /// nothing).
+    fn volatile_cache(&self) -> bool {
+        true
+    }
+
+    /// The drive keeps destaging while idle until `now`.
+    fn end_of_run(&mut self, now: Nanos) {
+        let now = now.max(self.st.clock());
+        self.st.advance(&self.geo, now);
+        self.next_done = self.predict();
+    }
+
+    fn power_cut(&mut self, _now: Nanos) {
+        self.st.lose_cache();
     }
 }

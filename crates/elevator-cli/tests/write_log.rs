@@ -1,0 +1,190 @@
+//! `--write-log` on simulated devices, power cuts and faults, end to end:
+//! the summary line, the log file, the JSON field, and a failed check's
+//! exit status.
+
+mod common;
+
+use common::fio::TempDir;
+use common::{elevator, fails_with, ok};
+use elevator_trace::write_log::{Kind, Reader};
+
+const JOB: [&str; 6] = [
+    "--name=w",
+    "--rw=randwrite",
+    "--bs=16k",
+    "--size=8m",
+    "--iodepth=8",
+    "--fsync=16",
+];
+
+fn run(device: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run"];
+    args.extend(JOB);
+    args.extend(["--device", device]);
+    args.extend(extra);
+    elevator(&args)
+}
+
+#[test]
+fn a_power_cut_run_prints_what_was_lost_and_writes_the_log() {
+    let dir = TempDir::new("write-log-cut");
+    let log = dir.path().join("w.wlog");
+    let log_s = log.to_string_lossy().into_owned();
+    let out = run("hdd-7200,power_cut_at=300ms", &["--write-log", &log_s]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("elevator: power cut at 0.300 s: lost "))
+        .unwrap_or_else(|| panic!("no power cut line: {err}"));
+    assert!(
+        line.contains("unflushed writes (")
+            && line.ends_with(
+                "write log check: every flushed or FUA write survived, nothing unwritten \
+                 appeared"
+            ),
+        "{line}"
+    );
+    // The log: a header, writes, flushes, and the job's marks.
+    let bytes = std::fs::read(&log).expect("log written");
+    let mut r = Reader::new(&bytes[..]).expect("header");
+    assert!(!r.header().has_data);
+    let (mut writes, mut flushes, mut marks) = (0, 0, Vec::new());
+    while let Some(rec) = r.next_record().expect("record") {
+        match rec.head.kind {
+            Kind::Write => writes += 1,
+            Kind::Flush => flushes += 1,
+            Kind::Mark => marks.push(String::from_utf8_lossy(rec.payload).into_owned()),
+            _ => {}
+        }
+    }
+    assert!(
+        writes > 0 && flushes > 0,
+        "{writes} writes, {flushes} flushes"
+    );
+    assert_eq!(marks, vec!["job w start", "job w end"]);
+}
+
+#[test]
+fn json_output_has_the_write_log_field() {
+    let out = run("ssd-sata,power_cut_at=20ms", &["--output-format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let wl = &v["write_log"];
+    assert_eq!(wl["power_cut"], true);
+    assert_eq!(wl["check"], "passed");
+    assert!(wl["lost_writes"].is_u64(), "{wl}");
+    assert!(
+        wl["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("power cut at 0.020 s")),
+        "{wl}"
+    );
+    assert!(v["jobs"].is_array(), "the fio report is still there");
+}
+
+#[test]
+fn a_misdirected_write_fails_the_run() {
+    let out = run("hdd-7200,misdirect_rate=0.05,fail_seed=2", &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("write log check FAILED") && err.contains("misdirected"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_vanished_device_ends_the_run_with_offline_errors() {
+    let mut args = vec!["run"];
+    args.extend(JOB);
+    args.extend([
+        "--time_based",
+        "--runtime=2",
+        "--device",
+        "nvme,vanish_at=50ms",
+        "--output-format",
+        "json",
+    ]);
+    let out = ok(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("elevator: device vanished at 0.050 s"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        v["write_log"]["faults"]["offline"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{}",
+        v["write_log"]
+    );
+}
+
+#[test]
+fn replay_takes_a_write_log_too() {
+    let dir = TempDir::new("write-log-replay");
+    let trace = dir.path().join("gen.trace");
+    let t = trace.to_string_lossy().into_owned();
+    ok(&["replay", "--generate", "2000", &t]);
+    let log = dir.path().join("r.wlog");
+    let l = log.to_string_lossy().into_owned();
+    let out = ok(&[
+        "replay",
+        &t,
+        "--device",
+        "hdd-7200,power_cut_at=5ms",
+        "--timing",
+        "asap",
+        "--write-log",
+        &l,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("elevator: power cut at 0.005 s: lost "),
+        "{err}"
+    );
+    assert!(std::fs::metadata(&log).is_ok_and(|m| m.len() >= 64));
+    let out = ok(&[
+        "replay",
+        &t,
+        "--device",
+        "ssd-sata,power_cut_at=2ms",
+        "--timing",
+        "asap",
+        "--output-format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["write_log"]["power_cut"], true, "{}", v["write_log"]);
+    assert!(v["bios"].is_u64(), "the replay report is still there");
+}
+
+#[test]
+fn a_real_device_is_not_wired_yet() {
+    let mut args = vec!["run"];
+    args.extend(JOB);
+    args.extend(["--device", "mem:16m", "--write-log", "/nonexistent/x"]);
+    fails_with(&args, "--write-log on a real device: not wired yet");
+}
+
+#[test]
+fn devices_lists_the_fault_options() {
+    let out = ok(&["devices"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "power_cut_at",
+        "vanish_at",
+        "torn_rate",
+        "misdirect_rate",
+        "plp",
+        "writeback",
+    ] {
+        assert!(text.contains(name), "{name} missing: {text}");
+    }
+}

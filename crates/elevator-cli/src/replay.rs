@@ -149,10 +149,6 @@ pub fn run(args: &Args) -> Result<()> {
         return crate::replay_gen::generate(&args.trace, n);
     }
     let target = DeviceSpec::parse(&args.device)?;
-    if args.write_log.is_some() && target.model().is_none() {
-        // The lead wires the real-device tap (elevator-io) here.
-        bail!("--write-log on a real device: not wired yet");
-    }
     let tunables = parse_sets(&args.set)?;
     check_schedulers(&target, std::slice::from_ref(&args.scheduler), &tunables)?;
     let timing = match (args.depth, args.timing) {
@@ -195,6 +191,7 @@ pub fn run(args: &Args) -> Result<()> {
     let mut bar = Bar::new(args.output_format == OutputFormat::Normal);
     let mut write_log_check = None;
     let mut write_log = None;
+    let mut real_log = None;
     let cpu0 = thread_cpu_ns();
     let (result, device_name) = match target.model() {
         Some(model) => {
@@ -238,7 +235,13 @@ pub fn run(args: &Args) -> Result<()> {
         }
         None => {
             bar.real = true;
-            let device = target.open()?;
+            let mut device = target.open()?;
+            if let Some(path) = &args.write_log {
+                let limits = elevator_core::Device::limits(&device);
+                let log = elevator_io::WriteLog::create(path, &limits, Default::default())?;
+                device = device.logged(std::sync::Arc::clone(&log));
+                real_log = Some((path, log));
+            }
             let cfg = RealReplayConfig {
                 engine: EngineConfig {
                     scheduler: args.scheduler.clone(),
@@ -261,6 +264,12 @@ pub fn run(args: &Args) -> Result<()> {
             (r.map_err(anyhow::Error::from), args.device.clone())
         }
     };
+    if let Some((path, log)) = &real_log {
+        let c = log
+            .finish()
+            .with_context(|| format!("--write-log {}", path.display()))?;
+        eprintln!("elevator: {}", crate::mark::counts_line(path, &c));
+    }
     let cpu = thread_cpu_ns().saturating_sub(cpu0);
     bar.finish();
     let result = result.with_context(|| format!("replaying {}", args.trace))?;

@@ -471,10 +471,6 @@ pub fn execute_to_the_end(
                 Err(e) => Err(e.into()),
             }
         }
-        None if taps.write_log.is_some() => {
-            // The lead wires the real-device tap (elevator-io) here.
-            bail!("--write-log on a real device: not wired yet")
-        }
         None => {
             bar.real = true;
             let mut devs = vec![target.open()?];
@@ -499,6 +495,24 @@ pub fn execute_to_the_end(
                     _ => None,
                 })
                 .collect();
+            // The write log records the --device (with its data); its
+            // shares, one per thread, record into the same log.
+            let write_log = match taps.write_log {
+                Some(path) if devs_given > 1 => bail!(
+                    "--write-log {} records one device: --also-device gives {devs_given}",
+                    path.display()
+                ),
+                Some(path) => {
+                    let limits = elevator_core::Device::limits(&devs[0]);
+                    let log = elevator_io::WriteLog::create(path, &limits, Default::default())?;
+                    devs = devs
+                        .into_iter()
+                        .map(|d| d.logged(std::sync::Arc::clone(&log)))
+                        .collect();
+                    Some((path, log))
+                }
+                None => None,
+            };
             let tcfg = elevator_io::mq::ThreadConfig {
                 run: cfg.clone(),
                 lock: threads.lock.unwrap_or_default(),
@@ -525,6 +539,12 @@ pub fn execute_to_the_end(
                 sink.clone(),
             );
             bar.finish();
+            if let Some((path, log)) = &write_log {
+                let c = log
+                    .finish()
+                    .with_context(|| format!("--write-log {}", path.display()))?;
+                eprintln!("elevator: {}", crate::mark::counts_line(path, &c));
+            }
             for (i, tally) in &faults {
                 let which = match (devs_given, i) {
                     (1, _) => String::new(),

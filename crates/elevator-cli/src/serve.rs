@@ -346,16 +346,7 @@ pub fn run(args: &Args) -> Result<()> {
         let c = log
             .finish()
             .with_context(|| format!("--write-log {}", path.display()))?;
-        eprintln!(
-            "elevator serve: write log {}: {} writes, {} discards, {} write-zeroes, {} flushes, {} marks, {} bytes",
-            path.display(),
-            c.writes,
-            c.discards,
-            c.write_zeroes,
-            c.flushes,
-            c.marks,
-            c.bytes
-        );
+        eprintln!("elevator serve: {}", crate::mark::counts_line(path, &c));
     }
     served?;
     eprintln!("elevator serve: stopped: in-flight requests finished, exports flushed");

@@ -31,10 +31,17 @@ pub struct MarkListener {
     thread: Option<JoinHandle<()>>,
 }
 
-impl MarkListener {
-    /// Listen on `path` (a socket left there by an earlier run is
-    /// replaced), putting marks into `log`.
-    pub fn spawn(path: &Path, log: Arc<WriteLog>) -> Result<MarkListener> {
+/// A mark socket bound, not yet taking marks: bound before the server
+/// listens, so that a client that sees the server can already connect to
+/// it (its connections wait until [`MarkSocket::serve`]).
+pub struct MarkSocket {
+    path: PathBuf,
+    listener: UnixListener,
+}
+
+impl MarkSocket {
+    /// Bind `path` (a socket left there by an earlier run is replaced).
+    pub fn bind(path: &Path) -> Result<MarkSocket> {
         if std::fs::symlink_metadata(path).is_ok_and(|m| {
             use std::os::unix::fs::FileTypeExt;
             m.file_type().is_socket()
@@ -46,6 +53,21 @@ impl MarkListener {
         listener
             .set_nonblocking(true)
             .with_context(|| format!("--mark-socket {}", path.display()))?;
+        Ok(MarkSocket {
+            path: path.to_path_buf(),
+            listener,
+        })
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Take marks into `log` on a thread of its own, until the listener
+    /// is dropped.
+    pub fn serve(self, log: Arc<WriteLog>) -> Result<MarkListener> {
+        let MarkSocket { path, listener } = self;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
@@ -66,7 +88,7 @@ impl MarkListener {
             })
             .context("starting the mark socket's thread")?;
         Ok(MarkListener {
-            path: path.to_path_buf(),
+            path,
             stop,
             thread: Some(thread),
         })

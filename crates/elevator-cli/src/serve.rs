@@ -239,6 +239,13 @@ pub fn run(args: &Args) -> Result<()> {
         },
     };
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
+    // The mark socket is there before the server listens: a client that
+    // sees the server can mark at once.
+    let mark_socket = args
+        .mark_socket
+        .as_deref()
+        .map(crate::mark::MarkSocket::bind)
+        .transpose()?;
     let mut server = Server::bind(cfg.clone(), log)?;
     let mut traces = Vec::new();
     if let Some(name) = &args.trace_out {
@@ -278,14 +285,13 @@ pub fn run(args: &Args) -> Result<()> {
             Some((path, log))
         }
     };
-    let marks = match (&args.mark_socket, &write_log) {
+    let marks = match (mark_socket, &write_log) {
         (Some(socket), Some((_, log))) => {
-            let m = crate::mark::MarkListener::spawn(socket, log.clone())?;
             eprintln!(
                 "elevator serve: taking write log marks on {}",
-                socket.display()
+                socket.path().display()
             );
-            Some(m)
+            Some(socket.serve(log.clone())?)
         }
         _ => None,
     };

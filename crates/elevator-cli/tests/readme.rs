@@ -38,6 +38,8 @@ const REAL_TIME: &[&str] = &[
     "experiment merging",
     "experiment direct-io",
     "experiment deadline-cost",
+    "bench-write-log",
+    "crash-ext4",
 ];
 
 /// Lines of `sh` blocks that set up what this test already is.
@@ -48,6 +50,14 @@ const SET_UP: &[&str] = &["scripts/test", "cargo install"];
 /// `examples/bench-randread.fio` with 1 s of runtime over 48 MiB, `JOB2` for
 /// one of `examples/bench-randread-2jobs.fio`.
 const SMALLER: &[(&str, &str)] = &[
+    (
+        "bench-write-log --rounds 5",
+        "bench-write-log --rounds 1 --size 32m --runtime 1",
+    ),
+    (
+        "--files 60 --between 24 --max-states 2000 --jobs 2 --keep /tmp/ext4run",
+        "--files 3 --between 1 --jobs 2",
+    ),
     ("bs=1M count=1024", "bs=1M count=64"),
     ("examples/bench-randread.fio", "JOB"),
     ("examples/bench-randread-2jobs.fio", "JOB2"),

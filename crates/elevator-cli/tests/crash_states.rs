@@ -17,29 +17,13 @@ use std::path::Path;
 use elevator_trace::write_log::{FLAG_DATA, Kind, LogHeader, Writer};
 use serde_json::Value;
 
-/// The checker: an empty header is a fresh device (fine); otherwise the
-/// data sector must hold the header's generation, and every `commit N`
-/// mark must be visible.
-const CHECKER: &str = r#"img=$1
-hdr=$(dd if="$img" bs=512 count=1 2>/dev/null | tr -d '\000')
-gen=0
-if [ -n "$hdr" ]; then
-    gen=${hdr#gen=}; gen=${gen%% *}; blk=${hdr##*block=}
-    data=$(dd if="$img" bs=512 skip="$blk" count=1 2>/dev/null | tr -d '\000')
-    if [ "$data" != "data gen=$gen" ]; then
-        echo "header says generation $gen in sector $blk, which holds '$data'"
-        exit 1
-    fi
-fi
-while read -r m; do
-    n=${m#commit }
-    if [ "$gen" -lt "$n" ]; then
-        echo "mark '$m' was recorded, but the header is at generation $gen"
-        exit 1
-    fi
-done < "$ELEVATOR_CRASH_MARKS"
-echo "generation $gen ok"
-"#;
+/// The checker (the README's): an empty header is a fresh device (fine);
+/// otherwise the data sector must hold the header's generation, and every
+/// `commit N` mark must be visible.
+const CHECKER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../examples/crash/check-app.sh"
+);
 
 /// A sector holding `text`, zero-padded.
 fn sector(text: &str) -> Vec<u8> {
@@ -93,8 +77,7 @@ fn setup(correct: bool) -> (TempDir, String, String) {
     let dir = TempDir::new(if correct { "crash-ok" } else { "crash-broken" });
     let log = dir.file("app.wlog");
     app_log(Path::new(&log), correct, true);
-    let checker = dir.write("check.sh", CHECKER);
-    (dir, log, checker.to_string_lossy().into_owned())
+    (dir, log, CHECKER.to_string())
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use elevator_sim::device::{ParamUnit, parse_param};
 
 use crate::bench_nbd::peers::{self, Address, Running, Transport, need};
+use crate::bench_nbd::{median, min_max};
 
 /// Options of `elevator bench-write-log`.
 #[derive(clap::Args, Debug)]
@@ -55,15 +56,6 @@ const WORKLOADS: [(&str, &str, Client); 4] = [
         Client::Fio("randread", 4),
     ),
 ];
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
 
 /// Run `elevator bench-write-log`.
 pub fn run(args: &Args) -> Result<()> {
@@ -148,23 +140,19 @@ pub fn run(args: &Args) -> Result<()> {
     );
     for (w, (name, unit, _)) in WORKLOADS.iter().enumerate() {
         let [plain, logged] = &figures[w];
-        let mut ratios: Vec<f64> = plain
+        let ratios: Vec<f64> = plain
             .iter()
             .zip(logged)
             .map(|(p, l)| if *p > 0.0 { l / p } else { f64::NAN })
             .collect();
-        let (lo, hi) = ratios
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-                (a.min(x), b.max(x))
-            });
-        let ratio = median(&mut ratios);
+        let (lo, hi) = min_max(&ratios);
+        let ratio = median(&ratios);
         println!(
             "{:<28} {:>7.0} {:<4} {:>11.0} {:<4} {:>8.2} ({:.2}-{:.2})",
             name,
-            median(&mut plain.clone()),
+            median(plain),
             unit,
-            median(&mut logged.clone()),
+            median(logged),
             unit,
             ratio,
             lo,

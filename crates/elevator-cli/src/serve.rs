@@ -270,9 +270,7 @@ pub fn run(args: &Args) -> Result<()> {
             let opts = elevator_io::WriteLogOptions {
                 flush_before_data: args.write_log_flush_before_data,
             };
-            let log = server
-                .log_writes(0, path, opts)
-                .with_context(|| format!("--write-log {}", path.display()))?;
+            let log = server.log_writes(0, path, opts).context("--write-log")?;
             eprintln!(
                 "elevator serve: recording writes and flushes in {}{}",
                 path.display(),

@@ -53,8 +53,7 @@ pub struct WriteLogOptions {
 /// What a log holds so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriteLogCounts {
-    /// Records of each kind: writes, discards, write-zeroes, flushes,
-    /// marks.
+    /// Writes.
     pub writes: u64,
     /// Discards.
     pub discards: u64,
@@ -302,6 +301,40 @@ impl LogState {
     }
 }
 
+/// Call `f` with the first `good` bytes of `segs` as slices (on the stack
+/// for up to 16 segments); false, without calling `f`, when the segments
+/// hold fewer bytes than that (the write cannot be recorded).
+///
+/// # Safety
+///
+/// Every segment must be valid for reads of its length.
+unsafe fn with_data(segs: &[DataSegment], good: u64, f: impl FnOnce(&[&[u8]]) -> bool) -> bool {
+    const STACK: usize = 16;
+    let mut stack: [&[u8]; STACK] = [&[]; STACK];
+    let mut heap: Vec<&[u8]> = Vec::new();
+    let (mut n, mut left) = (0, good);
+    for seg in segs {
+        if left == 0 {
+            break;
+        }
+        let len = u64::from(seg.len).min(left);
+        left -= len;
+        // SAFETY: valid for reads of `seg.len >= len` bytes (our caller's
+        // promise).
+        let bytes = unsafe { std::slice::from_raw_parts(seg.addr, len as usize) };
+        if n < STACK {
+            stack[n] = bytes;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&stack);
+            }
+            heap.push(bytes);
+        }
+        n += 1;
+    }
+    left == 0 && f(if heap.is_empty() { &stack[..n] } else { &heap })
+}
+
 /// A write in flight: what it is and where its data is.
 struct InFlight {
     io: Option<DeviceIo>,
@@ -414,40 +447,12 @@ impl<D: DataDevice> Device for LoggedDevice<D> {
                 return;
             }
             let recorded = if io.op == Op::Write {
-                let mut pieces: [&[u8]; 16] = [&[]; 16];
-                let mut left = good;
-                let mut n = 0;
-                let mut ok = true;
-                let mut big: Vec<&[u8]> = Vec::new();
-                for seg in &slot.segs {
-                    if left == 0 {
-                        break;
-                    }
-                    let len = u64::from(seg.len).min(left);
-                    // SAFETY: the segment was handed to the device with
-                    // the write, and `submit_data`'s contract keeps it
-                    // valid until the device reports the tag, which it is
-                    // doing now (we report it to our caller only after
-                    // this). The device only read from it.
-                    let bytes = unsafe { std::slice::from_raw_parts(seg.addr, len as usize) };
-                    if n < pieces.len() {
-                        pieces[n] = bytes;
-                    } else {
-                        if big.is_empty() {
-                            big.extend_from_slice(&pieces);
-                        }
-                        big.push(bytes);
-                    }
-                    n += 1;
-                    left -= len;
-                }
-                if left != 0 {
-                    // The segments do not hold the bytes the device says
-                    // it wrote: the write cannot be recorded.
-                    ok = false;
-                }
-                let data: &[&[u8]] = if big.is_empty() { &pieces[..n] } else { &big };
-                ok && log.record(&io, good, data)
+                // SAFETY: the segments were handed to the device with the
+                // write, and `submit_data`'s contract keeps them valid
+                // until the device reports the tag, which it is doing now
+                // (we report it to our caller only after this). The
+                // device only read from them.
+                unsafe { with_data(&slot.segs, good, |data| log.record(&io, good, data)) }
             } else {
                 log.record(&io, good, &[])
             };

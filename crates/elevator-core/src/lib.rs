@@ -22,7 +22,8 @@
 //!
 //! Modules: [`bio`] (what a submitter asks), [`limits`] (what the device
 //! takes), [`request`] (what the device gets), [`queue`] (merging, plugging,
-//! tags, dispatch, completion), [`sched`] (the schedulers), [`stats`],
+//! tags, dispatch, completion), [`range`] (byte ranges from outside, checked
+//! once), [`sched`] (the schedulers), [`stats`],
 //! [`tunable`] (named settings), [`index`] (the allocation-free lists, trees
 //! and slabs underneath).
 
@@ -35,6 +36,7 @@ pub mod error;
 pub mod index;
 pub mod limits;
 pub mod queue;
+pub mod range;
 pub mod request;
 pub mod sched;
 pub mod stats;
@@ -49,6 +51,7 @@ pub use device::{Device, DeviceIo, DeviceStats, HeadSample};
 pub use error::{BioError, ConfigError, RequestError, SubmitError, TunableError, UnknownScheduler};
 pub use limits::Limits;
 pub use queue::{BuildError, DeviceShape, Dispatch, Outcome, Queue, QueueConfig, Submitted};
+pub use range::{ByteRange, RangeError};
 pub use request::{BioView, Request, RequestId, Requests, RqState};
 pub use sched::{AnyScheduler, MergeKind, SCHEDULER_NAMES, SchedDispatch, Scheduler};
 pub use stats::{DiskDir, Histogram, QueueStats, Summary};

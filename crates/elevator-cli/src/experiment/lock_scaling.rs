@@ -16,7 +16,7 @@ use elevator_fio::job::JobFile;
 use elevator_fio::locks::{LockReport, LockStat, lockmeter_table};
 use elevator_fio::result::READ;
 use elevator_io::DeviceSpec;
-use elevator_io::mq::{LockMode, ThreadConfig, run_threads};
+use elevator_io::mq::{LockMode, MAX_THREADS, ThreadConfig, run_threads};
 use serde::Serialize;
 
 use super::outcome::{Opts, Outcome, Progress, Shape};
@@ -227,17 +227,18 @@ pub(super) struct Params {
 }
 
 impl Params {
-    /// From the command line; `--quick` runs 1 and 2 readers for 0.5 s.
+    /// From the command line; `--quick` runs 1 and 2 readers for 0.5 s
+    /// unless `--threads` or `--runtime` say otherwise.
     pub fn from_args(args: &Args) -> Params {
         let (threads, runtime) = if args.quick {
             (vec![1, 2], 0.5)
         } else {
-            (args.threads.clone(), args.runtime)
+            (vec![1, 2, 4, 8], 2.0)
         };
         Params {
             device: args.device.clone(),
-            threads,
-            runtime,
+            threads: args.threads.clone().unwrap_or(threads),
+            runtime: args.runtime.unwrap_or(runtime),
             scheduler: args.scheduler.clone(),
         }
     }
@@ -245,8 +246,8 @@ impl Params {
 
 /// Run the experiment.
 pub(super) fn outcome(args: &Params, opts: &Opts, progress: Progress) -> Result<Outcome> {
-    if args.threads.is_empty() || args.threads.contains(&0) {
-        bail!("--threads takes reader counts of 1 or more, e.g. 1,2,4,8");
+    if args.threads.is_empty() || args.threads.iter().any(|&n| n == 0 || n > MAX_THREADS) {
+        bail!("--threads takes reader counts of 1 to {MAX_THREADS}, e.g. 1,2,4,8");
     }
     if !(args.runtime > 0.0 && args.runtime <= 3600.0) {
         bail!("--runtime takes seconds, more than 0 and at most 3600");

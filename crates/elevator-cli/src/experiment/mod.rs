@@ -77,12 +77,14 @@ pub struct Args {
     /// model.
     #[arg(long, default_value = "mem:64m,copy=0")]
     device: String,
-    /// lock-scaling: reader counts to run.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
-    threads: Vec<usize>,
-    /// lock-scaling: seconds each run lasts.
-    #[arg(long, default_value_t = 2.0)]
-    runtime: f64,
+    /// lock-scaling: reader counts to run, each 1 to 64 [default: 1,2,4,8;
+    /// with --quick 1,2].
+    #[arg(long, value_delimiter = ',')]
+    threads: Option<Vec<usize>>,
+    /// lock-scaling: seconds each run lasts, more than 0 and at most 3600
+    /// [default: 2; with --quick 0.5].
+    #[arg(long)]
+    runtime: Option<f64>,
     /// lock-scaling: the scheduler every queue runs.
     #[arg(long, default_value = "none")]
     scheduler: String,

@@ -2,20 +2,60 @@
 //! memory device by page (written, never written, zeroed whole), the same
 //! on every share of its store and from another thread; a sparse file
 //! through `SEEK_DATA`/`SEEK_HOLE`; a fault wrapper passing them on.
+//!
+//! And what a memory device's holes cost: zeroing or trimming a hole
+//! touches no memory, zeroing or trimming written pages gives them back to
+//! the host (the test process's resident memory, `VmRSS`, is measured);
+//! and a write that needs new pages fails with ENOSPC while the host is
+//! short of memory (the host's answer is a stand-in's, so the test never
+//! runs the machine short).
 
 mod common;
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use common::{buf, drained, engine, mem_device};
-use elevator_core::Device;
+use elevator_core::{Device, Status};
+use elevator_io::mem::HostMemory;
 use elevator_io::{
-    AlignedBuf, DataDevice, DeviceSpec, DioRequest, Engine, Extent, FileDevice, FileOptions,
-    MemDevice,
+    AlignedBuf, DataDevice, DeviceSpec, DioFailure, DioRequest, Engine, Extent, FileDevice,
+    FileOptions, MemDevice, MemOptions,
 };
 
 const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// Held by the tests that measure the process's resident memory, and by
+/// those that make much of it resident, so that they do not disturb one
+/// another's figures.
+static RESIDENT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The test process's resident memory (`VmRSS`), in bytes.
+fn resident() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no VmRSS in /proc/self/status:\n{status}"));
+    kib << 10
+}
+
+/// `len` bytes read from `e`'s device at `offset`.
+fn read_back(e: &mut Engine<MemDevice, AlignedBuf>, offset: u64, len: usize) -> Vec<u8> {
+    e.submit(DioRequest::read(offset, vec![buf(len)], 99))
+        .expect("accepted");
+    e.unplug();
+    let mut done = drained(e);
+    assert_eq!(done.len(), 1);
+    let c = done.remove(0);
+    assert!(c.result.is_ok(), "{:?}", c.result);
+    c.bufs.iter().flat_map(|b| b.iter().copied()).collect()
+}
 
 fn run(e: &mut Engine<MemDevice, AlignedBuf>, req: DioRequest<AlignedBuf>) {
     e.submit(req).expect("accepted");
@@ -68,6 +108,220 @@ fn a_memory_device_is_holes_but_where_written() {
             .expect("extents")
             .is_empty()
     );
+}
+
+#[test]
+fn zeroing_or_trimming_a_never_written_memory_device_touches_no_memory() {
+    let _alone = RESIDENT.lock().unwrap_or_else(|p| p.into_inner());
+    let mut e = engine(mem_device(GIB, 8), "none", &[]);
+    let before = resident();
+    run(&mut e, DioRequest::write_zeroes(0, GIB, 1));
+    let zeroed = resident();
+    run(&mut e, DioRequest::discard(0, GIB, 2));
+    // Not page-aligned: the partial pages at either end are holes too.
+    run(&mut e, DioRequest::write_zeroes(512, GIB - 1024, 3));
+    let trimmed = resident();
+    for (what, after) in [("write-zeroes", zeroed), ("trim", trimmed)] {
+        assert!(
+            after < before + 64 * MIB,
+            "a {what} of a never-written 1 GiB memory device took the resident memory \
+             from {} MiB to {} MiB",
+            before >> 20,
+            after >> 20
+        );
+    }
+    assert_eq!(
+        e.device().extents(0, GIB, 100).expect("extents"),
+        vec![Extent::hole(GIB)]
+    );
+    for at in [0, GIB / 2 + 512, GIB - MIB] {
+        assert!(read_back(&mut e, at, MIB as usize).iter().all(|&b| b == 0));
+    }
+}
+
+#[test]
+fn trimming_or_zeroing_written_pages_gives_their_memory_back() {
+    let _alone = RESIDENT.lock().unwrap_or_else(|p| p.into_inner());
+    let mut e = engine(mem_device(256 * MIB, 8), "none", &[]);
+    let chunk = 4 * MIB as usize;
+    for i in 0..32u64 {
+        let data = AlignedBuf::copy_from(&vec![0xA5; chunk], 4096).expect("alloc");
+        run(
+            &mut e,
+            DioRequest::write(64 * MIB + i * 4 * MIB, vec![data], i),
+        );
+    }
+    let written = resident();
+    // Neither starts nor ends on a page: the pages at either end keep the
+    // bytes outside the range.
+    run(
+        &mut e,
+        DioRequest::discard(64 * MIB + 512, 64 * MIB - 512, 100),
+    );
+    run(
+        &mut e,
+        DioRequest::write_zeroes(128 * MIB, 64 * MIB - 512, 101),
+    );
+    let freed = resident();
+    assert!(
+        freed + 100 * MIB < written,
+        "trimming and zeroing 128 MiB of written pages took the resident memory from \
+         {} MiB to {} MiB",
+        written >> 20,
+        freed >> 20
+    );
+    assert_eq!(
+        e.device().extents(0, 256 * MIB, 100).expect("extents"),
+        vec![
+            Extent::hole(64 * MIB),
+            Extent::data(4096),
+            Extent::hole(128 * MIB - 8192),
+            Extent::data(4096),
+            Extent::hole(64 * MIB),
+        ]
+    );
+    let head = read_back(&mut e, 64 * MIB, 8192);
+    assert!(head[..512].iter().all(|&b| b == 0xA5), "before the trim");
+    assert!(head[512..].iter().all(|&b| b == 0), "trimmed");
+    let tail = read_back(&mut e, 192 * MIB - 8192, 8192);
+    assert!(tail[..8192 - 512].iter().all(|&b| b == 0), "zeroed");
+    assert!(
+        tail[8192 - 512..].iter().all(|&b| b == 0xA5),
+        "after the zeroing"
+    );
+    for at in [64 * MIB + 4096, 100 * MIB, 128 * MIB, 190 * MIB] {
+        assert!(read_back(&mut e, at, 8192).iter().all(|&b| b == 0));
+    }
+    // Written again, a freed page holds what is written.
+    let data = AlignedBuf::copy_from(&[0x5A; 4096], 4096).expect("alloc");
+    run(&mut e, DioRequest::write(100 * MIB, vec![data], 102));
+    assert!(
+        read_back(&mut e, 100 * MIB, 4096)
+            .iter()
+            .all(|&b| b == 0x5A)
+    );
+}
+
+/// A host whose available memory the test sets, counting the questions.
+#[derive(Default)]
+struct StandInHost {
+    available: AtomicU64,
+    asked: AtomicU64,
+}
+
+impl StandInHost {
+    fn set(&self, bytes: u64) {
+        self.available.store(bytes, Ordering::SeqCst);
+    }
+    fn asked(&self) -> u64 {
+        self.asked.load(Ordering::SeqCst)
+    }
+}
+
+impl HostMemory for StandInHost {
+    fn available(&self) -> Option<u64> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Some(self.available.load(Ordering::SeqCst))
+    }
+}
+
+/// Write `len` bytes of `fill` at `offset`; what the engine says.
+fn write(
+    e: &mut Engine<MemDevice, AlignedBuf>,
+    offset: u64,
+    len: usize,
+    fill: u8,
+) -> Result<u64, DioFailure> {
+    let data = AlignedBuf::copy_from(&vec![fill; len], 4096).expect("alloc");
+    e.submit(DioRequest::write(offset, vec![data], 7))
+        .expect("accepted");
+    e.unplug();
+    let mut done = drained(e);
+    assert_eq!(done.len(), 1);
+    done.remove(0).result
+}
+
+fn no_space(r: Result<u64, DioFailure>) -> bool {
+    matches!(
+        r,
+        Err(DioFailure {
+            status: Status::NoSpace,
+            ..
+        })
+    )
+}
+
+#[test]
+fn writes_that_need_new_pages_fail_with_enospc_while_the_host_is_short() {
+    let host = Arc::new(StandInHost::default());
+    let opts = MemOptions {
+        host_reserve: 64 * MIB,
+        ..MemOptions::default()
+    };
+    let dev = MemDevice::with_host_memory(16 * MIB, opts, host.clone()).expect("mem");
+    let mut e = engine(dev, "none", &[]);
+    // Short from the start: a write that needs new pages is refused whole.
+    host.set(32 * MIB);
+    assert!(no_space(write(&mut e, 0, 8192, 0x11)), "refused");
+    assert_eq!(host.asked(), 1);
+    assert!(read_back(&mut e, 0, 8192).iter().all(|&b| b == 0));
+    assert_eq!(
+        e.device().extents(0, 16 * MIB, 10).expect("extents"),
+        vec![Extent::hole(16 * MIB)]
+    );
+    // Room for 1 MiB and two pages past the reserve: this write takes two
+    // pages and leaves half the rest (512 KiB) to write before asking again.
+    host.set(64 * MIB + MIB + 8192);
+    assert_eq!(write(&mut e, 0, 8192, 0x22), Ok(8192));
+    assert_eq!(host.asked(), 2);
+    assert_eq!(write(&mut e, MIB, 512 << 10, 0x22), Ok(512 << 10));
+    assert_eq!(host.asked(), 2, "within what the host last said");
+    // Short again: the next new page asks and is refused, while pages
+    // already written take writes without a question, and trims and
+    // write-zeroes go on.
+    host.set(32 * MIB);
+    assert!(no_space(write(&mut e, 4 * MIB, 4096, 0x33)), "refused");
+    assert_eq!(host.asked(), 3);
+    assert_eq!(write(&mut e, 0, 8192, 0x44), Ok(8192));
+    assert_eq!(write(&mut e, MIB + 4096, 4096, 0x44), Ok(4096));
+    assert_eq!(host.asked(), 3, "written pages take writes unasked");
+    run(&mut e, DioRequest::discard(MIB, 256 << 10, 8));
+    run(&mut e, DioRequest::write_zeroes(MIB + (256 << 10), 4096, 9));
+    assert_eq!(host.asked(), 3);
+    assert!(
+        no_space(write(&mut e, MIB, 4096, 0x55)),
+        "trimmed: new again"
+    );
+    assert_eq!(host.asked(), 4);
+    // Memory back: new pages are taken again, and many of them between
+    // two questions.
+    host.set(GIB);
+    assert_eq!(write(&mut e, 4 * MIB, 4096, 0x66), Ok(4096));
+    assert_eq!(host.asked(), 5);
+    for i in 0..8 {
+        assert_eq!(
+            write(&mut e, 8 * MIB + i * MIB, MIB as usize, 0x77),
+            Ok(MIB)
+        );
+    }
+    assert_eq!(host.asked(), 5, "8 MiB of new pages within one answer");
+    assert!(read_back(&mut e, 0, 8192).iter().all(|&b| b == 0x44));
+    assert!(read_back(&mut e, 4 * MIB, 4096).iter().all(|&b| b == 0x66));
+    assert!(
+        read_back(&mut e, 4 * MIB + 4096, 4096)
+            .iter()
+            .all(|&b| b == 0)
+    );
+    // With no reserve the host is never asked.
+    let never = Arc::new(StandInHost::default());
+    let off = MemOptions {
+        host_reserve: 0,
+        ..MemOptions::default()
+    };
+    let dev = MemDevice::with_host_memory(4 * MIB, off, never.clone()).expect("mem");
+    let mut e = engine(dev, "none", &[]);
+    assert_eq!(write(&mut e, 0, MIB as usize, 1), Ok(MIB));
+    assert_eq!(never.asked(), 0);
 }
 
 #[test]

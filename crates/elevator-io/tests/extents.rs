@@ -121,6 +121,12 @@ fn zeroing_or_trimming_a_never_written_memory_device_touches_no_memory() {
     // Not page-aligned: the partial pages at either end are holes too.
     run(&mut e, DioRequest::write_zeroes(512, GIB - 1024, 3));
     let trimmed = resident();
+    eprintln!(
+        "never-written 1 GiB: resident {} MiB, after write-zeroes {} MiB, after trims {} MiB",
+        before >> 20,
+        zeroed >> 20,
+        trimmed >> 20
+    );
     for (what, after) in [("write-zeroes", zeroed), ("trim", trimmed)] {
         assert!(
             after < before + 64 * MIB,
@@ -163,6 +169,11 @@ fn trimming_or_zeroing_written_pages_gives_their_memory_back() {
         DioRequest::write_zeroes(128 * MIB, 64 * MIB - 512, 101),
     );
     let freed = resident();
+    eprintln!(
+        "128 MiB written: resident {} MiB, after trim and write-zeroes {} MiB",
+        written >> 20,
+        freed >> 20
+    );
     assert!(
         freed + 100 * MIB < written,
         "trimming and zeroing 128 MiB of written pages took the resident memory from \
@@ -341,6 +352,71 @@ fn shares_of_a_memory_device_see_the_same_pages() {
     ];
     assert_eq!(a.extents(0, MIB, 10).expect("extents"), want);
     assert_eq!(eb.device().extents(0, MIB, 10).expect("extents"), want);
+    // A trim through one handle (its pages go back to the kernel while
+    // the store is shared) is a hole of zeroes through the other; a page
+    // only partly trimmed keeps the rest of its bytes.
+    let mut ea = engine(a, "none", &[]);
+    run(&mut ea, DioRequest::discard(65536 - 4096, 4096 + 4096, 2));
+    run(&mut ea, DioRequest::write(65536 + 8192, vec![buf(4096)], 3));
+    let mut eb = eb;
+    let data = AlignedBuf::copy_from(&[0x3C; 4096], 4096).expect("alloc");
+    run(&mut eb, DioRequest::write(65536 + 8192, vec![data], 4));
+    run(&mut ea, DioRequest::discard(65536 + 8192 + 1024, 1024, 5));
+    for e in [
+        ea.device().extents(0, MIB, 10),
+        eb.device().extents(0, MIB, 10),
+    ] {
+        assert_eq!(
+            e.expect("extents"),
+            vec![
+                Extent::hole(65536 + 8192),
+                Extent::data(4096),
+                Extent::hole(MIB - 65536 - 12288),
+            ]
+        );
+    }
+    let mut got = vec![0u8; 12288];
+    eb.device()
+        .contents()
+        .iter()
+        .skip(65536)
+        .take(12288)
+        .zip(got.iter_mut())
+        .for_each(|(b, g)| *g = *b);
+    assert!(got[..8192].iter().all(|&b| b == 0));
+    assert!(got[8192..9216].iter().all(|&b| b == 0x3C));
+    assert!(got[9216..10240].iter().all(|&b| b == 0));
+    assert!(got[10240..].iter().all(|&b| b == 0x3C));
+}
+
+#[test]
+fn a_small_memory_device_zeroes_by_writing() {
+    // Under 1 MiB the store comes from the allocator, not a mapping of its
+    // own: no pages go back, but zeroing still zeroes and makes holes.
+    let mut e = engine(mem_device(256 << 10, 8), "none", &[]);
+    let data = AlignedBuf::copy_from(&vec![0xA5; 256 << 10], 4096).expect("alloc");
+    run(&mut e, DioRequest::write(0, vec![data], 1));
+    run(&mut e, DioRequest::discard(4096 + 512, 64 << 10, 2));
+    run(&mut e, DioRequest::write_zeroes(128 << 10, 128 << 10, 3));
+    let got = read_back(&mut e, 0, 256 << 10);
+    let zero = 4096 + 512..(64 << 10) + 4096 + 512;
+    for (i, &b) in got.iter().enumerate() {
+        let want = if zero.contains(&i) || i >= 128 << 10 {
+            0
+        } else {
+            0xA5
+        };
+        assert_eq!(b, want, "byte {i}");
+    }
+    assert_eq!(
+        e.device().extents(0, 256 << 10, 10).expect("extents"),
+        vec![
+            Extent::data(8192),
+            Extent::hole(15 * 4096),
+            Extent::data((128 << 10) - 17 * 4096),
+            Extent::hole(128 << 10),
+        ]
+    );
 }
 
 #[test]

@@ -521,13 +521,24 @@ impl MemDevice {
 
     /// Hand the pages `r` (page-aligned offsets in a mapped store) back to
     /// the kernel; they read as zeroes from then on. `false` if the kernel
-    /// would not (nothing changed then).
+    /// would not, or `r` is not whole pages of the store's own mapping
+    /// (nothing changed then).
     fn release(&self, r: std::ops::Range<usize>) -> bool {
-        // SAFETY: `r` lies inside the store's own private anonymous mapping
-        // (`zero` takes it from `whole_pages` of a range that `range()`
-        // checked; a last page that ends past `len` is still the mapping's,
-        // as mappings are whole pages and the store starts on one), which
-        // stays mapped, readable and writable: MADV_DONTNEED only drops the
+        let page = PAGE as usize;
+        let pages_end = self.store.len.next_multiple_of(page);
+        let whole = r.start.is_multiple_of(page) && r.end.is_multiple_of(page) && r.start < r.end;
+        if !self.store.mapped || !whole || r.end > pages_end {
+            debug_assert!(
+                false,
+                "cannot release {r:?} of a {}-byte store",
+                self.store.len
+            );
+            return false;
+        }
+        // SAFETY: `r` is whole pages inside the store's own private
+        // anonymous mapping (checked above: the store starts on a page, and
+        // a last page that ends past `len` is still the mapping's, as
+        // mappings are whole pages), which stays mapped, readable and writable: MADV_DONTNEED only drops the
         // pages, which then read as zeroes, so every pointer into them
         // (windows included) stays valid. What it does to the bytes is what
         // writing zeroes over them would, and the store's rules for that
@@ -561,9 +572,16 @@ impl MemDevice {
         if r.is_empty() {
             return;
         }
-        // SAFETY: `r` lies inside the store (checked by `range`) and, being
-        // whole sectors, starts and ends on 8-byte boundaries of the
-        // 4096-aligned store. Shared, every access that may race is an
+        if !r.start.is_multiple_of(8) || !r.end.is_multiple_of(8) || r.end > self.store.len {
+            debug_assert!(
+                false,
+                "cannot zero {r:?} of a {}-byte store",
+                self.store.len
+            );
+            return;
+        }
+        // SAFETY: `r` lies inside the store and starts and ends on 8-byte
+        // boundaries of the 4096-aligned store (checked above). Shared, every access that may race is an
         // atomic word access; alone, this handle is all that touches the
         // bytes (its windows are used on this thread, not during this call),
         // so atomic accesses race with nothing.

@@ -7,11 +7,15 @@
 //!
 //! Writes set their pages' bits after the bytes have moved; zeroing clears
 //! them *before* the bytes are zeroed (or the pages handed back), so that
-//! once no I/O is in flight a clear bit always means a page of zeroes: a
-//! write that raced with the zeroing either set its bit after the clear
-//! (the page is data, whatever the bytes) or moved its bytes before the
-//! zeroing (they are gone). A write and a zeroing of the same page in flight
-//! at once leave the bytes unspecified, and so the bit.
+//! once no I/O is in flight a clear bit means a page of zeroes (but for
+//! bytes changed through a window and never written, see
+//! [`MemDevice::map`](crate::mem::MemDevice::map)): a write that raced
+//! with the zeroing either set its bit after the clear (the page is data,
+//! whatever the bytes) or moved its bytes before the zeroing (they are
+//! gone). A write and a zeroing of the same page in flight at once leave
+//! the bytes unspecified, and so the bit. Nothing relies on a clear bit for
+//! correctness: extents report it as a hole, and a memory device counts it
+//! as a page a write will make resident.
 //!
 //! The bitmap costs one bit per 4 KiB page, taken from the allocator zeroed
 //! (so the words of a huge store that were never touched cost nothing

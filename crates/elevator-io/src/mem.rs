@@ -78,8 +78,9 @@ pub struct MemOptions {
     /// needs new pages while less is left fails with ENOSPC
     /// ([`Status::NoSpace`]) instead of running the host out of memory.
     /// Default 64 MiB; 0 never refuses a write (and never asks the host).
-    /// With `huge_pages`, a page is counted as 4 KiB though the kernel may
-    /// make 2 MiB resident: keep the reserve larger.
+    /// Where the kernel backs the store with transparent huge pages
+    /// (`huge_pages`, or THP `always`), a write into a 2 MiB region with
+    /// nothing written counts as 2 MiB.
     pub host_reserve: u64,
 }
 
@@ -106,6 +107,14 @@ pub trait HostMemory: Send + Sync {
     /// (Linux's `MemAvailable`), or `None` if it cannot tell (a device then
     /// refuses nothing).
     fn available(&self) -> Option<u64>;
+
+    /// The size of the pages the kernel backs a first write to a store of
+    /// 2 MiB or more with (asked once, when a device is made), given
+    /// whether the device asked for huge pages ([`MemOptions::huge_pages`]).
+    /// By default, Linux's transparent huge page settings ([`fault_size`]).
+    fn fault_size(&self, huge_pages: bool) -> u64 {
+        fault_size(huge_pages)
+    }
 }
 
 /// The host's available memory as Linux reports it: `MemAvailable` in
@@ -160,6 +169,31 @@ pub fn oversize_warning(bytes: u64, opts: &MemOptions, host: &dyn HostMemory) ->
             available >> 20
         )
     })
+}
+
+/// The size of the pages the kernel backs a first write to a store of 2 MiB
+/// or more with (it sits on a 2 MiB boundary): a transparent huge page
+/// (`hpage_pmd_size`, 2 MiB on x86-64) where Linux makes them for every
+/// anonymous mapping (`enabled` is `always`), or for those that ask
+/// (`madvise`) when `huge_pages` asked; else 4 KiB. Read from
+/// `/sys/kernel/mm/transparent_hugepage`; where it cannot be read, huge
+/// pages are assumed if asked for.
+pub fn fault_size(huge_pages: bool) -> u64 {
+    let thp = "/sys/kernel/mm/transparent_hugepage";
+    let huge = match std::fs::read_to_string(format!("{thp}/enabled")) {
+        Ok(mode) if mode.contains("[always]") => true,
+        Ok(mode) if mode.contains("[madvise]") => huge_pages,
+        Ok(_) => false,
+        Err(_) => huge_pages,
+    };
+    if !huge {
+        return PAGE;
+    }
+    std::fs::read_to_string(format!("{thp}/hpage_pmd_size"))
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .filter(|&b| b.is_power_of_two() && (64 * PAGE..=1 << 30).contains(&b))
+        .unwrap_or(2 << 20)
 }
 
 /// Keeps a store's new pages from running the host out of memory: counts
@@ -240,6 +274,10 @@ struct MemStore {
     /// Refuses new pages when the host is short (none when
     /// [`MemOptions::host_reserve`] is 0).
     guard: Option<HostGuard>,
+    /// The size of the pages the kernel backs a first write with: 4 KiB, or
+    /// a transparent huge page's size where the kernel uses them on this
+    /// store ([`fault_size`]).
+    fault: u64,
     /// Owns the allocation; never accessed after `base` is taken.
     _owner: AlignedBuf,
 }
@@ -340,6 +378,10 @@ impl MemDevice {
             windows: AtomicUsize::new(0),
             written: WrittenPages::new(bytes)?,
             mapped: owner.is_mapped(),
+            fault: match &guard {
+                Some(g) if len >= huge => g.host.fault_size(opts.huge_pages),
+                _ => PAGE,
+            },
             guard,
             _owner: owner,
         });
@@ -460,7 +502,7 @@ impl MemDevice {
         let new = self
             .store
             .written
-            .unwritten(range.start as u64, range.end as u64);
+            .cost(range.start as u64, range.end as u64, self.store.fault);
         if new == 0 {
             return true;
         }
@@ -470,7 +512,7 @@ impl MemDevice {
         if data.first().is_some_and(|s| std::ptr::eq(s.addr, here)) {
             return true;
         }
-        guard.admit(new * PAGE)
+        guard.admit(new)
     }
 
     fn finish(&mut self, tag: u32, outcome: Outcome) {

@@ -115,6 +115,38 @@ impl WrittenPages {
         n
     }
 
+    /// Bytes of memory a write to `start..end` may make resident, where the
+    /// kernel backs the store with pages of `fault` bytes (a multiple of
+    /// [`PAGE`] that is a power of two: 4 KiB, or 2 MiB for transparent huge
+    /// pages): a `fault`-sized region that holds no written page costs the
+    /// whole region (the first touch may bring it all in); in one that
+    /// does, each unwritten 4 KiB page costs 4 KiB (an overcount where the
+    /// region is one huge page already, which errs on the safe side).
+    pub(crate) fn cost(&self, start: u64, end: u64, fault: u64) -> u64 {
+        let (first, last) = self.touched(start, end);
+        let per = (fault / PAGE).max(1);
+        if per == 1 || !per.is_multiple_of(64) {
+            return self.unwritten(first * PAGE, last * PAGE) * PAGE;
+        }
+        let store_pages = self.len.div_ceil(PAGE);
+        let mut bytes = 0;
+        let mut region = first / per;
+        while region * per < last {
+            let (from, to) = (region * per, ((region + 1) * per).min(store_pages));
+            let words = from / 64..to.div_ceil(64);
+            let untouched = words
+                .into_iter()
+                .all(|w| self.word(w).load(Ordering::Acquire) == 0);
+            bytes += if untouched {
+                (to - from) * PAGE
+            } else {
+                self.unwritten(from.max(first) * PAGE, to.min(last) * PAGE) * PAGE
+            };
+            region += 1;
+        }
+        bytes
+    }
+
     /// The pages wholly inside `start..end` (the last page of the store
     /// counts as whole if `end` is the store's end): byte offsets of the
     /// first such page and of the end of the last, or `None` if there is
@@ -261,5 +293,25 @@ mod tests {
         assert_eq!(p.extents(0, u64::MAX, 10), vec![Extent::data(pages * PAGE)]);
         p.clear(0, pages * PAGE);
         assert_eq!(p.unwritten(0, u64::MAX), pages);
+    }
+
+    #[test]
+    fn a_write_costs_whole_huge_pages_where_none_was_written() {
+        const HUGE: u64 = 2 << 20;
+        // Three huge regions and a short fourth (64 pages).
+        let p = WrittenPages::new(3 * HUGE + 64 * PAGE).expect("bitmap");
+        assert_eq!(p.cost(PAGE, 2 * PAGE, PAGE), PAGE);
+        assert_eq!(p.cost(PAGE, 2 * PAGE, HUGE), HUGE);
+        // Across two untouched regions: both, whole.
+        assert_eq!(p.cost(HUGE - PAGE, HUGE + PAGE, HUGE), 2 * HUGE);
+        // The short last region costs what it has.
+        assert_eq!(p.cost(3 * HUGE, 3 * HUGE + 1, HUGE), 64 * PAGE);
+        // Once a region holds data, only its unwritten pages count.
+        p.mark(0, PAGE);
+        assert_eq!(p.cost(PAGE, 3 * PAGE, HUGE), 2 * PAGE);
+        assert_eq!(p.cost(0, PAGE, HUGE), 0);
+        assert_eq!(p.cost(HUGE - PAGE, HUGE + PAGE, HUGE), PAGE + HUGE);
+        assert_eq!(p.cost(0, u64::MAX, HUGE), 3 * HUGE + 64 * PAGE - PAGE);
+        assert_eq!(p.cost(0, u64::MAX, PAGE), 3 * HUGE + 64 * PAGE - PAGE);
     }
 }

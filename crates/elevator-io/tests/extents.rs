@@ -213,11 +213,13 @@ fn trimming_or_zeroing_written_pages_gives_their_memory_back() {
     );
 }
 
-/// A host whose available memory the test sets, counting the questions.
+/// A host whose available memory the test sets, counting the questions,
+/// and that backs new writes with pages of `fault` bytes (4 KiB if 0).
 #[derive(Default)]
 struct StandInHost {
     available: AtomicU64,
     asked: AtomicU64,
+    fault: u64,
 }
 
 impl StandInHost {
@@ -233,6 +235,9 @@ impl HostMemory for StandInHost {
     fn available(&self) -> Option<u64> {
         self.asked.fetch_add(1, Ordering::SeqCst);
         Some(self.available.load(Ordering::SeqCst))
+    }
+    fn fault_size(&self, _huge_pages: bool) -> u64 {
+        self.fault.max(4096)
     }
 }
 
@@ -323,6 +328,26 @@ fn writes_that_need_new_pages_fail_with_enospc_while_the_host_is_short() {
             .iter()
             .all(|&b| b == 0)
     );
+    // Where the kernel backs new writes with 2 MiB huge pages, the first
+    // write into a 2 MiB region costs all of it.
+    let huge = Arc::new(StandInHost {
+        fault: 2 * MIB,
+        ..StandInHost::default()
+    });
+    let dev = MemDevice::with_host_memory(16 * MIB, opts, huge.clone()).expect("mem");
+    let mut e = engine(dev, "none", &[]);
+    huge.set(64 * MIB + MIB);
+    assert!(
+        no_space(write(&mut e, 0, 4096, 1)),
+        "2 MiB wanted, 1 MiB left"
+    );
+    huge.set(64 * MIB + 5 * MIB);
+    assert_eq!(write(&mut e, 0, 4096, 1), Ok(4096));
+    // 3 MiB left, and half of it (1.5 MiB) to go before asking again:
+    // not enough for a fresh region, plenty for the rest of this one.
+    huge.set(0);
+    assert_eq!(write(&mut e, 4096, MIB as usize, 1), Ok(MIB));
+    assert!(no_space(write(&mut e, 2 * MIB, 4096, 1)), "a fresh region");
     // With no reserve the host is never asked.
     let never = Arc::new(StandInHost::default());
     let off = MemOptions {

@@ -210,8 +210,12 @@ const MEMORY_SHARE: u64 = 2;
 /// Refuse a run whose workers and I/O buffers would hold more than half of
 /// the machine's memory, before anything is allocated: such a run would be
 /// killed by the kernel partway (`numjobs=4096` with `iodepth=65536` grew to
-/// 23 GB and was).
+/// 23 GB and was). Warns (on stderr) of what the device spec warns of: a
+/// memory device larger than the host's available memory.
 pub fn check_memory(jobs: &JobFile, target: &DeviceSpec) -> Result<()> {
+    for warning in target.warnings() {
+        eprintln!("elevator: warning: {warning}");
+    }
     let Some(total) = crate::fio_args::machine_memory() else {
         return Ok(());
     };

@@ -171,6 +171,11 @@ pub fn run(args: &Args) -> Result<()> {
         .iter()
         .map(|e| ExportSpec::parse(e))
         .collect::<Result<Vec<_>, _>>()?;
+    for e in &exports {
+        for warning in e.device.warnings() {
+            eprintln!("elevator serve: warning: export '{}': {warning}", e.name);
+        }
+    }
     let max_request = parse_param(
         "serve",
         "--max-request",

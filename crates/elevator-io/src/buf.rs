@@ -165,6 +165,13 @@ impl AlignedBuf {
     pub fn align(&self) -> usize {
         self.align
     }
+
+    /// Whether the buffer is an anonymous mapping of its own (1 MiB and
+    /// up), whose whole pages can be handed back to the kernel with
+    /// `madvise(MADV_DONTNEED)` (they then read as zeroes).
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.map.is_some()
+    }
 }
 
 impl Drop for AlignedBuf {

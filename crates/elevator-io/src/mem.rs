@@ -20,6 +20,22 @@
 //! once, as two hosts may on a shared disk: the result is one or the other's
 //! bytes, or a mix, never undefined behaviour), and lend no windows; with
 //! one handle they copy with plain `memcpy`, as before.
+//!
+//! Memory is taken only for what is written. A store of 1 MiB or more is an
+//! anonymous mapping whose pages the kernel makes resident as they are
+//! first written; a write-zeroes or discard hands the whole pages it covers
+//! back (`madvise(MADV_DONTNEED)`: they read as zeroes and cost nothing),
+//! and in a page it covers only in part, writes zeroes only over bytes that
+//! are not zero already, so that zeroing or trimming a hole never makes it
+//! resident. Which pages were written is kept in a bitmap (`WrittenPages`), from
+//! which the device reports its extents.
+//!
+//! And the host is not run out of memory: a write that would make new pages
+//! resident fails with ENOSPC ([`Status::NoSpace`]) while the host has less
+//! than [`MemOptions::host_reserve`] available besides (asked of a
+//! [`HostMemory`], `/proc/meminfo` by default; not on every I/O, see
+//! [`MemDevice::with_host_memory`]); [`oversize_warning`] says when a
+//! device is larger than the host's available memory to begin with.
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -27,7 +43,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
+use elevator_core::{ByteRange, Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -35,7 +51,7 @@ use std::ptr::NonNull;
 use crate::buf::{AlignedBuf, BufError, IoBuf, Slice};
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, poll_readable, watchable};
 use crate::extent::Extent;
-use crate::written::WrittenPages;
+use crate::written::{PAGE, WrittenPages};
 
 /// How to build a [`MemDevice`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +73,19 @@ pub struct MemOptions {
     /// the layer alone, as with a device whose controller moves the data
     /// by DMA.
     pub copy: bool,
+    /// Memory in bytes the host must keep available (Linux's
+    /// `MemAvailable`) besides what a write makes resident: a write that
+    /// needs new pages while less is left fails with ENOSPC
+    /// ([`Status::NoSpace`]) instead of running the host out of memory.
+    /// Default 64 MiB; 0 never refuses a write (and never asks the host).
+    /// Where the kernel backs the store with transparent huge pages
+    /// (`huge_pages`, or THP `always`), a write into a 2 MiB region with
+    /// nothing written counts as 2 MiB.
+    pub host_reserve: u64,
 }
+
+/// [`MemOptions::host_reserve`]'s default: 64 MiB.
+pub const DEFAULT_HOST_RESERVE: u64 = 64 << 20;
 
 impl Default for MemOptions {
     fn default() -> MemOptions {
@@ -66,7 +94,155 @@ impl Default for MemOptions {
             queue_depth: 64,
             huge_pages: false,
             copy: true,
+            host_reserve: DEFAULT_HOST_RESERVE,
         }
+    }
+}
+
+/// Where a memory device learns how much memory the host has left for its
+/// new pages ([`MemOptions::host_reserve`]). [`ProcMeminfo`] asks Linux; a
+/// test can stand in another.
+pub trait HostMemory: Send + Sync {
+    /// Bytes the host can still give without swapping or killing anything
+    /// (Linux's `MemAvailable`), or `None` if it cannot tell (a device then
+    /// refuses nothing).
+    fn available(&self) -> Option<u64>;
+
+    /// The size of the pages the kernel backs a first write to a store of
+    /// 2 MiB or more with (asked once, when a device is made), given
+    /// whether the device asked for huge pages ([`MemOptions::huge_pages`]).
+    /// By default, Linux's transparent huge page settings ([`fault_size`]).
+    fn fault_size(&self, huge_pages: bool) -> u64 {
+        fault_size(huge_pages)
+    }
+}
+
+/// The host's available memory as Linux reports it: `MemAvailable` in
+/// `/proc/meminfo` (read anew on every call: a system call or three).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcMeminfo;
+
+impl HostMemory for ProcMeminfo {
+    fn available(&self) -> Option<u64> {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        meminfo_available(&text)
+    }
+}
+
+/// `MemAvailable` in bytes, from the text of `/proc/meminfo` (whose
+/// figures are in KiB, written `kB`).
+pub fn meminfo_available(text: &str) -> Option<u64> {
+    let kib = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// A warning for a memory device of `bytes` on a host with less memory
+/// available than that (`None` if it fits, or the host cannot tell): the
+/// device is made all the same (it costs only what is written), but it can
+/// never be filled, and its writes will fail with ENOSPC once the host is
+/// short (`opts.host_reserve`).
+pub fn oversize_warning(bytes: u64, opts: &MemOptions, host: &dyn HostMemory) -> Option<String> {
+    let available = host.available()?;
+    (bytes > available).then(|| {
+        let refusal = if opts.host_reserve == 0 {
+            "nothing refuses its writes (host_reserve=0): the host may run out of memory \
+             and kill a process"
+                .to_string()
+        } else {
+            format!(
+                "writes that need new memory will fail with ENOSPC once less than {} MiB is \
+                 left (host_reserve)",
+                opts.host_reserve >> 20
+            )
+        };
+        format!(
+            "a memory device of {} MiB is larger than the {} MiB of memory this host has \
+             available (MemAvailable in /proc/meminfo): it can never be filled; {refusal}",
+            bytes >> 20,
+            available >> 20
+        )
+    })
+}
+
+/// The size of the pages the kernel backs a first write to a store of 2 MiB
+/// or more with (it sits on a 2 MiB boundary): a transparent huge page
+/// (`hpage_pmd_size`, 2 MiB on x86-64) where Linux makes them for every
+/// anonymous mapping (`enabled` is `always`), or for those that ask
+/// (`madvise`) when `huge_pages` asked; else 4 KiB. Read from
+/// `/sys/kernel/mm/transparent_hugepage`; where it cannot be read, huge
+/// pages are assumed if asked for.
+pub fn fault_size(huge_pages: bool) -> u64 {
+    let thp = "/sys/kernel/mm/transparent_hugepage";
+    let huge = match std::fs::read_to_string(format!("{thp}/enabled")) {
+        Ok(mode) if mode.contains("[always]") => true,
+        Ok(mode) if mode.contains("[madvise]") => huge_pages,
+        Ok(_) => false,
+        Err(_) => huge_pages,
+    };
+    if !huge {
+        return PAGE;
+    }
+    std::fs::read_to_string(format!("{thp}/hpage_pmd_size"))
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .filter(|&b| b.is_power_of_two() && (64 * PAGE..=1 << 30).contains(&b))
+        .unwrap_or(2 << 20)
+}
+
+/// Keeps a store's new pages from running the host out of memory: counts
+/// down the bytes of new pages that may still be made resident before the
+/// host is asked again, so that the host is asked at most once per
+/// [`HostGuard::MOST`] bytes of new pages, more often only as the host's
+/// memory runs short, and never for a write to pages already written.
+struct HostGuard {
+    host: Arc<dyn HostMemory>,
+    /// [`MemOptions::host_reserve`].
+    reserve: u64,
+    /// Bytes of new pages allowed before the next question.
+    budget: AtomicU64,
+}
+
+impl HostGuard {
+    /// The most bytes of new pages allowed between two questions.
+    const MOST: u64 = 64 << 20;
+
+    /// Whether `bytes` of new pages may be made resident; each handle on
+    /// the store asks the same guard.
+    fn admit(&self, bytes: u64) -> bool {
+        let taken = self
+            .budget
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                b.checked_sub(bytes)
+            });
+        if taken.is_ok() {
+            return true;
+        }
+        let Some(available) = self.host.available() else {
+            // The host cannot tell: refuse nothing, and ask again later.
+            self.budget.store(HostGuard::MOST, Ordering::Release);
+            return true;
+        };
+        let room = available.saturating_sub(self.reserve);
+        if bytes > room {
+            // Short: each write that needs new pages asks again (a refused
+            // write is not the hot path), so that memory freed meanwhile is
+            // used at once.
+            self.budget.store(0, Ordering::Release);
+            return false;
+        }
+        // Half of what would be left, so that a run of writes asks more
+        // often as the room shrinks and never takes the host below the
+        // reserve by itself.
+        self.budget
+            .store(((room - bytes) / 2).min(HostGuard::MOST), Ordering::Release);
+        true
     }
 }
 
@@ -88,8 +264,20 @@ struct MemStore {
     handles: AtomicUsize,
     /// [`MemSlice`] windows on it.
     windows: AtomicUsize,
-    /// Which pages were written (for [`DataDevice::extents`]).
+    /// Which pages were written (for [`DataDevice::extents`], and to know
+    /// which pages a write makes resident).
     written: WrittenPages,
+    /// Whether the bytes are an anonymous mapping of their own, whose whole
+    /// pages can be handed back to the kernel (a store under 1 MiB comes
+    /// from the allocator, and is zeroed by writing).
+    mapped: bool,
+    /// Refuses new pages when the host is short (none when
+    /// [`MemOptions::host_reserve`] is 0).
+    guard: Option<HostGuard>,
+    /// The size of the pages the kernel backs a first write with: 4 KiB, or
+    /// a transparent huge page's size where the kernel uses them on this
+    /// store ([`fault_size`]).
+    fault: u64,
     /// Owns the allocation; never accessed after `base` is taken.
     _owner: AlignedBuf,
 }
@@ -122,8 +310,25 @@ pub struct MemDevice {
 }
 
 impl MemDevice {
-    /// A device of `bytes` (rounded down to the block size), all zeroes.
+    /// A device of `bytes` (rounded down to the block size), all zeroes,
+    /// that asks `/proc/meminfo` ([`ProcMeminfo`]) whether the host has
+    /// memory for its new pages.
     pub fn new(bytes: u64, opts: MemOptions) -> Result<MemDevice, DeviceError> {
+        MemDevice::with_host_memory(bytes, opts, Arc::new(ProcMeminfo))
+    }
+
+    /// A device of `bytes` (rounded down to the block size), all zeroes,
+    /// that asks `host` whether the host has memory for its new pages
+    /// ([`MemOptions::host_reserve`]). It asks when a write needs new pages
+    /// and what it was last told does not cover them: at most once per 64
+    /// MiB of new pages while memory is plentiful, more often as it runs
+    /// short, on every write that needs new pages once it is short (those
+    /// fail with ENOSPC), and never for writes to pages already written.
+    pub fn with_host_memory(
+        bytes: u64,
+        opts: MemOptions,
+        host: Arc<dyn HostMemory>,
+    ) -> Result<MemDevice, DeviceError> {
         let lbs = opts.logical_block_size;
         let geometry = |why: String| DeviceError::Geometry {
             path: "mem".into(),
@@ -161,12 +366,23 @@ impl MemDevice {
                 libc::madvise(base.as_ptr().cast(), len, libc::MADV_HUGEPAGE);
             }
         }
+        let guard = (opts.host_reserve > 0).then(|| HostGuard {
+            host,
+            reserve: opts.host_reserve,
+            budget: AtomicU64::new(0),
+        });
         let store = Arc::new(MemStore {
             base,
             len,
             handles: AtomicUsize::new(1),
             windows: AtomicUsize::new(0),
-            written: WrittenPages::new(bytes),
+            written: WrittenPages::new(bytes)?,
+            mapped: owner.is_mapped(),
+            fault: match &guard {
+                Some(g) if len >= huge => g.host.fault_size(opts.huge_pages),
+                _ => PAGE,
+            },
+            guard,
             _owner: owner,
         });
         let limits = Limits {
@@ -254,23 +470,49 @@ impl MemDevice {
         if self.shared() {
             return None;
         }
-        let start = usize::try_from(offset).ok()?;
-        let end = start.checked_add(len)?;
-        (end <= self.store.len).then(|| {
-            self.store.windows.fetch_add(1, Ordering::AcqRel);
-            MemSlice {
-                store: Arc::clone(&self.store),
-                offset: start,
-                len,
-                _not_send: PhantomData,
-            }
+        // The store's length fits a usize, and so does anything within it.
+        let r = ByteRange::new(offset, len as u64)
+            .and_then(|r| r.within(self.store.len as u64))
+            .ok()?;
+        self.store.windows.fetch_add(1, Ordering::AcqRel);
+        Some(MemSlice {
+            store: Arc::clone(&self.store),
+            offset: r.offset() as usize,
+            len,
+            _not_send: PhantomData,
         })
     }
 
+    /// The store's bytes `io` covers, if they are inside it.
     fn range(&self, io: &DeviceIo) -> Option<std::ops::Range<usize>> {
-        let start = usize::try_from(io.sector.checked_mul(512)?).ok()?;
-        let end = start.checked_add(usize::try_from(io.bytes()).ok()?)?;
-        (end <= self.store.len).then_some(start..end)
+        let r = ByteRange::at_sector(io.sector, io.bytes())
+            .and_then(|r| r.within(self.store.len as u64))
+            .ok()?;
+        // Within the store, whose length is a usize.
+        Some(r.offset() as usize..r.end() as usize)
+    }
+
+    /// Whether a write to `range` from `data` may go ahead: always, unless
+    /// it makes new pages resident while the host is short of memory
+    /// ([`MemOptions::host_reserve`]).
+    fn admit(&self, range: &std::ops::Range<usize>, data: &[DataSegment]) -> bool {
+        let Some(guard) = &self.store.guard else {
+            return true;
+        };
+        let new = self
+            .store
+            .written
+            .cost(range.start as u64, range.end as u64, self.store.fault);
+        if new == 0 {
+            return true;
+        }
+        // A write from a window on this very place has its bytes there
+        // already: the memory is spent, and refusing would not get it back.
+        let here = self.store.base.as_ptr().wrapping_add(range.start);
+        if data.first().is_some_and(|s| std::ptr::eq(s.addr, here)) {
+            return true;
+        }
+        guard.admit(new)
     }
 
     fn finish(&mut self, tag: u32, outcome: Outcome) {
@@ -284,8 +526,7 @@ impl MemDevice {
             Op::Flush => Outcome::Done,
             Op::Discard | Op::WriteZeroes => match self.range(io) {
                 Some(r) => {
-                    self.zero(r.clone());
-                    self.store.written.clear(r.start as u64, r.end as u64);
+                    self.zero(r);
                     Outcome::Done
                 }
                 None => failed(Status::IoError),
@@ -294,24 +535,99 @@ impl MemDevice {
         })
     }
 
-    /// Zero the bytes of `r`, a range of whole sectors inside the store.
+    /// Zero the bytes of `r`, a range of whole sectors inside the store,
+    /// making no page resident that was not: the whole pages it covers
+    /// become holes (their bits cleared first, see [`WrittenPages`]) and,
+    /// on a mapped store, go back to the kernel; elsewhere only bytes that
+    /// are not zero are written.
     fn zero(&self, r: std::ops::Range<usize>) {
-        match r {
-            r if self.shared() => {
-                // SAFETY: `r` lies inside the store (checked by `range`)
-                // and, being whole sectors, starts and ends on 8-byte
-                // boundaries of the 4096-aligned store.
-                unsafe { zero_words(self.store.base.as_ptr().add(r.start).cast(), r.len()) };
-            }
-            r => {
-                // SAFETY: `r` lies inside the store (checked by `range`);
-                // alone on the store, this handle is all that touches it
-                // but for its windows, used on this thread.
-                unsafe {
-                    std::ptr::write_bytes(self.store.base.as_ptr().add(r.start), 0, r.len());
-                }
-            }
+        let store = &self.store;
+        store.written.clear(r.start as u64, r.end as u64);
+        let whole = store
+            .written
+            .whole_pages(r.start as u64, r.end as u64)
+            .filter(|_| store.mapped);
+        let Some((from, to)) = whole else {
+            self.zero_bytes(r);
+            return;
+        };
+        // Whole pages of the store, whose offsets fit a usize (the last
+        // may end past `len`, inside the mapping's last page).
+        let (from, to) = (from as usize, to as usize);
+        self.zero_bytes(r.start..from);
+        if !self.release(from..to) {
+            self.zero_bytes(from..to.min(store.len));
         }
+        self.zero_bytes(to.min(r.end)..r.end);
+    }
+
+    /// Hand the pages `r` (page-aligned offsets in a mapped store) back to
+    /// the kernel; they read as zeroes from then on. `false` if the kernel
+    /// would not, or `r` is not whole pages of the store's own mapping
+    /// (nothing changed then).
+    fn release(&self, r: std::ops::Range<usize>) -> bool {
+        let page = PAGE as usize;
+        let pages_end = self.store.len.next_multiple_of(page);
+        let whole = r.start.is_multiple_of(page) && r.end.is_multiple_of(page) && r.start < r.end;
+        if !self.store.mapped || !whole || r.end > pages_end {
+            debug_assert!(
+                false,
+                "cannot release {r:?} of a {}-byte store",
+                self.store.len
+            );
+            return false;
+        }
+        // SAFETY: `r` is whole pages inside the store's own private
+        // anonymous mapping (checked above: the store starts on a page, and
+        // a last page that ends past `len` is still the mapping's, as
+        // mappings are whole pages), which stays mapped, readable and writable: MADV_DONTNEED only drops the
+        // pages, which then read as zeroes, so every pointer into them
+        // (windows included) stays valid. What it does to the bytes is what
+        // writing zeroes over them would, and the store's rules for that
+        // hold here as for any write:
+        // - alone on the store, this handle is all that touches it but for
+        //   its windows, used on this thread (and not during this call) or
+        //   by the kernel for I/O this thread started (a socket send from a
+        //   window, which reads either the old bytes or zeroes, as it would
+        //   while the bytes were being zeroed: the memory is never freed);
+        // - shared, every other access is an atomic word access from another
+        //   handle, and one to these pages belongs to a request that
+        //   overlaps this one (no other request can reach a page wholly
+        //   inside this one's range), whose outcome is unspecified: each
+        //   word then holds the old bytes, the new, or zero. Pages only
+        //   partly covered are never released (`zero_bytes` writes them),
+        //   so a request next to this one on the same page loses nothing.
+        unsafe {
+            libc::madvise(
+                self.store.base.as_ptr().add(r.start).cast(),
+                r.len(),
+                libc::MADV_DONTNEED,
+            ) == 0
+        }
+    }
+
+    /// Write zeroes over the words of `r` (whole sectors inside the store)
+    /// that are not zero already: a page that is all zeroes is read, never
+    /// written, and so a hole (which reads from the kernel's shared zero
+    /// page) stays one.
+    fn zero_bytes(&self, r: std::ops::Range<usize>) {
+        if r.is_empty() {
+            return;
+        }
+        if !r.start.is_multiple_of(8) || !r.end.is_multiple_of(8) || r.end > self.store.len {
+            debug_assert!(
+                false,
+                "cannot zero {r:?} of a {}-byte store",
+                self.store.len
+            );
+            return;
+        }
+        // SAFETY: `r` lies inside the store and starts and ends on 8-byte
+        // boundaries of the 4096-aligned store (checked above). Shared, every access that may race is an
+        // atomic word access; alone, this handle is all that touches the
+        // bytes (its windows are used on this thread, not during this call),
+        // so atomic accesses race with nothing.
+        unsafe { zero_nonzero_words(self.store.base.as_ptr().add(r.start).cast(), r.len()) };
     }
 }
 
@@ -397,6 +713,10 @@ impl DataDevice for MemDevice {
         }
         if !self.copy {
             self.finish(io.tag, Outcome::Done);
+            return;
+        }
+        if io.op == Op::Write && !self.admit(&range, data) {
+            self.finish(io.tag, failed(Status::NoSpace));
             return;
         }
         let base = self.store.base.as_ptr();
@@ -605,15 +925,19 @@ unsafe fn load_words(mut w: *const u64, segs: impl IntoIterator<Item = (*mut u8,
     }
 }
 
-/// Zero `len` bytes of the store's words from `w` on.
+/// Zero the words among `len` bytes of the store's from `w` on that are
+/// not zero already (those that are, are only read).
 ///
 /// # Safety
 ///
 /// As for [`store_words`], for `len` bytes.
-unsafe fn zero_words(w: *mut u64, len: usize) {
+unsafe fn zero_nonzero_words(w: *mut u64, len: usize) {
     for i in 0..len / 8 {
         // SAFETY: word `i` is within the `len` bytes from `w`.
-        unsafe { word(w.add(i)).store(0, Ordering::Relaxed) };
+        let word = unsafe { word(w.add(i)) };
+        if word.load(Ordering::Relaxed) != 0 {
+            word.store(0, Ordering::Relaxed);
+        }
     }
 }
 
@@ -742,5 +1066,53 @@ impl std::ops::DerefMut for IoMem {
             IoMem::Buf(b) => b,
             IoMem::Window(w) => w,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Host(Option<u64>);
+    impl HostMemory for Host {
+        fn available(&self) -> Option<u64> {
+            self.0
+        }
+    }
+
+    #[test]
+    fn meminfo_gives_the_available_memory_or_nothing() {
+        let text = "MemTotal:       24683520 kB\nMemFree:          207868 kB\n\
+                    MemAvailable:   23551232 kB\nBuffers:            1024 kB\n";
+        assert_eq!(meminfo_available(text), Some(23551232 * 1024));
+        for bad in [
+            "",
+            "MemTotal: 1 kB\n",
+            "MemAvailable: lots kB\n",
+            "MemAvailable: 12\n",
+            "MemAvailable: 18446744073709551615 kB\n",
+        ] {
+            assert_eq!(meminfo_available(bad), None, "{bad:?}");
+        }
+        // This host's, where there is one.
+        if std::path::Path::new("/proc/meminfo").exists() {
+            assert!(ProcMeminfo.available().is_some_and(|b| b > 0));
+        }
+    }
+
+    #[test]
+    fn a_device_larger_than_the_available_memory_is_warned_about() {
+        let opts = MemOptions::default();
+        let gib = 1u64 << 30;
+        assert_eq!(oversize_warning(gib, &opts, &Host(Some(2 * gib))), None);
+        assert_eq!(oversize_warning(gib, &opts, &Host(None)), None);
+        let w = oversize_warning(100 * gib, &opts, &Host(Some(24 * gib))).expect("warned");
+        assert_eq!(
+            w,
+            "a memory device of 102400 MiB is larger than the 24576 MiB of memory this host \
+             has available (MemAvailable in /proc/meminfo): it can never be filled; writes \
+             that need new memory will fail with ENOSPC once less than 64 MiB is left \
+             (host_reserve)"
+        );
     }
 }

@@ -8,9 +8,13 @@
 //!   virtual clock, or run paced by the real clock;
 //! - `file:PATH[,queue_depth=N][,ro]`: a regular file or block device,
 //!   O_DIRECT through io_uring (the path may not contain commas);
-//! - `mem:SIZE[,lbs=N][,queue_depth=N][,huge_pages=0|1][,copy=0|1]`: memory, e.g.
-//!   `mem:1g`; SIZE must be a whole number of blocks (of `lbs` bytes, 512
-//!   by default);
+//! - `mem:SIZE[,lbs=N][,queue_depth=N][,huge_pages=0|1][,copy=0|1][,host_reserve=SIZE]`:
+//!   memory, e.g. `mem:1g`; SIZE must be a whole number of blocks (of `lbs`
+//!   bytes, 512 by default); it costs only the pages written. Writes that
+//!   need new pages fail with ENOSPC while the host has less than
+//!   `host_reserve` (default 64m; 0: never) of memory available besides
+//!   (see [`MemOptions::host_reserve`]), and [`DeviceSpec::warnings`] says
+//!   when SIZE is more than the host has available;
 //! - on a file or memory, faults (each off by default; see
 //!   [`crate::fault`] for what each does to the bytes):
 //!   - `fail_rate=F` (default 0): a fraction 0..=1 of reads and writes fail
@@ -208,12 +212,23 @@ impl DeviceSpec {
                 (DeviceKind::Mem { opts, .. }, "lbs") => {
                     opts.logical_block_size = number(ParamUnit::Bytes)? as u32
                 }
+                (DeviceKind::Mem { opts, .. }, "host_reserve") => {
+                    let n = parse_param("mem", key, ParamUnit::Bytes, value)
+                        .map_err(|e| bad(e.to_string()))?;
+                    // 2^64 as f64: anything below it fits a u64.
+                    if n.fract() != 0.0 || n >= 18_446_744_073_709_551_616.0 {
+                        return Err(bad(format!(
+                            "host_reserve={value}: expected a whole number of bytes below 2^64"
+                        )));
+                    }
+                    opts.host_reserve = n as u64;
+                }
                 _ if faults.set(key, value).map_err(&bad)? => {}
                 _ if other(key, value).map_err(&bad)? => {}
                 _ => {
                     let known = match kind {
                         DeviceKind::File { .. } => "queue_depth, ro",
-                        _ => "lbs, queue_depth, huge_pages, copy",
+                        _ => "lbs, queue_depth, huge_pages, copy, host_reserve",
                     };
                     return Err(bad(format!(
                         "unknown option '{part}'; options: {known}, {FAULT_OPTIONS}"
@@ -255,6 +270,22 @@ impl DeviceSpec {
             DeviceKind::File { .. } => {}
         }
         Ok(DeviceSpec { kind, faults })
+    }
+
+    /// What the user should know before the device is used (each a
+    /// sentence for the command to print as a warning): a memory device
+    /// larger than the memory the host has available
+    /// ([`oversize_warning`](crate::mem::oversize_warning)). Reads
+    /// `/proc/meminfo` for a memory device; nothing for the others.
+    pub fn warnings(&self) -> Vec<String> {
+        match &self.kind {
+            DeviceKind::Mem { bytes, opts } => {
+                crate::mem::oversize_warning(*bytes, opts, &crate::mem::ProcMeminfo)
+                    .into_iter()
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The model, if the spec names one (rather than a file or memory).
@@ -480,6 +511,7 @@ mod tests {
                     queue_depth: 64,
                     huge_pages: false,
                     copy: true,
+                    host_reserve: 64 << 20,
                 }
             }
         );
@@ -507,6 +539,17 @@ mod tests {
                 ..
             }
         ));
+        for (text, want) in [
+            ("mem:4m,host_reserve=1g", 1 << 30),
+            ("mem:4m,host_reserve=0", 0),
+        ] {
+            let r = DeviceSpec::parse(text).expect("parses");
+            assert!(
+                matches!(r.kind, DeviceKind::Mem { opts: MemOptions { host_reserve, .. }, .. } if host_reserve == want),
+                "{text}: {:?}",
+                r.kind
+            );
+        }
         let f = DeviceSpec::parse("file:/tmp/x,queue_depth=8,ro").expect("parses");
         assert!(matches!(
             f.kind,
@@ -538,6 +581,19 @@ mod tests {
             ),
             ("file:/tmp/x,huge_pages=1", "unknown option 'huge_pages=1'"),
             (
+                "mem:1g,host_reserve=0.5",
+                "host_reserve=0.5: expected a whole number",
+            ),
+            (
+                "mem:1g,host_reserve=20000000t",
+                "host_reserve=20000000t: expected a whole number",
+            ),
+            ("mem:1g,host_reserve=lots", "host_reserve"),
+            (
+                "file:/tmp/x,host_reserve=1g",
+                "unknown option 'host_reserve=1g'",
+            ),
+            (
                 "mem:1000",
                 "mem:1000 is 1000 bytes, not a multiple of the 512-byte block size (lbs): \
                  give a whole number of blocks, such as 512 or 1024",
@@ -561,6 +617,29 @@ mod tests {
         ] {
             let e = DeviceSpec::parse(spec).expect_err(spec).to_string();
             assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_memory_device_larger_than_the_host_has_available_is_warned_about() {
+        // No host has 64 TiB of memory available (the spec is only
+        // parsed: nothing is allocated).
+        let huge = DeviceSpec::parse("mem:64t").expect("parses");
+        let w = huge.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("a memory device of 67108864 MiB is larger than the")
+                && w[0].contains("MemAvailable")
+                && w[0].contains("ENOSPC once less than 64 MiB is left (host_reserve)"),
+            "{}",
+            w[0]
+        );
+        let off = DeviceSpec::parse("mem:64t,host_reserve=0").expect("parses");
+        assert!(off.warnings()[0].contains("nothing refuses its writes (host_reserve=0)"));
+        // Small enough for any host that runs the tests; not memory at all.
+        for fits in ["mem:1m", "hdd-7200", "file:/tmp/x"] {
+            let s = DeviceSpec::parse(fits).expect("parses");
+            assert!(s.warnings().is_empty(), "{fits}: {:?}", s.warnings());
         }
     }
 }

@@ -1,0 +1,71 @@
+//! A closed stdout ends any command quietly, as it ends Unix tools
+//! (`elevator schedulers | head -1`): the process dies by SIGPIPE, so a
+//! shell sees status 141 and nothing is printed.
+//!
+//! elevator keeps SIGPIPE ignored, as Rust programs start: the NBD server
+//! writes to its clients' sockets and the mark client to the mark socket
+//! with plain write(2), and a peer that hangs up must give them an error
+//! (EPIPE), not kill the process. So a write to a stdout whose reader is
+//! gone fails with EPIPE too: `println!` panics on it, and an explicit
+//! write returns the error. [`install`] catches the first (a panic hook)
+//! and [`exit_if_closed`] the second (main's error); both end the process
+//! by SIGPIPE only when stdout's reader is really gone (poll reports an
+//! error on descriptor 1), so a broken pipe on a socket is still reported
+//! as the error it is.
+
+use std::panic::PanicHookInfo;
+
+/// Make a panic from printing to a closed stdout end the process by
+/// SIGPIPE instead of printing a panic message; other panics go on to the
+/// hook that was there.
+pub fn install() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if is_print_failure(info) && stdout_reader_gone() {
+            die_by_sigpipe();
+        }
+        previous(info);
+    }));
+}
+
+/// End the process by SIGPIPE if `err` comes from writing to a stdout
+/// whose reader is gone; otherwise return.
+pub fn exit_if_closed(err: &anyhow::Error) {
+    let broken_pipe = err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe && stdout_reader_gone() {
+        die_by_sigpipe();
+    }
+}
+
+/// Whether the panic is `print!`'s failure to write to stdout.
+fn is_print_failure(info: &PanicHookInfo<'_>) -> bool {
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+    message.is_some_and(|m| m.starts_with("failed printing to stdout"))
+}
+
+/// Whether descriptor 1 is a pipe or socket with no one reading it: poll
+/// reports POLLERR (a pipe without readers) or POLLHUP (a socket whose
+/// peer is gone).
+fn stdout_reader_gone() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let stdout = std::io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::OUT)];
+    let now = Timespec::default();
+    rustix::event::poll(&mut fds, Some(&now)).is_ok()
+        && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
+}
+
+/// Die as a Unix tool does on a closed pipe: by SIGPIPE, its default
+/// action restored first.
+fn die_by_sigpipe() -> ! {
+    let _ = signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGPIPE);
+    // Not reached: the signal ends the process. The shell's status for it.
+    std::process::exit(128 + signal_hook::consts::SIGPIPE)
+}

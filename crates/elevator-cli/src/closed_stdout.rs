@@ -13,19 +13,32 @@
 //! error on descriptor 1), so a broken pipe on a socket is still reported
 //! as the error it is.
 
+use std::os::fd::{AsFd, BorrowedFd};
 use std::panic::PanicHookInfo;
 
-/// Make a panic from printing to a closed stdout end the process by
-/// SIGPIPE instead of printing a panic message; other panics go on to the
-/// hook that was there.
+/// Make a panic from printing to a closed stdout (or stderr: `serve`'s
+/// log lines under `2>&1 | head`) end the process by SIGPIPE instead of
+/// printing a panic message; other panics go on to the hook that was
+/// there.
 pub fn install() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if is_print_failure(info) && stdout_reader_gone() {
+        let gone = match print_failure(info) {
+            Some(Stream::Stdout) => reader_gone(std::io::stdout().as_fd()),
+            Some(Stream::Stderr) => reader_gone(std::io::stderr().as_fd()),
+            None => false,
+        };
+        if gone {
             die_by_sigpipe();
         }
         previous(info);
     }));
+}
+
+/// The standard stream a `print!` or `eprint!` failed on.
+enum Stream {
+    Stdout,
+    Stderr,
 }
 
 /// End the process by SIGPIPE if `err` comes from writing to a stdout
@@ -35,28 +48,34 @@ pub fn exit_if_closed(err: &anyhow::Error) {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     });
-    if broken_pipe && stdout_reader_gone() {
+    if broken_pipe && reader_gone(std::io::stdout().as_fd()) {
         die_by_sigpipe();
     }
 }
 
-/// Whether the panic is `print!`'s failure to write to stdout.
-fn is_print_failure(info: &PanicHookInfo<'_>) -> bool {
+/// Whether the panic is `print!`'s (or `eprint!`'s) failure to write, and
+/// to which stream.
+fn print_failure(info: &PanicHookInfo<'_>) -> Option<Stream> {
     let payload = info.payload();
     let message = payload
         .downcast_ref::<&str>()
         .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
-    message.is_some_and(|m| m.starts_with("failed printing to stdout"))
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))?;
+    if message.starts_with("failed printing to stdout") {
+        Some(Stream::Stdout)
+    } else if message.starts_with("failed printing to stderr") {
+        Some(Stream::Stderr)
+    } else {
+        None
+    }
 }
 
-/// Whether descriptor 1 is a pipe or socket with no one reading it: poll
-/// reports POLLERR (a pipe without readers) or POLLHUP (a socket whose
-/// peer is gone).
-fn stdout_reader_gone() -> bool {
+/// Whether `fd` is a pipe or socket with no one reading it: poll reports
+/// POLLERR (a pipe without readers) or POLLHUP (a socket whose peer is
+/// gone).
+fn reader_gone(fd: BorrowedFd<'_>) -> bool {
     use rustix::event::{PollFd, PollFlags, Timespec};
-    let stdout = std::io::stdout();
-    let mut fds = [PollFd::new(&stdout, PollFlags::OUT)];
+    let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::OUT)];
     let now = Timespec::default();
     rustix::event::poll(&mut fds, Some(&now)).is_ok()
         && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)

@@ -221,3 +221,28 @@ fn a_closed_stdout_ends_each_command_quietly() {
         );
     }
 }
+
+/// A closed stderr (`elevator run ... 2>&1 | head -1`, then more lines)
+/// ends the command by SIGPIPE too, not by a panic (exit status 101).
+#[test]
+fn a_closed_stderr_ends_a_command_by_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "run",
+            "--name=x",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=1m",
+            "--device",
+            "nvme",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(writer)
+        .status()
+        .expect("run elevator");
+    assert_eq!(status.signal(), Some(13), "{status}");
+}

@@ -1,6 +1,6 @@
-//! A closed stdout ends any command quietly, as it ends Unix tools
-//! (`elevator schedulers | head -1`): the process dies by SIGPIPE, so a
-//! shell sees status 141 and nothing is printed.
+//! A closed stdout (or stderr) ends any command quietly, as it ends Unix
+//! tools (`elevator schedulers | head -1`): the process dies by SIGPIPE,
+//! so a shell sees status 141 and nothing is printed.
 //!
 //! elevator keeps SIGPIPE ignored, as Rust programs start: the NBD server
 //! writes to its clients' sockets and the mark client to the mark socket

@@ -193,19 +193,11 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let advice = Advice::new(&name, kind, &args.device, args.goal, runs);
     let mut out = std::io::stdout().lock();
-    let printed = match args.output_format {
+    // A reader that went away (`| head`) ends the process quietly, in
+    // main (crate::closed_stdout).
+    match args.output_format {
         OutputFormat::Normal => crate::advise_report::print_text(&advice, &mut out),
         OutputFormat::Json => crate::advise_report::print_json(&advice, &mut out),
-    };
-    match printed {
-        // The reader went away (`| head`): nothing more to say.
-        Err(e)
-            if e.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
-                == Some(std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(())
-        }
-        r => r,
     }
 }
 

@@ -9,6 +9,7 @@ mod advise_report;
 mod bench_fio;
 mod bench_nbd;
 mod bench_write_log;
+mod closed_stdout;
 mod compare;
 mod cpu_time;
 mod crash_states;
@@ -89,8 +90,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout ends any command quietly, by SIGPIPE (sockets keep
+    // SIGPIPE ignored: see the module).
+    closed_stdout::install();
     let (args, fio) = fio_args::split::<Cli>(std::env::args_os().collect());
-    let cli = Cli::parse_from(args);
+    let cli = Cli::try_parse_from(args).unwrap_or_else(|e| {
+        // What clap's exit() does, but a closed stdout (--help piped
+        // into a reader that is gone) ends by SIGPIPE like the rest.
+        if let Err(io) = e.print() {
+            closed_stdout::exit_if_closed(&io.into());
+        }
+        std::process::exit(e.exit_code())
+    });
     let result = match cli.command {
         Command::Microbench(args) => microbench::run(&args),
         Command::Run(mut args) => {
@@ -120,6 +131,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            closed_stdout::exit_if_closed(&e);
             eprintln!("elevator: error: {e:#}");
             ExitCode::FAILURE
         }

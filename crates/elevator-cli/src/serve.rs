@@ -23,7 +23,9 @@ pub struct Args {
     /// neither --listen nor --unix is given.
     #[arg(long = "listen", value_name = "ADDR:PORT")]
     listen: Vec<SocketAddr>,
-    /// Unix-domain socket to listen on (repeatable).
+    /// Unix-domain socket to listen on (repeatable). A path a live server
+    /// answers on, or that is not a socket, is refused; a stale socket is
+    /// replaced. Removed at exit if it is still this server's.
     #[arg(long = "unix", value_name = "PATH")]
     unix: Vec<PathBuf>,
     /// Requests in flight per connection before it is not read from (at
@@ -89,7 +91,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     write_log: Option<PathBuf>,
     /// Take marks for the write log on this Unix socket (`elevator
-    /// write-log mark PATH TEXT`).
+    /// write-log mark PATH TEXT`), bound as --unix is; up to 64 clients
+    /// at once, each with 5 s to send its mark.
     #[arg(long, value_name = "PATH", requires = "write_log")]
     mark_socket: Option<PathBuf>,
     /// Test-only: a broken device that records (and acknowledges) each

@@ -44,6 +44,10 @@ struct MarkArgs {
     socket: PathBuf,
     /// The mark's text (one line).
     text: String,
+    /// Seconds to wait for the server's answer (connecting, sending,
+    /// answering): past it the mark fails.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    timeout: f64,
 }
 
 /// How `show` prints.
@@ -97,7 +101,13 @@ pub fn run(args: &Args) -> Result<()> {
         WriteLogCommand::Show(a) => show(a),
         WriteLogCommand::Replay(a) => replay(a),
         WriteLogCommand::Mark(a) => {
-            let seq = crate::mark::send(&a.socket, &a.text)?;
+            let timeout = std::time::Duration::try_from_secs_f64(a.timeout)
+                .ok()
+                .filter(|t| !t.is_zero())
+                .with_context(|| {
+                    format!("--timeout {}: give a number of seconds above 0", a.timeout)
+                })?;
+            let seq = crate::mark::send(&a.socket, &a.text, timeout)?;
             println!("mark {seq}");
             Ok(())
         }

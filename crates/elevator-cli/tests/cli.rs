@@ -137,3 +137,112 @@ fn bad_options_say_what_is_wrong() {
         "expected TUNABLE=VALUE",
     );
 }
+
+/// Run `elevator ARGS` from the repository's root with its stdout a pipe
+/// whose reader is gone (as in `elevator schedulers | true`).
+fn with_closed_stdout(args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    std::process::Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run elevator")
+}
+
+/// A closed stdout ends every command that prints quietly, as it ends Unix
+/// tools: killed by SIGPIPE (status 141 in a shell), no panic, no error.
+/// Commands that print with `println!` and those that write to stdout
+/// themselves (`trace convert ... -`, `advise`, clap's `--help`) alike.
+#[test]
+fn a_closed_stdout_ends_each_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = common::fio::TempDir::new("closed-stdout");
+    let trace = dir.file("g.trace");
+    ok(&["replay", "--generate", "2000", &trace]);
+    let states = dir.file("states");
+    let job = [
+        "--name=x",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=1m",
+        "--device",
+        "nvme",
+    ];
+    let with_job = |cmd: &'static str| -> Vec<&str> {
+        let mut v = vec![cmd];
+        v.extend(job);
+        v
+    };
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["schedulers"],
+        vec!["devices"],
+        vec!["--help"],
+        with_job("run"),
+        with_job("compare"),
+        with_job("advise"),
+        vec![
+            "microbench",
+            "--depth",
+            "8",
+            "--ios",
+            "1000",
+            "--repeat",
+            "1",
+        ],
+        vec!["replay", &trace, "--device", "null"],
+        vec!["trace", "convert", &trace, "-", "--to", "text"],
+        vec!["write-log", "show", "examples/crash/app-correct.wlog"],
+        vec![
+            "crash-states",
+            "examples/crash/app-correct.wlog",
+            "--out",
+            &states,
+            "--max-states",
+            "20",
+        ],
+    ];
+    for args in commands {
+        let out = with_closed_stdout(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("error"),
+            "elevator {args:?}: {err}"
+        );
+        // replay's text report goes on to report a failed write-log check
+        // after its reader went away, so it may end with status 0.
+        assert!(
+            out.status.signal() == Some(13) || out.status.success(),
+            "elevator {args:?} ends by SIGPIPE ({}): {err}",
+            out.status
+        );
+    }
+}
+
+/// A closed stderr (`elevator run ... 2>&1 | head -1`, then more lines)
+/// ends the command by SIGPIPE too, not by a panic (exit status 101).
+#[test]
+fn a_closed_stderr_ends_a_command_by_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "run",
+            "--name=x",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=1m",
+            "--device",
+            "nvme",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(writer)
+        .status()
+        .expect("run elevator");
+    assert_eq!(status.signal(), Some(13), "{status}");
+}

@@ -544,3 +544,200 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
         text(&o.stderr)
     );
 }
+
+/// Run `elevator ARGS` under a 64 MiB file-size limit (prlimit), so that
+/// output written without bound fails the test instead of filling the
+/// disk; killed past a guard of 120 s (never a measure of time).
+fn elevator_bounded(args: &[&str]) -> std::process::Output {
+    let mut child = std::process::Command::new("prlimit")
+        .arg(format!("--fsize={}", 64 << 20))
+        .arg(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running prlimit (util-linux)");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("waiting").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("elevator {args:?} did not end within 120 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("its output")
+}
+
+/// A checker that prints without end (`yes`) is stopped at --timeout,
+/// output included, and keeps a bounded tail: ID.out is a line counting
+/// what was dropped and the last 64 KiB; the report says how many bytes
+/// were dropped and shows the last lines.
+#[test]
+fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
+    let (dir, log, _) = setup(true);
+    let out = dir.file("states");
+    let o = elevator_bounded(&[
+        "crash-states",
+        &log,
+        "--out",
+        &out,
+        "--check",
+        "yes",
+        "--timeout",
+        "1",
+        "--max-states",
+        "2",
+        "--jobs",
+        "2",
+    ]);
+    assert!(!o.status.success());
+    let doc = report(&out);
+    assert_eq!(doc["failed"], 2, "{doc}");
+    for s in doc["states"].as_array().expect("states") {
+        assert_eq!(
+            s["why"], "timed out after 1 s; its process group was killed",
+            "{s}"
+        );
+        assert!(s["output_dropped_bytes"].as_u64() > Some(0), "{s}");
+        assert_eq!(s["output_tail"].as_array().map(Vec::len), Some(10), "{s}");
+        assert_eq!(s["output_tail"][9], "y", "{s}");
+        let id = s["id"].as_str().expect("id");
+        let bytes = std::fs::read(Path::new(&out).join(format!("{id}.out"))).expect("ID.out");
+        let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+        let first = text(first);
+        assert!(
+            first.starts_with("[elevator: the checker's first ")
+                && first.ends_with(" bytes of output were dropped; its last 65536 follow]"),
+            "{first}"
+        );
+        assert_eq!(bytes.len(), first.len() + 1 + 65536);
+    }
+    assert!(
+        text(&o.stdout).contains("bytes of output were dropped;"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+/// What a checker leaves running is not left behind: what it started in
+/// its process group is killed when it exits, and a process that left the
+/// group (setsid) holding the output pipe is not waited for.
+#[test]
+fn a_checkers_leftovers_are_killed_or_not_waited_for() {
+    let (dir, log, _) = setup(true);
+    let out = dir.file("states");
+    let pids = dir.file("pids");
+    let check = format!(
+        "sleep 1000 & echo $! >> {pids}.group; setsid sleep 1000 & echo $! >> {pids}.setsid; echo started"
+    );
+    let o = elevator_bounded(&[
+        "crash-states",
+        &log,
+        "--out",
+        &out,
+        "--check",
+        &check,
+        "--max-states",
+        "2",
+        "--jobs",
+        "1",
+    ]);
+    let setsid = std::fs::read_to_string(format!("{pids}.setsid")).unwrap_or_default();
+    for pid in setsid.split_whitespace() {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", pid])
+            .status();
+    }
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(report(&out)["passed"], 2);
+    let group = std::fs::read_to_string(format!("{pids}.group")).expect("the pids");
+    assert_eq!(group.split_whitespace().count(), 2, "{group}");
+    for pid in group.split_whitespace() {
+        // Killed; its zombie (if init has not reaped it yet) is not alive.
+        let start = std::time::Instant::now();
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit(") ").next().and_then(|s| s.chars().next());
+            if stat.is_empty() || state == Some('Z') {
+                break;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(120),
+                "the checker's background sleep {pid} is still running: {stat}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// A tmpfs mounted for a test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size` at `path` (None, said on stderr, where
+    /// mounting is not allowed: common::skip).
+    fn mount(path: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(path).expect("a mount point");
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(path)
+            .output()
+            .expect("running mount");
+        if !out.status.success() {
+            common::skip(
+                "images_stop_before_the_out_file_system_is_full",
+                &format!("cannot mount a tmpfs: {}", text(&out.stderr).trim()),
+            );
+            return None;
+        }
+        Some(Tmpfs(path.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// `--out` on a file system too small for every image: crash-states stops
+/// with an error naming --out before the file system is full (it keeps a
+/// twentieth of it free, at most 64 MiB), instead of filling it.
+#[test]
+fn images_stop_before_the_out_file_system_is_full() {
+    let dir = TempDir::new("crash-disk");
+    // A 32 MiB device: 16 writes of 2 MiB, each flushed; the states'
+    // images hold 2 to 32 MiB each, 272 MiB in all.
+    let log = dir.file("big.wlog");
+    let header = LogHeader {
+        has_data: true,
+        capacity: 32 << 11,
+        block_size: 512,
+    };
+    let mut w = Writer::new(BufWriter::new(File::create(&log).unwrap()), header).unwrap();
+    for i in 0..16u64 {
+        let data = vec![0x5a ^ i as u8; 2 << 20];
+        w.append(Kind::Write, FLAG_DATA, i * 4096, 4096, i * 2000, &[&data])
+            .unwrap();
+        w.append(Kind::Flush, 0, 0, 0, i * 2000 + 1000, &[])
+            .unwrap();
+    }
+    w.into_inner().unwrap();
+    let mnt = dir.path().join("small");
+    let Some(_fs) = Tmpfs::mount(&mnt, "64m") else {
+        return;
+    };
+    let out = mnt.join("states");
+    let out = out.to_str().expect("UTF-8 path");
+    let o = elevator_bounded(&["crash-states", &log, "--out", out, "--max-states", "200"]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("--out {out}: ")) && err.contains("kept free: free some space"),
+        "{err}"
+    );
+    let fs = rustix::fs::statvfs(&mnt).expect("statvfs");
+    let free = fs.f_bavail * fs.f_frsize;
+    assert!(free >= (64 << 20) / 20, "{free} bytes left free");
+}

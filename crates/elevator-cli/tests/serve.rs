@@ -86,6 +86,12 @@ impl Serve {
     fn start(args: &[&str]) -> Serve {
         let dir = TempDir::new("serve");
         let sock = dir.join("nbd.sock");
+        Serve::start_at(args, dir, sock)
+    }
+
+    /// Start `elevator serve ARGS --unix SOCK` (`sock` anywhere, `dir`
+    /// holding its stderr) and wait until it listens.
+    fn start_at(args: &[&str], dir: TempDir, sock: PathBuf) -> Serve {
         let stderr = dir.join("stderr");
         let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
             .arg("serve")
@@ -654,4 +660,110 @@ fn partial_blocks_are_refused_or_reported() {
             && line.contains("the file's last 100 bytes are not served"),
         "{line}"
     );
+}
+
+/// `nbdkit --unix PATH memory 1M` in the background, killed when dropped.
+struct Nbdkit(Child);
+
+impl Nbdkit {
+    fn start(sock: &Path) -> Nbdkit {
+        let child = Command::new("nbdkit")
+            .args(["--foreground", "--unix"])
+            .arg(sock)
+            .args(["memory", "1M"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{} ({e})", tools::missing("nbdkit")));
+        let mut n = Nbdkit(child);
+        wait_for("nbdkit to listen", || {
+            if let Ok(Some(status)) = n.0.try_wait() {
+                panic!("nbdkit exited ({status}) before listening");
+            }
+            UnixStream::connect(sock).ok().map(|_| ())
+        });
+        n
+    }
+}
+
+impl Drop for Nbdkit {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A Unix socket a live server answers on (elevator's or nbdkit's) is
+/// refused, as TCP refuses an address in use, and stays that server's;
+/// anything that is not a socket is refused and left as it was; a stale
+/// socket (its server gone) is replaced.
+#[test]
+fn a_unix_socket_a_live_server_holds_is_refused() {
+    let first = Serve::start(&["--export", "disk=mem:1m"]);
+    let sock = first.sock.to_str().expect("UTF-8 path");
+    let (code, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", sock]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot listen on {sock}: a server is listening on it (Address already in use)"
+        )),
+        "{err}"
+    );
+    assert!(
+        first.sock.exists(),
+        "the first server's socket is still there"
+    );
+    let mut c = Client::open(&first.sock, "disk");
+    assert_eq!(c.call(cmd::READ, 1, 0, 512, &[]), (0, vec![0; 512]));
+    c.disc();
+
+    let dir = TempDir::new("unix-taken");
+    let nbdkit_sock = dir.join("nbdkit.sock");
+    let nbdkit = Nbdkit::start(&nbdkit_sock);
+    let path = nbdkit_sock.to_str().expect("UTF-8 path");
+    let (_, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", path]);
+    assert!(
+        err.contains("a server is listening on it (Address already in use)"),
+        "{err}"
+    );
+    UnixStream::connect(&nbdkit_sock).expect("nbdkit still answers on its socket");
+    drop(nbdkit);
+
+    let file = dir.join("notes.txt");
+    std::fs::write(&file, "not a socket").expect("writing a file");
+    let path = file.to_str().expect("UTF-8 path");
+    let (_, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", path]);
+    assert!(
+        err.contains(&format!(
+            "cannot listen on {path}: it is a regular file, not a socket: refusing to replace it"
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).ok().as_deref(),
+        Some("not a socket")
+    );
+
+    // A socket whose server is gone (as one killed with SIGKILL leaves).
+    let stale = dir.join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).expect("binding"));
+    let mut s = Serve::start_at(&["--export", "disk=mem:1m"], dir, stale);
+    assert!(s.signal_and_wait("TERM").success(), "{}", s.log());
+    assert!(!s.sock.exists(), "its own socket goes when it stops");
+}
+
+/// A server removes its Unix socket when it stops only if the path is
+/// still its socket: one that another server has put there stays.
+#[test]
+fn a_stopping_server_leaves_a_socket_that_is_not_its_own() {
+    let mut s = Serve::start(&["--export", "disk=mem:1m"]);
+    // Another socket takes the path: bound beside it and renamed over it
+    // (so that it cannot have the first one's inode number).
+    let beside = s.dir.join("other.sock");
+    let other = std::os::unix::net::UnixListener::bind(&beside).expect("another server binds");
+    std::fs::rename(&beside, &s.sock).expect("renaming over the socket");
+    assert!(s.signal_and_wait("TERM").success(), "{}", s.log());
+    assert!(s.sock.exists(), "the other server's socket is left alone");
+    drop(other);
 }

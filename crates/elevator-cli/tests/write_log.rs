@@ -1,8 +1,15 @@
 //! `--write-log` on simulated devices, power cuts and faults, end to end:
 //! the summary line, the log file, the JSON field, and a failed check's
-//! exit status.
+//! exit status; and `serve --mark-socket` with `write-log mark`: marks
+//! served beside idle clients, within bounds, and the client's timeout.
 
 mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use common::fio::TempDir;
 use common::{elevator, fails_with, ok};
@@ -223,4 +230,210 @@ fn devices_lists_the_fault_options() {
     ] {
         assert!(text.contains(name), "{name} missing: {text}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// The mark socket (`serve --mark-socket`, `write-log mark`).
+
+/// A guard against hangs, never a measure of time.
+const GUARD: Duration = Duration::from_secs(120);
+
+/// Wait for `child` to exit, killing it past [`GUARD`].
+fn wait_guarded(child: &mut Child, what: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("waiting for elevator") {
+            return s;
+        }
+        if start.elapsed() > GUARD {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: elevator did not exit within {GUARD:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `elevator serve` with a write log and a mark socket, killed when
+/// dropped.
+struct MarkServer {
+    child: Child,
+    stderr: PathBuf,
+    marks: PathBuf,
+    log: PathBuf,
+}
+
+impl MarkServer {
+    /// Start it in `dir` and wait until it listens.
+    fn start(dir: &TempDir) -> MarkServer {
+        let marks = dir.path().join("marks.sock");
+        let log = dir.path().join("w.wlog");
+        let stderr = dir.path().join("serve.err");
+        let nbd = dir.path().join("nbd.sock");
+        let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .args(["serve", "--export", "d=mem:1m", "--write-log"])
+            .arg(&log)
+            .arg("--mark-socket")
+            .arg(&marks)
+            .arg("--unix")
+            .arg(&nbd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .spawn()
+            .expect("running elevator serve");
+        let mut s = MarkServer {
+            child,
+            stderr,
+            marks,
+            log,
+        };
+        let start = Instant::now();
+        while !std::fs::read_to_string(&s.stderr)
+            .unwrap_or_default()
+            .contains("taking write log marks")
+        {
+            if let Ok(Some(status)) = s.child.try_wait() {
+                panic!("elevator serve exited ({status}):\n{}", s.log_text());
+            }
+            assert!(start.elapsed() < GUARD, "elevator serve did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        s
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// SIGTERM, and wait for the exit.
+    fn stop(&mut self) -> ExitStatus {
+        let status = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("running kill");
+        assert!(status.success());
+        wait_guarded(&mut self.child, "after SIGTERM")
+    }
+}
+
+impl Drop for MarkServer {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// What a raw client of the mark socket is answered (one line).
+fn answer(conn: &mut UnixStream) -> String {
+    conn.set_read_timeout(Some(GUARD)).expect("read timeout");
+    let mut text = String::new();
+    conn.read_to_string(&mut text).expect("reading the answer");
+    text
+}
+
+/// Idle clients of the mark socket hold up no one: with five connected
+/// and silent, a mark goes through at once (the client's --timeout, 20 s,
+/// is a guard: one client at a time with a 5 s read timeout each took
+/// 25 s), and the idle ones are answered and closed at the server's 5 s.
+/// Past 64 clients at once, the next is refused; a mark longer than 4 KiB
+/// is refused; the socket goes when the server stops.
+#[test]
+fn idle_clients_do_not_hold_up_a_mark() {
+    let dir = TempDir::new("mark-idle");
+    let mut s = MarkServer::start(&dir);
+    let marks = s.marks.to_str().expect("UTF-8 path").to_string();
+    let mut idle: Vec<UnixStream> = (0..5)
+        .map(|_| UnixStream::connect(&s.marks).expect("connecting"))
+        .collect();
+    let out = elevator(&[
+        "write-log",
+        "mark",
+        &marks,
+        "after five idle",
+        "--timeout",
+        "20",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.log_text()
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("mark "));
+    for c in &mut idle {
+        assert_eq!(answer(c), "error no mark (one line) within 5 s\n");
+    }
+
+    let mut many: Vec<UnixStream> = (0..65)
+        .map(|_| UnixStream::connect(&s.marks).expect("connecting"))
+        .collect();
+    assert_eq!(
+        answer(&mut many[64]),
+        "error the mark socket serves 64 clients at once: try again\n"
+    );
+    drop(many);
+
+    let mut long = UnixStream::connect(&s.marks).expect("connecting");
+    long.write_all(&[b'x'; 5000]).expect("sending");
+    assert_eq!(answer(&mut long), "error a mark is at most 4096 bytes\n");
+
+    assert!(s.stop().success(), "{}", s.log_text());
+    assert!(!s.marks.exists(), "the mark socket goes with the server");
+    let bytes = std::fs::read(&s.log).expect("the log");
+    let mut r = Reader::new(&bytes[..]).expect("header");
+    let mut texts = Vec::new();
+    while let Some(rec) = r.next_record().expect("record") {
+        if rec.head.kind == Kind::Mark {
+            texts.push(String::from_utf8_lossy(rec.payload).into_owned());
+        }
+    }
+    assert_eq!(texts, vec!["after five idle"]);
+}
+
+/// A mark client whose server never answers gives up at its --timeout
+/// with a clear error; a --mark-socket that a live server answers on is
+/// refused (and stays that server's).
+#[test]
+fn a_silent_mark_socket_times_out_and_a_live_one_is_not_taken() {
+    let dir = TempDir::new("mark-silent");
+    let path = dir.path().join("silent.sock");
+    // Bound and listening, never accepting: connecting works, no answer.
+    let silent = UnixListener::bind(&path).expect("binding");
+    let p = path.to_str().expect("UTF-8 path");
+    fails_with(
+        &["write-log", "mark", p, "hello", "--timeout", "0.5"],
+        &format!("no answer from {p} within 0.5 s (--timeout): is the server stuck?"),
+    );
+    fails_with(
+        &["write-log", "mark", p, "hello", "--timeout", "0"],
+        "--timeout 0: give a number of seconds above 0",
+    );
+
+    let log = dir.file("w.wlog");
+    let nbd = dir.file("nbd.sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["serve", "--export", "d=mem:1m", "--write-log", &log])
+        .args(["--mark-socket", p, "--unix", &nbd])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running elevator serve");
+    let status = wait_guarded(&mut child, "serve on a live mark socket");
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).expect("reading stderr");
+    }
+    assert!(!status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--mark-socket {p}: a server is listening on it (Address already in use)"
+        )),
+        "{err}"
+    );
+    assert!(path.exists(), "the live socket stays");
+    drop(silent);
 }

@@ -22,6 +22,8 @@
 //! - [`tls`]: `STARTTLS`'s certificates and a connection's TLS session;
 //! - [`export`]: what `--export` names, opened;
 //! - [`pool`]: the reusable data buffers;
+//! - [`unix_socket`]: binding a Unix socket's path without taking a live
+//!   server's, and removing it only while it is still ours;
 //! - [`proto`]: the wire format (pure, fuzzed).
 
 #![forbid(unsafe_code)]
@@ -41,6 +43,7 @@ mod shared;
 mod status;
 pub mod tls;
 mod transmit;
+pub mod unix_socket;
 mod worker;
 
 pub use config::MAX_THREADS;

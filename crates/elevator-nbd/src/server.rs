@@ -22,7 +22,6 @@ use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::BorrowedFd;
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use elevator_io::mq::{MqEngine, MultiQueue};
@@ -37,6 +36,7 @@ use crate::export::{Export, ExportError, Opened};
 use crate::hub::Hub;
 use crate::pool::{Buf, Pool};
 use crate::shared::Shared;
+use crate::unix_socket::{UnixSocketFile, bind_unix};
 use crate::worker::Worker;
 
 /// The server cannot start or go on.
@@ -103,7 +103,7 @@ type Part = Vec<Option<(Arc<MultiQueue>, RealDevice)>>;
 
 pub(crate) enum Listener {
     Tcp(TcpListener),
-    Unix(UnixListener, PathBuf),
+    Unix(UnixListener, UnixSocketFile),
 }
 
 /// An NBD server, bound and ready to run.
@@ -205,16 +205,10 @@ impl Server {
         }
         for path in &cfg.unix {
             let name = path.display().to_string();
-            if std::fs::symlink_metadata(path).is_ok_and(|m| {
-                use std::os::unix::fs::FileTypeExt;
-                m.file_type().is_socket()
-            }) {
-                // A socket left by an earlier run.
-                let _ = std::fs::remove_file(path);
-            }
-            let l = UnixListener::bind(path).map_err(listen_err(name.clone()))?;
+            // Refused if a server answers there; a stale socket is replaced.
+            let (l, file) = bind_unix(path).map_err(|e| listen_err(name.clone())(e.into()))?;
             l.set_nonblocking(true).map_err(listen_err(name))?;
-            listeners.push(Listener::Unix(l, path.clone()));
+            listeners.push(Listener::Unix(l, file));
         }
         Ok(Server {
             cfg: Arc::new(cfg),

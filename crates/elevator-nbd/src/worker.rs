@@ -712,10 +712,10 @@ impl Listener {
         }
     }
 
-    /// Close it; a Unix socket's file goes too.
+    /// Close it; a Unix socket's file goes too, if it is still ours
+    /// (dropping its [`UnixSocketFile`](crate::unix_socket::UnixSocketFile)
+    /// removes it).
     fn remove(self) {
-        if let Listener::Unix(_, path) = self {
-            let _ = std::fs::remove_file(path);
-        }
+        drop(self);
     }
 }

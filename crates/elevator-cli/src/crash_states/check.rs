@@ -1,19 +1,44 @@
 //! Running one state's checker: `sh -c CMD` in its own process group,
-//! with the state's image and marks in its environment, killed (the whole
-//! group) at its timeout or when elevator is interrupted.
+//! with the state's image and marks in its environment, its output (stdout
+//! and stderr, through one pipe) kept as a bounded tail.
+//!
+//! `--timeout` bounds the whole check, output included: at the deadline,
+//! or when elevator is interrupted, the checker's whole process group is
+//! killed and nothing more is read. When the checker exits, what is left
+//! of its group (anything it started in the background) is killed too, and
+//! only what the pipe already holds is read: a process that left the group
+//! and keeps the pipe open is not waited for.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::collections::VecDeque;
+use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
 use super::{Done, TAIL_LINES, Verdict};
+
+/// The bytes of a checker's output kept: its last ones.
+pub(super) const OUTPUT_KEPT: usize = 64 << 10;
+
+/// The longest line of a checker's output shown in the report (a longer
+/// one is cut, its end kept).
+const TAIL_LINE_CHARS: usize = 400;
+
+/// The most output read once the checker has exited: more than a pipe
+/// holds, so only a process that left its group and goes on writing
+/// reaches it.
+const AFTER_EXIT: u64 = 4 << 20;
+
+/// How often a check looks at its checker, its deadline and the stop flag
+/// while the checker is quiet.
+const TICK: Duration = Duration::from_millis(10);
 
 /// One check to run.
 pub(super) struct CheckJob {
@@ -28,43 +53,146 @@ pub(super) struct CheckJob {
     pub(super) stop: Arc<AtomicBool>,
 }
 
+/// The last [`OUTPUT_KEPT`] bytes of a checker's output, and how many
+/// came before them.
+#[derive(Debug, Default)]
+pub(super) struct OutputTail {
+    kept: VecDeque<u8>,
+    dropped: u64,
+}
+
+impl OutputTail {
+    /// Add `data`, dropping the oldest bytes past [`OUTPUT_KEPT`].
+    fn push(&mut self, data: &[u8]) {
+        let data = if data.len() > OUTPUT_KEPT {
+            let (old, new) = data.split_at(data.len() - OUTPUT_KEPT);
+            self.dropped += old.len() as u64;
+            new
+        } else {
+            data
+        };
+        let over = (self.kept.len() + data.len()).saturating_sub(OUTPUT_KEPT);
+        self.kept.drain(..over);
+        self.dropped += over as u64;
+        self.kept.extend(data);
+    }
+
+    /// Bytes of output dropped (the first ones).
+    pub(super) fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Bytes of output seen.
+    fn total(&self) -> u64 {
+        self.dropped + self.kept.len() as u64
+    }
+
+    /// What goes in ID.out: a line saying what was dropped, if anything,
+    /// then the kept bytes.
+    fn file_text(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.kept.len() + 120);
+        if self.dropped > 0 {
+            out.extend_from_slice(
+                format!(
+                    "[elevator: the checker's first {} bytes of output were dropped; its last {} follow]\n",
+                    self.dropped,
+                    self.kept.len()
+                )
+                .as_bytes(),
+            );
+        }
+        out.extend(self.kept.iter());
+        out
+    }
+
+    /// The last `n` lines, each cut to [`TAIL_LINE_CHARS`].
+    fn last_lines(&self, n: usize) -> Vec<String> {
+        let (a, b) = self.kept.as_slices();
+        let bytes = [a, b].concat();
+        let text = String::from_utf8_lossy(&bytes);
+        let mut lines: Vec<String> = text
+            .lines()
+            .rev()
+            .take(n)
+            .map(|l| match l.char_indices().rev().nth(TAIL_LINE_CHARS) {
+                Some((i, c)) => format!("...{}", &l[i + c.len_utf8()..]),
+                None => l.to_string(),
+            })
+            .collect();
+        lines.reverse();
+        lines
+    }
+}
+
 impl CheckJob {
     /// Run it to its end or its timeout.
     pub(super) fn run(self) -> Done {
-        let verdict = match self.spawn_and_wait() {
+        let mut output = OutputTail::default();
+        let verdict = match self.spawn_and_wait(&mut output) {
             Ok(v) => v,
             Err(e) => Verdict::Fail(format!("{e:#}")),
         };
+        let verdict = match std::fs::write(&self.output, output.file_text()) {
+            Err(e) if verdict == Verdict::Pass => Verdict::Fail(format!(
+                "writing its output to {}: {e}",
+                self.output.display()
+            )),
+            _ => verdict,
+        };
         let tail = match verdict {
             Verdict::Pass => Vec::new(),
-            _ => last_lines(&self.output, TAIL_LINES),
+            _ => output.last_lines(TAIL_LINES),
         };
         Done {
             index: self.index,
             verdict,
             tail,
+            output_dropped: output.dropped(),
         }
     }
 
-    fn spawn_and_wait(&self) -> Result<Verdict> {
-        let out = File::create(&self.output)
-            .with_context(|| format!("creating {}", self.output.display()))?;
-        let err = out.try_clone()?;
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(&self.command)
-            .env("ELEVATOR_CRASH_IMAGE", &self.image)
-            .env("ELEVATOR_CRASH_STATE", &self.id)
-            .env("ELEVATOR_CRASH_MARKS", &self.marks_file)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .context("starting sh")?;
-        let started = Instant::now();
+    fn spawn_and_wait(&self, output: &mut OutputTail) -> Result<Verdict> {
+        let (mut pipe, writer) = std::io::pipe().context("creating the checker's pipe")?;
+        let mut child = {
+            // The command (holding the pipe's write ends) is dropped
+            // here: the checker's processes hold the only ones.
+            let err = writer.try_clone().context("creating the checker's pipe")?;
+            Command::new("sh")
+                .arg("-c")
+                .arg(&self.command)
+                .env("ELEVATOR_CRASH_IMAGE", &self.image)
+                .env("ELEVATOR_CRASH_STATE", &self.id)
+                .env("ELEVATOR_CRASH_MARKS", &self.marks_file)
+                .stdin(Stdio::null())
+                .stdout(writer)
+                .stderr(err)
+                .process_group(0)
+                .spawn()
+                .context("starting sh")?
+        };
+        let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
+        let deadline = Instant::now() + self.timeout;
+        let mut buf = vec![0u8; 64 << 10];
+        let mut open = true;
         loop {
-            if let Some(status) = child.try_wait().context("waiting for the checker")? {
+            if exited(&child, group)? {
+                // Whatever it left running goes with it (the group still
+                // exists: the checker is not reaped yet).
+                kill_group(group);
+                let status = child.wait().context("waiting for the checker")?;
+                // What the pipe holds now, and no more (a process that
+                // left the group may go on writing: [`AFTER_EXIT`] bounds
+                // what is taken from it).
+                let mut taken = 0;
+                while open
+                    && taken < AFTER_EXIT
+                    && Instant::now() < deadline
+                    && ready(&pipe, Duration::ZERO)
+                {
+                    let before = output.total();
+                    open = read_some(&mut pipe, &mut buf, output);
+                    taken += output.total() - before;
+                }
                 return Ok(if status.success() {
                     Verdict::Pass
                 } else {
@@ -72,27 +200,66 @@ impl CheckJob {
                 });
             }
             let stopped = self.stop.load(Ordering::Relaxed);
-            if stopped || started.elapsed() >= self.timeout {
-                let pid = i32::try_from(child.id())
-                    .ok()
-                    .and_then(rustix::process::Pid::from_raw);
-                if let Some(pid) = pid {
-                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-                }
+            if stopped || Instant::now() >= deadline {
+                kill_group(group);
                 let _ = child.kill();
                 let _ = child.wait();
-                if stopped {
-                    return Ok(Verdict::Fail(
-                        "interrupted; its process group was killed".into(),
-                    ));
-                }
-                return Ok(Verdict::Fail(format!(
-                    "timed out after {} s; its process group was killed",
-                    self.timeout.as_secs_f64()
-                )));
+                return Ok(Verdict::Fail(if stopped {
+                    "interrupted; its process group was killed".into()
+                } else {
+                    format!(
+                        "timed out after {} s; its process group was killed",
+                        self.timeout.as_secs_f64()
+                    )
+                }));
             }
-            std::thread::sleep(Duration::from_millis(10));
+            let wait = TICK.min(deadline.saturating_duration_since(Instant::now()));
+            if open && ready(&pipe, wait) {
+                open = read_some(&mut pipe, &mut buf, output);
+            } else if !open {
+                std::thread::sleep(wait);
+            }
         }
+    }
+}
+
+/// Whether the checker has exited (it is not reaped: its process group
+/// cannot be reused until it is).
+fn exited(child: &Child, pid: Option<Pid>) -> Result<bool> {
+    let Some(pid) = pid else {
+        return Ok(false);
+    };
+    let status = rustix::process::waitid(
+        WaitId::Pid(pid),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    )
+    .with_context(|| format!("waiting for the checker (pid {})", child.id()))?;
+    Ok(status.is_some())
+}
+
+/// Kill process group `group` (ignoring one that is gone already).
+fn kill_group(group: Option<Pid>) {
+    if let Some(pid) = group {
+        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+    }
+}
+
+/// Whether the pipe has bytes (or its end) within `wait`.
+fn ready(pipe: &std::io::PipeReader, wait: Duration) -> bool {
+    let mut fds = [PollFd::new(pipe, PollFlags::IN)];
+    let wait = Timespec::try_from(wait).unwrap_or_default();
+    rustix::event::poll(&mut fds, Some(&wait)).is_ok_and(|n| n > 0)
+}
+
+/// Read what the pipe has into `output`; false at its end (or an error).
+fn read_some(pipe: &mut std::io::PipeReader, buf: &mut [u8], output: &mut OutputTail) -> bool {
+    match pipe.read(buf) {
+        Ok(0) => false,
+        Ok(n) => {
+            output.push(&buf[..n]);
+            true
+        }
+        Err(e) => e.kind() == std::io::ErrorKind::Interrupted,
     }
 }
 
@@ -105,17 +272,33 @@ fn describe_status(status: ExitStatus) -> String {
     }
 }
 
-/// The last `n` lines of a file (none if it cannot be read).
-fn last_lines(path: &Path, n: usize) -> Vec<String> {
-    let Ok(file) = File::open(path) else {
-        return Vec::new();
-    };
-    let mut lines = std::collections::VecDeque::with_capacity(n + 1);
-    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
-        lines.push_back(String::from_utf8_lossy(&line).into_owned());
-        if lines.len() > n {
-            lines.pop_front();
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_last_bytes_and_counts_the_rest() {
+        let mut t = OutputTail::default();
+        t.push(b"first\n");
+        assert_eq!(t.dropped(), 0);
+        assert_eq!(t.file_text(), b"first\n");
+        let big = vec![b'y'; OUTPUT_KEPT + 10];
+        t.push(&big);
+        assert_eq!(t.kept.len(), OUTPUT_KEPT);
+        assert_eq!(t.dropped(), 6 + 10);
+        t.push(b"\nlast\n");
+        assert_eq!(t.dropped(), 6 + 10 + 6);
+        assert_eq!(t.last_lines(1), vec!["last".to_string()]);
+        let text = t.file_text();
+        assert!(
+            text.starts_with(b"[elevator: the checker's first 22 bytes of output were dropped"),
+            "{}",
+            String::from_utf8_lossy(&text[..100])
+        );
+        let long = &t.last_lines(2)[0];
+        assert!(
+            long.starts_with("...y") && long.chars().count() == TAIL_LINE_CHARS + 3,
+            "{long}"
+        );
     }
-    lines.into()
 }

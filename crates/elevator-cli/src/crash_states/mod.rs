@@ -35,7 +35,8 @@ pub struct Args {
     /// zeroes (what a discard leaves is undefined; zeroes is one choice).
     log: PathBuf,
     /// Where the images (ID.img), the marks files (ID.marks), the
-    /// checkers' output (ID.out) and report.txt / report.json go (created
+    /// checkers' output (ID.out: the last 64 KiB of it, after a line
+    /// counting what was dropped) and report.txt / report.json go (created
     /// if missing; with --only, report-ID.txt / .json).
     #[arg(long)]
     out: PathBuf,
@@ -46,8 +47,8 @@ pub struct Args {
     /// Exit status 0 passes.
     #[arg(long, value_name = "CMD")]
     check: Option<String>,
-    /// Seconds a check may take: past it the checker's process group is
-    /// killed and the state fails.
+    /// Seconds a check may take, its output included: past it the
+    /// checker's process group is killed and the state fails.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
     /// Seeds which subsets of unflushed writes are explored.
@@ -114,6 +115,9 @@ struct Built {
     output: PathBuf,
     verdict: Verdict,
     tail: Vec<String>,
+    /// Bytes of the checker's output dropped (ID.out keeps the last
+    /// [`check::OUTPUT_KEPT`]).
+    output_dropped: u64,
 }
 
 /// A finished check.
@@ -121,6 +125,9 @@ struct Done {
     index: usize,
     verdict: Verdict,
     tail: Vec<String>,
+    /// Bytes of the checker's output dropped before the tail kept in
+    /// ID.out.
+    output_dropped: u64,
 }
 
 /// Kept records named in a state's description.
@@ -249,7 +256,9 @@ fn build_and_check(
             applied <= state.durable as usize,
             "states come in log order"
         );
-        while applied < (state.durable as usize).min(log.heads.len()) {
+        let durable = (state.durable as usize).min(log.heads.len());
+        ensure_room(args, log, state, &working, applied..durable)?;
+        while applied < durable {
             applier.apply(&working, &log.heads[applied], log.offsets[applied])?;
             applied += 1;
         }
@@ -326,6 +335,54 @@ fn build_and_check(
         );
     }
     Ok(built)
+}
+
+/// The most room kept free on --out's file system: images are not built
+/// into the last 64 MiB (or the last twentieth of a smaller file system).
+const DISK_RESERVE: u64 = 64 << 20;
+
+/// Refuse to go on when building `state` could leave --out's file system
+/// with less than its reserve free: the working image grows by the
+/// records in `pending` (applied next), and the state's image takes at
+/// most the working image's blocks and its kept records' (both bounded by
+/// the device's capacity).
+fn ensure_room(
+    args: &Args,
+    log: &LoadedLog,
+    state: &CrashState,
+    working: &File,
+    pending: std::ops::Range<usize>,
+) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let bytes = |heads: &mut dyn Iterator<Item = &elevator_trace::write_log::RecordHead>| {
+        heads
+            .filter(|h| h.kind.changes_content())
+            .map(|h| u64::from(h.sectors) * 512)
+            .fold(0u64, u64::saturating_add)
+    };
+    let growth = bytes(&mut log.heads[pending].iter()).min(log.capacity_bytes());
+    let working_now = working
+        .metadata()
+        .map_or(log.capacity_bytes(), |m| m.blocks().saturating_mul(512));
+    let kept = state.kept(&log.heads);
+    let kept_bytes = bytes(&mut kept.iter().filter_map(|&seq| log.heads.get(seq as usize)));
+    let image = working_now
+        .saturating_add(growth)
+        .saturating_add(kept_bytes)
+        .min(log.capacity_bytes());
+    let need = growth.saturating_add(image);
+    let fs = rustix::fs::statvfs(&args.out)
+        .with_context(|| format!("--out {}: its file system's free space", args.out.display()))?;
+    let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+    let reserve = DISK_RESERVE.min(fs.f_blocks.saturating_mul(fs.f_frsize) / 20);
+    if free < need.saturating_add(reserve) {
+        bail!(
+            "--out {}: {free} bytes free, state {} needs up to {need} and {reserve} are kept free: free some space, lower --max-states, or keep fewer images (--keep)",
+            args.out.display(),
+            state.id
+        );
+    }
+    Ok(())
 }
 
 /// Copy `from` (`len` bytes) to a new file `to`, its data extents only:
@@ -426,6 +483,7 @@ fn build_state(
         output: args.out.join(format!("{id}.out")),
         verdict: Verdict::Unchecked,
         tail: Vec::new(),
+        output_dropped: 0,
     })
 }
 
@@ -434,6 +492,7 @@ fn finish(built: &mut [Built], done: Done, keep: Keep, total: usize) {
     let b = &mut built[done.index];
     b.verdict = done.verdict;
     b.tail = done.tail;
+    b.output_dropped = done.output_dropped;
     let (word, why) = match &b.verdict {
         Verdict::Pass => ("passed", String::new()),
         Verdict::Fail(why) => ("FAILED", format!(" ({why})")),

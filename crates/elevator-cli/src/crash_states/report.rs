@@ -186,6 +186,13 @@ impl Report<'_> {
             t.push_str(&format!("\nFAILED {}: {}\n", b.state.id, self.describe(b)));
             t.push_str(&format!("  {}\n", Self::marks_text(&b.marks)));
             t.push_str(&format!("  checker: {why}\n"));
+            if b.output_dropped > 0 {
+                t.push_str(&format!(
+                    "  (its first {} bytes of output were dropped; {} holds the last 64 KiB)\n",
+                    b.output_dropped,
+                    b.output.display()
+                ));
+            }
             for line in &b.tail {
                 t.push_str(&format!("  | {line}\n"));
             }
@@ -226,6 +233,7 @@ impl Report<'_> {
                     "status": status,
                     "why": why,
                     "output_tail": b.tail,
+                    "output_dropped_bytes": b.output_dropped,
                     "image": b.image.exists().then(|| b.image.display().to_string()),
                     "rebuild": self.rebuild_command(s.id),
                 })

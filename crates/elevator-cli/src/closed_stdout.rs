@@ -18,20 +18,30 @@ use std::panic::PanicHookInfo;
 
 /// Make a panic from printing to a closed stdout (or stderr: `serve`'s
 /// log lines under `2>&1 | head`) end the process by SIGPIPE instead of
-/// printing a panic message; other panics go on to the hook that was
-/// there.
+/// printing a panic message, and one from any other failure to print (a
+/// full disk: `> /dev/full`) end it with the error and status 1; other
+/// panics go on to the hook that was there.
 pub fn install() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let gone = match print_failure(info) {
-            Some(Stream::Stdout) => reader_gone(std::io::stdout().as_fd()),
-            Some(Stream::Stderr) => reader_gone(std::io::stderr().as_fd()),
+        let failed = print_failure(info);
+        let gone = match failed {
+            Some((Stream::Stdout, _)) => reader_gone(std::io::stdout().as_fd()),
+            Some((Stream::Stderr, _)) => reader_gone(std::io::stderr().as_fd()),
             None => false,
         };
         if gone {
             die_by_sigpipe();
         }
-        previous(info);
+        match failed {
+            Some((Stream::Stdout, why)) => {
+                eprintln!("elevator: error: writing to standard output: {why}");
+                std::process::exit(1)
+            }
+            // Nowhere left to say it.
+            Some((Stream::Stderr, _)) => std::process::exit(1),
+            None => previous(info),
+        }
     }));
 }
 
@@ -53,18 +63,18 @@ pub fn exit_if_closed(err: &anyhow::Error) {
     }
 }
 
-/// Whether the panic is `print!`'s (or `eprint!`'s) failure to write, and
-/// to which stream.
-fn print_failure(info: &PanicHookInfo<'_>) -> Option<Stream> {
+/// Whether the panic is `print!`'s (or `eprint!`'s) failure to write: to
+/// which stream, and why.
+fn print_failure<'a>(info: &'a PanicHookInfo<'_>) -> Option<(Stream, &'a str)> {
     let payload = info.payload();
     let message = payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))?;
-    if message.starts_with("failed printing to stdout") {
-        Some(Stream::Stdout)
-    } else if message.starts_with("failed printing to stderr") {
-        Some(Stream::Stderr)
+    if let Some(why) = message.strip_prefix("failed printing to stdout: ") {
+        Some((Stream::Stdout, why))
+    } else if let Some(why) = message.strip_prefix("failed printing to stderr: ") {
+        Some((Stream::Stderr, why))
     } else {
         None
     }

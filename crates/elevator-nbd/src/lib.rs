@@ -16,7 +16,8 @@
 //!   `status` (private) answer the metadata context options and the
 //!   block status and cache commands for them;
 //! - `shared` (private): the state both phases work on (exports, requests
-//!   in flight, the buffer pool, the configuration);
+//!   in flight, the buffer pool, the configuration); `budget` (private),
+//!   the bytes connections may hold, reserved before a request is read;
 //! - [`ServerConfig`] (`config`, private): how to serve;
 //! - [`conn`]: one connection's socket and buffers;
 //! - [`tls`]: `STARTTLS`'s certificates and a connection's TLS session;
@@ -28,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod accept;
+mod budget;
 mod config;
 pub mod conn;
 pub mod export;

@@ -25,6 +25,10 @@ use crate::transmit::error_reply;
 
 /// Most descriptors in one block status reply.
 pub(crate) const MAX_DESCRIPTORS: usize = 4096;
+/// The most bytes a block status reply takes: its chunk header, context id
+/// and descriptors.
+pub(crate) const MAX_REPLY: u64 =
+    proto::STRUCTURED_HEADER_LEN as u64 + 4 + 8 * MAX_DESCRIPTORS as u64;
 
 /// Whether requests of `kind` are answered here ([`request`]), not by the
 /// export's engine.

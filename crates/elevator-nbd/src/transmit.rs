@@ -10,31 +10,53 @@
 //! read-only export (`EPERM`). A refused write's payload is read and thrown
 //! away so the stream stays in step. Bad magic closes the connection: after
 //! it nothing in the stream can be trusted.
+//!
+//! Memory: what a request will hold ([`need`]: its data buffer and its
+//! reply) is reserved from the server's budget before the request is taken
+//! from the input (the worker does it, with [`Conn::admit`]), carried with
+//! the request while it runs, and given back once its reply is queued (the
+//! reply then holds its own cost until it is sent).
 
 use elevator_core::{BioFlags, Op, Status};
 use elevator_io::{Completion, DioRequest};
 
-use crate::conn::{Conn, Phase};
-use crate::pool::Buf;
+use crate::conn::{Conn, HANDSHAKE_HELD, OUT_COST, Phase};
+use crate::pool::{self, Buf};
 use crate::proto::{self, Request, cflag, chunk, cmd, err};
 use crate::shared::{InFlight, Shared};
 use crate::status;
 
 /// Whether connection `c` must not be read from now: it has as many
-/// requests in flight as it may, or holds as many bytes as it may
-/// ([`ServerConfig::max_conn_bytes`](crate::ServerConfig::max_conn_bytes),
-/// or its share of the total once connections together hold too much), or
-/// the server is stopping.
+/// requests in flight as it may, or its next request did not fit in the
+/// memory budget and still would not, or the server is stopping; in the
+/// handshake, it holds [`HANDSHAKE_HELD`] bytes of unsent replies.
 pub(crate) fn throttled(c: &Conn, shared: &Shared) -> bool {
-    let held = c.held();
-    let heavy =
-        held >= shared.cfg.max_conn_bytes || (shared.over_budget && held > shared.fair_share);
     match c.phase {
         Phase::Transmission(_) => {
-            (!c.in_payload() && (c.inflight >= shared.cfg.max_inflight || shared.stopping || heavy))
+            let starved = c.waiting.is_some_and(|n| !c.would_admit(n, shared.live()));
+            (!c.in_payload()
+                && (c.inflight >= shared.cfg.max_inflight || shared.stopping || starved))
                 || c.disc
         }
-        _ => heavy,
+        _ => c.held() >= HANDSHAKE_HELD,
+    }
+}
+
+/// The most a reply without data costs: its header and its place in the
+/// queue.
+const REPLY: u64 = OUT_COST + 32;
+
+/// The bytes request `r` on export `e` will hold at most while it runs and
+/// until its reply is sent: its data buffer (a read's or a write's, if it
+/// will be served) and its reply. Reserved before it is read.
+pub(crate) fn need(c: &Conn, shared: &Shared, e: usize, r: &Request) -> u64 {
+    match r.kind {
+        cmd::DISC => 0,
+        cmd::BLOCK_STATUS => REPLY + status::MAX_REPLY,
+        cmd::READ | cmd::WRITE if check(c, shared, e, r).is_none() => {
+            REPLY + pool::alloc_size(r.len as usize)
+        }
+        _ => REPLY,
     }
 }
 
@@ -97,17 +119,22 @@ fn check(c: &Conn, shared: &Shared, e: usize, r: &Request) -> Option<u32> {
     }
 }
 
-/// A request header arrived on connection `c` (slot `index`).
+/// A request header arrived on connection `c` (slot `index`), with what
+/// the worker reserved for it ([`need`]) in `c.admitted`.
 pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request) {
+    let reserved = std::mem::take(&mut c.admitted);
     let Phase::Transmission(e) = c.phase else {
+        c.release(reserved);
         return;
     };
     if r.kind == cmd::DISC {
         c.disc = true;
+        c.release(reserved);
         return;
     }
     if status::answers(r.kind) {
         status::request(c, shared, e, &r);
+        c.release(reserved);
         return;
     }
     if let Some(errno) = check(c, shared, e, &r) {
@@ -115,6 +142,7 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
             c.skip(u64::from(r.len));
         }
         error_reply(c, &r, errno);
+        c.release(reserved);
         return;
     }
     if r.kind == cmd::WRITE {
@@ -124,17 +152,18 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         match shared.pool.get(r.len as usize) {
             Ok(buf) => {
                 c.inflight += 1;
-                c.inflight_bytes += u64::from(r.len);
-                c.expect_payload(r, buf);
+                c.expect_payload(r, buf, reserved);
             }
             Err(_) => {
                 c.skip(u64::from(r.len));
                 error_reply(c, &r, err::ENOMEM);
+                c.release(reserved);
             }
         }
         return;
     }
     if r.kind == cmd::READ && status::hole_read(c, shared, e, &r) {
+        c.release(reserved);
         return;
     }
     let buf = if r.kind == cmd::READ {
@@ -142,6 +171,7 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
             Ok(b) => Some(b),
             Err(_) => {
                 error_reply(c, &r, err::ENOMEM);
+                c.release(reserved);
                 return;
             }
         }
@@ -149,10 +179,7 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         None
     };
     c.inflight += 1;
-    if r.kind == cmd::READ {
-        c.inflight_bytes += u64::from(r.len);
-    }
-    submit(c, index, shared, e, r, buf);
+    submit(c, index, shared, e, r, buf, reserved);
 }
 
 /// Memory for the data of read `r` on export `e`: a window on the export's
@@ -168,17 +195,34 @@ fn buffer(shared: &mut Shared, e: usize, r: &Request) -> Result<Buf, elevator_io
     shared.pool.get(r.len as usize)
 }
 
-/// A write's payload is complete.
-pub(crate) fn payload(c: &mut Conn, index: u32, shared: &mut Shared, r: Request, buf: Buf) {
+/// A write's payload is complete; `reserved` bytes are held for the write.
+pub(crate) fn payload(
+    c: &mut Conn,
+    index: u32,
+    shared: &mut Shared,
+    r: Request,
+    buf: Buf,
+    reserved: u64,
+) {
     let Phase::Transmission(e) = c.phase else {
         shared.pool.put(buf);
+        c.release(reserved);
         return;
     };
-    submit(c, index, shared, e, r, Some(buf));
+    submit(c, index, shared, e, r, Some(buf), reserved);
 }
 
-/// Hand `r` to export `e`'s engine. The caller has counted it in flight.
-fn submit(c: &mut Conn, index: u32, shared: &mut Shared, e: usize, r: Request, buf: Option<Buf>) {
+/// Hand `r` to export `e`'s engine, with `reserved` bytes of the budget
+/// held for it. The caller has counted it in flight.
+fn submit(
+    c: &mut Conn,
+    index: u32,
+    shared: &mut Shared,
+    e: usize,
+    r: Request,
+    buf: Option<Buf>,
+    reserved: u64,
+) {
     let ud = match shared.free_inflight.pop() {
         Some(i) => i,
         None => {
@@ -186,18 +230,13 @@ fn submit(c: &mut Conn, index: u32, shared: &mut Shared, e: usize, r: Request, b
             shared.inflight.len() as u32 - 1
         }
     };
-    let len = if matches!(r.kind, cmd::READ | cmd::WRITE) {
-        r.len
-    } else {
-        0
-    };
     shared.inflight[ud as usize] = InFlight {
         conn: index,
         generation: c.generation,
         cookie: r.cookie,
         kind: r.kind,
         offset: r.offset,
-        len,
+        reserved,
     };
     let mut list = shared.pool.list();
     if let Some(b) = buf {
@@ -230,8 +269,8 @@ fn submit(c: &mut Conn, index: u32, shared: &mut Shared, e: usize, r: Request, b
         shared.pool.put_list(req.bufs);
         shared.free_inflight.push(ud);
         c.inflight -= 1;
-        c.inflight_bytes -= u64::from(len);
         error_reply(c, &r, err::EIO);
+        c.release(reserved);
         return;
     };
     if let Err(rejected) = engine.submit(req) {
@@ -240,7 +279,6 @@ fn submit(c: &mut Conn, index: u32, shared: &mut Shared, e: usize, r: Request, b
         shared.pool.put_list(rejected.request.bufs);
         shared.free_inflight.push(ud);
         c.inflight -= 1;
-        c.inflight_bytes -= u64::from(len);
         let errno = match rejected.error {
             elevator_io::DioError::Busy { .. } => err::ENOMEM,
             elevator_io::DioError::ShuttingDown => err::ESHUTDOWN,
@@ -248,6 +286,7 @@ fn submit(c: &mut Conn, index: u32, shared: &mut Shared, e: usize, r: Request, b
             _ => err::EINVAL,
         };
         error_reply(c, &r, errno);
+        c.release(reserved);
     }
 }
 
@@ -284,7 +323,6 @@ pub(crate) fn completed(
         return;
     };
     c.inflight -= 1;
-    c.inflight_bytes -= u64::from(rec.len);
     let r = Request {
         flags: 0,
         kind: rec.kind,
@@ -331,6 +369,8 @@ pub(crate) fn completed(
             error_reply(c, &r, errno(f.status, shared.stopping));
         }
     }
+    // Its reply is queued, and holds its own cost.
+    c.release(rec.reserved);
 }
 
 /// The line logged when a connection ends.

@@ -119,6 +119,11 @@ impl Budget {
             return;
         }
         self.reserved.fetch_sub(n, Ordering::SeqCst);
+        self.wake_waiters();
+    }
+
+    /// Wake the workers waiting for bytes, or for a range a write held.
+    pub(crate) fn wake_waiters(&self) {
         if self.waiters.load(Ordering::SeqCst) != 0 {
             let mut who = self.waiters.swap(0, Ordering::SeqCst);
             while who != 0 {
@@ -131,9 +136,9 @@ impl Budget {
         }
     }
 
-    /// Worker `w` has a connection waiting for bytes: wake it at the next
-    /// release. (Set before the last try, so a release in between is not
-    /// missed.)
+    /// Worker `w` has a connection waiting for bytes (or for a range): wake
+    /// it at the next release. (Set before the last try, so a release in
+    /// between is not missed.)
     pub(crate) fn wait(&self, w: usize) {
         if w < 64 {
             self.waiters.fetch_or(1 << w, Ordering::SeqCst);

@@ -268,6 +268,9 @@ pub struct Conn {
     pub(crate) waiting: Option<u64>,
     /// What TLS holds of its output (encrypted, not yet written), counted.
     tls_held: u64,
+    /// A write waiting for its range (another write that overlaps it holds
+    /// it): the connection is not read from meanwhile.
+    pub(crate) blocked: Option<crate::transmit::Blocked>,
     /// Placed on the worker that serves it (counted in its load), once
     /// past the handshake.
     pub placed: bool,
@@ -336,6 +339,7 @@ impl Conn {
             admitted: 0,
             waiting: None,
             tls_held: 0,
+            blocked: None,
             placed: false,
             parked: false,
             progressed: false,
@@ -892,7 +896,10 @@ impl Conn {
     /// if it holds request data (a write's payload arriving, or a reply
     /// with data).
     pub fn detach(self) -> Result<Moving, Box<Conn>> {
-        if self.payload.is_some() || self.out.iter().any(|o| o.data.is_some()) {
+        if self.payload.is_some()
+            || self.blocked.is_some()
+            || self.out.iter().any(|o| o.data.is_some())
+        {
             return Err(Box::new(self));
         }
         let Conn {
@@ -933,6 +940,7 @@ impl Conn {
             out,
             payload: _,
             admitted: _,
+            blocked: _,
         } = self;
         let out = out
             .into_iter()
@@ -1072,6 +1080,7 @@ impl Moving {
             refused_for_tls,
             payload: None,
             admitted: 0,
+            blocked: None,
             out,
         }
     }

@@ -14,7 +14,8 @@
 //! - `handshake` and `transmit` (private): the two phases of the protocol,
 //!   option haggling, then requests and their replies; `meta_context` and
 //!   `status` (private) answer the metadata context options and the
-//!   block status and cache commands for them;
+//!   block status and cache commands for them; `rmw` (private) serves
+//!   requests below the device's alignment by read-modify-write;
 //! - `shared` (private): the state both phases work on (exports, requests
 //!   in flight, the buffer pool, the configuration); `budget` (private),
 //!   the bytes connections may hold, reserved before a request is read;
@@ -38,6 +39,7 @@ mod hub;
 mod meta_context;
 pub mod pool;
 pub mod proto;
+mod rmw;
 pub mod server;
 mod shared;
 mod status;

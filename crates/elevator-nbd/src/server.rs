@@ -431,6 +431,8 @@ fn start(
         engines,
         inflight: Vec::new(),
         free_inflight: Vec::new(),
+        rmw: Vec::new(),
+        free_rmw: Vec::new(),
         pool: Pool::keeping(pool_keep(&hub.cfg)),
         cfg: hub.cfg.clone(),
         hub: hub.clone(),

@@ -14,6 +14,7 @@ use crate::config::ServerConfig;
 use crate::export::Export;
 use crate::hub::Hub;
 use crate::pool::{Buf, Pool};
+use crate::rmw::{Held, RmwOp};
 
 /// A request at an engine: whom to answer and how.
 #[derive(Clone, Copy, Debug, Default)]
@@ -26,6 +27,12 @@ pub(crate) struct InFlight {
     /// Bytes of the budget reserved for it (its data and its reply),
     /// given back when it completes.
     pub reserved: u64,
+    /// Its export.
+    pub export: u32,
+    /// The range it holds, if its export serialises writes.
+    pub lock: Option<Held>,
+    /// A step of read-modify-write `rmw - 1` (0: none).
+    pub rmw: u32,
 }
 
 /// The state every connection's handling needs, on one worker.
@@ -37,6 +44,9 @@ pub(crate) struct Shared {
     pub engines: Vec<Option<MqEngine<RealDevice, Buf>>>,
     pub inflight: Vec<InFlight>,
     pub free_inflight: Vec<u32>,
+    /// Read-modify-writes in flight, and their free slots.
+    pub rmw: Vec<Option<RmwOp>>,
+    pub free_rmw: Vec<u32>,
     pub pool: Pool,
     pub cfg: Arc<ServerConfig>,
     pub hub: Arc<Hub>,

@@ -271,7 +271,11 @@ impl Worker {
     /// the request away), then look once more, in case they were given back
     /// in between. Whether one of them may go on now.
     fn starved_but_woken(&self) -> bool {
-        let mut starved = self.conns.iter().flatten().filter(|c| c.waiting.is_some());
+        let mut starved = self
+            .conns
+            .iter()
+            .flatten()
+            .filter(|c| c.waiting.is_some() || c.blocked.is_some());
         if starved.clone().next().is_none() {
             return false;
         }
@@ -418,6 +422,16 @@ impl Worker {
     fn pump(&mut self, c: &mut Conn, index: u32) -> bool {
         let mut progress = false;
         loop {
+            // A write that waits for its range goes first (even while the
+            // server stops: it is in flight); until it has gone, nothing
+            // more is read.
+            if c.blocked.is_some() {
+                if !transmit::retry_blocked(c, index, &mut self.shared) {
+                    c.parked = c.buffered_input();
+                    return progress;
+                }
+                progress = true;
+            }
             if c.closing.is_some()
                 || transmit::throttled(c, &self.shared)
                 || (matches!(c.phase, Phase::Transmission(_)) && !c.placed)
@@ -529,6 +543,11 @@ impl Worker {
             {
                 self.shared.pool.put(b);
                 c.inflight -= 1;
+            }
+            if c.eof
+                && let Some(b) = c.blocked.take()
+            {
+                b.abandon(c, &mut self.shared);
             }
         }
         for i in 0..self.conns.len() {

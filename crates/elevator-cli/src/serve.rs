@@ -62,12 +62,15 @@ pub struct Args {
     /// it, clients need none, as with nbdkit).
     #[arg(long)]
     tls_verify_peer: bool,
-    /// Bytes one connection may hold (its requests' data and unsent
-    /// replies) before it is not read from (e.g. 64m).
+    /// Bytes one connection may hold (its requests' data buffers and
+    /// unsent replies, reserved before a request is read) before it is not
+    /// read from; one request is let in when it holds nothing (e.g. 64m).
     #[arg(long, value_name = "BYTES", default_value = "64m")]
     max_conn_bytes: String,
-    /// Bytes all connections together may hold; past it, connections
-    /// holding more than their share are not read from (e.g. 1g).
+    /// Bytes all connections together may hold (data buffers, unsent
+    /// replies, TLS output), reserved before a request is read: a request
+    /// that does not fit waits, unread, until bytes drain; a connection past
+    /// its share (this over the connections) leaves a share free (e.g. 1g).
     #[arg(long, value_name = "BYTES", default_value = "1g")]
     max_total_bytes: String,
     /// Close a connection that has neither sent nor taken a byte for this

@@ -76,7 +76,7 @@ impl Worker {
             let _ = rustix::net::sockopt::set_socket_send_buffer_size(stream.fd(), SNDBUF);
             let ctx = IoContext(self.next_ctx);
             self.next_ctx = self.next_ctx.wrapping_add(1).max(1);
-            let conn = Conn::new(stream, peer, 0, ctx);
+            let conn = Conn::new(stream, peer, 0, ctx, self.hub.budget.clone());
             self.hub.live.fetch_add(1, Ordering::Relaxed);
             self.insert(conn)?;
         }

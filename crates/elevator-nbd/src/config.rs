@@ -34,15 +34,21 @@ pub struct ServerConfig {
     /// TLS (`NBD_OPT_STARTTLS`), with its certificates loaded: `None` (the
     /// default) refuses `STARTTLS` with `NBD_REP_ERR_UNSUP`.
     pub tls: Option<TlsConfig>,
-    /// Bytes one connection may hold (data of its requests in flight and
-    /// replies not yet sent) before the server stops reading from it. One
-    /// request is always let in, however big. Default 64 MiB.
+    /// Bytes one connection may hold (the data buffers of its requests in
+    /// flight and its replies not yet sent, reserved before a request is
+    /// read) before the server stops reading from it. A request is let in
+    /// when the connection holds nothing, however big (within
+    /// `max_total_bytes`). Default 64 MiB.
     pub max_conn_bytes: u64,
-    /// Bytes every connection together may hold. Once they hold this much,
-    /// a connection holding more than its share (this divided by the
-    /// connections) is not read from until its replies drain, so a client
-    /// that stops reading its replies holds at most `max_conn_bytes` and
-    /// never stalls the others. Default 1 GiB.
+    /// Bytes every connection together may hold: data buffers, replies
+    /// not yet sent, and output TLS holds. A request's bytes are reserved
+    /// before it is read; one that does not fit is left unread, its
+    /// connection not read from, until bytes drain (on any worker). A
+    /// connection holding more than its share (this divided by the
+    /// connections) may take more only while a share stays free, so a
+    /// client that stops reading its replies does not take everything.
+    /// When nothing at all is held, a request is let in however big, so a
+    /// connection alone always moves. Default 1 GiB.
     pub max_total_bytes: u64,
     /// Close a connection past the handshake that has neither sent a byte
     /// nor taken one for this long, while nothing of its own is running

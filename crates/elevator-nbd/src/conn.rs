@@ -18,13 +18,15 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
+use std::sync::Arc;
 use std::time::Instant;
 
 use elevator_core::IoContext;
 
-use crate::pool::{Buf, Pool};
+use crate::budget::Budget;
+use crate::pool::{self, Buf, Pool};
 use crate::proto::{self, OptionHeader, ProtoError, Request};
-use crate::tls::{TlsConfig, TlsSession};
+use crate::tls::{TLS_OUT_LIMIT, TlsConfig, TlsSession};
 
 /// Largest option data kept; longer options are skipped and refused.
 pub const MAX_OPTION: u32 = 64 << 10;
@@ -34,6 +36,15 @@ const INBUF: usize = 256 << 10;
 const DIRECT: usize = 64 << 10;
 /// iovecs per `writev`.
 const IOV: usize = 64;
+/// What TLS is given of a connection's output at a time when the budget is
+/// full: one record's worth.
+const TLS_RECORD: usize = 16 << 10;
+/// What one queued reply costs besides its bytes: its place in the output
+/// queue (twice its size: the queue grows by doubling).
+pub(crate) const OUT_COST: u64 = 2 * std::mem::size_of::<Out>() as u64;
+/// Bytes a connection in the handshake may hold (unsent option replies)
+/// before its options are no longer read.
+pub(crate) const HANDSHAKE_HELD: u64 = 64 << 10;
 
 /// A connected socket.
 pub enum Stream {
@@ -90,26 +101,37 @@ impl Write for Stream {
     }
 }
 
-/// Output queue `out`'s next slices to send, from its front: how many of
-/// `slices` were filled.
-fn gather<'a>(out: &'a VecDeque<Out>, slices: &mut [IoSlice<'a>; IOV]) -> usize {
+/// Output queue `out`'s next slices to send, from its front, `limit` bytes
+/// at most: how many of `slices` were filled.
+fn gather<'a>(out: &'a VecDeque<Out>, slices: &mut [IoSlice<'a>; IOV], limit: usize) -> usize {
     let mut n = 0;
+    let mut left = limit;
     for item in out {
-        if n + 2 > IOV {
+        if n + 2 > IOV || left == 0 {
             break;
         }
         let head = item.head();
-        if item.pos < head.len() {
-            slices[n] = IoSlice::new(&head[item.pos..]);
-            n += 1;
-        }
-        if let Some(d) = &item.data {
-            let from = item.pos.saturating_sub(head.len());
-            slices[n] = IoSlice::new(&d[from..]);
+        let from = item.pos.saturating_sub(head.len());
+        let parts = [
+            head.get(item.pos..),
+            item.data.as_ref().and_then(|d| d.get(from..)),
+        ];
+        for bytes in parts.into_iter().flatten() {
+            if bytes.is_empty() || left == 0 {
+                continue;
+            }
+            let bytes = &bytes[..bytes.len().min(left)];
+            left -= bytes.len();
+            slices[n] = IoSlice::new(bytes);
             n += 1;
         }
     }
     n
+}
+
+/// What `n` bytes of output cost once TLS holds them, as records.
+fn tls_cost(n: usize) -> u64 {
+    n as u64 + n as u64 / 512 + 64
 }
 
 /// Read from the socket, or through TLS once it is on.
@@ -148,8 +170,8 @@ pub enum Message {
     /// A request (for a write: its payload follows, unless the handler
     /// skips it).
     Request(Request),
-    /// A write's payload, complete.
-    Payload(Request, Buf),
+    /// A write's payload, complete, with the bytes reserved for the write.
+    Payload(Request, Buf, u64),
     /// Bytes that break the protocol.
     Broken(ProtoError),
 }
@@ -163,6 +185,8 @@ struct Out {
     data: Option<Buf>,
     /// Bytes of this item already sent.
     pos: usize,
+    /// What it holds of the budget until it is sent.
+    cost: u64,
 }
 
 impl Out {
@@ -224,13 +248,29 @@ pub struct Conn {
     start: usize,
     end: usize,
     discard: u64,
-    payload: Option<(Request, Buf, usize)>,
+    /// A write's payload arriving: the write, its buffer, bytes filled, and
+    /// the bytes reserved for it.
+    payload: Option<(Request, Buf, usize, u64)>,
     out: VecDeque<Out>,
     out_bytes: usize,
     /// Requests at the engine (and a write whose payload is arriving).
     pub inflight: u32,
-    /// Data bytes of those requests.
-    pub inflight_bytes: u64,
+    /// The server's memory budget.
+    budget: Arc<Budget>,
+    /// Bytes it holds of the budget: its requests' reservations, its
+    /// queued replies, and what TLS holds of its output.
+    reserved: u64,
+    /// The reservation made for the request at the head of its input,
+    /// before it was taken (see [`Conn::admit`]).
+    pub(crate) admitted: u64,
+    /// The bytes the request at the head of its input needs and could not
+    /// reserve: it is not read from until they would fit.
+    pub(crate) waiting: Option<u64>,
+    /// What TLS holds of its output (encrypted, not yet written), counted.
+    tls_held: u64,
+    /// A write waiting for its range (another write that overlaps it holds
+    /// it): the connection is not read from meanwhile.
+    pub(crate) blocked: Option<crate::transmit::Blocked>,
     /// Placed on the worker that serves it (counted in its load), once
     /// past the handshake.
     pub placed: bool,
@@ -269,7 +309,13 @@ pub struct Conn {
 
 impl Conn {
     /// A new connection, with the greeting queued.
-    pub fn new(stream: Stream, peer: String, generation: u32, ctx: IoContext) -> Conn {
+    pub(crate) fn new(
+        stream: Stream,
+        peer: String,
+        generation: u32,
+        ctx: IoContext,
+        budget: Arc<Budget>,
+    ) -> Conn {
         let mut c = Conn {
             stream,
             peer,
@@ -288,7 +334,12 @@ impl Conn {
             out: VecDeque::new(),
             out_bytes: 0,
             inflight: 0,
-            inflight_bytes: 0,
+            budget,
+            reserved: 0,
+            admitted: 0,
+            waiting: None,
+            tls_held: 0,
+            blocked: None,
             placed: false,
             parked: false,
             progressed: false,
@@ -319,7 +370,7 @@ impl Conn {
                 return None;
             }
         }
-        if let Some((_, buf, filled)) = &mut self.payload {
+        if let Some((_, buf, filled, _)) = &mut self.payload {
             let n = (buf.len() - *filled).min(self.end - self.start);
             buf[*filled..*filled + n].copy_from_slice(&self.inbuf[self.start..self.start + n]);
             *filled += n;
@@ -327,8 +378,8 @@ impl Conn {
             if *filled < buf.len() {
                 return None;
             }
-            let (req, buf, _) = self.payload.take()?;
-            return Some(Message::Payload(req, buf));
+            let (req, buf, _, reserved) = self.payload.take()?;
+            return Some(Message::Payload(req, buf, reserved));
         }
         let avail = self.end - self.start;
         let input = &self.inbuf[self.start..self.end];
@@ -370,9 +421,67 @@ impl Conn {
         }
     }
 
-    /// The payload of write `req` goes into `buf` (its length), as it comes.
-    pub fn expect_payload(&mut self, req: Request, buf: Buf) {
-        self.payload = Some((req, buf, 0));
+    /// The request [`Conn::next_message`] would give next, without taking
+    /// it (in the transmission phase, when the header is all there and
+    /// sound): what it needs is reserved before it is taken.
+    pub(crate) fn peek_request(&self) -> Option<Request> {
+        if !matches!(self.phase, Phase::Transmission(_))
+            || self.discard > 0
+            || self.payload.is_some()
+        {
+            return None;
+        }
+        let head: [u8; proto::REQUEST_LEN] = self
+            .inbuf
+            .get(self.start..self.end)?
+            .get(..proto::REQUEST_LEN)?
+            .try_into()
+            .ok()?;
+        proto::request(&head).ok()
+    }
+
+    /// Reserve `need` bytes of the budget for the request at the head of
+    /// the input, `live` connections being open: whether they were (see
+    /// [`crate::budget::admits`]).
+    pub(crate) fn admit(&mut self, need: u64, live: u64) -> bool {
+        if !self.budget.try_reserve(need, self.reserved, live) {
+            return false;
+        }
+        self.reserved += need;
+        self.admitted += need;
+        self.waiting = None;
+        true
+    }
+
+    /// Whether the request held back for want of bytes would fit now.
+    pub(crate) fn would_admit(&self, need: u64, live: u64) -> bool {
+        self.budget.would_admit(need, self.reserved, live)
+    }
+
+    /// Count `n` bytes spent without asking (small, bounded by the caller).
+    fn force(&mut self, n: u64) {
+        self.budget.force(n);
+        self.reserved += n;
+    }
+
+    /// Give back `n` bytes of what it holds.
+    pub(crate) fn release(&mut self, n: u64) {
+        let n = n.min(self.reserved);
+        self.reserved -= n;
+        self.budget.release(n);
+    }
+
+    /// Give back all it holds (it is closing).
+    pub(crate) fn release_all(&mut self) {
+        self.admitted = 0;
+        self.tls_held = 0;
+        self.release(self.reserved);
+    }
+
+    /// The payload of write `req` goes into `buf` (its length), as it comes;
+    /// `reserved` bytes are held for the write.
+    pub(crate) fn expect_payload(&mut self, req: Request, buf: Buf, reserved: u64) {
+        self.payload = Some((req, buf, 0, reserved));
     }
 
     /// Skip the next `n` bytes of input (a refused write's payload).
@@ -391,7 +500,9 @@ impl Conn {
         let result = match &mut self.payload {
             // A big payload goes straight into its buffer; small ones come
             // through the input buffer, several requests per read.
-            Some((_, buf, filled)) if self.start == self.end && buf.len() - *filled >= DIRECT => {
+            Some((_, buf, filled, _))
+                if self.start == self.end && buf.len() - *filled >= DIRECT =>
+            {
                 let want = buf.len() - *filled;
                 let r = receive(&mut self.stream, &mut self.tls, &mut buf[*filled..]);
                 if let Ok(n) = r {
@@ -473,13 +584,19 @@ impl Conn {
         self.payload.is_some()
     }
 
-    /// Take back a pending payload's buffer (the connection is closing).
+    /// Take back a pending payload's buffer (the connection is closing), and
+    /// give back what was reserved for its write.
     pub fn take_payload(&mut self) -> Option<Buf> {
-        self.payload.take().map(|(_, b, _)| b)
+        let (_, b, _, reserved) = self.payload.take()?;
+        self.release(reserved);
+        Some(b)
     }
 
-    /// Queue handshake bytes.
+    /// Queue bytes (a handshake reply, or a block status reply): counted
+    /// against the budget as they are queued.
     pub fn send_bytes(&mut self, bytes: Vec<u8>) {
+        let cost = bytes.len() as u64 + OUT_COST;
+        self.force(cost);
         self.out_bytes += bytes.len();
         self.out.push_back(Out {
             head: [0; 32],
@@ -487,19 +604,36 @@ impl Conn {
             bytes,
             data: None,
             pos: 0,
+            cost,
         });
     }
 
-    /// Queue a reply: a header of at most 32 bytes, and data.
+    /// Queue a reply: a header of at most 32 bytes, and data. It is counted
+    /// against the budget (a data buffer at the size the pool allocates)
+    /// until it is sent: the caller then gives back its request's
+    /// reservation, which covered it.
     pub fn send(&mut self, head: &[u8], data: Option<Buf>) {
+        let held = data.as_ref().map_or(0, |d| match d {
+            Buf::Buf(_) => pool::alloc_size(d.len()),
+            Buf::Window(_) => d.len() as u64,
+        });
+        self.send_costed(head, data, held);
+    }
+
+    /// [`Conn::send`], with its data buffer counted as `held` bytes (a
+    /// reply that is part of a bigger buffer).
+    pub(crate) fn send_costed(&mut self, head: &[u8], data: Option<Buf>, held: u64) {
         let mut h = [0u8; 32];
         h[..head.len()].copy_from_slice(head);
+        let cost = OUT_COST + head.len() as u64 + held;
+        self.force(cost);
         let item = Out {
             head: h,
             head_len: head.len() as u8,
             bytes: Vec::new(),
             data,
             pos: 0,
+            cost,
         };
         self.out_bytes += item.len();
         self.out.push_back(item);
@@ -548,10 +682,11 @@ impl Conn {
     }
 
     /// `sent` bytes from the queue's front are gone: fully sent data buffers
-    /// go back to `pool`.
+    /// go back to `pool`, and their replies' costs to the budget.
     fn consume(&mut self, mut sent: usize, pool: &mut Pool) {
         self.progressed = true;
         self.out_bytes -= sent;
+        let mut freed = 0;
         while sent > 0 {
             let Some(front) = self.out.front_mut() else {
                 break;
@@ -562,18 +697,24 @@ impl Conn {
                 break;
             }
             sent -= left;
-            if let Some(item) = self.out.pop_front()
-                && let Some(d) = item.data
-            {
-                pool.put(d);
+            if let Some(item) = self.out.pop_front() {
+                freed += item.cost;
+                if let Some(d) = item.data {
+                    pool.put(d);
+                }
             }
         }
+        if self.out.is_empty() && self.out.capacity() > 64 {
+            // A burst of replies is over: its queue goes too.
+            self.out = VecDeque::new();
+        }
+        self.release(freed);
     }
 
-    /// Bytes the connection holds: its requests' data and its unsent
-    /// replies.
+    /// Bytes the connection holds of the server's budget: its requests'
+    /// reservations, its unsent replies, and what TLS holds of its output.
     pub fn held(&self) -> u64 {
-        self.inflight_bytes + self.out_bytes as u64
+        self.reserved
     }
 
     /// Send what the socket takes. Data buffers fully sent go back to `pool`.
@@ -584,7 +725,7 @@ impl Conn {
         }
         while self.writable && !self.out.is_empty() {
             let mut slices: [IoSlice<'_>; IOV] = [IoSlice::new(&[]); IOV];
-            let n = gather(&self.out, &mut slices);
+            let n = gather(&self.out, &mut slices, usize::MAX);
             match self.stream.write_vectored(&slices[..n]) {
                 Ok(0) => {
                     self.fail("the socket took no bytes");
@@ -609,7 +750,11 @@ impl Conn {
                 return;
             };
             match t.send(&mut self.stream) {
-                Ok(true) => {}
+                Ok(true) => {
+                    // All written: what TLS held is gone.
+                    let held = std::mem::take(&mut self.tls_held);
+                    self.release(held);
+                }
                 Ok(false) => {
                     self.writable = false;
                     return;
@@ -622,17 +767,42 @@ impl Conn {
             if self.out.is_empty() {
                 return;
             }
+            // What rustls takes is records in it until written, counted
+            // until then: a fill of its buffer while the budget has room,
+            // else one record (so that a connection alone still moves).
+            let fill_cost = tls_cost(TLS_OUT_LIMIT);
+            let (limit, reserved) = if self.budget.try_add(fill_cost) {
+                self.reserved += fill_cost;
+                (TLS_OUT_LIMIT, fill_cost)
+            } else {
+                (TLS_RECORD, 0)
+            };
             let mut slices: [IoSlice<'_>; IOV] = [IoSlice::new(&[]); IOV];
-            let n = gather(&self.out, &mut slices);
+            let n = gather(&self.out, &mut slices, limit);
             let Some(t) = self.tls.as_mut() else {
+                self.release(reserved);
                 return;
             };
             match t.write_vectored(&slices[..n]) {
                 // rustls is full even though its output is all out: it is
                 // still in the handshake, which must finish first.
-                Ok(0) => return,
-                Ok(taken) => self.consume(taken, pool),
+                Ok(0) => {
+                    self.release(reserved);
+                    return;
+                }
+                Ok(taken) => {
+                    let held = tls_cost(taken);
+                    if reserved >= held {
+                        self.release(reserved - held);
+                    } else {
+                        self.release(reserved);
+                        self.force(held);
+                    }
+                    self.tls_held += held;
+                    self.consume(taken, pool);
+                }
                 Err(e) => {
+                    self.release(reserved);
                     self.fail(&format!("TLS error: {e}"));
                     return;
                 }
@@ -648,14 +818,17 @@ impl Conn {
         self.closing.get_or_insert_with(|| why.to_string());
     }
 
-    /// Drop unsent output, returning its buffers.
+    /// Drop unsent output, returning its buffers and its costs.
     pub fn drop_output(&mut self, pool: &mut Pool) {
+        let mut freed = std::mem::take(&mut self.tls_held);
         for item in self.out.drain(..) {
+            freed += item.cost;
             if let Some(d) = item.data {
                 pool.put(d);
             }
         }
         self.out_bytes = 0;
+        self.release(freed);
     }
 }
 
@@ -666,6 +839,7 @@ struct OutBytes {
     head_len: u8,
     bytes: Vec<u8>,
     pos: usize,
+    cost: u64,
 }
 
 /// A connection on its way to another worker. It holds no request data
@@ -688,7 +862,10 @@ pub struct Moving {
     discard: u64,
     out_bytes: usize,
     inflight: u32,
-    inflight_bytes: u64,
+    budget: Arc<Budget>,
+    reserved: u64,
+    waiting: Option<u64>,
+    tls_held: u64,
     placed: bool,
     parked: bool,
     progressed: bool,
@@ -719,7 +896,10 @@ impl Conn {
     /// if it holds request data (a write's payload arriving, or a reply
     /// with data).
     pub fn detach(self) -> Result<Moving, Box<Conn>> {
-        if self.payload.is_some() || self.out.iter().any(|o| o.data.is_some()) {
+        if self.payload.is_some()
+            || self.blocked.is_some()
+            || self.out.iter().any(|o| o.data.is_some())
+        {
             return Err(Box::new(self));
         }
         let Conn {
@@ -738,7 +918,10 @@ impl Conn {
             discard,
             out_bytes,
             inflight,
-            inflight_bytes,
+            budget,
+            reserved,
+            waiting,
+            tls_held,
             placed,
             parked,
             progressed,
@@ -756,6 +939,8 @@ impl Conn {
             refused_for_tls,
             out,
             payload: _,
+            admitted: _,
+            blocked: _,
         } = self;
         let out = out
             .into_iter()
@@ -764,6 +949,7 @@ impl Conn {
                 head_len: o.head_len,
                 bytes: o.bytes,
                 pos: o.pos,
+                cost: o.cost,
             })
             .collect();
         Ok(Moving {
@@ -782,7 +968,10 @@ impl Conn {
             discard,
             out_bytes,
             inflight,
-            inflight_bytes,
+            budget,
+            reserved,
+            waiting,
+            tls_held,
             placed,
             parked,
             progressed,
@@ -822,7 +1011,10 @@ impl Moving {
             discard,
             out_bytes,
             inflight,
-            inflight_bytes,
+            budget,
+            reserved,
+            waiting,
+            tls_held,
             placed,
             parked,
             progressed,
@@ -848,6 +1040,7 @@ impl Moving {
                 bytes: o.bytes,
                 data: None,
                 pos: o.pos,
+                cost: o.cost,
             })
             .collect();
         Conn {
@@ -866,7 +1059,10 @@ impl Moving {
             discard,
             out_bytes,
             inflight,
-            inflight_bytes,
+            budget,
+            reserved,
+            waiting,
+            tls_held,
             placed,
             parked,
             progressed,
@@ -883,6 +1079,8 @@ impl Moving {
             tls,
             refused_for_tls,
             payload: None,
+            admitted: 0,
+            blocked: None,
             out,
         }
     }

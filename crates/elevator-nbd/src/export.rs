@@ -25,6 +25,10 @@ use elevator_io::{DataDevice, DeviceSpec, EngineConfig};
 use thiserror::Error;
 
 use crate::proto::tflag;
+use crate::rmw::RangeLocks;
+
+/// A disk's sector: the smallest block a file export takes.
+const SECTOR: u32 = 512;
 
 /// A parsed `--export`.
 #[derive(Clone, Debug, PartialEq)]
@@ -134,15 +138,30 @@ impl ExportSpec {
             read_only,
         };
         let users = handles.iter().filter(|h| h.is_some()).count();
-        let (capacity, min_block) = {
+        let (capacity, align, file) = {
             let Some(Some(d)) = handles.first() else {
                 return Err(fail("no device handle".into()));
             };
             let limits = d.limits();
+            let file = match d {
+                RealDevice::File(_) => true,
+                RealDevice::Faulty(f) => matches!(f.inner(), RealDevice::File(_)),
+                _ => false,
+            };
             (
                 limits.capacity << 9,
                 d.alignment().offset.max(limits.logical_block_size),
+                file,
             )
+        };
+        // A file or block device takes I/O in 512-byte sectors, as a disk
+        // does (a loop device's default): below its direct-I/O alignment
+        // the server reads, modifies and writes (`rmw`). A memory or
+        // simulated device keeps the block size it was given.
+        let (min_block, locks) = if file && align > SECTOR {
+            (SECTOR, Some(Arc::new(RangeLocks::default())))
+        } else {
+            (align, None)
         };
         let mq = {
             let Some(Some(d)) = handles.first() else {
@@ -180,6 +199,8 @@ impl ExportSpec {
                 name: self.name.clone(),
                 size: capacity,
                 min_block,
+                align,
+                locks,
                 flags,
                 read_only,
                 description: format!("{describe}, scheduler {}{threads_note}", self.scheduler),
@@ -210,8 +231,15 @@ pub struct Export {
     pub name: String,
     /// Size in bytes.
     pub size: u64,
-    /// Smallest I/O unit (the device's logical block size).
+    /// Smallest I/O unit clients are told of: 512 for a file or block
+    /// device, else the device's block size.
     pub min_block: u32,
+    /// The device's direct-I/O alignment (its logical block size, or more):
+    /// requests below it are read-modify-writes.
+    pub align: u32,
+    /// The ranges taken by writes in flight, when requests may be below
+    /// the alignment (`None`: they may not, and writes take no range).
+    pub(crate) locks: Option<Arc<RangeLocks>>,
     /// Transmission flags.
     pub flags: u16,
     /// Whether writes are refused.

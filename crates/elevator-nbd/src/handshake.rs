@@ -125,8 +125,10 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
             }
             // Sent whether asked for or not: clients must keep to the
             // device's block size and the request cap.
+            // Preferred: the device's alignment (smaller requests are
+            // read-modify-writes).
             let min = ex.min_block;
-            let preferred = min.max(4096);
+            let preferred = ex.align.max(4096);
             reply(
                 c,
                 h.option,

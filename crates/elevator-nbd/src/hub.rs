@@ -1,16 +1,18 @@
 //! What the server's worker threads share ([`Hub`]): the exports and the
 //! configuration, the log, the connection counts that the limits and the
 //! placement of connections read, each worker's mailbox of connections
-//! handed over to it and the eventfd that wakes it, the bytes each worker's
-//! connections hold, and the stop: whether the server is stopping, the
-//! first error that stopped it, and how many workers are done.
+//! handed over to it and the eventfd that wakes it, the memory budget every
+//! connection reserves from ([`Budget`]), and the stop: whether the server
+//! is stopping, the first error that stopped it, and how many workers are
+//! done.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rustix::event::{EventfdFlags, eventfd};
 
+use crate::budget::Budget;
 use crate::config::ServerConfig;
 use crate::conn::Moving;
 use crate::export::Export;
@@ -24,8 +26,6 @@ pub(crate) struct Seat {
     pub mailbox: Mutex<Vec<Moving>>,
     /// Written to wake it.
     wake: OwnedFd,
-    /// Bytes its connections hold (as of its last pass).
-    pub bytes: AtomicU64,
 }
 
 /// What the workers share.
@@ -36,6 +36,8 @@ pub(crate) struct Hub {
     /// Connections open, on every worker.
     pub live: AtomicU32,
     pub seats: Vec<Seat>,
+    /// The bytes connections hold, against `max_total_bytes`.
+    pub budget: Arc<Budget>,
     stopping: AtomicBool,
     failure: Mutex<Option<ServerError>>,
     /// Workers whose connections have all closed.
@@ -62,16 +64,21 @@ impl Hub {
                     load: AtomicU32::new(0),
                     mailbox: Mutex::new(Vec::new()),
                     wake: eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?,
-                    bytes: AtomicU64::new(0),
                 })
             })
             .collect::<Result<Vec<_>, rustix::io::Errno>>()?;
+        let wake = seats
+            .iter()
+            .map(|s| s.wake.try_clone())
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let budget = Arc::new(Budget::new(cfg.max_total_bytes, cfg.max_conn_bytes, wake));
         Ok(Hub {
             cfg,
             exports,
             log: Mutex::new(log),
             live: AtomicU32::new(0),
             seats,
+            budget,
             stopping: AtomicBool::new(false),
             failure: Mutex::new(None),
             done: AtomicUsize::new(0),
@@ -133,13 +140,5 @@ impl Hub {
     /// The error that stopped the server, if one did.
     pub fn take_failure(&self) -> Option<ServerError> {
         lock(&self.failure).take()
-    }
-
-    /// Bytes every worker's connections hold.
-    pub fn bytes(&self) -> u64 {
-        self.seats
-            .iter()
-            .map(|s| s.bytes.load(Ordering::Relaxed))
-            .sum()
     }
 }

@@ -14,9 +14,11 @@
 //! - `handshake` and `transmit` (private): the two phases of the protocol,
 //!   option haggling, then requests and their replies; `meta_context` and
 //!   `status` (private) answer the metadata context options and the
-//!   block status and cache commands for them;
+//!   block status and cache commands for them; `rmw` (private) serves
+//!   requests below the device's alignment by read-modify-write;
 //! - `shared` (private): the state both phases work on (exports, requests
-//!   in flight, the buffer pool, the configuration);
+//!   in flight, the buffer pool, the configuration); `budget` (private),
+//!   the bytes connections may hold, reserved before a request is read;
 //! - [`ServerConfig`] (`config`, private): how to serve;
 //! - [`conn`]: one connection's socket and buffers;
 //! - [`tls`]: `STARTTLS`'s certificates and a connection's TLS session;
@@ -30,6 +32,7 @@
 #![warn(missing_docs)]
 
 mod accept;
+mod budget;
 mod config;
 pub mod conn;
 pub mod export;
@@ -38,6 +41,7 @@ mod hub;
 mod meta_context;
 pub mod pool;
 pub mod proto;
+mod rmw;
 pub mod server;
 mod shared;
 mod status;

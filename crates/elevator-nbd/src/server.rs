@@ -425,13 +425,22 @@ fn start(
         engines,
         inflight: Vec::new(),
         free_inflight: Vec::new(),
-        pool: Pool::default(),
+        rmw: Vec::new(),
+        free_rmw: Vec::new(),
+        pool: Pool::keeping(pool_keep(&hub.cfg)),
         cfg: hub.cfg.clone(),
+        hub: hub.clone(),
         stopping: false,
-        over_budget: false,
-        fair_share: u64::MAX,
     };
     Worker::new(w, hub.clone(), shared, listeners)
+}
+
+/// Bytes of free buffers each worker's pool keeps for reuse: at most 32 MiB,
+/// and all workers' pools together at most an eighth of `max_total_bytes`
+/// (they are memory the server holds beyond what connections reserve).
+fn pool_keep(cfg: &ServerConfig) -> usize {
+    let share = cfg.max_total_bytes / 8 / cfg.threads.max(1) as u64;
+    usize::try_from(share.min(32 << 20)).unwrap_or(32 << 20)
 }
 
 fn lock_summaries(

@@ -1,9 +1,9 @@
 //! The state that handling a connection needs on one worker, whatever its
 //! phase ([`Shared`]): the exports, this worker's engine on each, the
 //! requests at those engines and whom to answer for each ([`InFlight`]),
-//! the data buffer pool, the configuration, whether the server is
-//! stopping, and whether connections hold too much memory. The worker owns
-//! it and lends it to the handshake and the transmission phase.
+//! the data buffer pool, the configuration, the hub (for the memory budget
+//! and the connection count), and whether the server is stopping. The
+//! worker owns it and lends it to the handshake and the transmission phase.
 
 use std::sync::Arc;
 
@@ -12,7 +12,9 @@ use elevator_io::spec::RealDevice;
 
 use crate::config::ServerConfig;
 use crate::export::Export;
+use crate::hub::Hub;
 use crate::pool::{Buf, Pool};
+use crate::rmw::{Held, RmwOp};
 
 /// A request at an engine: whom to answer and how.
 #[derive(Clone, Copy, Debug, Default)]
@@ -22,9 +24,15 @@ pub(crate) struct InFlight {
     pub cookie: u64,
     pub kind: u16,
     pub offset: u64,
-    /// Data bytes it holds (counted in its connection's
-    /// [`Conn::inflight_bytes`](crate::conn::Conn::inflight_bytes)).
-    pub len: u32,
+    /// Bytes of the budget reserved for it (its data and its reply),
+    /// given back when it completes.
+    pub reserved: u64,
+    /// Its export.
+    pub export: u32,
+    /// The range it holds, if its export serialises writes.
+    pub lock: Option<Held>,
+    /// A step of read-modify-write `rmw - 1` (0: none).
+    pub rmw: u32,
 }
 
 /// The state every connection's handling needs, on one worker.
@@ -36,13 +44,23 @@ pub(crate) struct Shared {
     pub engines: Vec<Option<MqEngine<RealDevice, Buf>>>,
     pub inflight: Vec<InFlight>,
     pub free_inflight: Vec<u32>,
+    /// Read-modify-writes in flight, and their free slots.
+    pub rmw: Vec<Option<RmwOp>>,
+    pub free_rmw: Vec<u32>,
     pub pool: Pool,
     pub cfg: Arc<ServerConfig>,
+    pub hub: Arc<Hub>,
     pub stopping: bool,
-    /// Connections together hold more than
-    /// [`ServerConfig::max_total_bytes`]: those holding more than
-    /// `fair_share` are not read from.
-    pub over_budget: bool,
-    /// See `over_budget`.
-    pub fair_share: u64,
+}
+
+impl Shared {
+    /// Connections open, on every worker.
+    pub fn live(&self) -> u64 {
+        u64::from(
+            self.hub
+                .live
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .max(1),
+        )
+    }
 }

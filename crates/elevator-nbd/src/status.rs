@@ -21,10 +21,14 @@ use crate::conn::Conn;
 use crate::proto::meta::{self, state};
 use crate::proto::{self, Request, cflag, chunk, cmd, err};
 use crate::shared::Shared;
-use crate::transmit::error_reply;
+use crate::transmit::{error_reply, request_range};
 
 /// Most descriptors in one block status reply.
 pub(crate) const MAX_DESCRIPTORS: usize = 4096;
+/// The most bytes a block status reply takes: its chunk header, context id
+/// and descriptors.
+pub(crate) const MAX_REPLY: u64 =
+    proto::STRUCTURED_HEADER_LEN as u64 + 4 + 8 * MAX_DESCRIPTORS as u64;
 
 /// Whether requests of `kind` are answered here ([`request`]), not by the
 /// export's engine.
@@ -42,16 +46,8 @@ pub(crate) fn request(c: &mut Conn, shared: &Shared, e: usize, r: &Request) {
     } else {
         cflag::FUA
     };
-    let in_export = r
-        .offset
-        .checked_add(u64::from(r.len))
-        .is_some_and(|end| end <= ex.size);
     let block = u64::from(ex.min_block);
-    let bad = r.flags & !allowed != 0
-        || r.len == 0
-        || !in_export
-        || !r.offset.is_multiple_of(block)
-        || !u64::from(r.len).is_multiple_of(block);
+    let bad = r.flags & !allowed != 0 || r.len == 0 || request_range(ex, r).is_err();
     if bad {
         error_reply(c, r, err::EINVAL);
         return;

@@ -42,7 +42,7 @@ pub const SERVER_KEY: &str = "server-key.pem";
 /// Encrypted output rustls may hold for a connection before it takes no
 /// more plaintext (rustls's default is 64 KiB: more means fewer writes for
 /// big read replies).
-const TLS_OUT_LIMIT: usize = 1 << 20;
+pub(crate) const TLS_OUT_LIMIT: usize = 1 << 20;
 /// Bytes read from the socket at a time, then handed to rustls (which reads
 /// 4 KiB at a time itself: one system call per 4 KiB).
 const TLS_IN: usize = 64 << 10;

@@ -233,7 +233,8 @@ impl Worker {
             .iter()
             .flatten()
             .any(|e| e.has_finished())
-            || self.conns.iter().flatten().any(|c| self.can_progress(c));
+            || self.conns.iter().flatten().any(|c| self.can_progress(c))
+            || self.starved_but_woken();
         if busy {
             return Some(Timespec {
                 tv_sec: 0,
@@ -263,6 +264,23 @@ impl Worker {
             tv_sec: d.as_secs() as i64,
             tv_nsec: i64::from(d.subsec_nanos()),
         })
+    }
+
+    /// Before sleeping with connections whose next request waits for
+    /// bytes: ask to be woken when bytes are given back (a wake-up takes
+    /// the request away), then look once more, in case they were given back
+    /// in between. Whether one of them may go on now.
+    fn starved_but_woken(&self) -> bool {
+        let mut starved = self
+            .conns
+            .iter()
+            .flatten()
+            .filter(|c| c.waiting.is_some() || c.blocked.is_some());
+        if starved.clone().next().is_none() {
+            return false;
+        }
+        self.hub.budget.wait(self.id);
+        starved.any(|c| self.can_progress(c))
     }
 
     /// Whether a connection has work that needs no new event.
@@ -390,29 +408,30 @@ impl Worker {
         Ok(any)
     }
 
-    /// Publish what this worker's connections hold, note whether all of
-    /// them together hold too much, and when each last moved bytes.
+    /// Note when each connection last moved bytes.
     fn account(&mut self) {
-        let mut held = 0;
         let mut now = None;
         for c in self.conns.iter_mut().flatten() {
-            held += c.held();
             if std::mem::take(&mut c.progressed) {
                 c.last_io = *now.get_or_insert_with(Instant::now);
             }
         }
-        self.hub.seats[self.id].bytes.store(held, Ordering::Relaxed);
-        let total = self.hub.bytes();
-        let cap = self.shared.cfg.max_total_bytes;
-        self.shared.over_budget = total >= cap;
-        let live = u64::from(self.hub.live.load(Ordering::Relaxed).max(1));
-        self.shared.fair_share = cap / live;
     }
 
     /// Handle what connection `c` (slot `index`) sent, while it may.
     fn pump(&mut self, c: &mut Conn, index: u32) -> bool {
         let mut progress = false;
         loop {
+            // A write that waits for its range goes first (even while the
+            // server stops: it is in flight); until it has gone, nothing
+            // more is read.
+            if c.blocked.is_some() {
+                if !transmit::retry_blocked(c, index, &mut self.shared) {
+                    c.parked = c.buffered_input();
+                    return progress;
+                }
+                progress = true;
+            }
             if c.closing.is_some()
                 || transmit::throttled(c, &self.shared)
                 || (matches!(c.phase, Phase::Transmission(_)) && !c.placed)
@@ -420,6 +439,15 @@ impl Worker {
                 // (One that has chosen its export waits to be placed.) What
                 // it sent ahead waits in its buffer: no event will say so.
                 c.parked = c.buffered_input();
+                return progress;
+            }
+            if let (Phase::Transmission(e), 0) = (c.phase, c.admitted)
+                && let Some(r) = c.peek_request()
+                && !self.admit(c, e, &r)
+            {
+                // What it needs does not fit now: not read from until
+                // bytes drain (this worker is woken when they do).
+                c.parked = true;
                 return progress;
             }
             match c.next_message() {
@@ -443,6 +471,24 @@ impl Worker {
         }
     }
 
+    /// Reserve what request `r`, at the head of `c`'s input, needs before it
+    /// is taken: whether it could be.
+    fn admit(&self, c: &mut Conn, e: usize, r: &proto::Request) -> bool {
+        let need = transmit::need(c, &self.shared, e, r);
+        let live = self.shared.live();
+        if need == 0 || c.admit(need, live) {
+            return true;
+        }
+        // Ask to be woken when bytes are given back, then look once more:
+        // bytes given back in between would otherwise wake nobody.
+        self.hub.budget.wait(self.id);
+        if c.admit(need, live) {
+            return true;
+        }
+        c.waiting = Some(need);
+        false
+    }
+
     fn handle(&mut self, c: &mut Conn, index: u32, m: Message) {
         match m {
             Message::ClientFlags(f) => match proto::client_flags(f) {
@@ -455,7 +501,9 @@ impl Worker {
             Message::Option(h, data) => handshake::option(c, &self.shared, h, &data),
             Message::OptionTooBig(h) => handshake::too_big(c, h),
             Message::Request(r) => transmit::request(c, index, &mut self.shared, r),
-            Message::Payload(r, buf) => transmit::payload(c, index, &mut self.shared, r, buf),
+            Message::Payload(r, buf, reserved) => {
+                transmit::payload(c, index, &mut self.shared, r, buf, reserved)
+            }
             Message::Broken(e) => c.fail(&format!("protocol error: {e}")),
         }
     }
@@ -493,9 +541,13 @@ impl Worker {
             if c.eof
                 && let Some(b) = c.take_payload()
             {
-                c.inflight_bytes -= b.len() as u64;
                 self.shared.pool.put(b);
                 c.inflight -= 1;
+            }
+            if c.eof
+                && let Some(b) = c.blocked.take()
+            {
+                b.abandon(c, &mut self.shared);
             }
         }
         for i in 0..self.conns.len() {
@@ -525,6 +577,8 @@ impl Worker {
     /// The end of connection `c`, out of its slot.
     fn retire(&mut self, mut c: Conn) {
         c.drop_output(&mut self.shared.pool);
+        // Nothing of it is in flight: whatever it still holds goes back.
+        c.release_all();
         if let Phase::Transmission(e) = c.phase {
             if let Some(engine) = self.shared.engines[e].as_mut() {
                 engine.context_gone(c.ctx);

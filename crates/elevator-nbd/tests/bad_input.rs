@@ -595,6 +595,16 @@ fn zero_length_requests_are_einval() {
 }
 
 #[test]
+fn u64_extremes_are_refused_and_the_connection_goes_on() {
+    let server = server();
+    for (export, block) in [("disk", 512), ("big", 4096), ("slow", 512)] {
+        common::assert_extremes_refused(&server, export, block);
+    }
+    assert_serves(&server, "disk");
+    server.stop();
+}
+
+#[test]
 fn ranges_past_the_end() {
     let server = server();
     let mut c = Client::open(&server.sock, "disk");

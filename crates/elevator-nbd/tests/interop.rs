@@ -462,3 +462,58 @@ fn nbdfuse_loop_ext4() {
     assert!(lines.iter().all(|l| l.contains(" 0 errors")), "{lines:#?}");
     server.stop();
 }
+
+// ---------------------------------------------------------------------------
+// 512-byte I/O on a file whose direct I/O is aligned to 4096 (tmpfs).
+
+#[test]
+fn a_tmpfs_file_export_takes_512_byte_direct_io_through_a_loop_device() {
+    let test = "a_tmpfs_file_export_takes_512_byte_direct_io_through_a_loop_device";
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        common::skip(test, "/dev/shm does not exist");
+        return;
+    }
+    let dir = temp_dir_in(shm, "sectors");
+    let backing = dir.path().join("disk.img");
+    std::fs::File::create(&backing)
+        .and_then(|f| f.set_len(16 * MIB))
+        .expect("creating the backing file");
+    let spec = format!("disk=file:{}", backing.display());
+    match elevator_nbd::ExportSpec::parse(&spec).map(|s| s.open(1)) {
+        Ok(Ok(o)) if o.export.align > 512 => {}
+        Ok(Ok(o)) => {
+            let why = format!("direct I/O on this tmpfs is aligned to {}", o.export.align);
+            common::skip(test, &why);
+            return;
+        }
+        Ok(Err(e)) | Err(e) => {
+            let why = format!("a file on tmpfs cannot be served: {}", common::chain(&e));
+            common::skip(test, &why);
+            return;
+        }
+    }
+    let server = TestServer::start(&[&spec]);
+    // What libnbd sees: 512-byte blocks, 4096 preferred.
+    let info = nbdinfo_json(&server.uri("disk"));
+    let export = &info.at("exports").arr()[0];
+    assert_eq!(export.at("block_size_minimum").num(), 512.0, "{info}");
+    assert_eq!(export.at("block_size_preferred").num(), 4096.0, "{info}");
+    // As the issue found it: dd of 512 bytes with O_DIRECT on a loop device
+    // over nbdfuse, which libnbd refused as unaligned.
+    let work = temp_dir("sectors");
+    if let Err(why) = common::ext4::sectors_direct(&server.uri("disk"), &work, &[3, 9, 10, 4095]) {
+        common::skip(test, &why);
+        return;
+    }
+    let lines = server.log_lines();
+    assert!(lines.iter().all(|l| l.contains(" 0 errors")), "{lines:#?}");
+    server.stop();
+    let file = std::fs::read(&backing).expect("reading the backing file");
+    for s in [3usize, 9, 10, 4095] {
+        assert!(
+            file[s * 512..(s + 1) * 512] == common::pattern(500 + s as u64, 512),
+            "sector {s} wrong in the backing file"
+        );
+    }
+}

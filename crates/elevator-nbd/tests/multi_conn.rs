@@ -4,8 +4,10 @@
 //! four connections in and out, fio's `nbd` engine with four jobs writing
 //! and verifying their own ranges, and ext4 through nbdfuse and a loop
 //! device. Each runs on a memory export and, where cheap, a file export.
-//! The tests hold whatever the server does with its threads: they check
-//! data, never timing.
+//! And I/O below a file's direct-I/O alignment (512-byte requests on tmpfs,
+//! whose alignment is 4096): read-modify-writes, from one connection and
+//! from two at once into the same blocks. The tests hold whatever the
+//! server does with its threads: they check data, never timing.
 
 mod common;
 
@@ -13,9 +15,11 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    JsonExt, TestServer, assert_same_file, run_fio, run_ok, temp_dir, temp_dir_in, wait_for,
-    write_image,
+    Client, JsonExt, Reply, TestServer, assert_same_file, pattern, run_fio, run_ok, temp_dir,
+    temp_dir_in, wait_for, write_image,
 };
+use elevator_nbd::ExportSpec;
+use elevator_nbd::proto::{cflag, cmd, opt, rep};
 
 const MIB: u64 = 1 << 20;
 
@@ -170,4 +174,168 @@ fn ext4_round_trip_two_threads() {
     let lines = server.log_lines();
     assert!(lines.iter().all(|l| l.contains(" 0 errors")), "{lines:#?}");
     server.stop();
+}
+
+// ---------------------------------------------------------------------------
+// I/O below the device's alignment.
+
+/// A file export on tmpfs (`/dev/shm`: direct I/O there is aligned to
+/// 4096 bytes), its backing file filled with `pattern(99, ..)`: the
+/// directory, the backing file, and its `--export` spec, or why there is
+/// none (no tmpfs, or one without direct I/O: the caller skips).
+fn tmpfs_export(size: usize) -> Result<(common::TempDir, std::path::PathBuf, String), String> {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return Err("/dev/shm does not exist".into());
+    }
+    let dir = temp_dir_in(shm, "subblock");
+    let backing = dir.path().join("disk.img");
+    std::fs::write(&backing, pattern(99, size)).expect("writing the backing file");
+    let spec = format!("disk=file:{}", backing.display());
+    let opened = ExportSpec::parse(&spec)
+        .expect("parses")
+        .open(1)
+        .map_err(|e| format!("a file on tmpfs cannot be served: {}", common::chain(&e)))?;
+    if opened.export.align <= 512 {
+        return Err(format!(
+            "direct I/O on this tmpfs is aligned to {} bytes: nothing below it to test",
+            opened.export.align
+        ));
+    }
+    Ok((dir, backing, spec))
+}
+
+#[test]
+fn sub_block_requests_on_a_tmpfs_file_are_read_modify_writes() {
+    const SIZE: usize = 1 << 20;
+    let (_dir, backing, spec) = match tmpfs_export(SIZE) {
+        Ok(x) => x,
+        Err(why) => {
+            common::skip(
+                "sub_block_requests_on_a_tmpfs_file_are_read_modify_writes",
+                &why,
+            );
+            return;
+        }
+    };
+    let server = TestServer::start_with(&[&spec], |c| c.threads = 2);
+    let mut model = pattern(99, SIZE);
+    for structured in [false, true] {
+        let mut c = Client::start(&server.sock);
+        if structured {
+            assert_eq!(c.opt(opt::STRUCTURED_REPLY, &[]).kind, rep::ACK);
+            c.structured = true;
+        }
+        let info = c.go("disk");
+        assert_eq!(
+            info.block.map(|b| (b.0, b.1)),
+            Some((512, 4096)),
+            "block sizes"
+        );
+        let cookie = |n: u64| n + if structured { 100 } else { 0 };
+        // Reads of 512 bytes, inside a block and across two.
+        for (offset, len) in [(512u64, 512u32), (3584, 1024), (4096 + 512, 8192)] {
+            let got = c.read_at(cookie(1), 0, offset, len);
+            let at = offset as usize;
+            assert!(
+                got.as_deref() == Ok(&model[at..at + len as usize]),
+                "READ of {len} at {offset}: {got:?}"
+            );
+        }
+        // Writes: inside a block, across two, with a middle, with FUA.
+        for (k, (offset, len, flags)) in [
+            (1536u64, 512usize, 0u16),
+            (4096 - 512, 1024, 0),
+            (8192 + 1024, 3 * 4096, cflag::FUA),
+            (65536 + 512, 512, cflag::FUA),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let data = pattern(k as u64 + if structured { 10 } else { 0 }, len);
+            assert_eq!(
+                c.write_at(cookie(2), flags, offset, &data),
+                0,
+                "WRITE at {offset}"
+            );
+            model[offset as usize..offset as usize + len].copy_from_slice(&data);
+        }
+        // Write-zeroes below the alignment, and a trim (a hint: the whole
+        // blocks inside it, none here).
+        assert_eq!(
+            c.command(cookie(3), 0, cmd::WRITE_ZEROES, 2048, 1024 + 4096),
+            0
+        );
+        model[2048..2048 + 1024 + 4096].fill(0);
+        assert_eq!(c.command(cookie(4), 0, cmd::TRIM, 131072 + 512, 1024), 0);
+        // Everything reads back, neighbours untouched, through the server
+        // and in the file.
+        let got = c.read_at(cookie(5), 0, 0, 131072).expect("READ back");
+        assert!(got == model[..131072], "the first 128 KiB differ");
+        c.disc();
+    }
+    // Offsets and lengths at u64 extremes are refused here too.
+    common::assert_extremes_refused(&server, "disk", 512);
+    server.stop();
+    let file = std::fs::read(&backing).expect("reading the backing file");
+    assert!(
+        file[..131072] == model[..131072],
+        "the backing file differs"
+    );
+}
+
+#[test]
+fn overlapping_sub_block_writes_from_two_connections_are_serialised() {
+    const BLOCKS: usize = 64;
+    let (_dir, backing, spec) = match tmpfs_export(1 << 20) {
+        Ok(x) => x,
+        Err(why) => {
+            common::skip(
+                "overlapping_sub_block_writes_from_two_connections_are_serialised",
+                &why,
+            );
+            return;
+        }
+    };
+    let server = TestServer::start_with(&[&spec], |c| c.threads = 2);
+    // Two connections (on the two workers) write the sectors of the same
+    // 4 KiB blocks at once: one the even sectors, the other the odd. Each
+    // write reads, patches and writes back a whole block: unless they are
+    // serialised, one undoes the other.
+    let writers: Vec<_> = (0..2u64)
+        .map(|k| {
+            let sock = server.sock.clone();
+            std::thread::spawn(move || {
+                let mut c = Client::open(&sock, "disk");
+                let sectors: Vec<u64> = (0..BLOCKS as u64 * 8).filter(|s| s % 2 == k).collect();
+                for &s in &sectors {
+                    c.request(0, cmd::WRITE, s, s * 512, 512);
+                    c.send(&pattern(1000 + s, 512));
+                }
+                for _ in &sectors {
+                    match c.read_reply(|_| 0) {
+                        Reply::Simple { error: 0, .. } => {}
+                        other => panic!("connection {k}: {other:?}"),
+                    }
+                }
+                c.disc();
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("a writer failed");
+    }
+    let mut c = Client::open(&server.sock, "disk");
+    let got = c
+        .read_at(1, 0, 0, (BLOCKS * 4096) as u32)
+        .expect("READ back");
+    c.disc();
+    server.stop();
+    let file = std::fs::read(&backing).expect("reading the backing file");
+    for s in 0..BLOCKS * 8 {
+        let want = pattern(1000 + s as u64, 512);
+        let at = s * 512;
+        assert!(got[at..at + 512] == want, "sector {s} read back wrong");
+        assert!(file[at..at + 512] == want, "sector {s} wrong in the file");
+    }
 }

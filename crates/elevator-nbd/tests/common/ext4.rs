@@ -1,6 +1,8 @@
 //! A file system over NBD: `nbdfuse` turns an export into a file, a loop
 //! device turns that into a block device, and ext4 goes on it. Used by the
-//! interop and multi-connection tests; what the kernel may refuse (no root,
+//! interop and multi-connection tests ([`round_trip`]), and by the test of
+//! 512-byte direct I/O through a loop device ([`sectors_direct`]); what the
+//! kernel may refuse (no root,
 //! no FUSE, no loop devices, mount denied) comes back as `Err(why)` so the
 //! test can skip, and any other failure panics.
 
@@ -265,5 +267,46 @@ pub fn round_trip(uri: &str, work: &TempDir) -> Result<(), String> {
         drop(dev);
         fuse.unmount();
     }
+    Ok(())
+}
+
+/// Through nbdfuse and a loop device over the export at `uri`, write
+/// 512-byte sectors with `dd oflag=direct` (as the kernel's block layer
+/// sends them) at `sectors`, each `pattern(500 + sector, 512)`, and read
+/// each back with `iflag=direct`. `Err` says why the kernel refused (the
+/// caller skips); a failed `dd` or wrong data panics.
+pub fn sectors_direct(uri: &str, work: &TempDir, sectors: &[u64]) -> Result<(), String> {
+    if let Some(why) = cannot_mount() {
+        return Err(why);
+    }
+    let fuse_dir = work.path().join("fuse");
+    std::fs::create_dir(&fuse_dir).expect("mkdir");
+    let fuse = Fuse::mount(&fuse_dir, uri, false, work, 1)?;
+    let dev = Loop::attach(&fuse.file(), false)?;
+    for &s in sectors {
+        let src = work.path().join(format!("sector{s}"));
+        std::fs::write(&src, pattern(500 + s, 512)).expect("writing the sector's data");
+        run_ok(
+            Command::new("dd")
+                .arg(format!("if={}", src.display()))
+                .arg(format!("of={}", dev.0))
+                .args(["bs=512", "oflag=direct", "conv=notrunc"])
+                .arg(format!("seek={s}")),
+        );
+    }
+    for &s in sectors {
+        let back = work.path().join(format!("back{s}"));
+        run_ok(
+            Command::new("dd")
+                .arg(format!("if={}", dev.0))
+                .arg(format!("of={}", back.display()))
+                .args(["bs=512", "count=1", "iflag=direct"])
+                .arg(format!("skip={s}")),
+        );
+        let got = std::fs::read(&back).expect("reading the sector back");
+        assert!(got == pattern(500 + s, 512), "sector {s} read back wrong");
+    }
+    drop(dev);
+    fuse.unmount();
     Ok(())
 }

@@ -908,6 +908,66 @@ pub fn check_read(got: Result<Vec<u8>, u32>, want: &[u8], what: &str) {
     }
 }
 
+/// Requests at `u64` extremes on `export` (offsets 2^64 - 1, 2^64 - 512,
+/// 2^63, ranges whose end wraps past 2^64, lengths near 2^32): each is
+/// refused with the error the protocol prescribes (`EINVAL`, or `ENOSPC`
+/// for a write or write-zeroes on the export's `block` size that runs past
+/// the end), on the same connection, which then still reads and writes
+/// (at 1 MiB less 8 KiB).
+pub fn assert_extremes_refused(server: &TestServer, export: &str, block: u64) {
+    let mut c = Client::open(&server.sock, export);
+    let top = u64::MAX;
+    let ranges = [
+        (top, 512u32),
+        (top - 511, 512),
+        (top - 511, 1024),
+        (top - 4095, 8192),
+        (1 << 63, 512),
+        (1 << 63, 4096),
+        ((1 << 63) + 512, 1 << 20),
+        (top - 511, u32::MAX - 511),
+        (1 << 62, u32::MAX - 511),
+    ];
+    let mut cookie = 0;
+    for (offset, len) in ranges {
+        let aligned = offset % block == 0 && u64::from(len) % block == 0;
+        for kind in [
+            cmd::READ,
+            cmd::TRIM,
+            cmd::WRITE_ZEROES,
+            cmd::CACHE,
+            cmd::BLOCK_STATUS,
+        ] {
+            cookie += 1;
+            let got = c.command(cookie, 0, kind, offset, len);
+            let ok = match kind {
+                cmd::WRITE_ZEROES if aligned => got == proto::err::ENOSPC,
+                _ => got == proto::err::EINVAL,
+            };
+            assert!(ok, "command {kind} at {offset} of {len}: error {got}");
+        }
+        if len <= 1 << 20 {
+            cookie += 1;
+            let got = c.write_at(cookie, 0, offset, &vec![0xA5; len as usize]);
+            let want = if aligned {
+                proto::err::ENOSPC
+            } else {
+                proto::err::EINVAL
+            };
+            assert_eq!(got, want, "WRITE at {offset} of {len}");
+        }
+    }
+    // The same connection goes on.
+    let (data, at) = (pattern(0xE7, 4096), (1 << 20) - 8192);
+    assert_eq!(c.write_at(cookie + 1, 0, at, &data), 0);
+    check_read(
+        c.read_at(cookie + 2, 0, at, 4096),
+        &data,
+        "after the extremes",
+    );
+    c.disc();
+}
+
 /// A new, well-behaved client can still use `export` on `server`: GO, write
 /// a block, read it back, flush, DISC.
 pub fn assert_serves(server: &TestServer, export: &str) {

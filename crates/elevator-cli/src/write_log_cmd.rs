@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
+use elevator_core::ByteRange;
 use elevator_trace::write_log::{
     FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Reader, RecordHead, RecordRef, WriteLogError,
 };
@@ -238,6 +239,20 @@ pub fn create_image(path: &Path, capacity: u64, base: Option<&Path>) -> Result<F
     Ok(file)
 }
 
+/// Make `len` bytes at `at` of `image` a hole that reads as zeroes;
+/// whether the file system could.
+fn punch_hole(image: &File, at: u64, len: u64) -> bool {
+    use rustix::fs::{FallocateFlags, fallocate};
+    len == 0
+        || fallocate(
+            image,
+            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+            at,
+            len,
+        )
+        .is_ok()
+}
+
 /// Applies records onto images, reading their data from the log with
 /// pread.
 pub struct RecordApplier {
@@ -262,13 +277,17 @@ impl RecordApplier {
     }
 
     /// Apply record `head` (starting at `offset` in the log) onto `image`;
-    /// records that change no content are passed over.
+    /// records that change no content are passed over. Write-zeroes and
+    /// discards punch a hole (what reads as zeroes and takes no disk), so
+    /// a log of a few bytes cannot make the image take terabytes; where
+    /// the file system cannot punch holes they write zeroes.
     pub fn apply(&mut self, image: &File, head: &RecordHead, offset: u64) -> Result<()> {
         if !head.kind.changes_content() {
             return Ok(());
         }
-        let at = head.sector * 512;
-        let len = u64::from(head.sectors) * 512;
+        let range = ByteRange::from_sectors(head.sector, u64::from(head.sectors))
+            .with_context(|| format!("{}: record {}", self.path.display(), head.seq))?;
+        let (at, len) = (range.offset(), range.len());
         let from_log = head.kind == Kind::Write;
         if from_log && !head.has_data() {
             bail!(
@@ -276,6 +295,9 @@ impl RecordApplier {
                 self.path.display(),
                 head.seq
             );
+        }
+        if !from_log && punch_hole(image, at, len) {
+            return Ok(());
         }
         let payload = offset + elevator_trace::write_log::RECORD_HEAD_LEN as u64;
         let mut done = 0u64;

@@ -206,6 +206,14 @@ pub fn run(args: &Args) -> Result<()> {
         .transpose()?;
     let max_conn_bytes = bytes_option("--max-conn-bytes", &args.max_conn_bytes)?;
     let max_total_bytes = bytes_option("--max-total-bytes", &args.max_total_bytes)?;
+    if max_request > max_total_bytes as f64 {
+        anyhow::bail!(
+            "--max-request {} is more than --max-total-bytes {}: a request that large could \
+             only run while no other request holds memory",
+            args.max_request,
+            args.max_total_bytes
+        );
+    }
     let mut tcp = args.listen.clone();
     if tcp.is_empty() && args.unix.is_empty() {
         tcp.push(SocketAddr::from(([127, 0, 0, 1], 10809)));
@@ -249,6 +257,7 @@ pub fn run(args: &Args) -> Result<()> {
             Duration::from_micros(args.poll_us)
         },
     };
+    open_files_for(&cfg);
     let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
     // The mark socket is there before the server listens: a client that
     // sees the server can mark at once.
@@ -366,4 +375,40 @@ pub fn run(args: &Args) -> Result<()> {
     served?;
     eprintln!("elevator serve: stopped: in-flight requests finished, exports flushed");
     Ok(())
+}
+
+/// Raise the soft open-file limit (up to the hard one) so that
+/// `--max-connections` clients fit beside the server's own descriptors,
+/// and warn when even the hard limit leaves room for fewer: the clients
+/// past it wait in the kernel's backlog while accept pauses.
+fn open_files_for(cfg: &ServerConfig) {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    // Per worker and export a ring, an eventfd and the export's file; per
+    // worker an epoll and an eventfd; and a margin for listeners, the
+    // write log, the mark socket, standard streams and the libraries'.
+    let own =
+        (cfg.threads * (2 + 3 * cfg.exports.len()) + cfg.tcp.len() + cfg.unix.len() + 16) as u64;
+    let want = own + u64::from(cfg.max_connections);
+    let mut limit = getrlimit(Resource::Nofile);
+    let current = limit.current.unwrap_or(u64::MAX);
+    if current >= want {
+        return;
+    }
+    let raised = limit.maximum.map_or(want, |max| want.min(max));
+    if raised > current {
+        limit.current = Some(raised);
+        if setrlimit(Resource::Nofile, limit).is_err() {
+            limit.current = Some(current);
+        }
+    }
+    let have = limit.current.unwrap_or(u64::MAX);
+    if have < want {
+        eprintln!(
+            "elevator serve: warning: the open-file limit ({have}, ulimit -n) leaves room for \
+             about {} connections, fewer than --max-connections {}: the others wait until \
+             some close",
+            have.saturating_sub(own),
+            cfg.max_connections
+        );
+    }
 }

@@ -92,8 +92,30 @@ impl Serve {
     /// Start `elevator serve ARGS --unix SOCK` (`sock` anywhere, `dir`
     /// holding its stderr) and wait until it listens.
     fn start_at(args: &[&str], dir: TempDir, sock: PathBuf) -> Serve {
+        Serve::spawn(
+            Command::new(env!("CARGO_BIN_EXE_elevator")),
+            args,
+            dir,
+            sock,
+        )
+    }
+
+    /// Start `elevator serve ARGS --unix SOCK` with at most `nofile` open
+    /// files (through prlimit).
+    fn start_with_nofile(nofile: u32, args: &[&str]) -> Serve {
+        let dir = TempDir::new("serve");
+        let sock = dir.join("nbd.sock");
+        let mut cmd = Command::new("prlimit");
+        cmd.arg(format!("--nofile={nofile}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_elevator"));
+        Serve::spawn(cmd, args, dir, sock)
+    }
+
+    /// Start `CMD serve ARGS --unix SOCK` and wait until it listens.
+    fn spawn(mut cmd: Command, args: &[&str], dir: TempDir, sock: PathBuf) -> Serve {
         let stderr = dir.join("stderr");
-        let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        let child = cmd
             .arg("serve")
             .args(args)
             .arg("--unix")
@@ -622,6 +644,40 @@ fn handshake_timeout_closes_silent_connections() {
     // A client that chose its export is not bound by it.
     let mut c = Client::open(&s.sock, "disk");
     std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(c.call(cmd::READ, 1, 0, 512, &[]), (0, vec![0; 512]));
+    c.disc();
+}
+
+#[test]
+fn running_out_of_file_descriptors_pauses_accepting_instead_of_spinning() {
+    // 40 descriptors: about two dozen for the server's own (the listener,
+    // the epoll, the ring, the export, eventfds), the rest for clients.
+    let s = Serve::start_with_nofile(40, &["--export", "disk=mem:1m", "--threads", "1"]);
+    let held: Vec<UnixStream> = (0..60)
+        .map(|_| UnixStream::connect(&s.sock).expect("connecting into the backlog"))
+        .collect();
+    wait_for("accept to run out of descriptors", || {
+        (!s.lines("accept failed").is_empty()).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    // Before, the listener woke the loop at once for every failure: tens
+    // of thousands of lines a second. Now a line at most each second.
+    let lines = s.lines("accept failed");
+    assert!(
+        lines.len() <= 10,
+        "{} accept lines:\n{}",
+        lines.len(),
+        lines[..3].join("\n")
+    );
+    assert!(
+        lines[0].contains("Too many open files") && lines[0].contains("--max-connections"),
+        "{}",
+        lines[0]
+    );
+    // Descriptors come back as clients leave; those in the backlog, and new
+    // ones, are served.
+    drop(held);
+    let mut c = Client::open(&s.sock, "disk");
     assert_eq!(c.call(cmd::READ, 1, 0, 512, &[]), (0, vec![0; 512]));
     c.disc();
 }

@@ -18,16 +18,33 @@
 
 use std::io;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use rustix::event::epoll;
 
 use elevator_core::IoContext;
 
 use crate::conn::{Conn, Phase, Stream};
 use crate::server::{Listener, ServerError};
-use crate::worker::{Worker, in_handshake};
+use crate::worker::{LISTENER, Worker, in_handshake, token};
 
 /// Socket send buffer asked for.
 const SNDBUF: usize = 4 << 20;
+
+/// How long the listeners rest after accept ran out of file descriptors
+/// or memory.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// Whether accept failed for want of descriptors or kernel memory: it
+/// will fail again until something is freed.
+fn out_of_resources(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    e.raw_os_error().is_some_and(|n| {
+        [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM]
+            .iter()
+            .any(|x| x.raw_os_error() == n)
+    })
+}
 
 impl Worker {
     /// Accept what listener `i` has waiting.
@@ -50,6 +67,10 @@ impl Worker {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if out_of_resources(&e) => {
+                    self.pause_accepting(&e);
+                    return Ok(());
+                }
                 Err(e) => {
                     self.hub.log(&format!("accept failed: {e}"));
                     return Ok(());
@@ -79,6 +100,48 @@ impl Worker {
             let conn = Conn::new(stream, peer, 0, ctx, self.hub.budget.clone());
             self.hub.live.fetch_add(1, Ordering::Relaxed);
             self.insert(conn)?;
+        }
+    }
+
+    /// Stop watching the listeners for [`ACCEPT_PAUSE`]: accept ran out of
+    /// file descriptors or memory, and the connection it could not take
+    /// stays in the kernel's backlog, so a listener watched for it would
+    /// wake the loop at once, again and again. Logged at most once a
+    /// second, with the count of failures since the last line.
+    fn pause_accepting(&mut self, e: &io::Error) {
+        for (i, l) in self.listeners.iter().enumerate() {
+            let tok = epoll::EventData::new_u64(token(LISTENER, 0, i as u32));
+            let _ = epoll::modify(&self.epoll, l.fd(), tok, epoll::EventFlags::empty());
+        }
+        let now = Instant::now();
+        self.accept_paused = Some(now + ACCEPT_PAUSE);
+        let (logged, failures) = &mut self.accept_failures;
+        *failures += 1;
+        if logged.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+            self.hub.log(&format!(
+                "accept failed: {e} ({failures} time{} since the last such line); not accepting \
+                 for {} ms: waiting connections stay in the backlog (raise the open-file limit, \
+                 ulimit -n, or lower --max-connections)",
+                if *failures == 1 { "" } else { "s" },
+                ACCEPT_PAUSE.as_millis()
+            ));
+            *logged = Some(now);
+            *failures = 0;
+        }
+    }
+
+    /// Watch the listeners again once a pause has run its course.
+    pub(crate) fn resume_accepting(&mut self) {
+        if self
+            .accept_paused
+            .is_none_or(|until| Instant::now() < until)
+        {
+            return;
+        }
+        self.accept_paused = None;
+        for (i, l) in self.listeners.iter().enumerate() {
+            let tok = epoll::EventData::new_u64(token(LISTENER, 0, i as u32));
+            let _ = epoll::modify(&self.epoll, l.fd(), tok, epoll::EventFlags::IN);
         }
     }
 

@@ -74,6 +74,11 @@ pub(crate) struct Worker {
     placing: Vec<u32>,
     /// Until when the loop looks again rather than sleeps.
     busy_until: Option<Instant>,
+    /// Worker 0's: until when the listeners are not watched, after accept
+    /// ran out of file descriptors or memory (see `accept.rs`).
+    pub(crate) accept_paused: Option<Instant>,
+    /// When such a failure was last logged, and how many since.
+    pub(crate) accept_failures: (Option<Instant>, u64),
 }
 
 impl Worker {
@@ -101,6 +106,8 @@ impl Worker {
             stop_since: None,
             placing: Vec::new(),
             busy_until: None,
+            accept_paused: None,
+            accept_failures: (None, 0),
         })
     }
 
@@ -138,6 +145,7 @@ impl Worker {
         }
         let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
         loop {
+            self.resume_accepting();
             let mut timeout = self.timeout();
             // Busy a moment ago: look again at once rather than sleep, for
             // a while (a client's next requests tend to follow its replies
@@ -250,6 +258,9 @@ impl Worker {
         }
         if self.shared.stopping {
             at_most(Duration::from_millis(100));
+        }
+        if let Some(until) = self.accept_paused {
+            at_most(until.saturating_duration_since(Instant::now()));
         }
         // Wake up for the first handshake or idle connection to time out.
         let limit = self.shared.cfg.handshake_timeout;

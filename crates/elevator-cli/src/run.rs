@@ -461,13 +461,19 @@ pub fn execute_to_the_end(
                 .and_then(|r| r.verdict().err())
                 .map(|e| e.to_string());
             match result {
-                Ok(result) => Ok((result, cpu, check)),
+                Ok(result) => {
+                    print_io_errors(jobs, &result);
+                    Ok((result, cpu, check))
+                }
                 Err(elevator_sim::engine::SimError::JobFailed {
                     job,
                     clone,
                     failure,
                     partial,
-                }) => Ok((*partial, cpu, Some(job_failed(&job, clone, &failure)))),
+                }) => {
+                    print_io_errors(jobs, &partial);
+                    Ok((*partial, cpu, Some(job_failed(&job, clone, &failure))))
+                }
                 Err(e) => Err(e.into()),
             }
         }
@@ -578,6 +584,7 @@ pub fn execute_to_the_end(
                 }) => (*partial, Some(job_failed(&job, clone, &failure))),
                 Err(e) => return Err(e.into()),
             };
+            print_io_errors(jobs, &result);
             let cpu = result.cpu.map_or(0, |c| c.process_ns);
             Ok((result, cpu, failure))
         }
@@ -635,6 +642,38 @@ pub fn with_write_log(
         .unwrap_or_else(|_| json.to_string());
     out.push('\n');
     out
+}
+
+/// fio's line for each I/O error it reports, on stderr: the one that ended
+/// each failed job clone, and with `error_dump` the first one each clone
+/// went on after (`io_u error on file NAME: TEXT: write offset=N,
+/// buflen=N`). One or two lines per clone at most, however many I/Os
+/// failed.
+fn print_io_errors(jobs: &JobFile, result: &RunResult) {
+    use elevator_fio::workload::{IoError, JobFailure, Layout};
+    let line = |j: &elevator_fio::result::JobResult, e: &IoError, what: &str| {
+        let file = match (jobs.jobs.get(j.job_index), e.file) {
+            (Some(spec), Some((n, _))) => {
+                format!(" on file {}", Layout::file_name(spec, j.clone, n))
+            }
+            _ => String::new(),
+        };
+        eprintln!(
+            "elevator: io_u error{file}: {}: {} offset={}, buflen={}{what}",
+            elevator_fio::errno::describe(e.errno),
+            e.op_name(),
+            e.file.map_or(e.device_offset, |(_, o)| o),
+            e.len
+        );
+    };
+    for j in &result.jobs {
+        if let Some(e) = &j.first_ignored {
+            line(j, e, " (went on: continue_on_error)");
+        }
+        if let Some(JobFailure::Io(e)) = &j.failure {
+            line(j, e, "");
+        }
+    }
 }
 
 fn job_failed(job: &str, clone: u32, failure: &elevator_fio::workload::JobFailure) -> String {

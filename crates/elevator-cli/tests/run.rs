@@ -302,3 +302,184 @@ fn cfq_idling_experiment_prints_the_table_and_verdicts() {
         "{t}"
     );
 }
+
+/// The job: random 4 KiB writes at depth 8 with verify, on a memory
+/// device where every I/O fails.
+const FAILING: [&str; 9] = [
+    "run",
+    "--name=x",
+    "--rw=randwrite",
+    "--bs=4k",
+    "--size=16m",
+    "--iodepth=8",
+    "--verify=crc32c",
+    "--device",
+    "mem:64m,fail_rate=1",
+];
+
+fn failing(extra: &[&str]) -> std::process::Output {
+    let mut args = FAILING.to_vec();
+    args.extend(extra);
+    common::elevator(&args)
+}
+
+fn json_job(out: &std::process::Output) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    v["jobs"][0].clone()
+}
+
+/// As fio: a job stops at its first I/O error, reports its errno (`err= 5`,
+/// `"error": 5`), names the failed I/O on stderr, and the run exits
+/// non-zero.
+#[test]
+fn an_io_error_ends_the_job_and_the_run_fails() {
+    let out = failing(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "exit 0 after I/O errors: {err}");
+    assert!(
+        text.contains("x: (groupid=0, jobs=1): err= 5 (func=io_u error, error=Input/output error)"),
+        "{text}"
+    );
+    assert!(
+        err.contains("elevator: io_u error on file x.0.0: Input/output error: write offset="),
+        "{err}"
+    );
+    assert!(err.contains("failed: Input/output error"), "{err}");
+    let out = failing(&["--output-format", "json"]);
+    assert!(!out.status.success());
+    let job = json_job(&out);
+    assert_eq!(job["error"], 5, "{job}");
+    // It stopped at once: at most the I/Os in flight (iodepth) were issued,
+    // of the 4096 the job has; no errors were let go.
+    let ios = job["write"]["total_ios"].as_u64().expect("total_ios");
+    assert!((1..=8).contains(&ios), "{ios} writes after the first error");
+    assert_eq!(
+        job["read"]["total_ios"], 0,
+        "no verify after a failed write"
+    );
+    assert!(job.get("total_err").is_none(), "{job}");
+}
+
+/// `continue_on_error=all` (or `io`, `write`, 1) lets EIO go on, as fio's
+/// default list of non-fatal errors has it: the job runs to its end, the
+/// errors are counted (`total_err`, `first_error`, the text's `errors`
+/// line) and reported as the job's error, and the run succeeds, as fio's
+/// does.
+#[test]
+fn continue_on_error_runs_to_the_end_and_counts() {
+    for value in ["all", "1", "io", "write"] {
+        let arg = format!("--continue_on_error={value}");
+        let out = failing(&[&arg, "--output-format", "json"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{value}: {err}");
+        let job = json_job(&out);
+        assert_eq!(job["write"]["total_ios"], 4096, "{value}: {job}");
+        assert_eq!(job["error"], 5, "{value}");
+        assert_eq!(job["first_error"], 5, "{value}");
+        assert!(
+            job["total_err"].as_u64().is_some_and(|n| n >= 4096),
+            "{value}: {}",
+            job["total_err"]
+        );
+    }
+    let out = failing(&["--continue_on_error=all"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("err= 5 (func=io_u error"), "{text}");
+    assert!(
+        text.contains("     errors    : total=4096, first_error=5/<Input/output error>"),
+        "{text}"
+    );
+    // Reads only: a failed write still ends the job.
+    let out = failing(&["--continue_on_error=read", "--output-format", "json"]);
+    assert!(!out.status.success());
+    let ios = json_job(&out)["write"]["total_ios"].as_u64();
+    assert!(ios.is_some_and(|n| n <= 8), "{ios:?}");
+}
+
+/// `ignore_error` lists the errors that go on, per kind (reads, writes,
+/// verify), by name or number; an error it does not list still ends the
+/// job. `error_dump` names the first error that went on.
+#[test]
+fn ignore_error_lets_the_listed_errors_go_on() {
+    for value in ["EIO,EIO", ",EIO", ",5", ",ENOSPC:-5"] {
+        let arg = format!("--ignore_error={value}");
+        let out = failing(&[&arg, "--output-format", "json"]);
+        assert!(
+            out.status.success(),
+            "{value}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let job = json_job(&out);
+        assert_eq!(job["write"]["total_ios"], 4096, "{value}");
+        assert_eq!(job["total_err"], 4096, "{value}");
+    }
+    let out = failing(&["--ignore_error=EIO,ENOSPC", "--output-format", "json"]);
+    assert!(!out.status.success(), "EIO on a write is not in the list");
+    assert_eq!(json_job(&out)["error"], 5);
+    let out = failing(&["--ignore_error=,EIO", "--error_dump=1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("io_u error on file x.0.0: Input/output error: write offset=")
+            && err.contains("(went on: continue_on_error)"),
+        "{err}"
+    );
+    fails_with(
+        &[
+            "run",
+            "--name=x",
+            "--size=1m",
+            "--ignore_error=EWHAT",
+            "--parse-only",
+        ],
+        "option 'ignore_error': 'EWHAT': unknown error name",
+    );
+    fails_with(
+        &[
+            "run",
+            "--name=x",
+            "--size=1m",
+            "--ignore_error=5,5,5,5",
+            "--parse-only",
+        ],
+        "at most three lists",
+    );
+    fails_with(
+        &[
+            "run",
+            "--name=x",
+            "--size=1m",
+            "--continue_on_error=some",
+            "--parse-only",
+        ],
+        "expected none, read, write, io, verify, all, 0 or 1",
+    );
+}
+
+/// A simulated device that loses power mid-run ends the job as an I/O
+/// error does: ENODEV (19), the run exits non-zero, and the power cut's
+/// report is still there.
+#[test]
+fn a_power_cut_ends_the_job_with_enodev() {
+    let out = common::elevator(&[
+        "run",
+        "--name=db",
+        "--rw=randwrite",
+        "--bs=16k",
+        "--size=64m",
+        "--iodepth=8",
+        "--device",
+        "hdd-7200,power_cut_at=100ms",
+        "--output-format",
+        "json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("elevator: power cut at 0.100 s"), "{err}");
+    assert!(err.contains("No such device"), "{err}");
+    let job = json_job(&out);
+    assert_eq!(job["error"], 19, "{job}");
+    let ios = job["write"]["total_ios"].as_u64().expect("total_ios");
+    assert!(ios < 4096, "the job went on after the power cut: {ios}");
+}

@@ -79,6 +79,10 @@ fn make_run(job: &JobSpec, clones: u32) -> (JobFile, RunResult) {
                 end: 3002 * MS,
                 dirs: s.dirs,
                 extra: s.extra,
+                failure: None,
+                total_err: 0,
+                first_error: 0,
+                first_ignored: None,
             }
         })
         .collect();

@@ -31,8 +31,8 @@ mod values;
 
 pub use engines::BLOCK_ENGINES;
 pub use spec::{
-    Amount, Distribution, FileService, JobSpec, RandomGenerator, RateProcess, ReplaySkip, RwMode,
-    RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
+    Amount, Distribution, ErrorKind, ErrorPolicy, FileService, JobSpec, RandomGenerator,
+    RateProcess, ReplaySkip, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
 pub use table::Verdict;
 

@@ -7,8 +7,8 @@ use super::values::{
     set_switch, time, whole,
 };
 use super::{
-    Amount, Distribution, FileService, JobSpec, RandomGenerator, RateProcess, RwMode, RwSequencer,
-    ThinkBlocks, UnifiedRw, Zone, ZoneMode, engines,
+    Amount, Distribution, ErrorPolicy, FileService, JobSpec, RandomGenerator, RateProcess, RwMode,
+    RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode, engines,
 };
 
 /// Set option `name` (as written) to `value` on `spec`. `Ok(canonical)`
@@ -257,6 +257,8 @@ fn implemented(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<()
         "replay_time_scale" => spec.replay_time_scale = int32(v, 1, u32::MAX)?,
         "replay_skip" => spec.replay_skip = replay_skip(v)?,
         "percentile_list" => spec.percentile_list = Some(percentiles(v)?),
+        "continue_on_error" => spec.errors.continue_on = continue_on_error(v)?,
+        "ignore_error" => ignore_error(v, &mut spec.errors)?,
         "kb_base" => {
             spec.kb_base = match v {
                 "1024" => 1024,
@@ -280,6 +282,7 @@ fn bool_field<'a>(spec: &'a mut JobSpec, name: &str) -> Option<&'a mut bool> {
         "fsync_on_close" => &mut spec.fsync_on_close,
         "rate_ignore_thinktime" => &mut spec.rate_ignore_thinktime,
         "do_verify" => &mut spec.do_verify,
+        "error_dump" => &mut spec.errors.dump,
         "verify_fatal" => &mut spec.verify_fatal,
         "per_job_logs" => &mut spec.per_job_logs,
         "log_offset" => &mut spec.log_offset,
@@ -289,6 +292,83 @@ fn bool_field<'a>(spec: &'a mut JobSpec, name: &str) -> Option<&'a mut bool> {
         "slat_percentiles" => &mut spec.slat_percentiles,
         _ => return None,
     })
+}
+
+/// `continue_on_error`: the kinds of error a job goes on after, a bit per
+/// [`ErrorKind`](super::ErrorKind) (fio's names, and 0 and 1 for none and
+/// all).
+fn continue_on_error(v: &str) -> Result<u8, String> {
+    Ok(match v {
+        "none" | "0" => 0,
+        "read" => 0b001,
+        "write" => 0b010,
+        "io" => 0b011,
+        "verify" => 0b100,
+        "all" | "1" => ErrorPolicy::ALL,
+        _ => {
+            return Err(format!(
+                "'{v}': expected none, read, write, io, verify, all, 0 or 1"
+            ));
+        }
+    })
+}
+
+/// The most error numbers one kind of `ignore_error` lists.
+const MAX_IGNORED: usize = 64;
+
+/// `ignore_error`: up to three `:`-separated lists of errors, for reads,
+/// writes and verification, the lists separated by `,`; each error a name
+/// (`EIO`, `ENOSPC`) or a number (`5`; fio reads `-5` as 5 too). A kind
+/// with a list goes on after the errors it lists (fio turns
+/// `continue_on_error` on for it); an empty list leaves the kind as it
+/// was.
+fn ignore_error(v: &str, policy: &mut ErrorPolicy) -> Result<(), String> {
+    let kinds: Vec<&str> = v.split(',').collect();
+    if kinds.len() > 3 {
+        return Err(format!(
+            "'{v}': at most three lists (reads, writes, verification), separated by ','"
+        ));
+    }
+    for (kind, list) in kinds.into_iter().enumerate() {
+        let mut errors = Vec::new();
+        for name in list.split(':').map(str::trim) {
+            if name.is_empty() {
+                // fio stops a list at its first empty entry.
+                break;
+            }
+            let errno = if name.starts_with('E') {
+                crate::errno::from_name(name).ok_or_else(|| {
+                    format!(
+                        "'{name}': unknown error name (write its number instead, e.g. 5 for EIO)"
+                    )
+                })?
+            } else {
+                let n = name.strip_prefix('-').unwrap_or(name);
+                match int_in(n, 1, crate::errno::MAX_ERRNO as u64) {
+                    Ok(e) => e as i32,
+                    Err(_) => {
+                        return Err(format!(
+                            "'{name}': expected an error name (EIO, ENOSPC...) or a number from 1 \
+                             to {}",
+                            crate::errno::MAX_ERRNO
+                        ));
+                    }
+                }
+            };
+            if errors.len() == MAX_IGNORED {
+                return Err(format!(
+                    "more than {MAX_IGNORED} errors for {}",
+                    ["reads", "writes", "verification"][kind]
+                ));
+            }
+            errors.push(errno);
+        }
+        if !errors.is_empty() {
+            policy.continue_on |= 1 << kind;
+            policy.ignore[kind] = errors;
+        }
+    }
+    Ok(())
 }
 
 /// `replay_skip`: a comma-separated list of read, write, trim and sync.

@@ -153,7 +153,11 @@ pub fn render_with(jobs: &JobFile, run: &RunResult, device_name: &str, plus: boo
         job.insert("jobname".into(), json!(s.name));
         job.insert("groupid".into(), json!(s.group));
         job.insert("job_start".into(), json!(s.start / 1_000_000));
-        job.insert("error".into(), json!(0));
+        job.insert("error".into(), json!(s.error));
+        if s.continues() {
+            job.insert("total_err".into(), json!(s.total_err));
+            job.insert("first_error".into(), json!(s.first_error));
+        }
         job.insert("eta".into(), json!(0));
         job.insert("elapsed".into(), json!(runtime.div_ceil(1_000_000_000)));
         job.insert("job options".into(), opts);

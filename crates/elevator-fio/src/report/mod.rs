@@ -115,6 +115,15 @@ pub struct Stanza<'a> {
     pub extra: JobExtra,
     /// The job's options, when the job file has it.
     pub spec: Option<&'a JobSpec>,
+    /// The error fio reports for it (the first of its clones' with one):
+    /// [`JobResult::error`].
+    pub error: i32,
+    /// What ended it, when it failed (the first failed clone's).
+    pub failure: Option<&'a crate::workload::JobFailure>,
+    /// Errors its clones went on after, summed (fio's `total_err`).
+    pub total_err: u64,
+    /// The first of those (fio's `first_error`).
+    pub first_error: i32,
 }
 
 impl Stanza<'_> {
@@ -146,6 +155,32 @@ impl Stanza<'_> {
     pub fn unified(&self) -> crate::job::UnifiedRw {
         self.spec
             .map_or(crate::job::UnifiedRw::None, |s| s.unified_rw_reporting)
+    }
+
+    /// Whether its job goes on after some errors (`continue_on_error`,
+    /// `ignore_error`): fio then reports `total_err` and `first_error`.
+    pub fn continues(&self) -> bool {
+        self.spec.is_some_and(|s| s.errors.continues())
+    }
+
+    /// fio's text for its error, after `err=N` in the job's line: what
+    /// failed and the error's text (`func=io_u error, error=Input/output
+    /// error`); `None` without an error.
+    pub fn error_text(&self) -> Option<String> {
+        use crate::workload::JobFailure;
+        if self.error == 0 {
+            return None;
+        }
+        let func = match self.failure {
+            Some(JobFailure::Verify { .. }) => "verify",
+            Some(JobFailure::RateMin(_)) => "check_min_rate",
+            Some(JobFailure::Replay { .. }) => "read_iolog",
+            Some(JobFailure::Io(_)) | None => "io_u error",
+        };
+        Some(format!(
+            "func={func}, error={}",
+            crate::errno::describe(self.error)
+        ))
     }
 
     /// Whether it reports completion-latency percentiles.
@@ -181,12 +216,16 @@ pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> Vec<Stanza<'a>> {
                 x
             },
             spec: jobs.jobs.get(j.job_index),
+            error: j.error(),
+            failure: j.failure.as_ref(),
+            total_err: j.total_err,
+            first_error: j.first_error,
         });
     }
     out
 }
 
-fn absorb(s: &mut Stanza<'_>, j: &JobResult) {
+fn absorb<'a>(s: &mut Stanza<'a>, j: &'a JobResult) {
     s.jobs += 1;
     s.start = s.start.min(j.start);
     s.end = s.end.max(j.end);
@@ -194,6 +233,16 @@ fn absorb(s: &mut Stanza<'_>, j: &JobResult) {
         a.merge(b);
     }
     s.extra.merge(&j.extra);
+    if s.error == 0 {
+        s.error = j.error();
+    }
+    if s.failure.is_none() {
+        s.failure = j.failure.as_ref();
+    }
+    s.total_err += j.total_err;
+    if s.first_error == 0 {
+        s.first_error = j.first_error;
+    }
 }
 
 /// A reporting group's totals.

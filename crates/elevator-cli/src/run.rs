@@ -188,9 +188,10 @@ pub fn load_job(path: Option<&str>, fio: &[String]) -> Result<JobFile> {
         );
     }
     let text = match path {
-        Some(p) => {
-            Some(std::fs::read_to_string(p).with_context(|| format!("reading job file {p}"))?)
-        }
+        Some(p) => Some(
+            crate::fio_args::read_job_text(std::path::Path::new(p), false)
+                .map_err(|why| anyhow::anyhow!("reading job file {p}: {why}"))?,
+        ),
         None => None,
     };
     let file = match (&text, path) {

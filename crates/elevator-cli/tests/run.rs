@@ -483,3 +483,143 @@ fn a_power_cut_ends_the_job_with_enodev() {
     let ios = job["write"]["total_ios"].as_u64().expect("total_ios");
     assert!(ios < 4096, "the job went on after the power cut: {ios}");
 }
+
+/// The address space a hostile job file may make `elevator` use: 1 GiB.
+const AS_LIMIT: &str = "--as=1073741824";
+
+/// `elevator ARGS` under `prlimit --as=1GiB` (an unbounded allocation
+/// fails the test, not the machine), from `dir`, with a deadline; `None`
+/// when prlimit cannot be run here.
+fn limited(dir: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
+    if std::process::Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        common::skip("limited", "prlimit (util-linux) is not installed");
+        return None;
+    }
+    let mut cmd = std::process::Command::new("prlimit");
+    cmd.current_dir(dir)
+        .arg(AS_LIMIT)
+        .arg(env!("CARGO_BIN_EXE_elevator"))
+        .args(args);
+    Some(common::fio::run(&mut cmd))
+}
+
+/// `limited`, which must fail with `needle` on stderr (and not for lack of
+/// memory).
+fn refused(dir: &std::path::Path, args: &[&str], needle: &str) {
+    let Some(out) = limited(dir, args) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} was accepted");
+    assert!(err.contains(needle), "{args:?}: '{needle}' not in: {err}");
+    assert!(!err.contains("memory allocation"), "{err}");
+}
+
+/// Job files that would exhaust memory (issue 26): each is refused with
+/// what was wrong and where, under a 1 GiB address-space limit, without
+/// reading more than a job file may hold.
+#[test]
+fn hostile_job_files_are_refused_within_bounds() {
+    let dir = common::fio::TempDir::new("hostile-jobs");
+    let d = dir.path();
+    dir.write("zero.fio", "[global]\nsize=1m\ninclude /dev/zero\n[a]\n");
+    refused(
+        d,
+        &["run", "--parse-only", "zero.fio"],
+        "zero.fio:3: option 'include': cannot read '/dev/zero': it is a character device",
+    );
+    refused(
+        d,
+        &["run", "--parse-only", "/dev/zero"],
+        "reading job file /dev/zero: it holds more than 4 MiB",
+    );
+    // A FIFO nobody writes to: refused, not waited on.
+    let fifo = dir.file("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        dir.write("fifo.fio", "[global]\ninclude fifo\n[a]\nsize=1m\n");
+        refused(d, &["run", "--parse-only", "fifo.fio"], "it is a FIFO");
+    }
+    // The issue's 20,000 tiny sections (580 KB with its names).
+    let sections: String = (0..20_000).map(|i| format!("[job-{i:05}]\n")).collect();
+    dir.write(
+        "many.fio",
+        &format!("[global]\nrw=randread\nsize=1m\n{sections}"),
+    );
+    refused(
+        d,
+        &["run", "--parse-only", "many.fio"],
+        "many.fio:4100: job 'job-04096' makes 4097 jobs, more than fio's limit of 4096",
+    );
+    refused(
+        d,
+        &[
+            "run",
+            "--parse-only",
+            "--size=1m",
+            "--numjobs=4000",
+            "--name=a",
+            "--name=b",
+        ],
+        "option 'numjobs': job 'b' makes 8000 jobs",
+    );
+    // 3 MiB included six times: past the 16 MiB a file and its includes hold.
+    dir.write("big.inc", &format!("; {}\n", "x".repeat(3 << 20)));
+    dir.write(
+        "big.fio",
+        &format!("[a]\nsize=1m\n{}", "include big.inc\n".repeat(6)),
+    );
+    refused(
+        d,
+        &["run", "--parse-only", "big.fio"],
+        "big.fio:8: option 'include': 'big.inc' brings the text read to more than 16 MiB",
+    );
+    // A million repeated lines cost what one does.
+    dir.write(
+        "repeat.fio",
+        &format!("[a]\nsize=1m\n{}", "bs=4k\n".repeat(600_000)),
+    );
+    let out = limited(d, &["run", "--parse-only", "repeat.fio"]);
+    if let Some(out) = out {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("599899 more warnings like these"), "{err}");
+    }
+}
+
+/// A job section costs what it holds: fio's limit of 4096 jobs runs (and
+/// reports in JSON) within 1 GiB of address space; each section held about
+/// 245 KB (its histograms, and the report's copies of them) before.
+#[test]
+fn the_most_jobs_fio_allows_run_within_a_gigabyte() {
+    let dir = common::fio::TempDir::new("many-jobs");
+    let sections: String = (0..4096).map(|i| format!("[j{i}]\n")).collect();
+    dir.write(
+        "max.fio",
+        &format!("[global]\nrw=randread\nsize=64k\n{sections}"),
+    );
+    let Some(out) = limited(
+        dir.path(),
+        &[
+            "run",
+            "max.fio",
+            "--device",
+            "null",
+            "--output-format",
+            "json",
+        ],
+    ) else {
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["jobs"].as_array().map(Vec::len), Some(4096));
+}

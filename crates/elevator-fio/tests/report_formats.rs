@@ -426,3 +426,18 @@ fn format_names() {
     }
     assert!("xml".parse::<Format>().is_err());
 }
+
+/// The JSON text is written a job at a time, yet it is exactly the text of
+/// the whole document, for one job, several, and json+.
+#[test]
+fn json_text_written_job_by_job_is_the_whole_document() {
+    for clones in [1, 3] {
+        let (jobs, run) = make_run(&spec(), clones);
+        for (format, plus) in [(Format::Json, false), (Format::JsonPlus, true)] {
+            let whole = report::json::render_with(&jobs, &run, "nullb0", plus);
+            let mut expected = serde_json::to_string_pretty(&whole).unwrap();
+            expected.push('\n');
+            assert_eq!(report::render(format, &jobs, &run, "nullb0"), expected);
+        }
+    }
+}

@@ -78,8 +78,7 @@ pub fn render(format: Format, jobs: &JobFile, run: &RunResult, device_name: &str
     match format {
         Format::Normal => text::render(jobs, run, device_name),
         Format::Json | Format::JsonPlus => {
-            let v = json::render_with(jobs, run, device_name, format == Format::JsonPlus);
-            let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+            let mut s = json::render_text(jobs, run, device_name, format == Format::JsonPlus);
             s.push('\n');
             s
         }
@@ -189,19 +188,27 @@ impl Stanza<'_> {
     }
 }
 
-/// The stanzas of a run, as fio would print them.
-pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> Vec<Stanza<'a>> {
-    let mut out: Vec<Stanza<'a>> = Vec::new();
-    for j in &run.jobs {
+/// The stanzas of a run, as fio would print them, each made when it is
+/// reached: a report holds one stanza's figures at a time, not a copy of
+/// every job's.
+pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> impl Iterator<Item = Stanza<'a>> {
+    // Which job results each stanza covers: (group, members).
+    let mut plan: Vec<(u32, Vec<usize>)> = Vec::new();
+    for (i, j) in run.jobs.iter().enumerate() {
         let grouped = jobs
             .jobs
             .get(j.job_index)
             .is_some_and(|spec| spec.group_reporting);
-        if grouped && let Some(s) = out.iter_mut().find(|s| s.group == j.group && s.jobs > 0) {
-            absorb(s, j);
+        if grouped && let Some((_, members)) = plan.iter_mut().find(|(g, _)| *g == j.group) {
+            members.push(i);
             continue;
         }
-        out.push(Stanza {
+        plan.push((j.group, vec![i]));
+    }
+    plan.into_iter().filter_map(move |(_, members)| {
+        let (&first, rest) = members.split_first()?;
+        let j = run.jobs.get(first)?;
+        let mut s = Stanza {
             name: &j.name,
             job_index: j.job_index,
             group: j.group,
@@ -220,9 +227,12 @@ pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> Vec<Stanza<'a>> {
             failure: j.failure.as_ref(),
             total_err: j.total_err,
             first_error: j.first_error,
-        });
-    }
-    out
+        };
+        for j in rest.iter().filter_map(|&i| run.jobs.get(i)) {
+            absorb(&mut s, j);
+        }
+        Some(s)
+    })
 }
 
 fn absorb<'a>(s: &mut Stanza<'a>, j: &'a JobResult) {

@@ -102,13 +102,6 @@ impl std::fmt::Display for IoError {
             self.file.map_or(self.device_offset, |(_, o)| o),
             self.len
         )?;
-        if let Some((n, _)) = self.file {
-            write!(
-                f,
-                " (file {n} of the job, device offset {})",
-                self.device_offset
-            )?;
-        }
         write!(
             f,
             " (err={}{})",

@@ -623,3 +623,41 @@ fn the_most_jobs_fio_allows_run_within_a_gigabyte() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["jobs"].as_array().map(Vec::len), Some(4096));
 }
+
+/// Offsets and sizes at the ends of a `u64` are refused naming the option,
+/// never wrapped (issue 26).
+#[test]
+fn extreme_offsets_are_refused_naming_the_option() {
+    for (option, value, needle) in [
+        ("offset", "18446744073709551615", "is past 2^64 bytes"),
+        (
+            "offset",
+            "9223372036854775808",
+            "leaves no room for a block",
+        ),
+        ("size", "18446744073709551615", "does not fit"),
+        ("filesize", "9223372036854775808", "does not fit"),
+        (
+            "offset_increment",
+            "18446744073709551615",
+            "is past 2^64 bytes",
+        ),
+    ] {
+        let arg = format!("--{option}={value}");
+        fails_with(
+            &[
+                "run",
+                "--name=x",
+                "--size=1m",
+                "--numjobs=2",
+                &arg,
+                "--device",
+                "null",
+            ],
+            &format!("option '{option}': "),
+        );
+        let out = common::elevator(&["run", "--name=x", "--size=1m", "--numjobs=2", &arg]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{option}={value}: {err}");
+    }
+}

@@ -583,6 +583,21 @@ fn hostile_job_files_are_refused_within_bounds() {
         &["run", "--parse-only", "big.fio"],
         "big.fio:8: option 'include': 'big.inc' brings the text read to more than 16 MiB",
     );
+    // A long value in [global] would be copied into every job: 3 MiB
+    // times 4096 jobs is 12 GiB.
+    let sections: String = (0..4096).map(|i| format!("[j{i}]\n")).collect();
+    dir.write(
+        "amplified.fio",
+        &format!(
+            "[global]\nsize=1m\nfilename={}\n{sections}",
+            "f".repeat(3 << 20)
+        ),
+    );
+    refused(
+        d,
+        &["run", "--parse-only", "amplified.fio"],
+        "amplified.fio:3: option 'filename': its value is 3145728 bytes long",
+    );
     // A million repeated lines cost what one does.
     dir.write(
         "repeat.fio",

@@ -1684,3 +1684,30 @@ fn includes_are_bounded_in_size_and_count() {
     assert_eq!(err.line, MAX_INCLUDES + 2, "{err}");
     assert!(err.message.contains("more than 1024 includes"), "{err}");
 }
+
+#[test]
+fn a_value_is_at_most_path_max_and_a_pattern_fios_512_bytes() {
+    let long = "f".repeat(4097);
+    rejects(
+        &format!("filename={long}"),
+        "filename",
+        "its value is 4097 bytes long: at most 4096",
+    );
+    assert_eq!(
+        job(&format!("filename={}", &long[..4096]))
+            .filename
+            .map(|f| f.len()),
+        Some(4096)
+    );
+    let hex = |n: usize| format!("verify_pattern=0x{}", "ab".repeat(n));
+    assert_eq!(job(&hex(512)).verify_pattern.map(|p| p.len()), Some(512));
+    rejects(&hex(513), "verify_pattern", "at most 512 (fio's limit)");
+    // Inherited into every job, a long [global] value would multiply: it is
+    // refused where it is written.
+    let sections: String = (0..4096).map(|i| format!("[j{i}]\n")).collect();
+    let e = error(&format!(
+        "[global]\ndirectory={}\n{sections}",
+        "d".repeat(1 << 20)
+    ));
+    assert_eq!((e.line, e.option.as_deref()), (2, Some("directory")), "{e}");
+}

@@ -11,6 +11,15 @@ use super::{
     RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode, engines,
 };
 
+/// The longest value an option may have, in bytes: Linux's `PATH_MAX`, the
+/// longest a file name (the longest value fio's options take) can be. A
+/// value in `[global]` is copied into every job: longer ones would cost
+/// gigabytes over fio's 4096 jobs.
+pub const MAX_VALUE_BYTES: usize = 4096;
+
+/// The most bytes `verify_pattern` may give (fio's `MAX_PATTERN_SIZE`).
+const MAX_PATTERN_BYTES: usize = 512;
+
 /// Set option `name` (as written) to `value` on `spec`. `Ok(canonical)`
 /// when accepted; the error is the message only.
 pub(super) fn apply(
@@ -18,6 +27,15 @@ pub(super) fn apply(
     name: &str,
     value: Option<&str>,
 ) -> Result<&'static str, String> {
+    if let Some(v) = value
+        && v.len() > MAX_VALUE_BYTES
+    {
+        return Err(format!(
+            "its value is {} bytes long: at most {MAX_VALUE_BYTES} (PATH_MAX, the longest a \
+             file name can be)",
+            v.len()
+        ));
+    }
     let Some((canonical, verdict)) = table::lookup(name) else {
         let hint = table::closest(name)
             .map(|c| format!(" (did you mean '{c}'?)"))
@@ -248,7 +266,16 @@ fn implemented(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<()
             0 => return Err("must be greater than 0".into()),
             n => spec.verify_interval = Some(n),
         },
-        "verify_pattern" => spec.verify_pattern = Some(pattern(v)?),
+        "verify_pattern" => {
+            let bytes = pattern(v)?;
+            if bytes.len() > MAX_PATTERN_BYTES {
+                return Err(format!(
+                    "a pattern of {} bytes: at most {MAX_PATTERN_BYTES} (fio's limit)",
+                    bytes.len()
+                ));
+            }
+            spec.verify_pattern = Some(bytes);
+        }
         "verify_backlog" => spec.verify_backlog = size(v)?,
         "cpus_allowed" => spec.cpus_allowed = Some(cpu_list(v)?),
         "log_avg_msec" => spec.log_avg_msec = whole(v, "number")?,

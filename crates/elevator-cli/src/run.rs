@@ -648,8 +648,8 @@ pub fn with_write_log(
 /// fio's line for each I/O error it reports, on stderr: the one that ended
 /// each failed job clone, and with `error_dump` the first one each clone
 /// went on after (`io_u error on file NAME: TEXT: write offset=N,
-/// buflen=N`). One or two lines per clone at most, however many I/Os
-/// failed.
+/// buflen=N`); and for a clone that went on after errors, how many. A few
+/// lines per clone at most, however many I/Os failed.
 fn print_io_errors(jobs: &JobFile, result: &RunResult) {
     use elevator_fio::workload::{IoError, JobFailure, Layout};
     let line = |j: &elevator_fio::result::JobResult, e: &IoError, what: &str| {
@@ -670,6 +670,18 @@ fn print_io_errors(jobs: &JobFile, result: &RunResult) {
     for j in &result.jobs {
         if let Some(e) = &j.first_ignored {
             line(j, e, " (went on: continue_on_error)");
+        }
+        if j.total_err > 0 {
+            // The run may succeed, as fio's does: say so where it is seen.
+            eprintln!(
+                "elevator: job '{}' (clone {}) went on after {} errors (first: {}, {}), as \
+                 continue_on_error / ignore_error ask",
+                j.name,
+                j.clone,
+                j.total_err,
+                j.first_error,
+                elevator_fio::errno::name(j.first_error).unwrap_or("?")
+            );
         }
         if let Some(JobFailure::Io(e)) = &j.failure {
             line(j, e, "");

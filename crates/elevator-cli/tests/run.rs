@@ -360,6 +360,18 @@ fn an_io_error_ends_the_job_and_the_run_fails() {
         "no verify after a failed write"
     );
     assert!(job.get("total_err").is_none(), "{job}");
+    // Each clone stops on its own, on one thread or several, whatever the
+    // lock design.
+    for lock in ["global", "queue", "mq"] {
+        let out = failing(&["--numjobs=2", "--lock", lock, "--output-format", "json"]);
+        assert!(!out.status.success(), "{lock}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        for job in v["jobs"].as_array().expect("jobs") {
+            assert_eq!(job["error"], 5, "{lock}");
+            let ios = job["write"]["total_ios"].as_u64().expect("total_ios");
+            assert!((1..=8).contains(&ios), "{lock}: {ios}");
+        }
+    }
 }
 
 /// `continue_on_error=all` (or `io`, `write`, 1) lets EIO go on, as fio's
@@ -385,6 +397,11 @@ fn continue_on_error_runs_to_the_end_and_counts() {
         );
     }
     let out = failing(&["--continue_on_error=all"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("elevator: job 'x' (clone 0) went on after 4096 errors (first: 5, EIO)"),
+        "{err}"
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("err= 5 (func=io_u error"), "{text}");
     assert!(

@@ -226,8 +226,8 @@ pub fn run(args: &Args) -> Result<()> {
     let DeviceKind::File { path, .. } = &spec.kind else {
         bail!("--device: bench-vs-fio needs file:PATH (fio cannot open elevator's memory)");
     };
-    let text = std::fs::read_to_string(&args.jobfile)
-        .with_context(|| format!("reading job file {}", args.jobfile))?;
+    let text = crate::fio_args::read_job_text(std::path::Path::new(&args.jobfile), false)
+        .map_err(|why| anyhow::anyhow!("reading job file {}: {why}", args.jobfile))?;
     let tunables = args
         .set
         .iter()

@@ -188,9 +188,10 @@ pub fn load_job(path: Option<&str>, fio: &[String]) -> Result<JobFile> {
         );
     }
     let text = match path {
-        Some(p) => {
-            Some(std::fs::read_to_string(p).with_context(|| format!("reading job file {p}"))?)
-        }
+        Some(p) => Some(
+            crate::fio_args::read_job_text(std::path::Path::new(p), false)
+                .map_err(|why| anyhow::anyhow!("reading job file {p}: {why}"))?,
+        ),
         None => None,
     };
     let file = match (&text, path) {
@@ -465,13 +466,19 @@ pub fn execute_to_the_end(
                 .and_then(|r| r.verdict().err())
                 .map(|e| e.to_string());
             match result {
-                Ok(result) => Ok((result, cpu, check)),
+                Ok(result) => {
+                    print_io_errors(jobs, &result);
+                    Ok((result, cpu, check))
+                }
                 Err(elevator_sim::engine::SimError::JobFailed {
                     job,
                     clone,
                     failure,
                     partial,
-                }) => Ok((*partial, cpu, Some(job_failed(&job, clone, &failure)))),
+                }) => {
+                    print_io_errors(jobs, &partial);
+                    Ok((*partial, cpu, Some(job_failed(&job, clone, &failure))))
+                }
                 Err(e) => Err(e.into()),
             }
         }
@@ -582,6 +589,7 @@ pub fn execute_to_the_end(
                 }) => (*partial, Some(job_failed(&job, clone, &failure))),
                 Err(e) => return Err(e.into()),
             };
+            print_io_errors(jobs, &result);
             let cpu = result.cpu.map_or(0, |c| c.process_ns);
             Ok((result, cpu, failure))
         }
@@ -639,6 +647,50 @@ pub fn with_write_log(
         .unwrap_or_else(|_| json.to_string());
     out.push('\n');
     out
+}
+
+/// fio's line for each I/O error it reports, on stderr: the one that ended
+/// each failed job clone, and with `error_dump` the first one each clone
+/// went on after (`io_u error on file NAME: TEXT: write offset=N,
+/// buflen=N`); and for a clone that went on after errors, how many. A few
+/// lines per clone at most, however many I/Os failed.
+fn print_io_errors(jobs: &JobFile, result: &RunResult) {
+    use elevator_fio::workload::{IoError, JobFailure, Layout};
+    let line = |j: &elevator_fio::result::JobResult, e: &IoError, what: &str| {
+        let file = match (jobs.jobs.get(j.job_index), e.file) {
+            (Some(spec), Some((n, _))) => {
+                format!(" on file {}", Layout::file_name(spec, j.clone, n))
+            }
+            _ => String::new(),
+        };
+        eprintln!(
+            "elevator: io_u error{file}: {}: {} offset={}, buflen={}{what}",
+            elevator_fio::errno::describe(e.errno),
+            e.op_name(),
+            e.file.map_or(e.device_offset, |(_, o)| o),
+            e.len
+        );
+    };
+    for j in &result.jobs {
+        if let Some(e) = &j.first_ignored {
+            line(j, e, " (went on: continue_on_error)");
+        }
+        if j.total_err > 0 {
+            // The run may succeed, as fio's does: say so where it is seen.
+            eprintln!(
+                "elevator: job '{}' (clone {}) went on after {} errors (first: {}, {}), as \
+                 continue_on_error / ignore_error ask",
+                j.name,
+                j.clone,
+                j.total_err,
+                j.first_error,
+                elevator_fio::errno::name(j.first_error).unwrap_or("?")
+            );
+        }
+        if let Some(JobFailure::Io(e)) = &j.failure {
+            line(j, e, "");
+        }
+    }
 }
 
 fn job_failed(job: &str, clone: u32, failure: &elevator_fio::workload::JobFailure) -> String {

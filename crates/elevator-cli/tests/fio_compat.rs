@@ -1350,3 +1350,86 @@ fn corpus_refusals_name_the_engine_or_option() {
         failures.join("\n  ")
     );
 }
+
+// ---------------------------------------------------------------------------
+// I/O errors (issue 26): fio's own behaviour, side by side.
+
+/// One run's error figures: exit status, the job's `error`, writes issued,
+/// and `total_err` / `first_error` when the report has them.
+fn error_figures(what: &str, out: &std::process::Output) -> (bool, i64, u64, Option<(u64, i64)>) {
+    let v = json(what, &String::from_utf8_lossy(&out.stdout));
+    let job = &v["jobs"][0];
+    let counts = job["total_err"]
+        .as_u64()
+        .map(|t| (t, job["first_error"].as_i64().unwrap_or(-1)));
+    (
+        out.status.success(),
+        job["error"].as_i64().unwrap_or(-1),
+        job["write"]["total_ios"].as_u64().unwrap_or(u64::MAX),
+        counts,
+    )
+}
+
+/// fio cannot be given an EIO here, but `/dev/full` fails every write
+/// with ENOSPC; elevator's memory device with `fail_rate=1` fails every
+/// one with EIO. Each error is its own, but what follows must be fio's:
+/// the job stops at the first error (one write at depth 1), reports it as
+/// `error` and exits 1, with no `total_err`; with `ignore_error` naming the
+/// error for writes, both run to the end (64 writes), count every error in
+/// `total_err` with `first_error`, still report `error`, and exit 0; and the
+/// text of both has the same `errors` line.
+#[test]
+fn io_errors_end_jobs_as_fios_do() {
+    require_fio();
+    let dir = TempDir::new("io-errors");
+    let job = [
+        "--name=x",
+        "--rw=write",
+        "--bs=4k",
+        "--size=256k",
+        "--iodepth=1",
+    ];
+    let run_fio = |extra: &[&str]| {
+        let mut args = job.to_vec();
+        args.extend(["--ioengine=psync", "--filename=/dev/full"]);
+        args.extend(extra);
+        fio(dir.path(), &args)
+    };
+    let run_ours = |extra: &[&str]| {
+        let mut args = vec!["run"];
+        args.extend(job);
+        args.extend(["--device", "mem:16m,fail_rate=1"]);
+        args.extend(extra);
+        elevator(dir.path(), &args)
+    };
+    let json_args = ["--output-format=json"];
+    let fio_stop = error_figures("fio", &run_fio(&json_args));
+    let our_stop = error_figures("elevator", &run_ours(&json_args));
+    assert_eq!(fio_stop, (false, 28, 1, None), "fio on /dev/full");
+    assert_eq!(our_stop, (false, 5, 1, None), "elevator on fail_rate=1");
+
+    let fio_on = error_figures(
+        "fio",
+        &run_fio(&["--ignore_error=,ENOSPC", "--output-format=json"]),
+    );
+    let ours_on = error_figures(
+        "elevator",
+        &run_ours(&["--ignore_error=,EIO", "--output-format=json"]),
+    );
+    assert_eq!(fio_on, (true, 28, 64, Some((64, 28))), "fio");
+    assert_eq!(ours_on, (true, 5, 64, Some((64, 5))), "elevator");
+
+    let errors_line = |out: &std::process::Output| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.trim_start().starts_with("errors    :"))
+            .map(|l| {
+                l.replace("28/<No space left on device>", "N")
+                    .replace("5/<Input/output error>", "N")
+            })
+    };
+    let theirs = errors_line(&run_fio(&["--ignore_error=,ENOSPC"]));
+    let ours = errors_line(&run_ours(&["--ignore_error=,EIO"]));
+    assert!(theirs.is_some(), "fio prints an errors line");
+    assert_eq!(theirs, ours);
+}

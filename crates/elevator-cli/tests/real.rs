@@ -83,11 +83,13 @@ fn files_on_tmpfs_and_the_root_file_system() {
     }
 }
 
+/// With `continue_on_error=all` (fio's way to go on after EIO).
 #[test]
 fn faults_show_as_errors_and_the_run_goes_on() {
     let out = ok(&[
         "run",
         JOB,
+        "--continue_on_error=all",
         "--device",
         "mem:16m,fail_rate=0.05,fail_seed=3",
         "--scheduler",

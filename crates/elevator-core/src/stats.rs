@@ -90,10 +90,12 @@ impl Summary {
     }
 }
 
-/// A log-linear histogram of `u64` values (nanoseconds, usually).
+/// A log-linear histogram of `u64` values (nanoseconds, usually). Its
+/// buckets are allocated when its first value is recorded (or merged in),
+/// so an empty one (a direction a job never uses) costs no heap.
 #[derive(Clone)]
 pub struct Histogram {
-    counts: Box<[u64; BUCKETS]>,
+    counts: Option<Box<[u64; BUCKETS]>>,
     summary: Summary,
 }
 
@@ -115,16 +117,27 @@ impl Default for Histogram {
 }
 
 impl Histogram {
-    /// The heap memory each histogram holds, in bytes (its buckets), for
-    /// estimates of what a run will use.
+    /// The heap memory a histogram with values holds, in bytes (its
+    /// buckets), for estimates of what a run will use.
     pub const HEAP_BYTES: usize = BUCKETS * std::mem::size_of::<u64>();
 
-    /// An empty histogram.
+    /// An empty histogram (no heap until a value is recorded).
     pub fn new() -> Histogram {
         Histogram {
-            counts: Box::new([0; BUCKETS]),
+            counts: None,
             summary: Summary::default(),
         }
+    }
+
+    /// The buckets, allocated on first use.
+    #[inline]
+    fn counts_mut(&mut self) -> &mut [u64; BUCKETS] {
+        self.counts.get_or_insert_with(|| Box::new([0; BUCKETS]))
+    }
+
+    /// The buckets (all zero when none were allocated).
+    fn counts(&self) -> &[u64] {
+        self.counts.as_deref().map_or(&[], |c| &c[..])
     }
 
     #[inline]
@@ -152,14 +165,16 @@ impl Histogram {
     /// Add one value.
     #[inline]
     pub fn record(&mut self, v: u64) {
-        self.counts[Self::bucket(v)] += 1;
+        self.counts_mut()[Self::bucket(v)] += 1;
         self.summary.record(v);
     }
 
     /// Add every value of `other`.
     pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a += b;
+        if let Some(theirs) = &other.counts {
+            for (a, b) in self.counts_mut().iter_mut().zip(theirs.iter()) {
+                *a += b;
+            }
         }
         self.summary.merge(&other.summary);
     }
@@ -207,7 +222,7 @@ impl Histogram {
     /// value as fio computes it ([`Histogram::bucket_value`]), for fio's
     /// json+ `bins`.
     pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.counts
+        self.counts()
             .iter()
             .enumerate()
             .filter(|&(_, &c)| c > 0)
@@ -225,7 +240,7 @@ impl Histogram {
         }
         let want = p.clamp(0.0, 100.0) / 100.0 * count as f64;
         let mut seen = 0u64;
-        for (i, &c) in self.counts.iter().enumerate() {
+        for (i, &c) in self.counts().iter().enumerate() {
             seen += c;
             if seen as f64 >= want {
                 return Self::bucket_value(i);
@@ -244,7 +259,7 @@ impl Histogram {
         let rank = ((p.clamp(0.0, 100.0) / 100.0) * count as f64).ceil() as u64;
         let rank = rank.max(1);
         let mut seen = 0;
-        for (i, &c) in self.counts.iter().enumerate() {
+        for (i, &c) in self.counts().iter().enumerate() {
             seen += c;
             if seen >= rank {
                 let (lo, hi) = Self::bucket_range(i);

@@ -3,6 +3,7 @@
 //! What the simulator, the real-time engine and the NBD server share about
 //! workloads, so that none of them depends on another for it:
 //!
+//! - [`errno`]: error numbers by fio's names, and their text.
 //! - [`job`]: fio job files as data (the parser, its errors and warnings).
 //! - [`workload`]: jobs as workers that generate fio's I/O patterns, with
 //!   their files laid out on a device, and [`rng`], their seeded random
@@ -22,6 +23,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod errno;
 pub mod job;
 pub mod locks;
 pub mod report;

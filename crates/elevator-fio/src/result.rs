@@ -5,6 +5,7 @@
 use elevator_core::{DeviceStats, Histogram, Nanos, Op, QueueStats};
 
 use crate::job::JobSpec;
+use crate::workload::{IoError, JobFailure};
 
 /// Count, min, max, mean and standard deviation of a series (defined in
 /// elevator-core, where [`Histogram`] keeps one too).
@@ -577,12 +578,31 @@ pub struct JobResult {
     pub dirs: [DirStats; 3],
     /// Syncs, depths, logs.
     pub extra: JobExtra,
+    /// Why it failed, if it did: the I/O error that ended it, a block that
+    /// did not verify, a rate not met...
+    pub failure: Option<JobFailure>,
+    /// Errors it went on after (`continue_on_error`, `ignore_error`):
+    /// fio's `total_err_count`.
+    pub total_err: u64,
+    /// The first of those (fio's `first_error`), 0 for none.
+    pub first_error: i32,
+    /// The first I/O error it went on after, when `error_dump` asked for
+    /// it to be reported.
+    pub first_ignored: Option<IoError>,
 }
 
 impl JobResult {
     /// How long it ran.
     pub fn runtime(&self) -> Nanos {
         self.end.saturating_sub(self.start)
+    }
+
+    /// The error fio reports for it (`err=` in text, `error` in JSON): its
+    /// failure's, else the first error it went on after, else 0.
+    pub fn error(&self) -> i32 {
+        self.failure
+            .as_ref()
+            .map_or(self.first_error, JobFailure::errno)
     }
 }
 

@@ -612,7 +612,8 @@ fn global_options_reach_later_jobs_only() {
         .iter()
         .map(|(n, v)| (n.as_str(), v.as_str()))
         .collect();
-    assert_eq!(globals, [("bs", "8k"), ("iodepth", "4"), ("bs", "16k")]);
+    // Each option once, where it was last set, with its last value.
+    assert_eq!(globals, [("iodepth", "4"), ("bs", "16k")]);
 }
 
 #[test]
@@ -621,7 +622,10 @@ fn job_overrides_global_and_repeated_options_take_the_last() {
     assert_eq!(file.jobs[0].rw, RwMode::RandWrite);
     assert_eq!(file.jobs[0].bs, [8 * KIB; 3]);
     assert_eq!(file.jobs[1].rw, RwMode::RandRead);
-    assert_eq!(file.jobs[0].options.len(), 2);
+    assert_eq!(
+        file.jobs[0].options,
+        [("rw".to_string(), "randwrite".to_string())]
+    );
 }
 
 #[test]
@@ -1523,4 +1527,187 @@ fn fill_device_and_overwrite() {
         "{:?}",
         j.notes
     );
+}
+
+// ---------------------------------------------------------------------------
+// Errors (issue 26): continue_on_error, ignore_error, error_dump.
+
+#[test]
+fn continue_on_error_takes_fios_values() {
+    use elevator_fio::job::{ErrorKind, ErrorPolicy};
+    for (value, bits) in [
+        ("none", 0),
+        ("0", 0),
+        ("read", 0b001),
+        ("write", 0b010),
+        ("io", 0b011),
+        ("verify", 0b100),
+        ("all", 0b111),
+        ("1", 0b111),
+    ] {
+        let j = job(&format!("continue_on_error={value}"));
+        assert_eq!(j.errors.continue_on, bits, "{value}");
+    }
+    rejects_all(&[
+        (
+            "continue_on_error=yes",
+            "continue_on_error",
+            "expected none, read",
+        ),
+        (
+            "continue_on_error=2",
+            "continue_on_error",
+            "expected none, read",
+        ),
+    ]);
+    // fio's default list: EIO and EILSEQ go on, ENOSPC does not.
+    let p = job("continue_on_error=all").errors;
+    assert!(p.goes_on(ErrorKind::Write, 5) && p.goes_on(ErrorKind::Verify, 84));
+    assert!(!p.goes_on(ErrorKind::Write, 28));
+    assert!(!ErrorPolicy::default().goes_on(ErrorKind::Read, 5));
+    let p = job("continue_on_error=read").errors;
+    assert!(p.goes_on(ErrorKind::Read, 5) && !p.goes_on(ErrorKind::Write, 5));
+    assert!(job("error_dump=1").errors.dump);
+}
+
+#[test]
+fn ignore_error_takes_lists_per_kind() {
+    use elevator_fio::job::ErrorKind;
+    let p = job("ignore_error=EAGAIN,ENOSPC:122").errors;
+    assert_eq!(p.continue_on, 0b011);
+    assert_eq!(p.ignore[0], [11]);
+    assert_eq!(p.ignore[1], [28, 122]);
+    assert!(p.ignore[2].is_empty());
+    assert!(p.goes_on(ErrorKind::Write, 122) && !p.goes_on(ErrorKind::Write, 5));
+    // An empty list leaves its kind alone; -5 is 5, as fio's atoi makes it.
+    let p = job("continue_on_error=verify\nignore_error=,-5").errors;
+    assert_eq!((p.continue_on, p.ignore[1].as_slice()), (0b110, &[5][..]));
+    // Names fio does not know, and elevator's own beyond them.
+    assert_eq!(
+        job("ignore_error=ENODEV:ETIMEDOUT").errors.ignore[0],
+        [19, 110]
+    );
+    rejects_all(&[
+        (
+            "ignore_error=EIO,EIO,EIO,EIO",
+            "ignore_error",
+            "at most three lists",
+        ),
+        (
+            "ignore_error=EBOGUS",
+            "ignore_error",
+            "'EBOGUS': unknown error name",
+        ),
+        ("ignore_error=0", "ignore_error", "a number from 1 to 4095"),
+        (
+            "ignore_error=five",
+            "ignore_error",
+            "expected an error name",
+        ),
+        (
+            "ignore_error=99999",
+            "ignore_error",
+            "a number from 1 to 4095",
+        ),
+    ]);
+    let long = vec!["5"; 65].join(":");
+    rejects(
+        &format!("ignore_error={long}"),
+        "ignore_error",
+        "more than 64 errors",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Bounds (issue 26): what a job file may make the parser hold.
+
+#[test]
+fn more_jobs_than_fios_limit_are_refused() {
+    use elevator_fio::job::MAX_JOBS;
+    let sections = |n: u32| (0..n).map(|i| format!("[j{i}]\n")).collect::<String>();
+    let text = format!("[global]\nsize=1m\n{}", sections(MAX_JOBS));
+    assert_eq!(parse(&text).jobs.len(), MAX_JOBS as usize);
+    let e = error(&format!("[global]\nsize=1m\n{}", sections(20_000)));
+    assert_eq!(e.line, 2 + MAX_JOBS as usize + 1, "{e}");
+    assert!(e.message.contains("more than fio's limit of 4096"), "{e}");
+    // Clones count: two sections of 3000.
+    let e = error("[global]\nnumjobs=3000\n[a]\n[b]\n");
+    assert_eq!((e.line, e.option.as_deref()), (4, Some("numjobs")), "{e}");
+    assert!(e.message.contains("makes 6000 jobs"), "{e}");
+}
+
+#[test]
+fn a_repeated_option_costs_what_one_costs() {
+    use elevator_fio::job::MAX_WARNINGS;
+    let text = format!("[global]\nbs=8k\n[a]\n{}", "iodepth=2\n".repeat(100_000));
+    let file = parse(&text);
+    let j = &file.jobs[0];
+    assert_eq!(j.options, [("iodepth".to_string(), "2".to_string())]);
+    assert_eq!(j.option_lines.len(), 2, "{:?}", j.option_lines);
+    assert_eq!(j.line_of(&["iodepth"]), 100_003);
+    assert_eq!(file.warnings.len(), MAX_WARNINGS + 1);
+    assert!(
+        file.warnings[MAX_WARNINGS].contains("99899 more warnings like these"),
+        "{}",
+        file.warnings[MAX_WARNINGS]
+    );
+}
+
+#[test]
+fn includes_are_bounded_in_size_and_count() {
+    use elevator_fio::job::{MAX_FILE_BYTES, MAX_INCLUDES, MAX_TEXT_BYTES};
+    // 3 MiB of comments, included again and again: the sixth goes past
+    // 16 MiB of text.
+    let big: &'static str = Box::leak(format!("; {}\n", "x".repeat(3 << 20)).into_boxed_str());
+    let e = env(&[("big.fio", big)], &[]);
+    let text = format!("[j]\nsize=1m\n{}", "include big.fio\n".repeat(6));
+    let err = JobFile::parse_with(&text, "main.fio", &e).unwrap_err();
+    assert_eq!(
+        (err.line, err.option.as_deref()),
+        (8, Some("include")),
+        "{err}"
+    );
+    assert!(
+        err.message
+            .contains(&format!("more than {} MiB", MAX_TEXT_BYTES >> 20)),
+        "{err}"
+    );
+    // A reader that hands back more than a file may hold is refused too.
+    let huge: &'static str = Box::leak("#".repeat(MAX_FILE_BYTES as usize + 1).into_boxed_str());
+    let e = env(&[("huge.fio", huge)], &[]);
+    let err = JobFile::parse_with("[j]\ninclude huge.fio\n", "main.fio", &e).unwrap_err();
+    assert!(err.message.contains("holds more than 4 MiB"), "{err}");
+    // Many small includes: at most MAX_INCLUDES are followed.
+    let e = env(&[("small.fio", "size=1m\n")], &[]);
+    let text = format!("[j]\n{}", "include small.fio\n".repeat(MAX_INCLUDES + 1));
+    let err = JobFile::parse_with(&text, "main.fio", &e).unwrap_err();
+    assert_eq!(err.line, MAX_INCLUDES + 2, "{err}");
+    assert!(err.message.contains("more than 1024 includes"), "{err}");
+}
+
+#[test]
+fn a_value_is_at_most_path_max_and_a_pattern_fios_512_bytes() {
+    let long = "f".repeat(4097);
+    rejects(
+        &format!("filename={long}"),
+        "filename",
+        "its value is 4097 bytes long: at most 4096",
+    );
+    assert_eq!(
+        job(&format!("filename={}", &long[..4096]))
+            .filename
+            .map(|f| f.len()),
+        Some(4096)
+    );
+    let hex = |n: usize| format!("verify_pattern=0x{}", "ab".repeat(n));
+    assert_eq!(job(&hex(512)).verify_pattern.map(|p| p.len()), Some(512));
+    rejects(&hex(513), "verify_pattern", "at most 512 (fio's limit)");
+    // Inherited into every job, a long [global] value would multiply: it is
+    // refused where it is written.
+    let sections: String = (0..4096).map(|i| format!("[j{i}]\n")).collect();
+    let e = error(&format!(
+        "[global]\ndirectory={}\n{sections}",
+        "d".repeat(1 << 20)
+    ));
+    assert_eq!((e.line, e.option.as_deref()), (2, Some("directory")), "{e}");
 }

@@ -571,3 +571,94 @@ fn bad_jobs_are_refused_by_option() {
     let e = Layout::new(1 << 30).files_for(&j, 3, "t.fio").unwrap_err();
     assert_eq!(e.option.as_deref(), Some("offset_increment"), "{e}");
 }
+
+/// Offsets and sizes from a job file at the extremes of a `u64` (issue 26):
+/// each job is refused with an error naming one of its options, or runs
+/// with every I/O inside the device; nothing wraps, nothing panics.
+#[test]
+fn extreme_offsets_and_sizes_never_wrap() {
+    use elevator_fio::job::JobFile;
+    use elevator_fio::workload::{State, workers};
+    const DEVICE: u64 = 1 << 30;
+    let extremes = [
+        "18446744073709551615",
+        "18446744073709551104",
+        "9223372036854775808",
+        "9223372036854771712",
+        "0xffffffffffffffff",
+        "(2^63)",
+    ];
+    let mut cases = Vec::new();
+    for v in extremes {
+        for (opts, named) in [
+            (format!("size={v}"), &["size"][..]),
+            (format!("size=1m\noffset={v}"), &["offset"][..]),
+            (format!("filesize={v}"), &["filesize", "size"][..]),
+            (format!("size=1m\nio_size={v}"), &["io_size"][..]),
+            (
+                format!("size=1m\nnumjobs=2\noffset_increment={v}"),
+                &["offset_increment", "offset"][..],
+            ),
+            (format!("size=1m\nbsrange=4k-{v}"), &["bsrange", "size"][..]),
+            (format!("size=1m\nbs={v}"), &["bs", "size"][..]),
+            (format!("size=1m\nrw=read:{v}"), &["rw"][..]),
+            (
+                format!("size=1m\nzonemode=strided\nzonesize=4k\nzoneskip={v}"),
+                &["zoneskip"][..],
+            ),
+            (
+                format!("size=1m\nzonemode=strided\nzonesize={v}"),
+                &["zonesize"][..],
+            ),
+            (
+                format!("filename=/dev/sda\nsize={v}\noffset={v}"),
+                &["size", "offset"][..],
+            ),
+            (format!("size=1m\nnumber_ios={v}"), &["number_ios"][..]),
+        ] {
+            cases.push((format!("[j]\n{opts}\n"), named));
+        }
+    }
+    for (text, named) in cases {
+        let named_ok =
+            |option: &Option<String>| option.as_deref().is_some_and(|o| named.contains(&o));
+        let jobs = match JobFile::parse(&text, "x.fio") {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                assert!(named_ok(&e.option), "{text}: {e}");
+                continue;
+            }
+        };
+        let mut ws = match workers(&jobs, DEVICE, 1) {
+            Ok(ws) => ws,
+            Err(e) => {
+                assert!(named_ok(&e.option), "{text}: {e}");
+                continue;
+            }
+        };
+        for w in &mut ws {
+            w.start(0);
+            let mut n = 0;
+            while w.state == State::Running && n < 2000 {
+                if !w.can_issue(0) {
+                    if w.check_done(0) {
+                        break;
+                    }
+                    continue;
+                }
+                let io = w.next_io(0);
+                let end = (io.sector as u128 * 512) + u128::from(io.len);
+                assert!(
+                    end <= u128::from(DEVICE),
+                    "{text}: I/O at sector {} + {} past the device",
+                    io.sector,
+                    io.len
+                );
+                w.issued(&io, 0);
+                w.completed(&io, u64::from(io.len), elevator_core::Status::Ok, 0, 0);
+                w.reap(0);
+                n += 1;
+            }
+        }
+    }
+}

@@ -79,6 +79,10 @@ fn make_run(job: &JobSpec, clones: u32) -> (JobFile, RunResult) {
                 end: 3002 * MS,
                 dirs: s.dirs,
                 extra: s.extra,
+                failure: None,
+                total_err: 0,
+                first_error: 0,
+                first_ignored: None,
             }
         })
         .collect();
@@ -421,4 +425,19 @@ fn format_names() {
         assert_eq!(f.name().parse::<Format>(), Ok(f));
     }
     assert!("xml".parse::<Format>().is_err());
+}
+
+/// The JSON text is written a job at a time, yet it is exactly the text of
+/// the whole document, for one job, several, and json+.
+#[test]
+fn json_text_written_job_by_job_is_the_whole_document() {
+    for clones in [1, 3] {
+        let (jobs, run) = make_run(&spec(), clones);
+        for (format, plus) in [(Format::Json, false), (Format::JsonPlus, true)] {
+            let whole = report::json::render_with(&jobs, &run, "nullb0", plus);
+            let mut expected = serde_json::to_string_pretty(&whole).unwrap();
+            expected.push('\n');
+            assert_eq!(report::render(format, &jobs, &run, "nullb0"), expected);
+        }
+    }
 }

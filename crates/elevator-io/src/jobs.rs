@@ -26,7 +26,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use elevator_core::{Nanos, Op, Scheduler};
+use elevator_core::{Nanos, Op, Scheduler, Status};
 use elevator_fio::job::{JobError, JobFile};
 use elevator_fio::result::{CpuUse, RunResult};
 use elevator_fio::rng::Rng;
@@ -601,10 +601,11 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
             return;
         };
         let w = slot.worker as usize;
-        let (bytes, ok) = match c.result {
-            Ok(n) => (n, true),
-            Err(f) => (f.done, false),
+        let (bytes, status) = match c.result {
+            Ok(n) => (n, Status::Ok),
+            Err(f) => (f.done, f.status),
         };
+        let ok = status.is_ok();
         let Some(worker) = self.workers.get_mut(w) else {
             return;
         };
@@ -622,7 +623,7 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
             slot.spare = Some(b.into_inner());
         }
         slot.bufs = c.bufs;
-        worker.completed(&io, bytes, ok, c.queued_at, c.completed_at);
+        worker.completed(&io, bytes, status, c.queued_at, c.completed_at);
         self.free[w].push(s as u32);
         self.ios += 1;
     }

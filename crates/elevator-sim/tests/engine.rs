@@ -115,3 +115,60 @@ fn time_standing_still_is_an_error_not_a_hang() {
     let j = timed("timed", RwMode::RandRead, 1 << 20, 4, 10_000_000);
     assert!(run(&file(vec![j]), &dev, &cfg, &mut |_| {}).is_ok());
 }
+
+/// I/O errors end a job as fio's do, on the simulator as on real devices:
+/// torn writes (EIO) end it at once unless `continue_on_error` lets EIO go
+/// on; a vanished device (ENODEV) ends it even then, unless `ignore_error`
+/// names ENODEV.
+#[test]
+fn io_errors_end_jobs_unless_told_to_go_on() {
+    use elevator_fio::job::ErrorPolicy;
+    use elevator_sim::engine::SimError;
+    let cfg = RunConfig::default();
+    let go = |j: &JobSpec, dev: &str| {
+        run(
+            &file(vec![j.clone()]),
+            &ModelSpec::parse(dev).unwrap(),
+            &cfg,
+            &mut |_| {},
+        )
+    };
+    let failed = |r: Result<RunResult, SimError>| match r {
+        Err(SimError::JobFailed {
+            failure, partial, ..
+        }) => (failure.errno(), *partial),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("the job went on after an I/O error"),
+    };
+    let j = job("w", RwMode::Write, 4 << 20, 8);
+    let (errno, partial) = failed(go(&j, "ssd-sata,torn_rate=1"));
+    assert_eq!((errno, partial.jobs[0].error()), (5, 5));
+    let ios = partial.jobs[0].dirs[WRITE].ios;
+    assert!(
+        (1..=8).contains(&ios),
+        "{ios} writes issued after the first error"
+    );
+
+    let mut on = j.clone();
+    on.errors.continue_on = ErrorPolicy::ALL;
+    let r = go(&on, "ssd-sata,torn_rate=1").expect("EIO goes on");
+    let w = &r.jobs[0];
+    // A torn request fails the bios from its tear on (those before it
+    // landed): every failed one is counted.
+    assert_eq!(w.dirs[WRITE].ios, 1024);
+    assert!(
+        w.total_err > 0 && w.total_err == w.dirs[WRITE].errors,
+        "{}",
+        w.total_err
+    );
+    assert_eq!((w.error(), w.first_error), (5, 5));
+    assert!(w.failure.is_none());
+
+    let (errno, _) = failed(go(&on, "ssd-sata,vanish_at=1ms"));
+    assert_eq!(errno, 19, "ENODEV is not in fio's default list");
+    let mut gone = on.clone();
+    gone.errors.ignore[1] = vec![19];
+    let r = go(&gone, "ssd-sata,vanish_at=1ms").expect("ENODEV listed");
+    assert_eq!(r.jobs[0].dirs[WRITE].ios, 1024);
+    assert!(r.jobs[0].total_err > 0 && r.jobs[0].first_error == 19);
+}

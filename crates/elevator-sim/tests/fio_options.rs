@@ -149,7 +149,7 @@ fn iodepth_low_refills_only_at_the_low_mark() {
     assert_eq!(flight.len(), 8);
     for n in 0..6 {
         let io = flight.remove(0);
-        w.completed(&io, u64::from(io.len), true, 0, 1);
+        w.completed(&io, u64::from(io.len), elevator_core::Status::Ok, 0, 1);
         w.reap(1);
         assert_eq!(w.can_issue(1), n == 5, "after {} completions", n + 1);
     }

@@ -30,10 +30,12 @@ mod table;
 mod values;
 
 pub use engines::BLOCK_ENGINES;
+pub use parse::{MAX_JOBS, MAX_WARNINGS};
 pub use spec::{
-    Amount, Distribution, FileService, JobSpec, RandomGenerator, RateProcess, ReplaySkip, RwMode,
-    RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
+    Amount, Distribution, ErrorKind, ErrorPolicy, FileService, JobSpec, RandomGenerator,
+    RateProcess, ReplaySkip, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
+pub use syntax::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INCLUDES, MAX_TEXT_BYTES};
 pub use table::Verdict;
 
 use thiserror::Error;
@@ -133,8 +135,9 @@ impl JobFile {
     /// Parse the text of a job file at `path` with `env` for includes,
     /// variables and fio's keywords.
     pub fn parse_with(text: &str, path: &str, env: &ParseEnv) -> Result<JobFile, JobError> {
-        let items = syntax::items(text, path, env)?;
-        parse::assemble(&items, path, &[])
+        let mut b = parse::Builder::new(path);
+        syntax::items(text, path, env, &mut |item| b.item(item, &[]))?;
+        b.finish(&[])
     }
 
     /// Jobs from command-line arguments as fio takes them (`--name=a`,
@@ -158,24 +161,26 @@ impl JobFile {
         env: &ParseEnv,
     ) -> Result<JobFile, JobError> {
         let (global, jobs) = cmdline::items(args, env)?;
-        let mut items = Vec::new();
-        let path = match file {
-            Some((text, path)) => {
-                items = syntax::items(text, path, env)?;
-                path
-            }
-            None => cmdline::COMMAND_LINE,
-        };
+        let path = file.map_or(cmdline::COMMAND_LINE, |(_, path)| path);
+        let mut b = parse::Builder::new(path);
+        if let Some((text, path)) = file {
+            syntax::items(text, path, env, &mut |item| b.item(item, &global))?;
+        }
         if let Some(first) = global.first() {
-            items.push(syntax::Item {
+            let header = syntax::Item {
                 file: cmdline::COMMAND_LINE.to_string(),
                 line: first.line,
                 kind: syntax::Kind::Section("global".into()),
-            });
-            items.extend(global.iter().cloned());
+            };
+            b.item(&header, &global)?;
+            for item in &global {
+                b.item(item, &global)?;
+            }
         }
-        items.extend(jobs);
-        parse::assemble(&items, path, &global)
+        for item in &jobs {
+            b.item(item, &global)?;
+        }
+        b.finish(&global)
     }
 }
 

@@ -7,9 +7,18 @@ use super::values::{
     set_switch, time, whole,
 };
 use super::{
-    Amount, Distribution, FileService, JobSpec, RandomGenerator, RateProcess, RwMode, RwSequencer,
-    ThinkBlocks, UnifiedRw, Zone, ZoneMode, engines,
+    Amount, Distribution, ErrorPolicy, FileService, JobSpec, RandomGenerator, RateProcess, RwMode,
+    RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode, engines,
 };
+
+/// The longest value an option may have, in bytes: Linux's `PATH_MAX`, the
+/// longest a file name (the longest value fio's options take) can be. A
+/// value in `[global]` is copied into every job: longer ones would cost
+/// gigabytes over fio's 4096 jobs.
+pub const MAX_VALUE_BYTES: usize = 4096;
+
+/// The most bytes `verify_pattern` may give (fio's `MAX_PATTERN_SIZE`).
+const MAX_PATTERN_BYTES: usize = 512;
 
 /// Set option `name` (as written) to `value` on `spec`. `Ok(canonical)`
 /// when accepted; the error is the message only.
@@ -18,6 +27,15 @@ pub(super) fn apply(
     name: &str,
     value: Option<&str>,
 ) -> Result<&'static str, String> {
+    if let Some(v) = value
+        && v.len() > MAX_VALUE_BYTES
+    {
+        return Err(format!(
+            "its value is {} bytes long: at most {MAX_VALUE_BYTES} (PATH_MAX, the longest a \
+             file name can be)",
+            v.len()
+        ));
+    }
     let Some((canonical, verdict)) = table::lookup(name) else {
         let hint = table::closest(name)
             .map(|c| format!(" (did you mean '{c}'?)"))
@@ -248,7 +266,16 @@ fn implemented(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<()
             0 => return Err("must be greater than 0".into()),
             n => spec.verify_interval = Some(n),
         },
-        "verify_pattern" => spec.verify_pattern = Some(pattern(v)?),
+        "verify_pattern" => {
+            let bytes = pattern(v)?;
+            if bytes.len() > MAX_PATTERN_BYTES {
+                return Err(format!(
+                    "a pattern of {} bytes: at most {MAX_PATTERN_BYTES} (fio's limit)",
+                    bytes.len()
+                ));
+            }
+            spec.verify_pattern = Some(bytes);
+        }
         "verify_backlog" => spec.verify_backlog = size(v)?,
         "cpus_allowed" => spec.cpus_allowed = Some(cpu_list(v)?),
         "log_avg_msec" => spec.log_avg_msec = whole(v, "number")?,
@@ -257,6 +284,8 @@ fn implemented(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<()
         "replay_time_scale" => spec.replay_time_scale = int32(v, 1, u32::MAX)?,
         "replay_skip" => spec.replay_skip = replay_skip(v)?,
         "percentile_list" => spec.percentile_list = Some(percentiles(v)?),
+        "continue_on_error" => spec.errors.continue_on = continue_on_error(v)?,
+        "ignore_error" => ignore_error(v, &mut spec.errors)?,
         "kb_base" => {
             spec.kb_base = match v {
                 "1024" => 1024,
@@ -280,6 +309,7 @@ fn bool_field<'a>(spec: &'a mut JobSpec, name: &str) -> Option<&'a mut bool> {
         "fsync_on_close" => &mut spec.fsync_on_close,
         "rate_ignore_thinktime" => &mut spec.rate_ignore_thinktime,
         "do_verify" => &mut spec.do_verify,
+        "error_dump" => &mut spec.errors.dump,
         "verify_fatal" => &mut spec.verify_fatal,
         "per_job_logs" => &mut spec.per_job_logs,
         "log_offset" => &mut spec.log_offset,
@@ -289,6 +319,83 @@ fn bool_field<'a>(spec: &'a mut JobSpec, name: &str) -> Option<&'a mut bool> {
         "slat_percentiles" => &mut spec.slat_percentiles,
         _ => return None,
     })
+}
+
+/// `continue_on_error`: the kinds of error a job goes on after, a bit per
+/// [`ErrorKind`](super::ErrorKind) (fio's names, and 0 and 1 for none and
+/// all).
+fn continue_on_error(v: &str) -> Result<u8, String> {
+    Ok(match v {
+        "none" | "0" => 0,
+        "read" => 0b001,
+        "write" => 0b010,
+        "io" => 0b011,
+        "verify" => 0b100,
+        "all" | "1" => ErrorPolicy::ALL,
+        _ => {
+            return Err(format!(
+                "'{v}': expected none, read, write, io, verify, all, 0 or 1"
+            ));
+        }
+    })
+}
+
+/// The most error numbers one kind of `ignore_error` lists.
+const MAX_IGNORED: usize = 64;
+
+/// `ignore_error`: up to three `:`-separated lists of errors, for reads,
+/// writes and verification, the lists separated by `,`; each error a name
+/// (`EIO`, `ENOSPC`) or a number (`5`; fio reads `-5` as 5 too). A kind
+/// with a list goes on after the errors it lists (fio turns
+/// `continue_on_error` on for it); an empty list leaves the kind as it
+/// was.
+fn ignore_error(v: &str, policy: &mut ErrorPolicy) -> Result<(), String> {
+    let kinds: Vec<&str> = v.split(',').collect();
+    if kinds.len() > 3 {
+        return Err(format!(
+            "'{v}': at most three lists (reads, writes, verification), separated by ','"
+        ));
+    }
+    for (kind, list) in kinds.into_iter().enumerate() {
+        let mut errors = Vec::new();
+        for name in list.split(':').map(str::trim) {
+            if name.is_empty() {
+                // fio stops a list at its first empty entry.
+                break;
+            }
+            let errno = if name.starts_with('E') {
+                crate::errno::from_name(name).ok_or_else(|| {
+                    format!(
+                        "'{name}': unknown error name (write its number instead, e.g. 5 for EIO)"
+                    )
+                })?
+            } else {
+                let n = name.strip_prefix('-').unwrap_or(name);
+                match int_in(n, 1, crate::errno::MAX_ERRNO as u64) {
+                    Ok(e) => e as i32,
+                    Err(_) => {
+                        return Err(format!(
+                            "'{name}': expected an error name (EIO, ENOSPC...) or a number from 1 \
+                             to {}",
+                            crate::errno::MAX_ERRNO
+                        ));
+                    }
+                }
+            };
+            if errors.len() == MAX_IGNORED {
+                return Err(format!(
+                    "more than {MAX_IGNORED} errors for {}",
+                    ["reads", "writes", "verification"][kind]
+                ));
+            }
+            errors.push(errno);
+        }
+        if !errors.is_empty() {
+            policy.continue_on |= 1 << kind;
+            policy.ignore[kind] = errors;
+        }
+    }
+    Ok(())
 }
 
 /// `replay_skip`: a comma-separated list of read, write, trim and sync.

@@ -7,9 +7,24 @@
 //! later `[global]` never reaches back to earlier jobs) and applies its own
 //! options on top. Cross-option checks run when a job section ends and are
 //! reported at its header line.
+//!
+//! Items come one at a time ([`Builder::item`]), as the text is read: what
+//! a file costs is its jobs, not its lines. A section keeps each option it
+//! sets once (its last value, where it was last set), so an option repeated
+//! a million times costs what one costs; warnings past [`MAX_WARNINGS`] are
+//! counted, not kept; and the jobs, with every `numjobs` clone counted,
+//! stop at [`MAX_JOBS`], fio's limit.
 
 use super::syntax::{Item, Kind};
 use super::{JobError, JobFile, JobSpec, ZoneMode, options};
+
+/// The most jobs a file may give, every `numjobs` clone counted: fio's
+/// limit (its `REAL_MAX_JOBS`; fio stops with "maximum number of jobs
+/// reached").
+pub const MAX_JOBS: u32 = 4096;
+
+/// Warnings kept; the rest are counted in one last warning.
+pub const MAX_WARNINGS: usize = 100;
 
 /// The section the next option belongs to.
 enum Target {
@@ -25,50 +40,19 @@ enum Target {
 /// command line's global options, which override the file's).
 pub(super) type Overrides<'a> = &'a [Item];
 
-/// Build the jobs of `items`; `path` names the file as a whole.
-pub(super) fn assemble(
-    items: &[Item],
-    path: &str,
-    overrides: Overrides<'_>,
-) -> Result<JobFile, JobError> {
-    let mut b = Builder {
-        template: JobSpec::new("", 0),
-        global_options: Vec::new(),
-        jobs: Vec::new(),
-        warnings: Vec::new(),
-        target: Target::Nothing,
-        in_section: Vec::new(),
-        path: path.to_string(),
-        job_file: String::new(),
-    };
-    for item in items {
-        b.item(item, overrides)?;
-    }
-    b.finish_section(overrides)?;
-    if b.jobs.is_empty() {
-        let message = "no jobs: add a [name] section after [global]".to_string();
-        return Err(JobError {
-            file: path.to_string(),
-            line: 0,
-            option: None,
-            message,
-        });
-    }
-    Ok(JobFile {
-        path: path.to_string(),
-        global_options: b.global_options,
-        jobs: b.jobs,
-        warnings: b.warnings,
-    })
-}
-
-struct Builder {
+/// Builds a [`JobFile`] from items given one at a time.
+pub(super) struct Builder {
     template: JobSpec,
     global_options: Vec<(String, String)>,
     jobs: Vec<JobSpec>,
+    /// Job clones so far (every job's `numjobs`).
+    clones: u32,
     warnings: Vec<String>,
+    /// Warnings past [`MAX_WARNINGS`], not kept.
+    warnings_dropped: u64,
     target: Target,
-    /// Options set in the current section so far: (canonical, file, line).
+    /// Options set in the current section so far, each once: (canonical,
+    /// file, line where first set).
     in_section: Vec<(&'static str, String, usize)>,
     path: String,
     /// The file of the current job's header: jobs named on the command
@@ -76,8 +60,63 @@ struct Builder {
     job_file: String,
 }
 
+/// Set `key` to `value` in a list of options as written, keeping each key
+/// once: an earlier entry goes, the new one is last.
+fn record<K, V>(list: &mut Vec<(K::Owned, V)>, key: &K, value: V)
+where
+    K: PartialEq + ToOwned + ?Sized,
+    K::Owned: std::borrow::Borrow<K>,
+{
+    use std::borrow::Borrow;
+    list.retain(|(k, _)| k.borrow() != key);
+    list.push((key.to_owned(), value));
+}
+
 impl Builder {
-    fn item(&mut self, item: &Item, overrides: Overrides<'_>) -> Result<(), JobError> {
+    /// A builder for the file at `path` (its name as a whole, for errors).
+    pub(super) fn new(path: &str) -> Builder {
+        Builder {
+            template: JobSpec::new("", 0),
+            global_options: Vec::new(),
+            jobs: Vec::new(),
+            clones: 0,
+            warnings: Vec::new(),
+            warnings_dropped: 0,
+            target: Target::Nothing,
+            in_section: Vec::new(),
+            path: path.to_string(),
+            job_file: String::new(),
+        }
+    }
+
+    /// The jobs, once every item was given.
+    pub(super) fn finish(mut self, overrides: Overrides<'_>) -> Result<JobFile, JobError> {
+        self.finish_section(overrides)?;
+        if self.jobs.is_empty() {
+            let message = "no jobs: add a [name] section after [global]".to_string();
+            return Err(JobError {
+                file: self.path,
+                line: 0,
+                option: None,
+                message,
+            });
+        }
+        if self.warnings_dropped > 0 {
+            self.warnings.push(format!(
+                "{}: {} more warnings like these, not shown",
+                self.path, self.warnings_dropped
+            ));
+        }
+        Ok(JobFile {
+            path: self.path,
+            global_options: self.global_options,
+            jobs: self.jobs,
+            warnings: self.warnings,
+        })
+    }
+
+    /// Take the next item of the file (or command line).
+    pub(super) fn item(&mut self, item: &Item, overrides: Overrides<'_>) -> Result<(), JobError> {
         match &item.kind {
             Kind::Section(name) => {
                 self.finish_section(overrides)?;
@@ -114,8 +153,8 @@ impl Builder {
             Target::Job(job) => job,
         };
         let key = options::apply(spec, name, value).map_err(fail)?;
-        spec.option_lines.push((key.to_string(), item.line));
-        let record = (name.to_string(), value.unwrap_or("").to_string());
+        record(&mut spec.option_lines, key, item.line);
+        let value = value.unwrap_or("").to_string();
         if let Some((_, file, first)) = self.in_section.iter().find(|(k, ..)| *k == key) {
             let section = match &self.target {
                 Target::Job(job) => job.name.as_str(),
@@ -131,16 +170,21 @@ impl Builder {
             } else {
                 format!("{file}:{first}")
             };
-            self.warnings.push(format!(
-                "{}:{}: {what} in section [{section}] (first at {at}); the value on line {} \
-                 is used, as fio does",
-                item.file, item.line, item.line
-            ));
+            if self.warnings.len() < MAX_WARNINGS {
+                self.warnings.push(format!(
+                    "{}:{}: {what} in section [{section}] (first at {at}); the value on line {} \
+                     is used, as fio does",
+                    item.file, item.line, item.line
+                ));
+            } else {
+                self.warnings_dropped += 1;
+            }
+        } else {
+            self.in_section.push((key, item.file.clone(), item.line));
         }
-        self.in_section.push((key, item.file.clone(), item.line));
         match &mut self.target {
-            Target::Global => self.global_options.push(record),
-            Target::Job(job) => job.options.push(record),
+            Target::Global => record(&mut self.global_options, name, value),
+            Target::Job(job) => record(&mut job.options, name, value),
             Target::Nothing => {}
         }
         Ok(())
@@ -167,12 +211,28 @@ impl Builder {
                         message,
                     }
                 })?;
-                job.option_lines.push((key.to_string(), o.line));
-                job.options
-                    .push((name.clone(), value.clone().unwrap_or_default()));
+                record(&mut job.option_lines, key, o.line);
+                record(
+                    &mut job.options,
+                    name.as_str(),
+                    value.clone().unwrap_or_default(),
+                );
             }
         }
         let line = job.line;
+        self.clones = self.clones.saturating_add(job.numjobs);
+        if self.clones > MAX_JOBS {
+            return Err(JobError {
+                file: self.path.clone(),
+                line,
+                option: (job.numjobs > 1).then(|| "numjobs".to_string()),
+                message: format!(
+                    "job '{}' makes {} jobs, more than fio's limit of {MAX_JOBS} (every \
+                     numjobs clone counts)",
+                    job.name, self.clones
+                ),
+            });
+        }
         finish(&mut job, &self.jobs).map_err(|(option, message)| JobError {
             file: self.path.clone(),
             line,

@@ -2,7 +2,7 @@
 //! defaults (fio's), and the value types of options (distributions, rate
 //! processes, zone modes...). The parser fills it; workloads read it.
 
-use elevator_core::Nanos;
+use elevator_core::{Nanos, Op};
 
 /// fio's `rw`: the I/O pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -311,6 +311,9 @@ pub struct JobSpec {
     /// `kb_base` (1024 or 1000): how the job's sizes were read, and the
     /// prefix fio uses for units it reports.
     pub kb_base: u32,
+    /// `continue_on_error`, `ignore_error`, `error_dump`: which I/O errors
+    /// end the job (by default, any).
+    pub errors: ErrorPolicy,
     /// Options accepted that have no effect on elevator, each with why, in
     /// the order set (`invalidate` when every I/O is direct, ...). Verbose
     /// output and the JSON's `elevator.notes` list them.
@@ -422,6 +425,7 @@ impl JobSpec {
             iodepth_low: None,
             random_center: None,
             kb_base: 1024,
+            errors: ErrorPolicy::default(),
             notes: Vec::new(),
             options: Vec::new(),
             option_lines: Vec::new(),
@@ -462,6 +466,77 @@ impl JobSpec {
             .rev()
             .find(|(n, _)| names.contains(&n.as_str()))
             .map_or(self.line, |&(_, line)| line)
+    }
+}
+
+/// The kinds of error fio's `continue_on_error` and `ignore_error` tell
+/// apart (fio's `error_type_bit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A read failed.
+    Read = 0,
+    /// A write, trim or flush failed.
+    Write = 1,
+    /// A block read back did not verify (`EILSEQ`, whatever its I/O).
+    Verify = 2,
+}
+
+impl ErrorKind {
+    /// The kind of error `errno` on an I/O of `op` is, as fio sorts them:
+    /// `EILSEQ` is a verify error, a failed read a read error, anything
+    /// else a write error.
+    pub fn of(op: Op, errno: i32) -> ErrorKind {
+        if errno == crate::errno::EILSEQ {
+            ErrorKind::Verify
+        } else if op == Op::Read {
+            ErrorKind::Read
+        } else {
+            ErrorKind::Write
+        }
+    }
+
+    /// fio's name for it (`read`, `write`, `verify`).
+    pub fn name(self) -> &'static str {
+        ["read", "write", "verify"][self as usize]
+    }
+}
+
+/// Which errors a job goes on after, as fio decides it
+/// (`td_non_fatal_error`): an error goes on when `continue_on_error`
+/// covers its kind and its number is in the kind's `ignore_error` list (by
+/// default `EIO` and `EILSEQ`). Every other error ends the job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorPolicy {
+    /// The kinds that may go on, a bit per [`ErrorKind`]
+    /// (`continue_on_error`, and each kind `ignore_error` lists).
+    pub continue_on: u8,
+    /// Per kind (read, write, verify), the error numbers that go on; an
+    /// empty list is fio's default, `EIO` and `EILSEQ`.
+    pub ignore: [Vec<i32>; 3],
+    /// `error_dump`: report the errors that went on too, not only the one
+    /// that ended the job.
+    pub dump: bool,
+}
+
+impl ErrorPolicy {
+    /// `continue_on_error=all`.
+    pub const ALL: u8 = 0b111;
+
+    /// Whether error `errno` of `kind` lets the job go on.
+    pub fn goes_on(&self, kind: ErrorKind, errno: i32) -> bool {
+        if self.continue_on & (1 << kind as u8) == 0 {
+            return false;
+        }
+        match &self.ignore[kind as usize] {
+            list if list.is_empty() => errno == crate::errno::EIO || errno == crate::errno::EILSEQ,
+            list => list.contains(&errno),
+        }
+    }
+
+    /// Whether any kind may go on (fio then reports `total_err` and
+    /// `first_error`).
+    pub fn continues(&self) -> bool {
+        self.continue_on != 0
     }
 }
 

@@ -1,13 +1,36 @@
 //! fio's job-file syntax, before any option is understood: lines,
 //! full-line and inline comments, `[section]` headers, `name=value` and bare
 //! names, `include FILE`, `${VAR}` and the keywords `$pagesize`,
-//! `$mb_memory`, `$ncpus`. The result is a flat list of [`Item`]s, each
-//! knowing the file and line it came from (an included file's own).
+//! `$mb_memory`, `$ncpus`. The result is a stream of [`Item`]s, each
+//! knowing the file and line it came from (an included file's own), handed
+//! on one at a time as they are read.
+//!
+//! What a file may make the parser read is bounded: includes nest at most
+//! [`MAX_INCLUDE_DEPTH`] deep, a file and its includes hold at most
+//! [`MAX_TEXT_BYTES`] of text in all, read from at most [`MAX_INCLUDES`]
+//! includes (each read by the caller, which bounds a file at
+//! [`MAX_FILE_BYTES`] before reading it).
 
 use super::{JobError, ParseEnv};
 
 /// How deep `include` may nest.
-const MAX_INCLUDE_DEPTH: usize = 16;
+pub const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// The most bytes one job file (or included file) may hold: callers read
+/// at most this much, plus one byte to know it is longer.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// The most bytes of text a job file and all it includes may hold.
+pub const MAX_TEXT_BYTES: usize = 16 << 20;
+
+/// The most `include` lines a job file and its includes may follow.
+pub const MAX_INCLUDES: usize = 1024;
+
+/// What is left of a parse's allowance.
+struct Budget {
+    bytes: usize,
+    includes: usize,
+}
 
 /// One meaningful line.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,12 +57,49 @@ pub(super) enum Kind {
     },
 }
 
-/// The items of `text` (the file at `path`), includes expanded.
-pub(super) fn items(text: &str, path: &str, env: &ParseEnv) -> Result<Vec<Item>, JobError> {
-    let mut out = Vec::new();
+/// Where items go as they are read.
+pub(super) type Emit<'a> = dyn FnMut(&Item) -> Result<(), JobError> + 'a;
+
+/// The items of `text` (the file at `path`), includes expanded, each given
+/// to `emit` as it is read.
+pub(super) fn items(
+    text: &str,
+    path: &str,
+    env: &ParseEnv,
+    emit: &mut Emit<'_>,
+) -> Result<(), JobError> {
     let mut stack = vec![path.to_string()];
-    read(text, path, env, &mut stack, &mut out)?;
-    Ok(out)
+    let mut budget = Budget {
+        bytes: MAX_TEXT_BYTES,
+        includes: MAX_INCLUDES,
+    };
+    take(&mut budget, text.len(), path, 0, "the job file")?;
+    read(text, path, env, &mut stack, &mut budget, emit)
+}
+
+/// Count `len` bytes of text against the budget; `what` names the text
+/// for the error (at `path:line`, the line that brought it in).
+fn take(
+    budget: &mut Budget,
+    len: usize,
+    path: &str,
+    line: usize,
+    what: &str,
+) -> Result<(), JobError> {
+    if len > budget.bytes {
+        return Err(JobError {
+            file: path.to_string(),
+            line,
+            option: (line > 0).then(|| "include".to_string()),
+            message: format!(
+                "{what} brings the text read to more than {} MiB, the most a job file and \
+                 its includes may hold",
+                MAX_TEXT_BYTES >> 20
+            ),
+        });
+    }
+    budget.bytes -= len;
+    Ok(())
 }
 
 fn read(
@@ -47,7 +107,8 @@ fn read(
     path: &str,
     env: &ParseEnv,
     stack: &mut Vec<String>,
-    out: &mut Vec<Item>,
+    budget: &mut Budget,
+    emit: &mut Emit<'_>,
 ) -> Result<(), JobError> {
     let error = |line: usize, option: Option<&str>, message: String| JobError {
         file: path.to_string(),
@@ -79,6 +140,12 @@ fn read(
                 );
                 return Err(error(line_no, Some("include"), message));
             }
+            if budget.includes == 0 {
+                let message =
+                    format!("more than {MAX_INCLUDES} includes in the job file and its includes");
+                return Err(error(line_no, Some("include"), message));
+            }
+            budget.includes -= 1;
             let body = (env.read_include)(&target).map_err(|why| {
                 error(
                     line_no,
@@ -86,8 +153,16 @@ fn read(
                     format!("cannot read '{target}': {why}"),
                 )
             })?;
+            if body.len() as u64 > MAX_FILE_BYTES {
+                let message = format!(
+                    "'{target}' holds more than {} MiB, the most a job file may",
+                    MAX_FILE_BYTES >> 20
+                );
+                return Err(error(line_no, Some("include"), message));
+            }
+            take(budget, body.len(), path, line_no, &format!("'{target}'"))?;
             stack.push(target.clone());
-            read(&body, &target, env, stack, out)?;
+            read(&body, &target, env, stack, budget, emit)?;
             stack.pop();
             continue;
         }
@@ -120,11 +195,11 @@ fn read(
                 value,
             }
         };
-        out.push(Item {
+        emit(&Item {
             file: path.to_string(),
             line: line_no,
             kind,
-        });
+        })?;
     }
     Ok(())
 }

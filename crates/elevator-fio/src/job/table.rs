@@ -390,9 +390,9 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
     ("disable_clat", d("0", OUTPUT)),
     ("disable_slat", d("0", OUTPUT)),
     ("disable_bw_measurement", d("0", OUTPUT)),
-    ("continue_on_error", d("none|0", NOT_YET)),
-    ("ignore_error", R(NOT_YET)),
-    ("error_dump", d("0", NOT_YET)),
+    ("continue_on_error", I),
+    ("ignore_error", I),
+    ("error_dump", I),
     ("kb_base", I),
     ("unit_base", d("0", OUTPUT)),
     // Engine options (fio knows them once the engine is chosen).

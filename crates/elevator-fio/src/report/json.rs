@@ -132,79 +132,135 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> Value {
 /// The JSON document for `run` of `jobs`; with `plus`, fio's `json+`
 /// (latency `bins` in each latency object that has percentiles).
 pub fn render_with(jobs: &JobFile, run: &RunResult, device_name: &str, plus: bool) -> Value {
+    let out: Vec<Value> = job_values(jobs, run, plus).collect();
+    document(jobs, run, device_name, out)
+}
+
+/// [`render_with`] as the text `serde_json::to_string_pretty` makes of it,
+/// written one job at a time: the document never holds every job's values
+/// at once (4096 jobs' objects would take hundreds of MiB).
+pub fn render_text(jobs: &JobFile, run: &RunResult, device_name: &str, plus: bool) -> String {
+    let doc = document(jobs, run, device_name, Vec::new());
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    // The document's own "jobs" (two spaces in: a top-level key) is empty
+    // here; the jobs go in its place, indented as they would be there.
+    const EMPTY: &str = "\n  \"jobs\": []";
+    let Some(at) = text.find(EMPTY) else {
+        return text;
+    };
+    let mut jobs_text = String::from("\n  \"jobs\": [");
+    for (i, job) in job_values(jobs, run, plus).enumerate() {
+        if i > 0 {
+            jobs_text.push(',');
+        }
+        jobs_text.push_str("\n    ");
+        let one = serde_json::to_string_pretty(&job).unwrap_or_default();
+        jobs_text.push_str(&one.replace('\n', "\n    "));
+    }
+    if jobs_text.ends_with('[') {
+        jobs_text.push(']');
+    } else {
+        jobs_text.push_str("\n  ]");
+    }
+    text.replace_range(at..at + EMPTY.len(), &jobs_text);
+    text
+}
+
+/// Each stanza's JSON object, made when it is reached.
+fn job_values<'a>(
+    jobs: &'a JobFile,
+    run: &'a RunResult,
+    plus: bool,
+) -> impl Iterator<Item = Value> + 'a {
+    let (usr_cpu, sys_cpu) = cpu_pct(run);
+    let groups = groups(run);
+    stanzas(jobs, run).map(move |s| job_value(&s, &groups, usr_cpu, sys_cpu, plus))
+}
+
+/// One stanza's JSON object.
+fn job_value(
+    s: &Stanza<'_>,
+    groups: &[super::Group],
+    usr_cpu: f64,
+    sys_cpu: f64,
+    plus: bool,
+) -> Value {
     const LAT_KEYS: [&str; 12] = [
         "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
     ];
-    let timestamp = epoch();
-    let (usr_cpu, sys_cpu) = cpu_pct(run);
-    let groups = groups(run);
-    let mut out = Vec::new();
-    for s in stanzas(jobs, run) {
-        let g = groups.iter().find(|g| g.id == s.group);
-        let agg = |i: usize| g.map_or(0.0, |g| g.agg(i));
-        let opts = s
-            .spec
-            .map(|j| options(&j.options))
-            .unwrap_or_else(|| json!({}));
-        let runtime = s.runtime();
-        let x = &s.extra;
-        let list = s.percentiles();
-        let mut job = Map::new();
-        job.insert("jobname".into(), json!(s.name));
-        job.insert("groupid".into(), json!(s.group));
-        job.insert("job_start".into(), json!(s.start / 1_000_000));
-        job.insert("error".into(), json!(0));
-        job.insert("eta".into(), json!(0));
-        job.insert("elapsed".into(), json!(runtime.div_ceil(1_000_000_000)));
-        job.insert("job options".into(), opts);
-        let unified = s.unified();
-        if unified != UnifiedRw::Mixed {
-            for (i, name) in crate::result::DIR_NAMES.iter().enumerate() {
-                job.insert((*name).into(), dir(&s, &s.dirs[i], agg(i), plus));
-            }
-            job.insert(
-                "sync".into(),
-                json!({
-                    "total_ios": x.sync.count(),
-                    "lat_ns": latency(x.sync.summary(), Some(&x.sync), &list, plus),
-                }),
-            );
-        }
-        if unified != UnifiedRw::None {
-            let all = (0..3).map(agg).sum();
-            job.insert("mixed".into(), dir(&s, &s.mixed(), all, plus));
-        }
-        let total: u64 = s.dirs.iter().map(|d| d.ios).sum();
-        let lat = |c: &[u64]| {
-            let mut m = Map::new();
-            for (k, &n) in LAT_KEYS.iter().zip(c) {
-                m.insert((*k).to_string(), json!(lat_pct(n, total)));
-            }
-            Value::Object(m)
-        };
-        let rest = json!({
-            "job_runtime": runtime / 1_000_000,
-            "usr_cpu": usr_cpu,
-            "sys_cpu": sys_cpu,
-            "ctx": 0,
-            "majf": 0,
-            "minf": 0,
-            "iodepth_level": dist(&x.depth, &DEPTH_KEYS, depth_pct),
-            "iodepth_submit": dist(&x.submit, &BATCH_KEYS, depth_pct),
-            "iodepth_complete": dist(&x.complete, &BATCH_KEYS, depth_pct),
-            "latency_ns": lat(&x.lat_ns),
-            "latency_us": lat(&x.lat_us),
-            "latency_ms": lat(&x.lat_ms),
-            "latency_depth": s.spec.map_or(1, |j| j.iodepth),
-            "latency_target": 0,
-            "latency_percentile": 100.0,
-            "latency_window": 0,
-        });
-        if let Value::Object(m) = rest {
-            job.extend(m);
-        }
-        out.push(Value::Object(job));
+    let g = groups.iter().find(|g| g.id == s.group);
+    let agg = |i: usize| g.map_or(0.0, |g| g.agg(i));
+    let opts = s
+        .spec
+        .map(|j| options(&j.options))
+        .unwrap_or_else(|| json!({}));
+    let runtime = s.runtime();
+    let x = &s.extra;
+    let list = s.percentiles();
+    let mut job = Map::new();
+    job.insert("jobname".into(), json!(s.name));
+    job.insert("groupid".into(), json!(s.group));
+    job.insert("job_start".into(), json!(s.start / 1_000_000));
+    job.insert("error".into(), json!(s.error));
+    if s.continues() {
+        job.insert("total_err".into(), json!(s.total_err));
+        job.insert("first_error".into(), json!(s.first_error));
     }
+    job.insert("eta".into(), json!(0));
+    job.insert("elapsed".into(), json!(runtime.div_ceil(1_000_000_000)));
+    job.insert("job options".into(), opts);
+    let unified = s.unified();
+    if unified != UnifiedRw::Mixed {
+        for (i, name) in crate::result::DIR_NAMES.iter().enumerate() {
+            job.insert((*name).into(), dir(s, &s.dirs[i], agg(i), plus));
+        }
+        job.insert(
+            "sync".into(),
+            json!({
+                "total_ios": x.sync.count(),
+                "lat_ns": latency(x.sync.summary(), Some(&x.sync), &list, plus),
+            }),
+        );
+    }
+    if unified != UnifiedRw::None {
+        let all = (0..3).map(agg).sum();
+        job.insert("mixed".into(), dir(s, &s.mixed(), all, plus));
+    }
+    let total: u64 = s.dirs.iter().map(|d| d.ios).sum();
+    let lat = |c: &[u64]| {
+        let mut m = Map::new();
+        for (k, &n) in LAT_KEYS.iter().zip(c) {
+            m.insert((*k).to_string(), json!(lat_pct(n, total)));
+        }
+        Value::Object(m)
+    };
+    let rest = json!({
+        "job_runtime": runtime / 1_000_000,
+        "usr_cpu": usr_cpu,
+        "sys_cpu": sys_cpu,
+        "ctx": 0,
+        "majf": 0,
+        "minf": 0,
+        "iodepth_level": dist(&x.depth, &DEPTH_KEYS, depth_pct),
+        "iodepth_submit": dist(&x.submit, &BATCH_KEYS, depth_pct),
+        "iodepth_complete": dist(&x.complete, &BATCH_KEYS, depth_pct),
+        "latency_ns": lat(&x.lat_ns),
+        "latency_us": lat(&x.lat_us),
+        "latency_ms": lat(&x.lat_ms),
+        "latency_depth": s.spec.map_or(1, |j| j.iodepth),
+        "latency_target": 0,
+        "latency_percentile": 100.0,
+        "latency_window": 0,
+    });
+    if let Value::Object(m) = rest {
+        job.extend(m);
+    }
+    Value::Object(job)
+}
+
+/// The document around the jobs' objects `out`.
+fn document(jobs: &JobFile, run: &RunResult, device_name: &str, out: Vec<Value>) -> Value {
+    let timestamp = epoch();
     let disk = DiskUtil::of(run);
     let notes: Vec<Value> = jobs
         .jobs

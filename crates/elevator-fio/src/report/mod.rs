@@ -78,8 +78,7 @@ pub fn render(format: Format, jobs: &JobFile, run: &RunResult, device_name: &str
     match format {
         Format::Normal => text::render(jobs, run, device_name),
         Format::Json | Format::JsonPlus => {
-            let v = json::render_with(jobs, run, device_name, format == Format::JsonPlus);
-            let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+            let mut s = json::render_text(jobs, run, device_name, format == Format::JsonPlus);
             s.push('\n');
             s
         }
@@ -115,6 +114,15 @@ pub struct Stanza<'a> {
     pub extra: JobExtra,
     /// The job's options, when the job file has it.
     pub spec: Option<&'a JobSpec>,
+    /// The error fio reports for it (the first of its clones' with one):
+    /// [`JobResult::error`].
+    pub error: i32,
+    /// What ended it, when it failed (the first failed clone's).
+    pub failure: Option<&'a crate::workload::JobFailure>,
+    /// Errors its clones went on after, summed (fio's `total_err`).
+    pub total_err: u64,
+    /// The first of those (fio's `first_error`).
+    pub first_error: i32,
 }
 
 impl Stanza<'_> {
@@ -148,25 +156,59 @@ impl Stanza<'_> {
             .map_or(crate::job::UnifiedRw::None, |s| s.unified_rw_reporting)
     }
 
+    /// Whether its job goes on after some errors (`continue_on_error`,
+    /// `ignore_error`): fio then reports `total_err` and `first_error`.
+    pub fn continues(&self) -> bool {
+        self.spec.is_some_and(|s| s.errors.continues())
+    }
+
+    /// fio's text for its error, after `err=N` in the job's line: what
+    /// failed and the error's text (`func=io_u error, error=Input/output
+    /// error`); `None` without an error.
+    pub fn error_text(&self) -> Option<String> {
+        use crate::workload::JobFailure;
+        if self.error == 0 {
+            return None;
+        }
+        let func = match self.failure {
+            Some(JobFailure::Verify { .. }) => "verify",
+            Some(JobFailure::RateMin(_)) => "check_min_rate",
+            Some(JobFailure::Replay { .. }) => "read_iolog",
+            Some(JobFailure::Io(_)) | None => "io_u error",
+        };
+        Some(format!(
+            "func={func}, error={}",
+            crate::errno::describe(self.error)
+        ))
+    }
+
     /// Whether it reports completion-latency percentiles.
     pub fn clat_percentiles(&self) -> bool {
         self.spec.is_none_or(|s| s.clat_percentiles)
     }
 }
 
-/// The stanzas of a run, as fio would print them.
-pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> Vec<Stanza<'a>> {
-    let mut out: Vec<Stanza<'a>> = Vec::new();
-    for j in &run.jobs {
+/// The stanzas of a run, as fio would print them, each made when it is
+/// reached: a report holds one stanza's figures at a time, not a copy of
+/// every job's.
+pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> impl Iterator<Item = Stanza<'a>> {
+    // Which job results each stanza covers: (group, members).
+    let mut plan: Vec<(u32, Vec<usize>)> = Vec::new();
+    for (i, j) in run.jobs.iter().enumerate() {
         let grouped = jobs
             .jobs
             .get(j.job_index)
             .is_some_and(|spec| spec.group_reporting);
-        if grouped && let Some(s) = out.iter_mut().find(|s| s.group == j.group && s.jobs > 0) {
-            absorb(s, j);
+        if grouped && let Some((_, members)) = plan.iter_mut().find(|(g, _)| *g == j.group) {
+            members.push(i);
             continue;
         }
-        out.push(Stanza {
+        plan.push((j.group, vec![i]));
+    }
+    plan.into_iter().filter_map(move |(_, members)| {
+        let (&first, rest) = members.split_first()?;
+        let j = run.jobs.get(first)?;
+        let mut s = Stanza {
             name: &j.name,
             job_index: j.job_index,
             group: j.group,
@@ -181,12 +223,19 @@ pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> Vec<Stanza<'a>> {
                 x
             },
             spec: jobs.jobs.get(j.job_index),
-        });
-    }
-    out
+            error: j.error(),
+            failure: j.failure.as_ref(),
+            total_err: j.total_err,
+            first_error: j.first_error,
+        };
+        for j in rest.iter().filter_map(|&i| run.jobs.get(i)) {
+            absorb(&mut s, j);
+        }
+        Some(s)
+    })
 }
 
-fn absorb(s: &mut Stanza<'_>, j: &JobResult) {
+fn absorb<'a>(s: &mut Stanza<'a>, j: &'a JobResult) {
     s.jobs += 1;
     s.start = s.start.min(j.start);
     s.end = s.end.max(j.end);
@@ -194,6 +243,16 @@ fn absorb(s: &mut Stanza<'_>, j: &JobResult) {
         a.merge(b);
     }
     s.extra.merge(&j.extra);
+    if s.error == 0 {
+        s.error = j.error();
+    }
+    if s.failure.is_none() {
+        s.failure = j.failure.as_ref();
+    }
+    s.total_err += j.total_err;
+    if s.first_error == 0 {
+        s.first_error = j.first_error;
+    }
 }
 
 /// A reporting group's totals.

@@ -74,7 +74,7 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
     for s in stanzas(jobs, run) {
         let g = groups.iter().find(|g| g.id == s.group);
         let agg = |i: usize| g.map_or(0.0, |g| g.agg(i));
-        let _ = write!(out, "3;{FIO_VERSION};{};{};0", s.name, s.group);
+        let _ = write!(out, "3;{FIO_VERSION};{};{};{}", s.name, s.group, s.error);
         dir(&mut out, &s, &s.dirs[0], agg(0));
         dir(&mut out, &s, &s.dirs[1], agg(1));
         let _ = write!(out, ";{usr:.6}%;{sys:.6}%;0;0;0");
@@ -91,7 +91,7 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         for &c in x.lat_us[1..].iter().chain(&x.lat_ms) {
             let _ = write!(out, ";{:3.2}%", lat_pct(c, ios));
         }
-        let _ = writeln!(
+        let _ = write!(
             out,
             ";{device_name};{};{};{};{};{};{};{};{:3.2}%",
             disk.ios[0],
@@ -103,6 +103,11 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
             disk.in_queue,
             disk.util
         );
+        // fio adds the error counts when the job goes on after errors.
+        if s.continues() {
+            let _ = write!(out, ";{};{}", s.total_err, s.first_error);
+        }
+        out.push('\n');
     }
     out
 }

@@ -321,9 +321,13 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
     let groups = groups(run);
     let (usr, sys) = cpu_pct(run);
     for s in stanzas(jobs, run) {
+        let err = match s.error_text() {
+            Some(text) => format!("err={:2} ({text})", s.error),
+            None => format!("err={:2}", s.error),
+        };
         let _ = writeln!(
             out,
-            "{}: (groupid={}, jobs={}): err= 0: pid={}: {date}",
+            "{}: (groupid={}, jobs={}): {err}: pid={}: {date}",
             s.name, s.group, s.jobs, s.ctx
         );
         let g = groups.iter().find(|g| g.id == s.group);
@@ -363,6 +367,15 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
             s.dirs[2].ios,
             x.sync.count()
         );
+        if s.continues() {
+            let _ = writeln!(
+                out,
+                "     errors    : total={}, first_error={}/<{}>",
+                s.total_err,
+                s.first_error,
+                crate::errno::describe(s.first_error)
+            );
+        }
         let _ = writeln!(
             out,
             "     latency   : target=0, window=0, percentile=100.00%, depth={}",

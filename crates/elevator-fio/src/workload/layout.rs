@@ -35,9 +35,13 @@
 //! A start that leaves no room for a block, or a file or region past the
 //! device's end, is an error naming the option (`offset`,
 //! `offset_increment`, `size`, `filesize`), its line and the device's size:
-//! nothing is clamped.
+//! nothing is clamped. Offsets plus lengths go through
+//! [`elevator_core::ByteRange`] (an end past 2^64 is an error, never a
+//! wrap), as every range from outside does.
 
 use std::collections::BTreeMap;
+
+use elevator_core::ByteRange;
 
 use crate::job::{Amount, JobError, JobSpec};
 
@@ -169,20 +173,22 @@ impl Layout {
                 ));
             }
             let end = match job.size {
-                Some(Amount::Bytes(b)) => {
-                    start.checked_add(b).filter(|&e| e <= dev).ok_or_else(|| {
+                Some(Amount::Bytes(b)) => ByteRange::new(start, b)
+                    .and_then(|r| r.within(dev))
+                    .map(|r| r.end())
+                    .map_err(|e| {
                         let base = amount(job.offset, dev);
-                        let fits_alone = base.checked_add(b).is_some_and(|e| e <= dev);
+                        let fits_alone =
+                            ByteRange::new(base, b).and_then(|r| r.within(dev)).is_ok();
                         err(
                             if fits_alone { blame } else { "size" },
                             format!(
                                 "job '{}': offset {start} + size {b} runs past the end of the \
-                                 device ({dev} bytes)",
+                                 device ({dev} bytes): {e}",
                                 job.name
                             ),
                         )
-                    })?
-                }
+                    })?,
                 Some(Amount::Percent(p)) => start.saturating_add(dev / 100 * u64::from(p)).min(dev),
                 None => dev,
             };
@@ -240,12 +246,14 @@ impl Layout {
         let (bytes, end) = match job.filesize {
             Some(_) => (region, region),
             None => {
-                let end = start.checked_add(region).ok_or_else(|| {
-                    err(
-                        blame,
-                        format!("job '{}': offset {start} is past 2^64 bytes", job.name),
-                    )
-                })?;
+                let end = ByteRange::new(start, region)
+                    .map(|r| r.end())
+                    .map_err(|e| {
+                        err(
+                            blame,
+                            format!("job '{}': offset {start} + size {region}: {e}", job.name),
+                        )
+                    })?;
                 (end, end)
             }
         };
@@ -289,19 +297,19 @@ impl Layout {
                             ),
                         ));
                     }
-                    let stop = begin
-                        .checked_add(bytes)
-                        .filter(|&x| x <= dev)
-                        .ok_or_else(|| too_big(self.next))?;
+                    let stop = ByteRange::new(begin, bytes)
+                        .and_then(|r| r.within(dev))
+                        .map_err(|_| too_big(self.next))?
+                        .end();
                     self.next = stop;
                     Extent { bytes, ..e }
                 }
                 None => {
                     let begin = self.next.div_ceil(ALIGN) * ALIGN;
-                    let stop = begin
-                        .checked_add(bytes)
-                        .filter(|&x| x <= dev)
-                        .ok_or_else(|| too_big(self.next))?;
+                    let stop = ByteRange::new(begin, bytes)
+                        .and_then(|r| r.within(dev))
+                        .map_err(|_| too_big(self.next))?
+                        .end();
                     self.next = stop;
                     Extent {
                         sector: begin / 512,

@@ -16,7 +16,7 @@ mod verify_log;
 mod worker;
 mod zones;
 
-pub use failure::JobFailure;
+pub use failure::{IoError, JobFailure};
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};
 pub use rate::RateShortfall;
@@ -195,6 +195,10 @@ pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
             end: w.end,
             dirs: w.stats.dirs,
             extra: w.stats.extra,
+            failure: w.failure,
+            total_err: w.total_err,
+            first_error: w.first_error,
+            first_ignored: w.first_ignored,
         })
         .collect()
 }

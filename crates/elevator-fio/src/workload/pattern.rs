@@ -455,6 +455,18 @@ impl Pattern {
         self.max_bs
     }
 
+    /// Which of its files holds device sector `sector`, and the byte
+    /// offset in that file (for naming the file of a failed I/O).
+    pub fn file_at(&self, sector: u64) -> Option<(u32, u64)> {
+        self.files
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, f)| sector >= f.sector)
+            .map(|(i, f)| (i as u32, (sector - f.sector).saturating_mul(512)))
+            .find(|&(i, offset)| offset < self.files[i as usize].hi)
+    }
+
     /// `io` was taken by the queue: it counts towards the job's amount (and
     /// may end a loop).
     #[inline]

@@ -40,12 +40,19 @@
 //!   of the pattern, each held until the log's time for it (as a rate holds
 //!   one), at most `iodepth` in flight; its syncs are the log's (`fsync`,
 //!   `end_fsync`, rates and think time do not apply).
+//! - I/O errors ([`Worker::completed`] with a failed status): as fio, the
+//!   first error the job's [`ErrorPolicy`] (`continue_on_error`,
+//!   `ignore_error`) does not let it go on after ends it: it issues nothing
+//!   more, its I/Os in flight complete, and [`Worker::failure`] says which
+//!   I/O failed and how. Errors it goes on after are counted
+//!   ([`Worker::total_err`], [`Worker::first_error`]). A block that does
+//!   not verify is an `EILSEQ` of the verify kind.
 //! - Stops issuing when its pattern (or log) is exhausted or `runtime` is up; it is
 //!   done when its last I/O (and sync) completes.
 
-use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op};
+use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Status};
 
-use super::failure::JobFailure;
+use super::failure::{IoError, JobFailure};
 use super::layout::Extent;
 use super::pattern::{NextIo, Pattern};
 use super::rate::{Rate, RateMin, directions};
@@ -53,7 +60,7 @@ use super::replay::{IoLog, Replay};
 use super::start::StartRule;
 use super::think::Think;
 use super::verify_log::{self, GENERATION, VerifyLog};
-use crate::job::{JobError, JobSpec};
+use crate::job::{ErrorKind, ErrorPolicy, JobError, JobSpec};
 use crate::result::{IoDone, JobStats};
 use crate::verify::{VerifyError, VerifySpec};
 
@@ -201,6 +208,15 @@ pub struct Worker {
     pub verify_errors: u64,
     /// Why it failed, if it did (the first failure).
     pub failure: Option<JobFailure>,
+    /// Which errors it goes on after.
+    errors: ErrorPolicy,
+    /// Errors it went on after (fio's `total_err_count`).
+    pub total_err: u64,
+    /// The first error it went on after (fio's `first_error`), 0 for none.
+    pub first_error: i32,
+    /// The first I/O error it went on after, kept when `error_dump` asks
+    /// for errors that went on to be reported.
+    pub first_ignored: Option<IoError>,
     /// Its figures.
     pub stats: JobStats,
 }
@@ -355,6 +371,10 @@ impl Worker {
             verify_only,
             verify_errors: 0,
             failure: None,
+            errors: job.errors.clone(),
+            total_err: 0,
+            first_error: 0,
+            first_ignored: None,
             stats: JobStats::new(job),
         })
     }
@@ -447,6 +467,10 @@ impl Worker {
     /// checked it): counted; with `verify_fatal` the job stops.
     pub fn verify_failed(&mut self, error: VerifyError) {
         self.verify_errors += 1;
+        if self.errors.goes_on(ErrorKind::Verify, crate::errno::EILSEQ) {
+            self.went_on(crate::errno::EILSEQ, None);
+            return;
+        }
         let n = self.verify_errors;
         match &mut self.failure {
             Some(JobFailure::Verify { errors, .. }) => *errors = n,
@@ -456,6 +480,40 @@ impl Worker {
         self.slow = true;
         if self.verify_fatal {
             self.stop();
+        }
+    }
+
+    /// `io` failed with `errno`: counted if the job goes on after such an
+    /// error, else the job's failure.
+    #[cold]
+    fn io_failed(&mut self, io: &Pending, errno: i32) {
+        let kind = ErrorKind::of(io.op, errno);
+        let file = match io.op {
+            Op::Flush => None,
+            _ => self.pattern.file_at(io.sector),
+        };
+        let error = IoError {
+            errno,
+            op: io.op,
+            file,
+            device_offset: io.offset(),
+            len: io.len,
+        };
+        if self.errors.goes_on(kind, errno) {
+            self.went_on(errno, Some(error));
+        } else {
+            self.fail(JobFailure::Io(error), true);
+        }
+    }
+
+    /// An error the job goes on after.
+    fn went_on(&mut self, errno: i32, error: Option<IoError>) {
+        self.total_err += 1;
+        if self.first_error == 0 {
+            self.first_error = errno;
+        }
+        if self.errors.dump && self.first_ignored.is_none() {
+            self.first_ignored = error;
         }
     }
 
@@ -768,11 +826,24 @@ impl Worker {
     }
 
     /// `io` (submitted to the queue at `submitted`) completed at `now`,
-    /// moving `bytes`, `ok` or not. Its slot frees when it is reaped.
+    /// moving `bytes`, with `status`: a failure is counted, and ends the
+    /// job unless its [`ErrorPolicy`] lets it go on. Its slot frees when it
+    /// is reaped.
     #[inline]
-    pub fn completed(&mut self, io: &Pending, bytes: u64, ok: bool, submitted: Nanos, now: Nanos) {
+    pub fn completed(
+        &mut self,
+        io: &Pending,
+        bytes: u64,
+        status: Status,
+        submitted: Nanos,
+        now: Nanos,
+    ) {
         self.unreaped += 1;
         debug_assert!(self.unreaped <= self.in_flight, "completion not in flight");
+        let ok = status.is_ok();
+        if !ok {
+            self.io_failed(io, status.errno());
+        }
         if io.op == Op::Flush {
             self.stats.synced(io.issued, now, ok);
             return;

@@ -30,7 +30,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use elevator_core::{
     BioCompletion, BuildError, ConfigError, DeviceIo, DeviceShape, Dispatch, HeadSample, Nanos, Op,
-    Outcome, Queue, RequestId, Scheduler, Status, SubmitError, TunableError,
+    Outcome, Queue, RequestId, Scheduler, SubmitError, TunableError,
 };
 use thiserror::Error;
 
@@ -551,13 +551,7 @@ impl<'d> Engine<'d> {
                     let rec = ios[c.token as usize];
                     free_ios.push(c.token as u32);
                     let w = &mut workers[rec.worker as usize];
-                    w.completed(
-                        &rec.io,
-                        u64::from(c.bytes),
-                        c.status == Status::Ok,
-                        rec.submitted,
-                        now,
-                    );
+                    w.completed(&rec.io, u64::from(c.bytes), c.status, rec.submitted, now);
                     *ios_done += 1;
                     completing.push(rec.worker);
                 },

@@ -229,3 +229,113 @@ fn a_replay_writes_a_trace_that_replays_the_same() {
         );
     }
 }
+
+/// Issue 26, item 1: a bio whose sector or end is past 2^64 bytes was
+/// replayed at sector 0 of the target (tracefs read sector 2^64-1 as 0)
+/// and the run said "left out as bad: 0 bios". Now every format refuses
+/// it with its line or record, as blkparse does, and the target file is
+/// untouched; with --skip-bad the record is counted and left out.
+#[test]
+fn a_bio_past_2_64_bytes_is_refused_and_the_target_is_untouched() {
+    let dir = TempDir::new("replay-wrap");
+    let victim = dir.path().join("victim.img");
+    let content: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8 + 1).collect();
+    std::fs::write(&victim, &content).expect("write victim");
+    let device = format!("file:{}", victim.display());
+    let mut blktrace = elevator_trace::blktrace_write::BlktraceWriter::new(Vec::new());
+    let event = elevator_trace::record::event(
+        1,
+        elevator_core::TraceAction::Queue,
+        elevator_core::Op::Write,
+        elevator_core::BioFlags::NONE,
+        u64::MAX,
+        4096,
+        1,
+    );
+    elevator_trace::TraceSink::record(
+        &mut blktrace,
+        &elevator_trace::Record::new(event, 0, elevator_trace::dev_t(7, 0)),
+    )
+    .expect("encode");
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        (
+            "hs.trace",
+            b"       postgres-1   [000] .....  1.000000: block_bio_queue: 7,0 W 18446744073709551615 + 8 [postgres]\n".to_vec(),
+            "hs.trace: line 1: I/O range refused: sector 18446744073709551615 + 8 sectors is past 2^64 bytes",
+        ),
+        (
+            "end.trace",
+            b"       postgres-1   [000] .....  1.000000: block_bio_queue: 7,0 W 36028797018963967 + 8 [postgres]\n".to_vec(),
+            "end.trace: line 1: I/O range refused: sector 36028797018963967 + 8 sectors is past 2^64 bytes",
+        ),
+        (
+            "hs.blkparse",
+            b"  7,0    0        1     0.000000000     1  Q   W 18446744073709551615 + 8 [postgres]\n".to_vec(),
+            "hs.blkparse: line 1: I/O range refused: sector 18446744073709551615 + 8 sectors",
+        ),
+        (
+            "hs.iolog",
+            b"fio version 2 iolog\n/d add\n/d write 18446744073709551615 4096\n".to_vec(),
+            "hs.iolog: line 3: I/O range refused: offset 18446744073709551615 + length 4096",
+        ),
+        (
+            "hs.blktrace",
+            blktrace.into_inner(),
+            "hs.blktrace: record 1: I/O range refused: sector 18446744073709551615",
+        ),
+    ];
+    for (name, bytes, error) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write trace");
+        let p = path.to_string_lossy().into_owned();
+        let (ok, _, err) = elevator(&["replay", &p, "--device", &device]);
+        assert!(!ok, "{name}: replayed");
+        assert!(err.contains(error), "{name}: {err}");
+        assert!(
+            std::fs::read(&victim).expect("read victim") == content,
+            "{name}: the target was written"
+        );
+        let (ok, out, err) = elevator(&[
+            "replay",
+            &p,
+            "--device",
+            &device,
+            "--skip-bad",
+            "--output-format",
+            "json",
+        ]);
+        assert!(ok, "{name}: {err}");
+        let v: Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(v["skipped_lines"], 1, "{name}: {v}");
+        assert_eq!(v["bios"], 0, "{name}: {v}");
+        assert!(std::fs::read(&victim).expect("read victim") == content);
+    }
+    // A bio past the target's end (1 MiB) is refused by its record, or
+    // counted as left out with --skip-bad.
+    let path = dir.path().join("beyond.trace");
+    std::fs::write(
+        &path,
+        b"  a-1 [000] ..... 1.000000: block_bio_queue: 7,0 W 2044 + 8 [a]\n",
+    )
+    .expect("write trace");
+    let p = path.to_string_lossy().into_owned();
+    let (ok, _, err) = elevator(&["replay", &p, "--device", &device]);
+    assert!(!ok);
+    assert!(
+        err.contains("record 1: sectors 2044..2052 are beyond the device's 2048 sectors"),
+        "{err}"
+    );
+    let (ok, out, err) = elevator(&[
+        "replay",
+        &p,
+        "--device",
+        &device,
+        "--skip-bad",
+        "--output-format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["skipped_bios"], 1, "{v}");
+    assert!(std::fs::read(&victim).expect("read victim") == content);
+}

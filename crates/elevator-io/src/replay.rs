@@ -185,8 +185,7 @@ impl<D: DataDevice> Replayer<'_, D> {
             Step::Unplug { .. } => self.engine.unplug(),
             Step::Process { pid, name } => self.out.process(*pid, name, now),
             Step::Bio(b) => {
-                let end = (b.sector + u64::from(b.bytes >> 9)) * 512;
-                if b.op != Op::Flush && end > self.engine.capacity() {
+                if let Err(kind) = b.on_device(self.engine.capacity()) {
                     if self.cfg.skip_bad {
                         self.skipped += 1;
                         return Ok(());
@@ -194,11 +193,7 @@ impl<D: DataDevice> Replayer<'_, D> {
                     return Err(ReplayError::from(TraceError::at_record(
                         &self.cfg.source_name,
                         b.record,
-                        TraceErrorKind::BeyondDevice {
-                            sector: b.sector,
-                            end: end / 512,
-                            capacity: self.engine.capacity() / 512,
-                        },
+                        kind,
                     ))
                     .into());
                 }

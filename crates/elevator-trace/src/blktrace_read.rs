@@ -7,7 +7,9 @@
 //! `skip_bad`, a count in [`BlktraceReader::skipped`]): the magic (the byte
 //! order is taken from the first record's), the version (0x07), a record or
 //! payload cut short, an action code blktrace does not define, and time
-//! going backwards on one CPU. Codes elevator does not replay (sleep,
+//! going backwards on one CPU, a sector and size whose end is past 2^64
+//! bytes (through [`Extent::place`]; an empty flush at 2^64-1 is the
+//! kernel's flush request, at sector 0). Codes elevator does not replay (sleep,
 //! bounce, remap, abort, driver data) are dropped and counted in
 //! [`BlktraceReader::ignored`]; timestamp and message notifies are dropped.
 //! A record with the cgroup flag has its 8-byte cgroup id skipped before
@@ -23,11 +25,11 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use elevator_core::{IoContext, TraceAction, TraceEvent};
+use elevator_core::TraceAction;
 
 use crate::blktrace::{Endian, RECORD_BYTES, RawRecord, VERSION, category, code, decode_action};
 use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
-use crate::record::{Item, Record};
+use crate::record::{Extent, Item, Record, traced_event};
 
 /// Bytes read from the input at a time (the buffer grows for a record
 /// whose payload is larger).
@@ -263,17 +265,14 @@ impl<R: Read> BlktraceReader<R> {
             } else {
                 0
             };
-            let event = TraceEvent {
-                time: raw.time,
-                action,
-                op,
-                flags,
+            let extent = Extent::SectorBytes {
                 sector: raw.sector,
-                bytes: raw.bytes,
-                ctx: IoContext(raw.pid),
-                error: i32::from(raw.error as i16),
-                extra,
+                bytes: u64::from(raw.bytes),
             };
+            let mut event = traced_event(raw.time, action, op, flags, extent, raw.pid)
+                .map_err(|refusal| self.error(refusal.into()))?;
+            event.error = i32::from(raw.error as i16);
+            event.extra = extra;
             return Ok(Some(Item::Record(Record {
                 event,
                 cpu: raw.cpu,

@@ -3,6 +3,8 @@
 
 use thiserror::Error;
 
+pub use crate::record::RangeRefusal;
+
 /// What was wrong with a trace.
 #[derive(Debug, Error)]
 pub enum TraceErrorKind {
@@ -52,6 +54,11 @@ pub enum TraceErrorKind {
         /// Device size in sectors.
         capacity: u64,
     },
+    /// A sector range that cannot be replayed as stated (it ends past 2^64
+    /// bytes, is more than one bio carries, or a split cuts before its
+    /// start): refused, as blkparse refuses it, never wrapped.
+    #[error("I/O range refused: {0}")]
+    Range(#[from] RangeRefusal),
     /// The content is not any trace format elevator knows.
     #[error("not a trace elevator reads ({0})")]
     UnknownFormat(String),
@@ -87,6 +94,21 @@ impl TraceError {
             place: format!("line {n}"),
             kind,
         }
+    }
+}
+
+/// Why a text line is not an item: it does not parse (what was expected),
+/// or its range is refused.
+pub(crate) enum BadLine {
+    /// What was expected.
+    Text(&'static str),
+    /// Its range cannot be replayed as stated.
+    Range(RangeRefusal),
+}
+
+impl From<&'static str> for BadLine {
+    fn from(why: &'static str) -> BadLine {
+        BadLine::Text(why)
     }
 }
 

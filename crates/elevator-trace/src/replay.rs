@@ -33,13 +33,14 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::fast_hash::IntMap;
 
+use elevator_core::range::ByteRange;
 use elevator_core::{BioFlags, Nanos, Op, TraceAction};
 
 mod flush;
 
 pub use flush::{FlushModel, FlushParts};
 
-use crate::error::TraceError;
+use crate::error::{TraceError, TraceErrorKind};
 use crate::record::{DevT, Item, Record};
 
 /// Bio events looked at to choose the device when none is named.
@@ -76,6 +77,28 @@ pub struct PlannedBio {
     pub pid: u32,
     /// Which record of the trace it came from (1-based), for errors.
     pub record: u64,
+}
+
+impl PlannedBio {
+    /// Whether the bio lies on a device of `capacity` bytes: a flush
+    /// always does; anything else through [`ByteRange`] (its end in bytes
+    /// must fit in a `u64`, then in the device). The replay drivers' one
+    /// capacity check.
+    pub fn on_device(&self, capacity: u64) -> Result<(), TraceErrorKind> {
+        if self.op == Op::Flush {
+            return Ok(());
+        }
+        let range = ByteRange::at_sector(self.sector, u64::from(self.bytes))
+            .map_err(|e| TraceErrorKind::Range(e.into()))?;
+        range
+            .within(capacity)
+            .map(drop)
+            .map_err(|_| TraceErrorKind::BeyondDevice {
+                sector: self.sector,
+                end: range.end().div_ceil(512),
+                capacity: capacity / 512,
+            })
+    }
 }
 
 /// One step of a replay.

@@ -22,8 +22,11 @@
 //!
 //! Block tracepoints that elevator has no event for (`block_bio_complete`,
 //! `block_rq_error`, `block_bio_remap`, `block_io_start`, ...) are passed
-//! over; other tracepoint names are errors. A flush completes at sector
-//! 2^64-1: it is read as sector 0, as flushes are everywhere else. Plug and
+//! over; other tracepoint names are errors. Every `SECTOR + NR` goes through
+//! [`Extent::place`]: a flush request is queued and completes at sector
+//! 2^64-1 with no sectors, read as sector 0 as flushes are everywhere
+//! else; any other range whose end is past 2^64 bytes is refused with its
+//! line (as blkparse refuses it), never wrapped. Plug and
 //! unplug name no device: they are read with device 0, for the consumer to
 //! attribute. Each process is named ([`Item::Process`]) the first time its
 //! pid appears, and again once if it was first seen as `<...>`.
@@ -34,7 +37,7 @@ use elevator_core::{BioFlags, Op, TraceAction, TraceEvent};
 
 use crate::error::{TraceError, TraceErrorKind};
 use crate::fast_hash::IntMap;
-use crate::record::{DevT, Item, Record, dev_t, event, parse_rwbs};
+use crate::record::{DevT, Extent, Item, Record, dev_t, parse_rwbs, traced_event};
 
 /// Block tracepoints read and passed over: elevator records no such event.
 const PASSED_OVER: [&str; 7] = [
@@ -385,14 +388,14 @@ fn rwbs_of(tok: Option<&[u8]>, bytes: u64) -> Option<(Op, BioFlags)> {
     parse_rwbs(std::str::from_utf8(tok?).ok()?, bytes)
 }
 
-/// `SECTOR + NR` → (sector, sectors); a flush's sector 2^64-1 reads as 0.
-fn range(t: &mut Tokens<'_>) -> Option<(u64, u64)> {
+/// `SECTOR + NR`, as stated (checked by [`Extent::place`]).
+fn range(t: &mut Tokens<'_>) -> Option<Extent> {
     let sector = digits(t.next_token()?)?;
     if t.next_token()? != b"+" {
         return None;
     }
-    let nr = digits(t.next_token()?)?;
-    Some((if sector == u64::MAX { 0 } else { sector }, nr))
+    let sectors = digits(t.next_token()?)?;
+    Some(Extent::Sectors { sector, sectors })
 }
 
 fn action_of(name: &[u8]) -> Option<TraceAction> {
@@ -434,11 +437,11 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
         | TraceAction::GetRq => {
             let dev = device(t.next_token()).ok_or_else(|| fail("bad device"))?;
             let rwbs = t.next_token();
-            let (sector, nr) = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
-            let (op, flags) = rwbs_of(rwbs, nr).ok_or_else(|| fail("bad rwbs"))?;
+            let extent = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
+            let (op, flags) = rwbs_of(rwbs, sectors_of(extent)).ok_or_else(|| fail("bad rwbs"))?;
             (
                 dev,
-                event(line.time, action, op, flags, sector, bytes(nr)?, pid),
+                traced_event(line.time, action, op, flags, extent, pid)?,
             )
         }
         TraceAction::Split => {
@@ -450,11 +453,15 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
             let (Some(sector), Some(b"/"), Some(new)) = (sector, slash, new) else {
                 return Err(fail("expected SECTOR / NEW_SECTOR"));
             };
-            let nr = new.saturating_sub(sector);
-            let (op, flags) = rwbs_of(rwbs, nr.max(1)).ok_or_else(|| fail("bad rwbs"))?;
-            let mut e = event(line.time, action, op, flags, sector, bytes(nr)?, pid);
-            e.extra = new;
-            (dev, e)
+            let (op, flags) = rwbs_of(rwbs, 1).ok_or_else(|| fail("bad rwbs"))?;
+            let extent = Extent::Split {
+                sector,
+                new_sector: new,
+            };
+            (
+                dev,
+                traced_event(line.time, action, op, flags, extent, pid)?,
+            )
         }
         TraceAction::Insert | TraceAction::Issue | TraceAction::RqMerge => {
             let dev = device(t.next_token()).ok_or_else(|| fail("bad device"))?;
@@ -465,11 +472,11 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
             if !t.skip_cmd() {
                 return Err(fail("expected (CMD)"));
             }
-            let (sector, nr) = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
-            let (op, flags) = rwbs_of(rwbs, nr).ok_or_else(|| fail("bad rwbs"))?;
+            let extent = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
+            let (op, flags) = rwbs_of(rwbs, sectors_of(extent)).ok_or_else(|| fail("bad rwbs"))?;
             (
                 dev,
-                event(line.time, action, op, flags, sector, bytes(nr)?, pid),
+                traced_event(line.time, action, op, flags, extent, pid)?,
             )
         }
         TraceAction::Complete | TraceAction::Requeue => {
@@ -478,9 +485,9 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
             if !t.skip_cmd() {
                 return Err(fail("expected (CMD)"));
             }
-            let (sector, nr) = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
-            let (op, flags) = rwbs_of(rwbs, nr).ok_or_else(|| fail("bad rwbs"))?;
-            let mut e = event(line.time, action, op, flags, sector, bytes(nr)?, pid);
+            let extent = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
+            let (op, flags) = rwbs_of(rwbs, sectors_of(extent)).ok_or_else(|| fail("bad rwbs"))?;
+            let mut e = traced_event(line.time, action, op, flags, extent, pid)?;
             // The last "[N]" is the error (negative errno or 0).
             if let Some(open) = fields.iter().rposition(|&c| c == b'[') {
                 let inner = trim(&fields[open + 1..]);
@@ -496,14 +503,12 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
     Ok(Some(Record::new(ev.1, line.cpu, ev.0)))
 }
 
-fn bytes(sectors: u64) -> Result<u32, TraceErrorKind> {
-    sectors
-        .checked_mul(512)
-        .and_then(|b| u32::try_from(b).ok())
-        .ok_or_else(|| TraceErrorKind::Parse {
-            why: "I/O larger than 4 GiB".into(),
-            text: format!("{sectors} sectors"),
-        })
+/// The stated length in sectors (for rwbs: a flush has none).
+fn sectors_of(extent: Extent) -> u64 {
+    match extent {
+        Extent::Sectors { sectors, .. } => sectors,
+        _ => 1,
+    }
 }
 
 #[cfg(test)]

@@ -162,6 +162,7 @@ where
         events_dropped: dropped,
         plugs: plan.plugs(),
         waited: plan.waited(),
+        recorded: plan.recorded(),
     })
 }
 

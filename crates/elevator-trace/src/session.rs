@@ -20,7 +20,7 @@ use thiserror::Error;
 use crate::analyze::{Analysis, Analyzer};
 use crate::error::TraceError;
 use crate::record::{DevT, Record};
-use crate::replay::{FlushModel, FlushParts, PlannedBio, Step, Timing};
+use crate::replay::{FlushModel, FlushParts, PlannedBio, RecordedAnalysis, Step, Timing};
 use crate::sink::TraceSink;
 
 /// Why a replay stopped.
@@ -78,6 +78,9 @@ pub struct ReplayResult {
     pub plugs: u64,
     /// Steps that waited behind another task's plug.
     pub waited: u64,
+    /// The recording's own events, if the plan analysed them
+    /// ([`crate::replay::Planner::analyze_recorded`]).
+    pub recorded: Option<RecordedAnalysis>,
 }
 
 /// Where a replay's queue events go: the analyzer, and the trace sink if
@@ -447,6 +450,7 @@ impl<'s> Session<'s> {
             events_dropped,
             plugs: 0,
             waited: 0,
+            recorded: None,
         })
     }
 }

@@ -20,7 +20,11 @@
 //! end of the events). The error of a completion is printed as blkparse
 //! prints it, the kernel's negative errno in 16 bits (`[65531]` for -5).
 //!
-//! The reader holds one line and the name last seen for each process.
+//! The reader holds one line (at most
+//! [`crate::text_fields::MAX_LINE_BYTES`]) and the name last seen for each
+//! process (cut at [`crate::record::MAX_NAME_BYTES`], for at most
+//! [`MAX_NAMED_PROCESSES`] processes: past that it forgets them and names
+//! each again when next seen).
 //!
 //! Text holds less than the binary format: times are relative to the first
 //! event (the origin is lost); data-less events other than C/R and X print
@@ -36,10 +40,14 @@ use elevator_core::{BioFlags, Op, TraceAction};
 
 use crate::blktrace::{action_word, category};
 use crate::error::{BadLine, ItemSource, TraceError, TraceErrorKind, next_item};
-use crate::record::{Extent, Item, Record, dev_t, parse_rwbs, traced_event};
+use crate::record::{
+    Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, name_prefix, parse_rwbs, process_name,
+    traced_event,
+};
 use crate::sink::TraceSink;
 use crate::text_fields::{
-    Fields, parse_seconds, parse_uint, push_right, push_uint, push_uint_left, push_uint_zeros,
+    Fields, LineRead, MAX_LINE_BYTES, parse_seconds, parse_uint, push_right, push_uint,
+    push_uint_left, push_uint_zeros, read_line,
 };
 
 /// How blkparse names a process it has no notify record for.
@@ -122,15 +130,15 @@ impl<R: BufRead> BlkparseReader<R> {
             return Ok(Some(item));
         }
         loop {
-            self.line.clear();
-            let n = self
-                .input
-                .read_until(b'\n', &mut self.line)
-                .map_err(|e| self.error(e.into()))?;
-            if n == 0 {
+            let read = read_line(&mut self.input, &mut self.line)
+                .map_err(|e| TraceError::at_line(&self.source_name, self.lines + 1, e.into()))?;
+            if read == LineRead::End {
                 return Ok(None);
             }
             self.lines += 1;
+            if read == LineRead::TooLong {
+                return Err(self.error(TraceErrorKind::LineTooLong(MAX_LINE_BYTES)));
+            }
             let parsed = parse_line(&self.line).map_err(|bad| match bad {
                 BadLine::Text(why) => self.parse_error(why),
                 BadLine::Range(refusal) => self.error(refusal.into()),
@@ -152,10 +160,14 @@ impl<R: BufRead> BlkparseReader<R> {
                         return Ok(Some(Item::Record(record)));
                     }
                     let pid = record.pid();
-                    if self.names.get(&pid).map(|n| n.as_bytes()) == Some(name) {
+                    let known = self.names.get(&pid).map(String::as_bytes);
+                    if known == Some(name_prefix(name)) {
                         return Ok(Some(Item::Record(record)));
                     }
-                    let name = String::from_utf8_lossy(name).into_owned();
+                    if known.is_none() && self.names.len() >= MAX_NAMED_PROCESSES {
+                        self.names.clear();
+                    }
+                    let name = process_name(name);
                     self.names.insert(pid, name.clone());
                     self.pending = Some(Item::Record(record));
                     return Ok(Some(Item::Process {

@@ -29,7 +29,7 @@ use elevator_core::TraceAction;
 
 use crate::blktrace::{Endian, RECORD_BYTES, RawRecord, VERSION, category, code, decode_action};
 use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
-use crate::record::{Extent, Item, Record, traced_event};
+use crate::record::{Extent, Item, Record, process_name, traced_event};
 
 /// Bytes read from the input at a time (the buffer grows for a record
 /// whose payload is larger).
@@ -217,7 +217,7 @@ impl<R: Read> BlktraceReader<R> {
                         .iter()
                         .position(|&b| b == 0)
                         .unwrap_or(payload.len());
-                    let name = String::from_utf8_lossy(&payload[..end]).into_owned();
+                    let name = process_name(&payload[..end]);
                     return Ok(Some(Item::Process {
                         pid: raw.pid,
                         name,

@@ -44,6 +44,9 @@ pub enum TraceErrorKind {
         /// The offending text (shortened).
         text: String,
     },
+    /// A text line longer than the most a reader takes.
+    #[error("line longer than {0} bytes: not a trace line")]
+    LineTooLong(usize),
     /// A sector range beyond the device replayed on.
     #[error("sectors {sector}..{end} are beyond the device's {capacity} sectors")]
     BeyondDevice {

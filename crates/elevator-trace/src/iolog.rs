@@ -28,8 +28,11 @@
 //! flags (sync, FUA, metadata) or completion; times in microseconds; offsets
 //! that are not whole sectors are rounded down. An offset and length whose
 //! end is past 2^64 bytes, or a length over 4 GiB, is refused with its line
-//! ([`crate::record::Extent::place`]).
+//! ([`crate::record::Extent::place`]). What a log may name is bounded: at
+//! most 65536 files, names of at most 4096 bytes and 16 MiB in all, lines
+//! of at most [`crate::text_fields::MAX_LINE_BYTES`].
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 
 use elevator_core::{BioFlags, Op, TraceAction};
@@ -37,7 +40,7 @@ use elevator_core::{BioFlags, Op, TraceAction};
 use crate::error::{BadLine, ItemSource, TraceError, TraceErrorKind, next_item};
 use crate::record::{Extent, Item, Record, traced_event};
 use crate::sink::TraceSink;
-use crate::text_fields::{Fields, parse_uint, push_uint};
+use crate::text_fields::{Fields, LineRead, MAX_LINE_BYTES, parse_uint, push_uint, read_line};
 
 /// The first line of a version 2 log.
 pub const V2_HEADER: &str = "fio version 2 iolog";
@@ -45,6 +48,10 @@ pub const V2_HEADER: &str = "fio version 2 iolog";
 pub const V3_HEADER: &str = "fio version 3 iolog";
 /// Files one log may name (each is an I/O context).
 const MAX_FILES: usize = 1 << 16;
+/// The longest file name a log may give (Linux's `PATH_MAX`).
+const MAX_FILE_NAME_BYTES: usize = 4096;
+/// The most bytes of file names one log may give, all files together.
+const MAX_NAME_BYTES_TOTAL: usize = 16 << 20;
 
 /// An iolog version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +86,10 @@ pub struct IologReader<R: BufRead> {
     lines: u64,
     version: Option<IologVersion>,
     files: Vec<String>,
+    /// Each file's index in `files`, by name.
+    file_index: HashMap<String, usize>,
+    /// Bytes of the files' names.
+    name_bytes: usize,
     last_file: usize,
     time: u64,
     /// Where this log's times start (a log appended after another starts
@@ -107,6 +118,8 @@ impl<R: BufRead> IologReader<R> {
             lines: 0,
             version: None,
             files: Vec::new(),
+            file_index: HashMap::new(),
+            name_bytes: 0,
             last_file: 0,
             time: 0,
             base: 0,
@@ -140,7 +153,7 @@ impl<R: BufRead> IologReader<R> {
         if self.files.get(self.last_file).map(|f| f.as_bytes()) == Some(name) {
             return Some(self.last_file);
         }
-        let i = self.files.iter().position(|f| f.as_bytes() == name)?;
+        let i = *self.file_index.get(std::str::from_utf8(name).ok()?)?;
         self.last_file = i;
         Some(i)
     }
@@ -192,10 +205,19 @@ impl<R: BufRead> IologReader<R> {
                     return Ok(Line::Nothing);
                 }
                 if self.files.len() >= MAX_FILES {
-                    return Err(BadLine::Text("too many files"));
+                    return Err(BadLine::Text("too many files (more than 65536)"));
                 }
+                if file.len() > MAX_FILE_NAME_BYTES {
+                    return Err(BadLine::Text("file name longer than 4096 bytes"));
+                }
+                if self.name_bytes + file.len() > MAX_NAME_BYTES_TOTAL {
+                    return Err(BadLine::Text("file names add up to more than 16 MiB"));
+                }
+                self.name_bytes += file.len();
                 let name = std::str::from_utf8(file).map_err(|_| "file name is not UTF-8")?;
                 self.files.push(name.to_string());
+                self.file_index
+                    .insert(name.to_string(), self.files.len() - 1);
                 return Ok(Line::Added(self.files.len() - 1));
             }
             self.file_index(file).ok_or("file not added")?;
@@ -234,15 +256,15 @@ impl<R: BufRead> IologReader<R> {
 
     fn read_item(&mut self) -> Result<Option<Item>, TraceError> {
         loop {
-            self.line.clear();
-            let n = self
-                .input
-                .read_until(b'\n', &mut self.line)
-                .map_err(|e| self.error(e.into()))?;
-            if n == 0 {
+            let read = read_line(&mut self.input, &mut self.line)
+                .map_err(|e| TraceError::at_line(&self.source_name, self.lines + 1, e.into()))?;
+            if read == LineRead::End {
                 return Ok(None);
             }
             self.lines += 1;
+            if read == LineRead::TooLong {
+                return Err(self.error(TraceErrorKind::LineTooLong(MAX_LINE_BYTES)));
+            }
             let Some(version) = self.version else {
                 match IologVersion::from_header(&self.line) {
                     Some(v) => {

@@ -55,6 +55,25 @@ pub enum Item {
     },
 }
 
+/// The longest process name kept: the kernel's `comm` is 16 bytes; a
+/// trace's longer name is cut here, so that names cost little however long
+/// a line is.
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// Processes whose names a reader remembers (to name each once): past
+/// this many, it forgets them all and names each again when next seen.
+pub const MAX_NAMED_PROCESSES: usize = 1 << 16;
+
+/// The first [`MAX_NAME_BYTES`] of a name as a trace gives it.
+pub fn name_prefix(name: &[u8]) -> &[u8] {
+    &name[..name.len().min(MAX_NAME_BYTES)]
+}
+
+/// A process's name from a trace's bytes, cut at [`MAX_NAME_BYTES`].
+pub fn process_name(name: &[u8]) -> String {
+    String::from_utf8_lossy(name_prefix(name)).into_owned()
+}
+
 /// Text of at most 8 bytes, kept on the stack.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rwbs {

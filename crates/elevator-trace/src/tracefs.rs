@@ -29,7 +29,11 @@
 //! line (as blkparse refuses it), never wrapped. Plug and
 //! unplug name no device: they are read with device 0, for the consumer to
 //! attribute. Each process is named ([`Item::Process`]) the first time its
-//! pid appears, and again once if it was first seen as `<...>`.
+//! pid appears, and again once if it was first seen as `<...>` (names cut
+//! at [`crate::record::MAX_NAME_BYTES`]; past
+//! [`MAX_NAMED_PROCESSES`] pids the reader forgets them and names each
+//! again when next seen). A line is at most
+//! [`crate::text_fields::MAX_LINE_BYTES`].
 
 use std::io::BufRead;
 
@@ -37,7 +41,10 @@ use elevator_core::{BioFlags, Op, TraceAction, TraceEvent};
 
 use crate::error::{TraceError, TraceErrorKind};
 use crate::fast_hash::IntMap;
-use crate::record::{DevT, Extent, Item, Record, dev_t, parse_rwbs, traced_event};
+use crate::record::{
+    DevT, Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, parse_rwbs, process_name, traced_event,
+};
+use crate::text_fields::{LineRead, MAX_LINE_BYTES, read_line};
 
 /// Block tracepoints read and passed over: elevator records no such event.
 const PASSED_OVER: [&str; 7] = [
@@ -58,7 +65,8 @@ pub struct TracefsReader<R: BufRead> {
     skipped: u64,
     line_no: u64,
     buf: Vec<u8>,
-    /// Pids seen, and whether the name given for them was a real one.
+    /// Pids seen, and whether the name given for them was a real one (at
+    /// most [`MAX_NAMED_PROCESSES`]).
     named: IntMap<u32, bool>,
     /// A record waiting behind the process item announcing its pid.
     pending: Option<Record>,
@@ -119,11 +127,14 @@ impl<R: BufRead> TracefsReader<R> {
         match self.named.get(&pid) {
             Some(true) => None,
             Some(false) if !real => None,
-            _ => {
+            known => {
+                if known.is_none() && self.named.len() >= MAX_NAMED_PROCESSES {
+                    self.named.clear();
+                }
                 self.named.insert(pid, real);
                 Some(Item::Process {
                     pid,
-                    name: String::from_utf8_lossy(name).into_owned(),
+                    name: process_name(name),
                     time,
                 })
             }
@@ -142,13 +153,12 @@ impl<R: BufRead> Iterator for TracefsReader<R> {
             if self.done {
                 return None;
             }
-            self.buf.clear();
-            match self.reader.read_until(b'\n', &mut self.buf) {
-                Ok(0) => {
+            let too_long = match read_line(&mut self.reader, &mut self.buf) {
+                Ok(LineRead::End) => {
                     self.done = true;
                     return None;
                 }
-                Ok(_) => {}
+                Ok(read) => read == LineRead::TooLong,
                 Err(e) => {
                     self.done = true;
                     return Some(Err(TraceError::at_line(
@@ -157,11 +167,13 @@ impl<R: BufRead> Iterator for TracefsReader<R> {
                         TraceErrorKind::Io(e),
                     )));
                 }
-            }
+            };
             self.line_no += 1;
             let buf = std::mem::take(&mut self.buf);
             let text = trim(&buf);
-            let parsed = if text.is_empty() || text[0] == b'#' {
+            let parsed = if too_long {
+                Err(TraceErrorKind::LineTooLong(MAX_LINE_BYTES))
+            } else if text.is_empty() || text[0] == b'#' {
                 Ok(None)
             } else {
                 parse_line(text).and_then(|line| {

@@ -935,3 +935,157 @@ proptest::proptest! {
         every_reader_takes_or_refuses(a, b);
     }
 }
+
+/// Text generated a line at a time: `line(n, buf)` writes line `n`.
+struct LineStream<F> {
+    line: F,
+    n: u64,
+    lines: u64,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl<F: FnMut(u64, &mut Vec<u8>)> LineStream<F> {
+    fn new(lines: u64, line: F) -> io::BufReader<LineStream<F>> {
+        io::BufReader::new(LineStream {
+            line,
+            n: 0,
+            lines,
+            buf: Vec::new(),
+            at: 0,
+        })
+    }
+}
+
+impl<F: FnMut(u64, &mut Vec<u8>)> Read for LineStream<F> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.at == self.buf.len() {
+            self.buf.clear();
+            self.at = 0;
+            while self.buf.len() < 4096 && self.n < self.lines {
+                (self.line)(self.n, &mut self.buf);
+                self.n += 1;
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Read and plan `items` (as `elevator replay` does, the recording's
+/// events of the device analysed), and the peak of memory allocated
+/// meanwhile.
+fn peak_of(items: impl Iterator<Item = Result<Item, elevator_trace::TraceError>>) -> u64 {
+    use elevator_trace::replay::{Events, Planner};
+    let info = allocation_counter::measure(|| {
+        let mut bios = 0u64;
+        for step in Planner::new(items, Events::Queued, None).analyze_recorded() {
+            bios += u64::from(matches!(step, Ok(elevator_trace::replay::Step::Bio(_))));
+        }
+        assert!(bios > 0);
+    });
+    info.bytes_max
+}
+
+/// A trace naming hundreds of thousands of processes and devices, with
+/// long names, costs what a small one does: the readers' and the planner's
+/// per-process maps are bounded, and other devices' events cost nothing
+/// (issue 26, item 7).
+#[test]
+fn hostile_keys_cost_bounded_memory() {
+    const N: u64 = 600_000;
+    // Measured: 2.6 MB and 11 MB; 17 MB and 160 MB before the bounds.
+    let long_name = "n".repeat(1000);
+    let tracefs = LineStream::new(N, |n, buf| {
+        let pid = n + 1;
+        let name = if n % 2 == 0 { "a" } else { &long_name };
+        let line = match n % 3 {
+            0 => format!(
+                "  {name}-{pid} [000] ..... 1.{n:06}: block_bio_queue: {},{} W {} + {} [a]\n",
+                n % 4000,
+                n / 4000,
+                n * 8,
+                n % 2048 + 1
+            ),
+            1 => format!(
+                "  {name}-{pid} [000] ..... 1.{n:06}: block_rq_issue: 8,0 W 0 () {} + {} be,0,4 [a]\n",
+                n * 8,
+                n % 8192 + 1
+            ),
+            _ => format!("  {name}-{pid} [000] ..... 1.{n:06}: block_unplug: [a] {n}\n"),
+        };
+        buf.extend_from_slice(line.as_bytes());
+    });
+    let peak = peak_of(elevator_trace::tracefs::TracefsReader::new(
+        tracefs, "t", false,
+    ));
+    assert!(peak < 8 << 20, "tracefs: peak {peak} bytes");
+    let blkparse = LineStream::new(N, |n, buf| {
+        let line = format!(
+            "{:3},{:<3} 0 {n:8} {:5}.{:09} {:5}  Q   W {} + 8 [{}{n}]\n",
+            n % 4000,
+            n / 4000,
+            n / 1_000_000,
+            n % 1_000_000,
+            n + 1,
+            n * 8,
+            &long_name[..200]
+        );
+        buf.extend_from_slice(line.as_bytes());
+    });
+    let peak = peak_of(BlkparseReader::new(blkparse, "b", false));
+    assert!(peak < 24 << 20, "blkparse: peak {peak} bytes");
+}
+
+/// A line longer than MAX_LINE_BYTES (say a file of one endless line) is
+/// an error naming it, or skipped, and never held whole; an iolog's file
+/// names are bounded too.
+#[test]
+fn over_long_lines_and_names_are_refused_by_line() {
+    use elevator_trace::text_fields::MAX_LINE_BYTES;
+    let long = "9".repeat(MAX_LINE_BYTES + 10);
+    let traces = [
+        format!(
+            "  a-1 [000] ..... 1.000000: block_bio_queue: 7,0 W 8 + 8 [a]\n  a-1 [000] ..... 1.000001: block_bio_queue: 7,0 W 8 + {long} [a]\n  a-1 [000] ..... 1.000002: block_bio_queue: 7,0 W 8 + 8 [a]\n"
+        ),
+        format!(
+            "  8,0    0        1     0.000000000     1  Q   W 8 + 8 [a]\n  8,0    0        2     0.000000001     1  Q   W 8 + 8 [{long}]\n  8,0    0        3     0.000000002     1  Q   W 8 + 8 [a]\n"
+        ),
+        format!("fio version 2 iolog\n/d{long} add\n/d add\n/d write 0 512\n/d write 512 512\n"),
+    ];
+    for text in &traces {
+        let open = |skip| {
+            elevator_trace::TraceReader::from_reader(
+                Box::new(io::Cursor::new(text.clone().into_bytes())),
+                "long",
+                None,
+                skip,
+            )
+            .unwrap()
+        };
+        let e = open(false).find_map(Result::err).expect("an error");
+        assert_eq!(
+            e.to_string(),
+            "long: line 2: line longer than 65536 bytes: not a trace line"
+        );
+        let mut r = open(true);
+        let records = r
+            .by_ref()
+            .filter(|i| matches!(i, Ok(Item::Record(_))))
+            .count();
+        assert_eq!(records, 2);
+        assert_eq!(r.skipped(), 1);
+    }
+    let name = "f".repeat(4097);
+    let text = format!("fio version 2 iolog\n{name} add\n");
+    let e = IologReader::new(text.as_bytes(), "i", false)
+        .find_map(Result::err)
+        .expect("an error");
+    assert!(
+        e.to_string()
+            .contains("line 2: cannot parse: file name longer than 4096 bytes"),
+        "{e}"
+    );
+}

@@ -1,7 +1,8 @@
 //! Reading blktrace's binary format: [`BlktraceReader`] streams one file
 //! (or `blktrace -o -`'s single stream of every CPU) record by record;
-//! [`BlktraceSetReader`] opens a per-CPU set (`NAME.blktrace.0`, `.1`, ...)
-//! and merges it by time, holding one record per file.
+//! [`BlktraceSetReader`] opens a per-CPU set (`NAME.blktrace.0`, `.1`, ...,
+//! at most [`MAX_SET_FILES`]) and merges it by time, holding one record
+//! and a 4 KiB buffer per file.
 //!
 //! Checks, each an error naming the source and record number (or, with
 //! `skip_bad`, a count in [`BlktraceReader::skipped`]): the magic (the byte
@@ -34,13 +35,20 @@ use crate::record::{Extent, Item, Record, process_name, traced_event};
 /// Bytes read from the input at a time (the buffer grows for a record
 /// whose payload is larger).
 const BUFFER_BYTES: usize = 1 << 15;
+/// Bytes read from each file of a per-CPU set at a time.
+const SET_BUFFER_BYTES: usize = 1 << 12;
+/// Files a per-CPU set may have (one per CPU).
+pub const MAX_SET_FILES: usize = 4096;
 /// CPUs whose time order is checked (records of higher CPU numbers are not).
 const CHECKED_CPUS: usize = 4096;
 
 /// Streams the records of one blktrace file or stream.
 pub struct BlktraceReader<R: Read> {
     input: R,
+    /// Bytes read and not yet taken (`pos..len`); grown for a record with
+    /// a large payload, and back to `base` bytes after it.
     buf: Vec<u8>,
+    base: usize,
     pos: usize,
     len: usize,
     eof: bool,
@@ -59,9 +67,22 @@ impl<R: Read> BlktraceReader<R> {
     /// bad records are counted and skipped (after a bad magic the reader
     /// looks for the next one) instead of ending the read with an error.
     pub fn new(input: R, source_name: &str, skip_bad: bool) -> BlktraceReader<R> {
+        Self::with_buffer(input, source_name, skip_bad, BUFFER_BYTES)
+    }
+
+    /// [`BlktraceReader::new`] reading `buffer` bytes at a time (at least
+    /// one record's).
+    fn with_buffer(
+        input: R,
+        source_name: &str,
+        skip_bad: bool,
+        buffer: usize,
+    ) -> BlktraceReader<R> {
+        let base = buffer.max(RECORD_BYTES);
         BlktraceReader {
             input,
-            buf: vec![0; BUFFER_BYTES],
+            buf: vec![0; base],
+            base,
             pos: 0,
             len: 0,
             eof: false,
@@ -103,6 +124,9 @@ impl<R: Read> BlktraceReader<R> {
         self.pos = 0;
         if self.buf.len() < want {
             self.buf.resize(want, 0);
+        } else if self.buf.len() > self.base && want.max(self.len) <= self.base {
+            self.buf.truncate(self.base);
+            self.buf.shrink_to_fit();
         }
         while self.len < want {
             match self.input.read(&mut self.buf[self.len..]) {
@@ -330,11 +354,28 @@ impl BlktraceSetReader<File> {
             kind: e.into(),
         };
         let mut readers = Vec::new();
-        for cpu in set_cpus(&prefix).map_err(|e| io_error(&prefix, e))? {
+        let cpus = set_cpus(&prefix).map_err(|e| io_error(&prefix, e))?;
+        if cpus.len() > MAX_SET_FILES {
+            let e = io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} files {}.blktrace.N: a per-CPU set has at most {MAX_SET_FILES}",
+                    cpus.len(),
+                    prefix.display()
+                ),
+            );
+            return Err(io_error(name, e));
+        }
+        for cpu in cpus {
             let path = crate::blktrace_write::BlktraceSet::path_of(&prefix, cpu);
             let file = File::open(&path).map_err(|e| io_error(&path, e))?;
             let name = path.display().to_string();
-            readers.push(BlktraceReader::new(file, &name, skip_bad));
+            readers.push(BlktraceReader::with_buffer(
+                file,
+                &name,
+                skip_bad,
+                SET_BUFFER_BYTES,
+            ));
         }
         if readers.is_empty() {
             let e = io::Error::new(

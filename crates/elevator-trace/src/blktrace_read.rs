@@ -30,6 +30,7 @@ use elevator_core::TraceAction;
 
 use crate::blktrace::{Endian, RECORD_BYTES, RawRecord, VERSION, category, code, decode_action};
 use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
+use crate::fast_hash::IntMap;
 use crate::record::{Extent, Item, Record, process_name, traced_event};
 
 /// Bytes read from the input at a time (the buffer grows for a record
@@ -38,8 +39,9 @@ const BUFFER_BYTES: usize = 1 << 15;
 /// Bytes read from each file of a per-CPU set at a time.
 const SET_BUFFER_BYTES: usize = 1 << 12;
 /// Files a per-CPU set may have (one per CPU).
-pub const MAX_SET_FILES: usize = 4096;
-/// CPUs whose time order is checked (records of higher CPU numbers are not).
+pub const MAX_SET_FILES: usize = 8192;
+/// CPUs whose time order is checked (the first seen; records of others
+/// are not).
 const CHECKED_CPUS: usize = 4096;
 
 /// Streams the records of one blktrace file or stream.
@@ -58,7 +60,8 @@ pub struct BlktraceReader<R: Read> {
     ignored: u64,
     endian: Option<Endian>,
     records: u64,
-    last_time: Vec<u64>,
+    /// Each CPU's last time (for the first [`CHECKED_CPUS`] CPUs seen).
+    last_time: IntMap<u32, u64>,
     done: bool,
 }
 
@@ -92,7 +95,7 @@ impl<R: Read> BlktraceReader<R> {
             ignored: 0,
             endian: None,
             records: 0,
-            last_time: Vec::new(),
+            last_time: IntMap::default(),
             done: false,
         }
     }
@@ -263,19 +266,21 @@ impl<R: Read> BlktraceReader<R> {
                     raw.action
                 ))));
             };
-            let slot = raw.cpu as usize;
-            if slot < CHECKED_CPUS {
-                if self.last_time.len() <= slot {
-                    self.last_time.resize(slot + 1, 0);
-                }
-                let previous = self.last_time[slot];
-                if raw.time < previous {
+            let known = self.last_time.len() < CHECKED_CPUS;
+            let slot = match self.last_time.get_mut(&raw.cpu) {
+                Some(t) => Some(t),
+                None if known => Some(self.last_time.entry(raw.cpu).or_insert(0)),
+                None => None,
+            };
+            if let Some(previous) = slot {
+                if raw.time < *previous {
+                    let previous = *previous;
                     return Err(self.error(TraceErrorKind::TimeOrder {
                         time: raw.time,
                         previous,
                     }));
                 }
-                self.last_time[slot] = raw.time;
+                *previous = raw.time;
             }
             let extra = if matches!(action, TraceAction::Split | TraceAction::Unplug) {
                 payload

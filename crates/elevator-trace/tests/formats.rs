@@ -1104,7 +1104,7 @@ fn a_set_of_too_many_files_is_refused() {
         .err()
         .expect("refused");
     assert!(
-        e.to_string().contains("4097 files") && e.to_string().contains("at most 4096"),
+        e.to_string().contains("8193 files") && e.to_string().contains("at most 8192"),
         "{e}"
     );
 }

@@ -10,7 +10,7 @@
 //! flush), not relabelled as the simulated replay shows it.
 //!
 //! Buffers are reused by size: no allocation per bio once sizes repeat
-//! ([`BufferPool`], at most [`MAX_POOLED_BYTES`] kept). What is in flight
+//! (at most [`MAX_POOLED_BYTES`] kept). What is in flight
 //! is bounded: a bio waits for a completion while the engine has
 //! `max_requests` in flight or [`MAX_IN_FLIGHT_BYTES`] of buffers out,
 //! whatever the timing asks for.

@@ -209,22 +209,6 @@ fn a_real_device_logs_one_device_only() {
     fails_with(&args, "records one device");
 }
 
-#[test]
-fn devices_lists_the_fault_options() {
-    let out = ok(&["devices"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    for name in [
-        "power_cut_at",
-        "vanish_at",
-        "torn_rate",
-        "misdirect_rate",
-        "plp",
-        "writeback",
-    ] {
-        assert!(text.contains(name), "{name} missing: {text}");
-    }
-}
-
 /// `write-log show` streams: a log of 300,000 records shows under 128 MiB
 /// of address space, as text and as JSON (which held every record's JSON
 /// before writing any), and its summary lists the first 100 marks, cut at
@@ -282,5 +266,21 @@ fn show_streams_a_large_log_in_bounded_memory() {
             );
             assert!(marks.len() < 100 * 270, "{}", marks.len());
         }
+    }
+}
+
+#[test]
+fn devices_lists_the_fault_options() {
+    let out = ok(&["devices"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "power_cut_at",
+        "vanish_at",
+        "torn_rate",
+        "misdirect_rate",
+        "plp",
+        "writeback",
+    ] {
+        assert!(text.contains(name), "{name} missing: {text}");
     }
 }

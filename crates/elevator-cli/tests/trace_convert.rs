@@ -323,3 +323,19 @@ fn converting_a_trace_of_many_cpus_and_processes_is_bounded() {
         "{stdout}"
     );
 }
+
+/// bench-convert holds its generated trace in memory (about 190 bytes an
+/// event in four forms): more events than fit under 1 GiB are refused by
+/// the option's name, not an allocation failure.
+#[test]
+fn bench_convert_refuses_more_events_than_it_can_hold() {
+    for events in ["18446744073709551615", "2500001"] {
+        let out = elevator(&["trace", "bench-convert", "--events", events]);
+        assert!(!out.status.success(), "{events}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("--events {events}: at most 2500000")),
+            "{err}"
+        );
+    }
+}

@@ -23,7 +23,6 @@ use elevator_io::engine::EngineConfig;
 use elevator_io::replay::{RealReplayConfig, replay as replay_real};
 use elevator_sim::device::WriteLogTap;
 use elevator_sim::replay::{ReplayConfig, ReplayProgress, replay as replay_sim, replay_on};
-use elevator_trace::analyze::Analyzer;
 use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
 use elevator_trace::{DevT, Format, Item, TraceError, TraceReader, TraceSink, dev_t};
 
@@ -139,10 +138,6 @@ pub struct Args {
     write_log: Option<std::path::PathBuf>,
 }
 
-/// Recorded records analysed by device, as they stream past the planner
-/// (a trace has few devices: a list beats a hash).
-type Recorded = Rc<RefCell<Vec<(DevT, Analyzer)>>>;
-
 /// Run `elevator replay`.
 pub fn run(args: &Args) -> Result<()> {
     if let Some(n) = args.generate {
@@ -176,14 +171,14 @@ pub fn run(args: &Args) -> Result<()> {
         .as_deref()
         .map(crate::trace_out::open_sink)
         .transpose()?;
-    let recorded: Recorded = Rc::default();
     let tap = Tap {
         inner: reader,
-        recorded: recorded.clone(),
         skipped: Rc::default(),
     };
     let skipped = tap.skipped.clone();
-    let plan = Planner::new(tap, events, dev);
+    // The recording's own events are analysed by the planner, which knows
+    // the device replayed: other devices' events cost nothing.
+    let plan = Planner::new(tap, events, dev).analyze_recorded();
     let flush = FlushModel {
         write_cache: !args.write_through,
         fua: args.fua,
@@ -277,17 +272,11 @@ pub fn run(args: &Args) -> Result<()> {
         sink.finish()
             .with_context(|| format!("--trace-out {prefix}: writing the trace"))?;
     }
-    let recorded = recorded.borrow();
-    let records = recorded.iter().map(|(_, a)| a.records()).sum::<u64>();
+    let recorded = result.recorded.clone().unwrap_or_default();
+    let records = recorded.records;
     let dev = result.device;
-    let of = |d: DevT| {
-        recorded
-            .iter()
-            .find(|(x, _)| *x == d)
-            .map(|(_, a)| a.analysis())
-    };
-    let recorded_analysis = of(dev);
-    let plugs = of(0);
+    let recorded_analysis = recorded.device;
+    let plugs = recorded.deviceless;
     let report = Report {
         trace: args.trace.clone(),
         device: device_name,
@@ -350,11 +339,10 @@ fn parse_dev(text: &str) -> Result<DevT> {
     Ok(dev_t(major, minor))
 }
 
-/// Passes trace items on to the planner, analysing the recorded records by
-/// device on the way (the recording system's own counts).
+/// Passes trace items on to the planner, and the count of lines skipped
+/// as bad at the end.
 struct Tap<I> {
     inner: I,
-    recorded: Recorded,
     skipped: Rc<RefCell<u64>>,
 }
 
@@ -363,17 +351,6 @@ impl Iterator for Tap<TraceReader> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let item = self.inner.next();
-        if let Some(Ok(Item::Record(r))) = &item {
-            let mut recorded = self.recorded.borrow_mut();
-            match recorded.iter_mut().find(|(d, _)| *d == r.dev) {
-                Some((_, a)) => a.record(r),
-                None => {
-                    let mut a = Analyzer::new();
-                    a.record(r);
-                    recorded.push((r.dev, a));
-                }
-            }
-        }
         if item.is_none() {
             *self.skipped.borrow_mut() = self.inner.skipped();
         }

@@ -321,6 +321,7 @@ fn analysis_json(a: &Analysis) -> Value {
         "ops": by_op,
         "issue_sizes": a.issue_sizes.iter().take(32).map(|((op, b), n)| json!({"op": op.name(), "bytes": b, "count": n})).collect::<Vec<_>>(),
         "forgotten": a.forgotten,
+        "untallied": a.untallied,
         "unplug_depths": a.unplug_depths.iter().map(|(d, n)| json!({"depth": d, "count": n})).collect::<Vec<_>>(),
     })
 }

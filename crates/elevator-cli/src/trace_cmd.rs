@@ -102,7 +102,7 @@ struct ConvertArgs {
 
 #[derive(clap::Args, Debug)]
 struct BenchArgs {
-    /// Events generated.
+    /// Events generated (at most 2500000: they are held in memory).
     #[arg(long, default_value_t = 2_000_000)]
     events: u64,
 }
@@ -266,8 +266,19 @@ fn write_all(sink: &mut dyn TraceSink, events: u64) -> Result<u64> {
     Ok(n)
 }
 
+/// Events `bench-convert` generates at most: the trace is held in memory
+/// in four forms (about 190 bytes an event; 3 M events fit under 1 GiB of
+/// address space).
+const MAX_BENCH_EVENTS: u64 = 2_500_000;
+
 fn bench(a: &BenchArgs) -> Result<()> {
     let n = a.events;
+    if n > MAX_BENCH_EVENTS {
+        bail!(
+            "--events {n}: at most {MAX_BENCH_EVENTS} (the generated trace is held in memory, \
+             about 190 bytes an event)"
+        );
+    }
     let mut binary = Vec::new();
     let w_bin = timed(n, || write_all(&mut BlktraceWriter::new(&mut binary), n))?;
     let r_bin = timed(n, || {

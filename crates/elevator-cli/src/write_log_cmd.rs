@@ -338,39 +338,48 @@ fn show(args: &ShowArgs) -> Result<()> {
         )?;
     }
     let mut summary = Summary::default();
-    let mut records = Vec::new();
+    // JSON is written as it is read (one record per line), never held
+    // whole: a log of millions of records shows in bounded memory.
+    if json {
+        let head = json!({
+            "capacity_sectors": header.capacity,
+            "block_size": header.block_size,
+            "has_data": header.has_data,
+        });
+        let log = Value::from(path.display().to_string());
+        write!(
+            out,
+            "{{\n\"log\": {log},\n\"header\": {head},\n\"records\": ["
+        )?;
+    }
     let error = loop {
         match reader.next_record() {
             Ok(Some(rec)) => {
-                summary.add(&rec);
                 if json {
-                    records.push(record_json(&rec, args.data));
+                    out.write_all(if summary.records == 0 { b"\n" } else { b",\n" })?;
+                    serde_json::to_writer(&mut out, &record_json(&rec, args.data))?;
                 } else {
                     writeln!(out, "{}", record_line(&rec, args.data))?;
                 }
+                summary.add(&rec);
             }
             Ok(None) => break None,
             Err(e) => break Some(e),
         }
     };
     if json {
-        let doc = json!({
-            "log": path.display().to_string(),
-            "header": {
-                "capacity_sectors": header.capacity,
-                "block_size": header.block_size,
-                "has_data": header.has_data,
-            },
-            "records": records,
-            "summary": summary.json(),
-            "error": error.as_ref().map(|e| json!({
+        let error_json = error.as_ref().map_or(Value::Null, |e| {
+            json!({
                 "message": e.to_string(),
                 "whole_records": reader.records(),
                 "valid_bytes": e.valid_bytes(),
-            })),
+            })
         });
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
+        writeln!(
+            out,
+            "\n],\n\"summary\": {},\n\"error\": {error_json}\n}}",
+            summary.json()
+        )?;
     } else {
         for line in summary.lines() {
             writeln!(out, "{line}")?;
@@ -494,8 +503,29 @@ struct Summary {
     epochs: u64,
     content_since_flush: u64,
     fua: u64,
+    /// The first [`LISTED_MARKS`] marks' texts, cut at [`MARK_SHOWN_BYTES`].
     marks: Vec<String>,
+    /// Marks past those.
+    marks_not_listed: u64,
     last_time_ns: u64,
+}
+
+/// Marks a summary lists (the others are counted).
+const LISTED_MARKS: usize = 100;
+/// Bytes of a mark's text a summary shows.
+const MARK_SHOWN_BYTES: usize = 256;
+
+/// `text` cut at `max` bytes (on a character boundary), with "..." if cut.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let end = (0..=max)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.truncate(end);
+        text.push_str("...");
+    }
+    text
 }
 
 impl Summary {
@@ -515,7 +545,12 @@ impl Summary {
                 }
                 self.content_since_flush = 0;
             }
-            Kind::Mark => self.marks.push(rec.text()),
+            Kind::Mark if self.marks.len() < LISTED_MARKS => {
+                let end = rec.payload.len().min(MARK_SHOWN_BYTES + 4);
+                let text = String::from_utf8_lossy(&rec.payload[..end]).into_owned();
+                self.marks.push(cut(text, MARK_SHOWN_BYTES));
+            }
+            Kind::Mark => self.marks_not_listed += 1,
         }
         if h.kind.changes_content() {
             self.content_since_flush += 1;
@@ -550,7 +585,11 @@ impl Summary {
         ];
         if !self.marks.is_empty() {
             let marks: Vec<String> = self.marks.iter().map(|m| format!("{m:?}")).collect();
-            lines.push(format!("  marks: {}", marks.join(", ")));
+            let more = match self.marks_not_listed {
+                0 => String::new(),
+                n => format!(" (and {n} more)"),
+            };
+            lines.push(format!("  marks: {}{more}", marks.join(", ")));
         }
         lines
     }
@@ -567,6 +606,7 @@ impl Summary {
             "flush_epochs": self.epochs,
             "unflushed_at_end": self.content_since_flush,
             "marks": self.marks,
+            "marks_not_listed": self.marks_not_listed,
             "duration_ns": self.last_time_ns,
         })
     }

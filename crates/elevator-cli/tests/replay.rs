@@ -229,3 +229,219 @@ fn a_replay_writes_a_trace_that_replays_the_same() {
         );
     }
 }
+
+/// Issue 26, item 1: a bio whose sector or end is past 2^64 bytes was
+/// replayed at sector 0 of the target (tracefs read sector 2^64-1 as 0)
+/// and the run said "left out as bad: 0 bios". Now every format refuses
+/// it with its line or record, as blkparse does, and the target file is
+/// untouched; with --skip-bad the record is counted and left out.
+#[test]
+fn a_bio_past_2_64_bytes_is_refused_and_the_target_is_untouched() {
+    let dir = TempDir::new("replay-wrap");
+    let victim = dir.path().join("victim.img");
+    let content: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8 + 1).collect();
+    std::fs::write(&victim, &content).expect("write victim");
+    let device = format!("file:{}", victim.display());
+    let mut blktrace = elevator_trace::blktrace_write::BlktraceWriter::new(Vec::new());
+    let event = elevator_trace::record::event(
+        1,
+        elevator_core::TraceAction::Queue,
+        elevator_core::Op::Write,
+        elevator_core::BioFlags::NONE,
+        u64::MAX,
+        4096,
+        1,
+    );
+    elevator_trace::TraceSink::record(
+        &mut blktrace,
+        &elevator_trace::Record::new(event, 0, elevator_trace::dev_t(7, 0)),
+    )
+    .expect("encode");
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        (
+            "hs.trace",
+            b"       postgres-1   [000] .....  1.000000: block_bio_queue: 7,0 W 18446744073709551615 + 8 [postgres]\n".to_vec(),
+            "hs.trace: line 1: I/O range refused: sector 18446744073709551615 + 8 sectors is past 2^64 bytes",
+        ),
+        (
+            "end.trace",
+            b"       postgres-1   [000] .....  1.000000: block_bio_queue: 7,0 W 36028797018963967 + 8 [postgres]\n".to_vec(),
+            "end.trace: line 1: I/O range refused: sector 36028797018963967 + 8 sectors is past 2^64 bytes",
+        ),
+        (
+            "hs.blkparse",
+            b"  7,0    0        1     0.000000000     1  Q   W 18446744073709551615 + 8 [postgres]\n".to_vec(),
+            "hs.blkparse: line 1: I/O range refused: sector 18446744073709551615 + 8 sectors",
+        ),
+        (
+            "hs.iolog",
+            b"fio version 2 iolog\n/d add\n/d write 18446744073709551615 4096\n".to_vec(),
+            "hs.iolog: line 3: I/O range refused: offset 18446744073709551615 + length 4096",
+        ),
+        (
+            "hs.blktrace",
+            blktrace.into_inner(),
+            "hs.blktrace: record 1: I/O range refused: sector 18446744073709551615",
+        ),
+    ];
+    for (name, bytes, error) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write trace");
+        let p = path.to_string_lossy().into_owned();
+        let (ok, _, err) = elevator(&["replay", &p, "--device", &device]);
+        assert!(!ok, "{name}: replayed");
+        assert!(err.contains(error), "{name}: {err}");
+        assert!(
+            std::fs::read(&victim).expect("read victim") == content,
+            "{name}: the target was written"
+        );
+        let (ok, out, err) = elevator(&[
+            "replay",
+            &p,
+            "--device",
+            &device,
+            "--skip-bad",
+            "--output-format",
+            "json",
+        ]);
+        assert!(ok, "{name}: {err}");
+        let v: Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(v["skipped_lines"], 1, "{name}: {v}");
+        assert_eq!(v["bios"], 0, "{name}: {v}");
+        assert!(std::fs::read(&victim).expect("read victim") == content);
+    }
+    // A bio past the target's end (1 MiB) is refused by its record, or
+    // counted as left out with --skip-bad.
+    let path = dir.path().join("beyond.trace");
+    std::fs::write(
+        &path,
+        b"  a-1 [000] ..... 1.000000: block_bio_queue: 7,0 W 2044 + 8 [a]\n",
+    )
+    .expect("write trace");
+    let p = path.to_string_lossy().into_owned();
+    let (ok, _, err) = elevator(&["replay", &p, "--device", &device]);
+    assert!(!ok);
+    assert!(
+        err.contains("record 1: sectors 2044..2052 are beyond the device's 2048 sectors"),
+        "{err}"
+    );
+    let (ok, out, err) = elevator(&[
+        "replay",
+        &p,
+        "--device",
+        &device,
+        "--skip-bad",
+        "--output-format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["skipped_bios"], 1, "{v}");
+    assert!(std::fs::read(&victim).expect("read victim") == content);
+}
+
+/// Run `elevator ARGS` under an address-space limit of `limit` bytes
+/// (prlimit), the trace written to its standard input by `write`:
+/// whether it succeeded, its stdout and stderr. `None` when prlimit is
+/// not here.
+fn replay_limited(
+    limit: u64,
+    args: &[&str],
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Option<(bool, String, String)> {
+    use std::process::Stdio;
+    let mut child = match Command::new("prlimit")
+        .arg(format!("--as={limit}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            common::skip("replay_limited", &format!("no prlimit: {e}"));
+            return None;
+        }
+    };
+    let mut stdin = std::io::BufWriter::new(child.stdin.take().expect("stdin"));
+    // A replay that fails early closes the pipe: that is its answer.
+    let _ = write(&mut stdin).and_then(|()| std::io::Write::flush(&mut stdin));
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    Some((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// Issue 26, item 7: each device a trace named cost an analyzer (140 KB,
+/// even with --dev): 10,000 devices took 1.5 GB; 3 M plug lines before
+/// the first bio were all held while the device was chosen (172 MB). Now
+/// the first replays under 1 GiB of address space and the second under
+/// 128 MiB (both need less than 16 MiB).
+#[test]
+fn replay_memory_does_not_grow_with_what_the_trace_names() {
+    let args = [
+        "replay",
+        "-",
+        "--device",
+        "null",
+        "--timing",
+        "asap",
+        "--output-format",
+        "json",
+    ];
+    let devices = |out: &mut dyn std::io::Write| {
+        for i in 0..10_000u32 {
+            writeln!(
+                out,
+                "  a-1 [000] ..... 1.{i:06}: block_bio_queue: {},{} W {} + 8 [a]",
+                i % 4000 + 8,
+                i / 4000,
+                u64::from(i) * 8
+            )?;
+        }
+        writeln!(
+            out,
+            "  a-1 [000] ..... 2.000000: block_bio_queue: 7,0 W 8 + 8 [a]"
+        )
+    };
+    for dev in [Some("7,0"), None] {
+        let mut a = args.to_vec();
+        if let Some(d) = dev {
+            a.extend(["--dev", d]);
+        }
+        let Some((ok, out, err)) = replay_limited(1 << 30, &a, devices) else {
+            return;
+        };
+        assert!(ok, "--dev {dev:?}: {err}");
+        let v: Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(v["records"], 10_001, "{v}");
+        if dev.is_some() {
+            assert_eq!(v["bios"], 1, "{v}");
+        }
+    }
+    let plugs = |out: &mut dyn std::io::Write| {
+        let line = b"  a-1 [000] ..... 1.000000: block_plug: [a]\n";
+        let block = line.repeat(1000);
+        for _ in 0..3000 {
+            out.write_all(&block)?;
+        }
+        writeln!(
+            out,
+            "  a-1 [000] ..... 2.000000: block_bio_queue: 7,0 W 8 + 8 [a]"
+        )
+    };
+    let Some((ok, out, err)) = replay_limited(128 << 20, &args, plugs) else {
+        return;
+    };
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["records"], 3_000_001, "{v}");
+    assert_eq!(v["bios"], 1, "{v}");
+    assert_eq!(v["dev"], "7,0", "{v}");
+}

@@ -277,3 +277,65 @@ fn bad_input_names_its_line_and_skip_bad_counts_it() {
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown format 'nonsense'"));
 }
+
+/// A trace whose records name every CPU up to 8191 and 100,000
+/// processes converts to a per-CPU blktrace set under 1 GiB of address
+/// space: the set's write buffers share a fixed budget (each file had its
+/// own 256 KiB: 2 GiB for 8192 files), and what it remembers of processes
+/// is bounded.
+#[test]
+fn converting_a_trace_of_many_cpus_and_processes_is_bounded() {
+    let dir = TempDir::new("convert-many");
+    let input = dir.path().join("many.txt");
+    let mut text = String::new();
+    for n in 0..100_000u64 {
+        let cpu = n % 8192;
+        text.push_str(&format!(
+            "  8,0 {cpu:4} {n:8} {:5}.{:09} {:7}  Q   W {} + 8 [p{n}]\n",
+            n / 1_000_000,
+            n % 1_000_000,
+            n * 5 + 1,
+            n * 8
+        ));
+    }
+    std::fs::write(&input, text).unwrap();
+    let output = dir.path().join("out");
+    let out = Command::new("prlimit")
+        .arg(format!("--as={}", 1u64 << 30))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_elevator"))
+        .args(["trace", "convert", "--to", "blktrace"])
+        .arg(&input)
+        .arg(&output)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => return common::skip("converting_many", &format!("no prlimit: {e}")),
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("100000 events read, 100000 written"),
+        "{stdout}"
+    );
+}
+
+/// bench-convert holds its generated trace in memory (about 190 bytes an
+/// event in four forms): more events than fit under 1 GiB are refused by
+/// the option's name, not an allocation failure.
+#[test]
+fn bench_convert_refuses_more_events_than_it_can_hold() {
+    for events in ["18446744073709551615", "2500001"] {
+        let out = elevator(&["trace", "bench-convert", "--events", events]);
+        assert!(!out.status.success(), "{events}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("--events {events}: at most 2500000")),
+            "{err}"
+        );
+    }
+}

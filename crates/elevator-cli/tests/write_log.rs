@@ -223,6 +223,66 @@ fn a_real_device_logs_one_device_only() {
     fails_with(&args, "records one device");
 }
 
+/// `write-log show` streams: a log of 300,000 records shows under 128 MiB
+/// of address space, as text and as JSON (which held every record's JSON
+/// before writing any), and its summary lists the first 100 marks, cut at
+/// 256 bytes, and counts the rest.
+#[test]
+fn show_streams_a_large_log_in_bounded_memory() {
+    use elevator_trace::write_log::{LogHeader, Writer};
+    let dir = TempDir::new("show-large");
+    let path = dir.path().join("large.wlog");
+    let header = LogHeader {
+        has_data: false,
+        capacity: 1 << 20,
+        block_size: 512,
+    };
+    let file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut w = Writer::new(file, header).unwrap();
+    let long = "m".repeat(1000);
+    for i in 0..300_000u64 {
+        if i % 1000 == 0 {
+            w.mark(&format!("{i} {long}"), i).unwrap();
+        } else {
+            w.append(Kind::Write, 0, i % 1000 * 8, 8, i, &[]).unwrap();
+        }
+    }
+    w.into_inner().unwrap();
+    let p = path.to_string_lossy().into_owned();
+    for format in ["text", "json"] {
+        let out_path = dir.path().join(format!("show.{format}"));
+        let status = std::process::Command::new("prlimit")
+            .arg(format!("--as={}", 128u64 << 20))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_elevator"))
+            .args(["write-log", "show", &p, "--output-format", format])
+            .stdout(std::fs::File::create(&out_path).unwrap())
+            .status();
+        let status = match status {
+            Ok(s) => s,
+            Err(e) => return common::skip("show_streams", &format!("no prlimit: {e}")),
+        };
+        assert!(status.success(), "{format}: {status}");
+        let out = std::fs::read_to_string(&out_path).unwrap();
+        if format == "json" {
+            let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(doc["records"].as_array().unwrap().len(), 300_000);
+            assert_eq!(doc["summary"]["mark"], 300);
+            assert_eq!(doc["summary"]["marks"].as_array().unwrap().len(), 100);
+            assert_eq!(doc["summary"]["marks_not_listed"], 200);
+        } else {
+            let marks = out.lines().last().unwrap();
+            assert!(marks.starts_with("  marks: \"0 mmm"), "{}", &marks[..80]);
+            assert!(
+                marks.ends_with("(and 200 more)"),
+                "{}",
+                &marks[marks.len() - 80..]
+            );
+            assert!(marks.len() < 100 * 270, "{}", marks.len());
+        }
+    }
+}
+
 #[test]
 fn devices_lists_the_fault_options() {
     let out = ok(&["devices"]);

@@ -9,14 +9,18 @@
 //! real device a flush sequence shows as its parts (a flush, the write, a
 //! flush), not relabelled as the simulated replay shows it.
 //!
-//! Buffers are reused by size: no allocation per bio once sizes repeat.
+//! Buffers are reused by size: no allocation per bio once sizes repeat
+//! (at most [`MAX_POOLED_BYTES`] kept). What is in flight
+//! is bounded: a bio waits for a completion while the engine has
+//! `max_requests` in flight or [`MAX_IN_FLIGHT_BYTES`] of buffers out,
+//! whatever the timing asks for.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use elevator_core::{IoContext, Nanos, Op, TraceLog};
 use elevator_trace::error::{TraceError, TraceErrorKind};
-use elevator_trace::replay::{FlushModel, FlushParts, Planner, Step, Timing};
+use elevator_trace::replay::{FlushModel, FlushParts, PlannedBio, Planner, Step, Timing};
 use elevator_trace::session::{EventOut, ReplayError, ReplayResult};
 use elevator_trace::{Item, TraceSink};
 use thiserror::Error;
@@ -60,6 +64,45 @@ pub struct RealReplayConfig {
     pub source_name: String,
 }
 
+/// Bytes of buffers kept for reuse at most.
+pub const MAX_POOLED_BYTES: usize = 64 << 20;
+/// Bytes of data buffers in flight at most (a bio needing more waits for
+/// completions, unless nothing is in flight).
+pub const MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
+
+/// Buffers kept for reuse, by length, at most [`MAX_POOLED_BYTES`] in all:
+/// a trace of many sizes costs no more than one of a few.
+#[derive(Default)]
+struct BufferPool {
+    by_len: HashMap<usize, Vec<AlignedBuf>>,
+    bytes: usize,
+}
+
+impl BufferPool {
+    /// A kept buffer of `len` bytes, if there is one.
+    fn take(&mut self, len: usize) -> Option<AlignedBuf> {
+        let list = self.by_len.get_mut(&len)?;
+        let b = list.pop();
+        if list.is_empty() {
+            self.by_len.remove(&len);
+        }
+        if b.is_some() {
+            self.bytes -= len;
+        }
+        b
+    }
+
+    /// Keep `b` for reuse, if there is room (else it is freed).
+    fn give(&mut self, b: AlignedBuf) {
+        let len = b.len();
+        if len == 0 || self.bytes + len > MAX_POOLED_BYTES {
+            return;
+        }
+        self.bytes += len;
+        self.by_len.entry(len).or_default().push(b);
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     parts: FlushParts,
@@ -74,7 +117,9 @@ struct Replayer<'s, D: DataDevice> {
     cfg: RealReplayConfig,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    bufs: HashMap<usize, Vec<AlignedBuf>>,
+    bufs: BufferPool,
+    /// Bytes of data buffers given to the engine and not back yet.
+    in_flight_bytes: u64,
     align: usize,
     outstanding: u64,
     bios: u64,
@@ -104,7 +149,8 @@ where
         cfg: cfg.clone(),
         slots: Vec::new(),
         free: Vec::new(),
-        bufs: HashMap::new(),
+        bufs: BufferPool::default(),
+        in_flight_bytes: 0,
         align,
         outstanding: 0,
         bios: 0,
@@ -123,7 +169,9 @@ where
                 wait = due.map(|t| Duration::from_nanos(t - now));
                 break;
             }
-            if matches!(step, Step::Bio(_)) && r.outstanding >= timing.max_outstanding() {
+            if let Step::Bio(b) = step
+                && !r.has_room(b, &timing)
+            {
                 break;
             }
             r.step(step, now)?;
@@ -162,6 +210,7 @@ where
         events_dropped: dropped,
         plugs: plan.plugs(),
         waited: plan.waited(),
+        recorded: plan.recorded(),
     })
 }
 
@@ -185,8 +234,7 @@ impl<D: DataDevice> Replayer<'_, D> {
             Step::Unplug { .. } => self.engine.unplug(),
             Step::Process { pid, name } => self.out.process(*pid, name, now),
             Step::Bio(b) => {
-                let end = (b.sector + u64::from(b.bytes >> 9)) * 512;
-                if b.op != Op::Flush && end > self.engine.capacity() {
+                if let Err(kind) = b.on_device(self.engine.capacity()) {
                     if self.cfg.skip_bad {
                         self.skipped += 1;
                         return Ok(());
@@ -194,11 +242,7 @@ impl<D: DataDevice> Replayer<'_, D> {
                     return Err(ReplayError::from(TraceError::at_record(
                         &self.cfg.source_name,
                         b.record,
-                        TraceErrorKind::BeyondDevice {
-                            sector: b.sector,
-                            end: end / 512,
-                            capacity: self.engine.capacity() / 512,
-                        },
+                        kind,
                     ))
                     .into());
                 }
@@ -231,14 +275,28 @@ impl<D: DataDevice> Replayer<'_, D> {
         Ok(())
     }
 
+    /// Whether `b` may start now: fewer than the timing's depth and the
+    /// engine's `max_requests` in flight, and room for its data (a bio
+    /// larger than the bound goes alone).
+    fn has_room(&self, b: &PlannedBio, timing: &Timing) -> bool {
+        let requests = u64::from(self.cfg.engine.max_requests.max(1));
+        let outstanding = self.outstanding;
+        let data = u64::from(b.bytes);
+        outstanding < timing.max_outstanding()
+            && outstanding < requests
+            && (outstanding == 0 || self.in_flight_bytes + data <= MAX_IN_FLIGHT_BYTES)
+    }
+
     fn buffer(&mut self, len: usize) -> Result<AlignedBuf, RealReplayError> {
-        if let Some(b) = self.bufs.get_mut(&len).and_then(Vec::pop) {
-            return Ok(b);
-        }
-        AlignedBuf::new(len, self.align).map_err(|e| RealReplayError::Buffer {
-            len,
-            why: e.to_string(),
-        })
+        let b = match self.bufs.take(len) {
+            Some(b) => b,
+            None => AlignedBuf::new(len, self.align).map_err(|e| RealReplayError::Buffer {
+                len,
+                why: e.to_string(),
+            })?,
+        };
+        self.in_flight_bytes += len as u64;
+        Ok(b)
     }
 
     fn submit_part(&mut self, s: u32) -> Result<(), RealReplayError> {
@@ -279,7 +337,8 @@ impl<D: DataDevice> Replayer<'_, D> {
 
     fn recycle(&mut self, bufs: Vec<AlignedBuf>) {
         for b in bufs {
-            self.bufs.entry(b.len()).or_default().push(b);
+            self.in_flight_bytes = self.in_flight_bytes.saturating_sub(b.len() as u64);
+            self.bufs.give(b);
         }
     }
 

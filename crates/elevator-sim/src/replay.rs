@@ -181,6 +181,7 @@ where
     let mut result = s.finish()?;
     result.plugs = plan.plugs();
     result.waited = plan.waited();
+    result.recorded = plan.recorded();
     Ok(result)
 }
 

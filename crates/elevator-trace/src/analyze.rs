@@ -14,7 +14,9 @@
 //!
 //! Bios and requests in flight are tracked by (device, first sector) in
 //! ordered maps that shrink as they complete: memory follows what is in
-//! flight, not the trace's length. Split pieces are followed from the
+//! flight, not the trace's length, and at most [`MAX_TRACKED`] are
+//! followed; at most [`MAX_DISTINCT`] issued sizes and unplug depths are
+//! tallied. Split pieces are followed from the
 //! split's sector; merged bios join their request's sector range; a request
 //! merged into another hands over its range. Empty flushes (no sector) are
 //! matched first in, first out.
@@ -34,6 +36,11 @@ const MAX_PENDING_FLUSHES: usize = 1 << 16;
 /// it, the older half is forgotten (a trace without completions, or one
 /// cut short, must not hold the whole trace in memory).
 pub const MAX_TRACKED: usize = 1 << 17;
+
+/// At most this many different issued sizes (and as many unplug depths)
+/// are tallied; events of others are counted in
+/// [`Analysis::untallied`].
+pub const MAX_DISTINCT: usize = 4096;
 
 /// A bio in flight: (device, first sector, arrival order).
 type Key = (DevT, u64, u64);
@@ -103,6 +110,10 @@ pub struct Analysis {
     /// Bios and requests forgotten unfinished (more than [`MAX_TRACKED`]
     /// in flight).
     pub forgotten: u64,
+    /// Issued requests and unplugs not tallied in [`Analysis::issue_sizes`]
+    /// or [`Analysis::unplug_depths`]: their size or depth was a new one
+    /// past [`MAX_DISTINCT`] different ones.
+    pub untallied: u64,
     /// First and last event time.
     pub span: Option<(Nanos, Nanos)>,
 }
@@ -215,7 +226,7 @@ impl Analyzer {
         });
         let dev = r.dev;
         let sectors = u64::from(e.bytes >> 9);
-        let end = e.sector + sectors;
+        let end = e.sector.saturating_add(sectors);
         let empty = e.op == Op::Flush || e.bytes == 0;
         let oi = op_index(e.op);
         match e.action {
@@ -338,7 +349,15 @@ impl Analyzer {
                 }
             }
             TraceAction::Plug => {}
-            TraceAction::Unplug => *self.depths.entry(e.extra).or_insert(0) += 1,
+            TraceAction::Unplug => {
+                if let Some(n) = self.depths.get_mut(&e.extra) {
+                    *n += 1;
+                } else if self.depths.len() < MAX_DISTINCT {
+                    self.depths.insert(e.extra, 1);
+                } else {
+                    self.out.untallied += 1;
+                }
+            }
         }
     }
 
@@ -358,7 +377,13 @@ impl Analyzer {
             self.flush_rqs.push_back(e.time);
             return;
         }
-        *self.sizes.entry((e.op, e.bytes)).or_insert(0) += 1;
+        if let Some(n) = self.sizes.get_mut(&(e.op, e.bytes)) {
+            *n += 1;
+        } else if self.sizes.len() < MAX_DISTINCT {
+            self.sizes.insert((e.op, e.bytes), 1);
+        } else {
+            self.out.untallied += 1;
+        }
         match self
             .find_rq(dev, e.sector, |r| r.issued.is_none())
             .and_then(|k| self.rqs.get_mut(&k))

@@ -20,7 +20,11 @@
 //! end of the events). The error of a completion is printed as blkparse
 //! prints it, the kernel's negative errno in 16 bits (`[65531]` for -5).
 //!
-//! The reader holds one line and the name last seen for each process.
+//! The reader holds one line (at most
+//! [`crate::text_fields::MAX_LINE_BYTES`]) and the name last seen for each
+//! process (cut at [`crate::record::MAX_NAME_BYTES`], for at most
+//! [`MAX_NAMED_PROCESSES`] processes: past that it forgets them and names
+//! each again when next seen).
 //!
 //! Text holds less than the binary format: times are relative to the first
 //! event (the origin is lost); data-less events other than C/R and X print
@@ -32,14 +36,18 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 
-use elevator_core::{BioFlags, IoContext, Op, TraceAction, TraceEvent};
+use elevator_core::{BioFlags, Op, TraceAction};
 
 use crate::blktrace::{action_word, category};
-use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
-use crate::record::{Item, Record, dev_t, parse_rwbs};
+use crate::error::{BadLine, ItemSource, TraceError, TraceErrorKind, next_item};
+use crate::record::{
+    Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, name_prefix, parse_rwbs, process_name,
+    traced_event,
+};
 use crate::sink::TraceSink;
 use crate::text_fields::{
-    Fields, parse_seconds, parse_uint, push_right, push_uint, push_uint_left, push_uint_zeros,
+    Fields, LineRead, MAX_LINE_BYTES, parse_seconds, parse_uint, push_right, push_uint,
+    push_uint_left, push_uint_zeros, read_line,
 };
 
 /// How blkparse names a process it has no notify record for.
@@ -122,16 +130,19 @@ impl<R: BufRead> BlkparseReader<R> {
             return Ok(Some(item));
         }
         loop {
-            self.line.clear();
-            let n = self
-                .input
-                .read_until(b'\n', &mut self.line)
-                .map_err(|e| self.error(e.into()))?;
-            if n == 0 {
+            let read = read_line(&mut self.input, &mut self.line)
+                .map_err(|e| TraceError::at_line(&self.source_name, self.lines + 1, e.into()))?;
+            if read == LineRead::End {
                 return Ok(None);
             }
             self.lines += 1;
-            let parsed = parse_line(&self.line).map_err(|why| self.parse_error(why));
+            if read == LineRead::TooLong {
+                return Err(self.error(TraceErrorKind::LineTooLong(MAX_LINE_BYTES)));
+            }
+            let parsed = parse_line(&self.line).map_err(|bad| match bad {
+                BadLine::Text(why) => self.parse_error(why),
+                BadLine::Range(refusal) => self.error(refusal.into()),
+            });
             match parsed? {
                 Line::Nothing => continue,
                 Line::Ignored => {
@@ -149,10 +160,14 @@ impl<R: BufRead> BlkparseReader<R> {
                         return Ok(Some(Item::Record(record)));
                     }
                     let pid = record.pid();
-                    if self.names.get(&pid).map(|n| n.as_bytes()) == Some(name) {
+                    let known = self.names.get(&pid).map(String::as_bytes);
+                    if known == Some(name_prefix(name)) {
                         return Ok(Some(Item::Record(record)));
                     }
-                    let name = String::from_utf8_lossy(name).into_owned();
+                    if known.is_none() && self.names.len() >= MAX_NAMED_PROCESSES {
+                        self.names.clear();
+                    }
+                    let name = process_name(name);
                     self.names.insert(pid, name.clone());
                     self.pending = Some(Item::Record(record));
                     return Ok(Some(Item::Process {
@@ -211,7 +226,12 @@ fn is_summary(line: &[u8]) -> bool {
 
 /// Whether the first non-blank line of a text looks like blkparse's.
 pub fn looks_like(line: &[u8]) -> bool {
-    matches!(parse_line(line), Ok(Line::Event(..) | Line::Ignored)) || is_summary(line)
+    // A line whose range is refused is still blkparse's (and refused as
+    // such, with its line number).
+    matches!(
+        parse_line(line),
+        Ok(Line::Event(..) | Line::Ignored) | Err(BadLine::Range(_))
+    ) || is_summary(line)
 }
 
 /// `[text]` at the start of `rest`: the text's range in the line.
@@ -224,7 +244,7 @@ fn bracketed(line: &[u8], rest: &[u8]) -> Option<(usize, usize)> {
     Some((start + 1, start + close))
 }
 
-fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
+fn parse_line(line: &[u8]) -> Result<Line, BadLine> {
     let mut f = Fields::new(line);
     let line = f.line();
     if f.at_end() {
@@ -261,13 +281,15 @@ fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
         b"U" | b"UT" | b"T" => TraceAction::Unplug,
         b"m" => return Ok(Line::Nothing),
         b"S" | b"B" | b"A" => return Ok(Line::Ignored),
-        _ => return Err("unknown action letters"),
+        _ => return Err(BadLine::Text("unknown action letters")),
     };
     if cpu > u64::from(u32::MAX) || pid > u64::from(u32::MAX) || major > 0xfff || minor > 0xfffff {
-        return Err("number out of range");
+        return Err(BadLine::Text("number out of range"));
     }
-    let mut sector = 0u64;
-    let mut bytes = 0u64;
+    let mut extent = Extent::Sectors {
+        sector: 0,
+        sectors: 0,
+    };
     let mut extra = 0u64;
     let mut error = 0i32;
     let mut comm = None;
@@ -279,19 +301,19 @@ fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
             let mut tail = Fields::new(&line[to + 1..]);
             extra = tail.uint().ok_or("bad unplug depth")?;
             if !tail.at_end() {
-                return Err("text after the unplug depth");
+                return Err(BadLine::Text("text after the unplug depth"));
             }
             comm = Some((from, to));
         }
         TraceAction::Split => {
-            sector = f.uint().ok_or("bad sector")?;
+            let sector = f.uint().ok_or("bad sector")?;
             if f.word() != b"/" {
-                return Err("expected sector / new_sector");
+                return Err(BadLine::Text("expected sector / new_sector"));
             }
-            extra = f.uint().ok_or("bad new sector")?;
             // The size is not printed: the piece before the cut, as the
             // kernel's block_split records it.
-            bytes = extra.saturating_sub(sector).saturating_mul(512);
+            let new_sector = f.uint().ok_or("bad new sector")?;
+            extent = Extent::Split { sector, new_sector };
             comm = Some(bracketed(line, f.rest()).ok_or("expected [comm]")?);
         }
         _ => {
@@ -300,28 +322,26 @@ fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
                 return Ok(Line::Ignored);
             }
             if f.peek() != Some(b'[') {
-                sector = f.uint().ok_or("bad sector")?;
+                let sector = f.uint().ok_or("bad sector")?;
+                let mut sectors = 0;
                 match f.peek() {
                     Some(b'+') => {
                         f.word();
-                        bytes = f
-                            .uint()
-                            .ok_or("bad block count")?
-                            .checked_mul(512)
-                            .ok_or("too large")?;
+                        sectors = f.uint().ok_or("bad block count")?;
                         // `-t`'s elapsed time.
                         if f.peek() == Some(b'(') && !f.skip_parenthesized() {
-                            return Err("unclosed (");
+                            return Err(BadLine::Text("unclosed ("));
                         }
                     }
                     Some(b'(') => return Ok(Line::Ignored),
                     _ => {}
                 }
+                extent = Extent::Sectors { sector, sectors };
             }
             let rest = f.rest();
             let (from, to) = bracketed(line, rest).ok_or("expected [comm]")?;
             if to + 1 != line.len() && !Fields::new(&line[to + 1..]).at_end() {
-                return Err("text after ]");
+                return Err(BadLine::Text("text after ]"));
             }
             if matches!(action, TraceAction::Complete | TraceAction::Requeue) {
                 let e = parse_uint(&line[from..to]).ok_or("bad error number")?;
@@ -332,23 +352,19 @@ fn parse_line(line: &[u8]) -> Result<Line, &'static str> {
             }
         }
     }
-    let bytes = u32::try_from(bytes).map_err(|_| "size out of range")?;
-    let (op, flags) = if matches!(action, TraceAction::Plug | TraceAction::Unplug) {
-        (Op::Write, BioFlags::NONE)
-    } else {
-        parse_rwbs(rwbs_str, u64::from(bytes)).ok_or("bad rwbs")?
+    let (op, flags) = match extent {
+        _ if matches!(action, TraceAction::Plug | TraceAction::Unplug) => {
+            (Op::Write, BioFlags::NONE)
+        }
+        Extent::Sectors { sectors, .. } => parse_rwbs(rwbs_str, sectors).ok_or("bad rwbs")?,
+        _ => parse_rwbs(rwbs_str, 1).ok_or("bad rwbs")?,
     };
-    let event = TraceEvent {
-        time,
-        action,
-        op,
-        flags,
-        sector,
-        bytes,
-        ctx: IoContext(pid as u32),
-        error,
-        extra,
-    };
+    let mut event =
+        traced_event(time, action, op, flags, extent, pid as u32).map_err(BadLine::Range)?;
+    event.error = error;
+    if extra != 0 {
+        event.extra = extra;
+    }
     let record = Record::new(event, cpu as u32, dev_t(major as u32, minor as u32));
     Ok(Line::Event(record, comm))
 }

@@ -1,13 +1,16 @@
 //! Reading blktrace's binary format: [`BlktraceReader`] streams one file
 //! (or `blktrace -o -`'s single stream of every CPU) record by record;
-//! [`BlktraceSetReader`] opens a per-CPU set (`NAME.blktrace.0`, `.1`, ...)
-//! and merges it by time, holding one record per file.
+//! [`BlktraceSetReader`] opens a per-CPU set (`NAME.blktrace.0`, `.1`, ...,
+//! at most [`MAX_SET_FILES`]) and merges it by time, holding one record
+//! and a 4 KiB buffer per file.
 //!
 //! Checks, each an error naming the source and record number (or, with
 //! `skip_bad`, a count in [`BlktraceReader::skipped`]): the magic (the byte
 //! order is taken from the first record's), the version (0x07), a record or
 //! payload cut short, an action code blktrace does not define, and time
-//! going backwards on one CPU. Codes elevator does not replay (sleep,
+//! going backwards on one CPU, a sector and size whose end is past 2^64
+//! bytes (through [`Extent::place`]; an empty flush at 2^64-1 is the
+//! kernel's flush request, at sector 0). Codes elevator does not replay (sleep,
 //! bounce, remap, abort, driver data) are dropped and counted in
 //! [`BlktraceReader::ignored`]; timestamp and message notifies are dropped.
 //! A record with the cgroup flag has its 8-byte cgroup id skipped before
@@ -23,22 +26,31 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use elevator_core::{IoContext, TraceAction, TraceEvent};
+use elevator_core::TraceAction;
 
 use crate::blktrace::{Endian, RECORD_BYTES, RawRecord, VERSION, category, code, decode_action};
 use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
-use crate::record::{Item, Record};
+use crate::fast_hash::IntMap;
+use crate::record::{Extent, Item, Record, process_name, traced_event};
 
 /// Bytes read from the input at a time (the buffer grows for a record
 /// whose payload is larger).
 const BUFFER_BYTES: usize = 1 << 15;
-/// CPUs whose time order is checked (records of higher CPU numbers are not).
+/// Bytes read from each file of a per-CPU set at a time.
+const SET_BUFFER_BYTES: usize = 1 << 12;
+/// Files a per-CPU set may have (one per CPU).
+pub const MAX_SET_FILES: usize = 8192;
+/// CPUs whose time order is checked (the first seen; records of others
+/// are not).
 const CHECKED_CPUS: usize = 4096;
 
 /// Streams the records of one blktrace file or stream.
 pub struct BlktraceReader<R: Read> {
     input: R,
+    /// Bytes read and not yet taken (`pos..len`); grown for a record with
+    /// a large payload, and back to `base` bytes after it.
     buf: Vec<u8>,
+    base: usize,
     pos: usize,
     len: usize,
     eof: bool,
@@ -48,7 +60,8 @@ pub struct BlktraceReader<R: Read> {
     ignored: u64,
     endian: Option<Endian>,
     records: u64,
-    last_time: Vec<u64>,
+    /// Each CPU's last time (for the first [`CHECKED_CPUS`] CPUs seen).
+    last_time: IntMap<u32, u64>,
     done: bool,
 }
 
@@ -57,9 +70,22 @@ impl<R: Read> BlktraceReader<R> {
     /// bad records are counted and skipped (after a bad magic the reader
     /// looks for the next one) instead of ending the read with an error.
     pub fn new(input: R, source_name: &str, skip_bad: bool) -> BlktraceReader<R> {
+        Self::with_buffer(input, source_name, skip_bad, BUFFER_BYTES)
+    }
+
+    /// [`BlktraceReader::new`] reading `buffer` bytes at a time (at least
+    /// one record's).
+    fn with_buffer(
+        input: R,
+        source_name: &str,
+        skip_bad: bool,
+        buffer: usize,
+    ) -> BlktraceReader<R> {
+        let base = buffer.max(RECORD_BYTES);
         BlktraceReader {
             input,
-            buf: vec![0; BUFFER_BYTES],
+            buf: vec![0; base],
+            base,
             pos: 0,
             len: 0,
             eof: false,
@@ -69,7 +95,7 @@ impl<R: Read> BlktraceReader<R> {
             ignored: 0,
             endian: None,
             records: 0,
-            last_time: Vec::new(),
+            last_time: IntMap::default(),
             done: false,
         }
     }
@@ -101,6 +127,9 @@ impl<R: Read> BlktraceReader<R> {
         self.pos = 0;
         if self.buf.len() < want {
             self.buf.resize(want, 0);
+        } else if self.buf.len() > self.base && want.max(self.len) <= self.base {
+            self.buf.truncate(self.base);
+            self.buf.shrink_to_fit();
         }
         while self.len < want {
             match self.input.read(&mut self.buf[self.len..]) {
@@ -215,7 +244,7 @@ impl<R: Read> BlktraceReader<R> {
                         .iter()
                         .position(|&b| b == 0)
                         .unwrap_or(payload.len());
-                    let name = String::from_utf8_lossy(&payload[..end]).into_owned();
+                    let name = process_name(&payload[..end]);
                     return Ok(Some(Item::Process {
                         pid: raw.pid,
                         name,
@@ -237,19 +266,21 @@ impl<R: Read> BlktraceReader<R> {
                     raw.action
                 ))));
             };
-            let slot = raw.cpu as usize;
-            if slot < CHECKED_CPUS {
-                if self.last_time.len() <= slot {
-                    self.last_time.resize(slot + 1, 0);
-                }
-                let previous = self.last_time[slot];
-                if raw.time < previous {
+            let known = self.last_time.len() < CHECKED_CPUS;
+            let slot = match self.last_time.get_mut(&raw.cpu) {
+                Some(t) => Some(t),
+                None if known => Some(self.last_time.entry(raw.cpu).or_insert(0)),
+                None => None,
+            };
+            if let Some(previous) = slot {
+                if raw.time < *previous {
+                    let previous = *previous;
                     return Err(self.error(TraceErrorKind::TimeOrder {
                         time: raw.time,
                         previous,
                     }));
                 }
-                self.last_time[slot] = raw.time;
+                *previous = raw.time;
             }
             let extra = if matches!(action, TraceAction::Split | TraceAction::Unplug) {
                 payload
@@ -263,17 +294,14 @@ impl<R: Read> BlktraceReader<R> {
             } else {
                 0
             };
-            let event = TraceEvent {
-                time: raw.time,
-                action,
-                op,
-                flags,
+            let extent = Extent::SectorBytes {
                 sector: raw.sector,
-                bytes: raw.bytes,
-                ctx: IoContext(raw.pid),
-                error: i32::from(raw.error as i16),
-                extra,
+                bytes: u64::from(raw.bytes),
             };
+            let mut event = traced_event(raw.time, action, op, flags, extent, raw.pid)
+                .map_err(|refusal| self.error(refusal.into()))?;
+            event.error = i32::from(raw.error as i16);
+            event.extra = extra;
             return Ok(Some(Item::Record(Record {
                 event,
                 cpu: raw.cpu,
@@ -331,11 +359,28 @@ impl BlktraceSetReader<File> {
             kind: e.into(),
         };
         let mut readers = Vec::new();
-        for cpu in set_cpus(&prefix).map_err(|e| io_error(&prefix, e))? {
+        let cpus = set_cpus(&prefix).map_err(|e| io_error(&prefix, e))?;
+        if cpus.len() > MAX_SET_FILES {
+            let e = io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} files {}.blktrace.N: a per-CPU set has at most {MAX_SET_FILES}",
+                    cpus.len(),
+                    prefix.display()
+                ),
+            );
+            return Err(io_error(name, e));
+        }
+        for cpu in cpus {
             let path = crate::blktrace_write::BlktraceSet::path_of(&prefix, cpu);
             let file = File::open(&path).map_err(|e| io_error(&path, e))?;
             let name = path.display().to_string();
-            readers.push(BlktraceReader::new(file, &name, skip_bad));
+            readers.push(BlktraceReader::with_buffer(
+                file,
+                &name,
+                skip_bad,
+                SET_BUFFER_BYTES,
+            ));
         }
         if readers.is_empty() {
             let e = io::Error::new(

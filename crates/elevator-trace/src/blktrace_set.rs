@@ -3,7 +3,8 @@
 //!
 //! This is the writer on the trace-out hot path, so each event costs little:
 //! records are encoded straight into a large buffer per file
-//! ([`WRITE_BYTES`], written with one `write` call when full), the `action`
+//! ([`WRITE_BYTES`], less when many files share the [`WRITE_BUDGET`],
+//! written with one `write` call when full), the `action`
 //! word comes from a table, a file is found by indexing a `Vec` with the
 //! CPU, and whether a process has been named in a file is looked up only
 //! when the process differs from the file's previous event's (then in a
@@ -21,16 +22,28 @@ use crate::record::Record;
 use crate::sink::TraceSink;
 
 /// Bytes a file's buffer holds before it is written out (one `write` call
-/// each).
+/// each), while the set has few files.
 pub const WRITE_BYTES: usize = 256 << 10;
+/// Bytes all files' buffers hold together at most: with many files each
+/// holds less (down to [`MIN_WRITE_BYTES`]).
+pub const WRITE_BUDGET: usize = 32 << 20;
+/// Bytes a file's buffer holds at least before it is written out.
+pub const MIN_WRITE_BYTES: usize = 4 << 10;
+/// Process ids whose names are kept, and large ids each file remembers
+/// naming: past these, they are forgotten (a process may then be named
+/// again, or not at all).
+const MAX_NAMES: usize = 1 << 16;
+const MAX_LARGE_PIDS: usize = 1 << 10;
+/// Files a rename is carried to one by one, at most.
+const RENAME_FILES: usize = 64;
 
 /// Room past [`WRITE_BYTES`] for what one event may add (a notify record
 /// and a record with its payload), so that the buffer never grows.
 const SLACK: usize = 2 * (RECORD_BYTES + COMM_BYTES);
 
-/// Process ids below this are kept in a bit set (128 KiB at most per file);
-/// larger ones in a hash set.
-const DENSE_PIDS: u32 = 1 << 20;
+/// Process ids below this are kept in a bit set (8 KiB at most per file);
+/// larger ones in a hash set of at most [`MAX_LARGE_PIDS`].
+const DENSE_PIDS: u32 = 1 << 16;
 
 /// A set of process ids: a bit set for the usual small ids, a hash set for
 /// the rest.
@@ -60,6 +73,9 @@ impl PidSet {
             }
             self.bits[word] |= 1 << (pid % 64);
         } else {
+            if self.large.len() >= MAX_LARGE_PIDS {
+                self.large.clear();
+            }
             self.large.insert(pid);
         }
     }
@@ -83,25 +99,32 @@ struct SetFile {
     sequence: u32,
     named: PidSet,
     last_pid: Option<u32>,
+    /// The set's rename epoch `named` is valid for (see
+    /// [`BlktraceSet::process`]).
+    epoch: u64,
 }
 
 impl SetFile {
-    fn new(file: File) -> SetFile {
+    fn new(file: File, write_at: usize) -> SetFile {
         SetFile {
             file,
-            buf: Vec::with_capacity(WRITE_BYTES + SLACK),
+            buf: Vec::with_capacity(write_at + SLACK),
             sequence: 0,
             named: PidSet::default(),
             last_pid: None,
+            epoch: 0,
         }
     }
 
     /// Write the buffer out (emptied even on error: what failed is lost and
     /// the error says so).
     #[inline(never)]
-    fn write_out(&mut self) -> io::Result<()> {
+    fn write_out(&mut self, write_at: usize) -> io::Result<()> {
         let written = self.file.write_all(&self.buf);
         self.buf.clear();
+        if self.buf.capacity() > write_at + SLACK {
+            self.buf.shrink_to(write_at + SLACK);
+        }
         written
     }
 }
@@ -111,7 +134,7 @@ impl Drop for SetFile {
     /// by [`TraceSink::finish`].
     fn drop(&mut self) {
         if !self.buf.is_empty() {
-            let _ = self.write_out();
+            let _ = self.write_out(0);
         }
     }
 }
@@ -128,7 +151,14 @@ impl Drop for SetFile {
 pub struct BlktraceSet {
     prefix: PathBuf,
     files: Vec<Option<SetFile>>,
+    /// Bytes a file's buffer holds before it is written out: the
+    /// [`WRITE_BUDGET`] shared by the files, within
+    /// [`MIN_WRITE_BYTES`]..=[`WRITE_BYTES`].
+    write_at: usize,
     names: HashMap<u32, String>,
+    /// Bumped when a process is renamed while many files are open: each
+    /// file then forgets whom it named, at its next event.
+    epoch: u64,
     words: ActionWords,
     written: u64,
 }
@@ -148,7 +178,9 @@ impl BlktraceSet {
         Ok(BlktraceSet {
             prefix: prefix.to_path_buf(),
             files: Vec::new(),
+            write_at: WRITE_BYTES,
             names: HashMap::new(),
+            epoch: 0,
             words: ActionWords::new(),
             written: 0,
         })
@@ -175,7 +207,12 @@ impl BlktraceSet {
     }
 
     /// Create CPU `cpu`'s file if it is not open yet.
-    fn open_file(prefix: &Path, files: &mut Vec<Option<SetFile>>, cpu: u32) -> io::Result<()> {
+    fn open_file(
+        prefix: &Path,
+        files: &mut Vec<Option<SetFile>>,
+        cpu: u32,
+        write_at: &mut usize,
+    ) -> io::Result<()> {
         // One file per CPU: a CPU number past this is a corrupt record.
         const MAX_CPUS: u32 = 1 << 13;
         if cpu >= MAX_CPUS {
@@ -194,7 +231,12 @@ impl BlktraceSet {
             files.resize_with(i + 1, || None);
         }
         if files[i].is_none() {
-            files[i] = Some(SetFile::new(File::create(Self::path_of(prefix, cpu))?));
+            let open = files.iter().flatten().count() + 1;
+            *write_at = (WRITE_BUDGET / open).clamp(MIN_WRITE_BYTES, WRITE_BYTES);
+            files[i] = Some(SetFile::new(
+                File::create(Self::path_of(prefix, cpu))?,
+                *write_at,
+            ));
         }
         Ok(())
     }
@@ -216,8 +258,8 @@ impl BlktraceSet {
         file.sequence = file.sequence.wrapping_add(1);
         encode_record(&mut file.buf, &self.words, record, file.sequence);
         self.written += 1;
-        if file.buf.len() >= WRITE_BYTES {
-            file.write_out()?;
+        if file.buf.len() >= self.write_at {
+            file.write_out(self.write_at)?;
         }
         Ok(())
     }
@@ -229,12 +271,22 @@ impl BlktraceSet {
     fn prepare(&mut self, record: &Record) -> io::Result<()> {
         let i = record.cpu as usize;
         if !matches!(self.files.get(i), Some(Some(_))) {
-            Self::open_file(&self.prefix, &mut self.files, record.cpu)?;
+            Self::open_file(
+                &self.prefix,
+                &mut self.files,
+                record.cpu,
+                &mut self.write_at,
+            )?;
         }
         let Some(Some(file)) = self.files.get_mut(i) else {
             return Err(io::Error::other("file not created"));
         };
         let pid = record.pid();
+        if file.epoch != self.epoch {
+            file.epoch = self.epoch;
+            file.named = PidSet::default();
+            file.last_pid = None;
+        }
         if file.last_pid != Some(pid) {
             if !file.named.contains(pid)
                 && let Some(name) = self.names.get(&pid)
@@ -262,13 +314,24 @@ impl TraceSink for BlktraceSet {
     }
 
     fn process(&mut self, pid: u32, name: &str, _time: u64) -> io::Result<()> {
-        if self.names.get(&pid).map(String::as_str) != Some(name) {
+        let known = self.names.get(&pid).map(String::as_str);
+        if known != Some(name) {
+            let renamed = known.is_some();
+            if !renamed && self.names.len() >= MAX_NAMES {
+                self.names.clear();
+            }
             self.names.insert(pid, name.to_string());
-            // Renamed: name it again in every file before its next event.
-            for f in self.files.iter_mut().flatten() {
-                f.named.remove(pid);
-                if f.last_pid == Some(pid) {
-                    f.last_pid = None;
+            // Renamed: name it again in every file before its next event
+            // (with many files, every process is named again: a rename
+            // costs the same whatever the number of files).
+            if renamed && self.files.len() > RENAME_FILES {
+                self.epoch += 1;
+            } else if renamed {
+                for f in self.files.iter_mut().flatten() {
+                    f.named.remove(pid);
+                    if f.last_pid == Some(pid) {
+                        f.last_pid = None;
+                    }
                 }
             }
         }
@@ -277,7 +340,7 @@ impl TraceSink for BlktraceSet {
 
     fn finish(&mut self) -> io::Result<()> {
         for f in self.files.iter_mut().flatten() {
-            f.write_out()?;
+            f.write_out(self.write_at)?;
         }
         Ok(())
     }

@@ -3,6 +3,8 @@
 
 use thiserror::Error;
 
+pub use crate::record::RangeRefusal;
+
 /// What was wrong with a trace.
 #[derive(Debug, Error)]
 pub enum TraceErrorKind {
@@ -42,6 +44,9 @@ pub enum TraceErrorKind {
         /// The offending text (shortened).
         text: String,
     },
+    /// A text line longer than the most a reader takes.
+    #[error("line longer than {0} bytes: not a trace line")]
+    LineTooLong(usize),
     /// A sector range beyond the device replayed on.
     #[error("sectors {sector}..{end} are beyond the device's {capacity} sectors")]
     BeyondDevice {
@@ -52,6 +57,11 @@ pub enum TraceErrorKind {
         /// Device size in sectors.
         capacity: u64,
     },
+    /// A sector range that cannot be replayed as stated (it ends past 2^64
+    /// bytes, is more than one bio carries, or a split cuts before its
+    /// start): refused, as blkparse refuses it, never wrapped.
+    #[error("I/O range refused: {0}")]
+    Range(#[from] RangeRefusal),
     /// The content is not any trace format elevator knows.
     #[error("not a trace elevator reads ({0})")]
     UnknownFormat(String),
@@ -87,6 +97,21 @@ impl TraceError {
             place: format!("line {n}"),
             kind,
         }
+    }
+}
+
+/// Why a text line is not an item: it does not parse (what was expected),
+/// or its range is refused.
+pub(crate) enum BadLine {
+    /// What was expected.
+    Text(&'static str),
+    /// Its range cannot be replayed as stated.
+    Range(RangeRefusal),
+}
+
+impl From<&'static str> for BadLine {
+    fn from(why: &'static str) -> BadLine {
+        BadLine::Text(why)
     }
 }
 

@@ -26,16 +26,21 @@
 //!
 //! An iolog holds less than a blktrace: one event kind only, no CPU, device,
 //! flags (sync, FUA, metadata) or completion; times in microseconds; offsets
-//! that are not whole sectors are rounded down.
+//! that are not whole sectors are rounded down. An offset and length whose
+//! end is past 2^64 bytes, or a length over 4 GiB, is refused with its line
+//! ([`crate::record::Extent::place`]). What a log may name is bounded: at
+//! most 65536 files, names of at most 4096 bytes and 16 MiB in all, lines
+//! of at most [`crate::text_fields::MAX_LINE_BYTES`].
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 
-use elevator_core::{BioFlags, IoContext, Op, TraceAction, TraceEvent};
+use elevator_core::{BioFlags, Op, TraceAction};
 
-use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
-use crate::record::{Item, Record};
+use crate::error::{BadLine, ItemSource, TraceError, TraceErrorKind, next_item};
+use crate::record::{Extent, Item, Record, traced_event};
 use crate::sink::TraceSink;
-use crate::text_fields::{Fields, parse_uint, push_uint};
+use crate::text_fields::{Fields, LineRead, MAX_LINE_BYTES, parse_uint, push_uint, read_line};
 
 /// The first line of a version 2 log.
 pub const V2_HEADER: &str = "fio version 2 iolog";
@@ -43,6 +48,10 @@ pub const V2_HEADER: &str = "fio version 2 iolog";
 pub const V3_HEADER: &str = "fio version 3 iolog";
 /// Files one log may name (each is an I/O context).
 const MAX_FILES: usize = 1 << 16;
+/// The longest file name a log may give (Linux's `PATH_MAX`).
+const MAX_FILE_NAME_BYTES: usize = 4096;
+/// The most bytes of file names one log may give, all files together.
+const MAX_NAME_BYTES_TOTAL: usize = 16 << 20;
 
 /// An iolog version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +86,10 @@ pub struct IologReader<R: BufRead> {
     lines: u64,
     version: Option<IologVersion>,
     files: Vec<String>,
+    /// Each file's index in `files`, by name.
+    file_index: HashMap<String, usize>,
+    /// Bytes of the files' names.
+    name_bytes: usize,
     last_file: usize,
     time: u64,
     /// Where this log's times start (a log appended after another starts
@@ -105,6 +118,8 @@ impl<R: BufRead> IologReader<R> {
             lines: 0,
             version: None,
             files: Vec::new(),
+            file_index: HashMap::new(),
+            name_bytes: 0,
             last_file: 0,
             time: 0,
             base: 0,
@@ -138,19 +153,19 @@ impl<R: BufRead> IologReader<R> {
         if self.files.get(self.last_file).map(|f| f.as_bytes()) == Some(name) {
             return Some(self.last_file);
         }
-        let i = self.files.iter().position(|f| f.as_bytes() == name)?;
+        let i = *self.file_index.get(std::str::from_utf8(name).ok()?)?;
         self.last_file = i;
         Some(i)
     }
 
-    fn parse_line(&mut self, version: IologVersion) -> Result<Line, &'static str> {
+    fn parse_line(&mut self, version: IologVersion) -> Result<Line, BadLine> {
         let line = std::mem::take(&mut self.line);
         let parsed = self.parse_fields(version, &line);
         self.line = line;
         parsed
     }
 
-    fn parse_fields(&mut self, version: IologVersion, line: &[u8]) -> Result<Line, &'static str> {
+    fn parse_fields(&mut self, version: IologVersion, line: &[u8]) -> Result<Line, BadLine> {
         let mut f = Fields::new(line);
         if f.at_end() {
             return Ok(Line::Nothing);
@@ -162,7 +177,7 @@ impl<R: BufRead> IologReader<R> {
                 .and_then(|t| t.checked_add(self.base))
                 .ok_or("timestamp too large")?;
             if t < self.time {
-                return Err("timestamp earlier than the line before");
+                return Err(BadLine::Text("timestamp earlier than the line before"));
             }
             self.time = t;
         }
@@ -171,42 +186,51 @@ impl<R: BufRead> IologReader<R> {
         let offset = f.word();
         let length = f.word();
         if !f.at_end() {
-            return Err("too many fields");
+            return Err(BadLine::Text("too many fields"));
         }
         if file.is_empty() || action.is_empty() {
-            return Err("expected a file and an action");
+            return Err(BadLine::Text("expected a file and an action"));
         }
         let file_action = match action {
             b"add" | b"open" | b"close" => true,
             b"read" | b"write" | b"sync" | b"datasync" | b"trim" | b"wait" => false,
-            _ => return Err("unknown action"),
+            _ => return Err(BadLine::Text("unknown action")),
         };
         if file_action {
             if !offset.is_empty() {
-                return Err("too many fields for a file action");
+                return Err(BadLine::Text("too many fields for a file action"));
             }
             if action == b"add" {
                 if self.file_index(file).is_some() {
                     return Ok(Line::Nothing);
                 }
                 if self.files.len() >= MAX_FILES {
-                    return Err("too many files");
+                    return Err(BadLine::Text("too many files (more than 65536)"));
                 }
+                if file.len() > MAX_FILE_NAME_BYTES {
+                    return Err(BadLine::Text("file name longer than 4096 bytes"));
+                }
+                if self.name_bytes + file.len() > MAX_NAME_BYTES_TOTAL {
+                    return Err(BadLine::Text("file names add up to more than 16 MiB"));
+                }
+                self.name_bytes += file.len();
                 let name = std::str::from_utf8(file).map_err(|_| "file name is not UTF-8")?;
                 self.files.push(name.to_string());
+                self.file_index
+                    .insert(name.to_string(), self.files.len() - 1);
                 return Ok(Line::Added(self.files.len() - 1));
             }
             self.file_index(file).ok_or("file not added")?;
             return Ok(Line::Nothing);
         }
-        let (offset, length) = match (parse_uint(offset), parse_uint(length)) {
+        let (offset, len) = match (parse_uint(offset), parse_uint(length)) {
             (Some(o), Some(l)) => (o, l),
             _ if offset.is_empty() && matches!(action, b"sync" | b"datasync") => (0, 0),
-            _ => return Err("expected offset and length"),
+            _ => return Err(BadLine::Text("expected offset and length")),
         };
         if action == b"wait" {
             if version == IologVersion::V3 {
-                return Err("wait is not allowed in version 3");
+                return Err(BadLine::Text("wait is not allowed in version 3"));
             }
             self.time = self
                 .time
@@ -215,38 +239,32 @@ impl<R: BufRead> IologReader<R> {
             return Ok(Line::Nothing);
         }
         let ctx = self.file_index(file).ok_or("file not added")?;
-        let (op, flags, sector, bytes) = match action {
-            b"read" => (Op::Read, BioFlags::NONE, offset / 512, length),
-            b"write" => (Op::Write, BioFlags::NONE, offset / 512, length),
-            b"trim" => (Op::Discard, BioFlags::NONE, offset / 512, length),
-            _ => (Op::Flush, BioFlags::PREFLUSH, 0, 0),
+        let (op, flags, extent) = match action {
+            b"read" => (Op::Read, BioFlags::NONE, Extent::Bytes { offset, len }),
+            b"write" => (Op::Write, BioFlags::NONE, Extent::Bytes { offset, len }),
+            b"trim" => (Op::Discard, BioFlags::NONE, Extent::Bytes { offset, len }),
+            _ => (
+                Op::Flush,
+                BioFlags::PREFLUSH,
+                Extent::Bytes { offset: 0, len: 0 },
+            ),
         };
-        let bytes = u32::try_from(bytes).map_err(|_| "length out of range")?;
-        let event = TraceEvent {
-            time: self.time,
-            action: TraceAction::Queue,
-            op,
-            flags,
-            sector,
-            bytes,
-            ctx: IoContext(ctx as u32),
-            error: 0,
-            extra: 0,
-        };
+        let event = traced_event(self.time, TraceAction::Queue, op, flags, extent, ctx as u32)
+            .map_err(BadLine::Range)?;
         Ok(Line::Io(Record::new(event, 0, 0)))
     }
 
     fn read_item(&mut self) -> Result<Option<Item>, TraceError> {
         loop {
-            self.line.clear();
-            let n = self
-                .input
-                .read_until(b'\n', &mut self.line)
-                .map_err(|e| self.error(e.into()))?;
-            if n == 0 {
+            let read = read_line(&mut self.input, &mut self.line)
+                .map_err(|e| TraceError::at_line(&self.source_name, self.lines + 1, e.into()))?;
+            if read == LineRead::End {
                 return Ok(None);
             }
             self.lines += 1;
+            if read == LineRead::TooLong {
+                return Err(self.error(TraceErrorKind::LineTooLong(MAX_LINE_BYTES)));
+            }
             let Some(version) = self.version else {
                 match IologVersion::from_header(&self.line) {
                     Some(v) => {
@@ -267,10 +285,10 @@ impl<R: BufRead> IologReader<R> {
                 self.base = self.time;
                 continue;
             }
-            match self
-                .parse_line(version)
-                .map_err(|why| self.parse_error(why))?
-            {
+            match self.parse_line(version).map_err(|bad| match bad {
+                BadLine::Text(why) => self.parse_error(why),
+                BadLine::Range(refusal) => self.error(refusal.into()),
+            })? {
                 Line::Io(r) => return Ok(Some(Item::Record(r))),
                 Line::Added(i) => {
                     return Ok(Some(Item::Process {
@@ -509,7 +527,7 @@ mod tests {
         let text = "fio version 3 iolog\n0 /a add\n0 /a open\n10 /a read 0 4096\n12 /a close\n\
                     fio version 3 iolog\n0 /b add\n0 /b open\n5 /b write 4096 512\n6 /b close\n\
                     fio version 2 iolog\n/a add\n/a wait 3 0\n/a read 512 512\n";
-        let records: Vec<TraceEvent> = read(text)
+        let records: Vec<elevator_core::TraceEvent> = read(text)
             .into_iter()
             .filter_map(|r| match r.unwrap() {
                 Item::Record(r) => Some(r.event),

@@ -1,7 +1,11 @@
-//! One item of a trace, whatever format it came from, and the rwbs text
-//! that blkparse and tracefs use for an operation and its flags.
+//! One item of a trace, whatever format it came from; the one checked
+//! boundary where a record's stated sector and length become an event's
+//! ([`Extent`], [`traced_event`]); and the rwbs text that blkparse and
+//! tracefs use for an operation and its flags.
 
-use elevator_core::{BioFlags, IoContext, Op, TraceAction, TraceEvent};
+use elevator_core::range::{ByteRange, RangeError};
+use elevator_core::{BioFlags, IoContext, Op, Sector, TraceAction, TraceEvent};
+use thiserror::Error;
 
 /// A device number as blktrace stores it: `major << 20 | minor`.
 pub type DevT = u32;
@@ -49,6 +53,25 @@ pub enum Item {
         /// When it was first seen.
         time: u64,
     },
+}
+
+/// The longest process name kept: the kernel's `comm` is 16 bytes; a
+/// trace's longer name is cut here, so that names cost little however long
+/// a line is.
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// Processes whose names a reader remembers (to name each once): past
+/// this many, it forgets them all and names each again when next seen.
+pub const MAX_NAMED_PROCESSES: usize = 1 << 16;
+
+/// The first [`MAX_NAME_BYTES`] of a name as a trace gives it.
+pub fn name_prefix(name: &[u8]) -> &[u8] {
+    &name[..name.len().min(MAX_NAME_BYTES)]
+}
+
+/// A process's name from a trace's bytes, cut at [`MAX_NAME_BYTES`].
+pub fn process_name(name: &[u8]) -> String {
+    String::from_utf8_lossy(name_prefix(name)).into_owned()
 }
 
 /// Text of at most 8 bytes, kept on the stack.
@@ -162,7 +185,125 @@ pub fn parse_rwbs(text: &str, bytes: u64) -> Option<(Op, BioFlags)> {
     Some((op, flags))
 }
 
-/// A trace event with the given fields and no error or extra.
+/// The kernel's "no sector" (`(sector_t)-1`): where a flush request is
+/// queued and completes, in tracefs' text and older blktraces.
+pub const NO_SECTOR: Sector = u64::MAX;
+
+/// Where an I/O lies, as a trace record states it: numbers from outside,
+/// not yet checked. [`Extent::place`] is the only way from one to an
+/// event's sector and byte count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extent {
+    /// A first sector and a length in sectors (blkparse, tracefs).
+    Sectors {
+        /// First sector.
+        sector: u64,
+        /// Length in 512-byte sectors.
+        sectors: u64,
+    },
+    /// A first sector and a length in bytes (blktrace's binary records).
+    SectorBytes {
+        /// First sector.
+        sector: u64,
+        /// Length in bytes.
+        bytes: u64,
+    },
+    /// A split, `SECTOR / NEW_SECTOR` (blkparse, tracefs): the piece before
+    /// the cut, as the kernel's `block_split` records it.
+    Split {
+        /// First sector of the bio split.
+        sector: u64,
+        /// Where the second piece starts.
+        new_sector: u64,
+    },
+    /// A byte offset and a length in bytes (fio's iologs); the offset is
+    /// rounded down to its sector.
+    Bytes {
+        /// First byte.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+}
+
+/// Why a record's stated extent is refused.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum RangeRefusal {
+    /// It ends past 2^64 bytes, or one bio cannot carry it.
+    #[error(transparent)]
+    Range(#[from] RangeError),
+    /// A split whose cut is before the bio's start.
+    #[error("a split at sector {new_sector} cuts before its bio's start (sector {sector})")]
+    SplitBefore {
+        /// First sector of the bio.
+        sector: u64,
+        /// Where the record says the second piece starts.
+        new_sector: u64,
+    },
+}
+
+impl Extent {
+    /// The stated length, in the record's own unit (0: no data).
+    fn is_empty(self) -> bool {
+        match self {
+            Extent::Sectors { sectors: n, .. }
+            | Extent::SectorBytes { bytes: n, .. }
+            | Extent::Bytes { len: n, .. } => n == 0,
+            Extent::Split { .. } => false,
+        }
+    }
+
+    /// The event's first sector and byte count for an I/O of `op`, checked
+    /// through [`ByteRange`]: the end must fit in 2^64 bytes and the length
+    /// in one bio (`u32` bytes). An empty flush at [`NO_SECTOR`] (the
+    /// kernel's flush request) is at sector 0; anything else at 2^64-1 is
+    /// refused, as blkparse refuses it.
+    pub fn place(self, op: Op) -> Result<(Sector, u32), RangeRefusal> {
+        let range = match self {
+            Extent::Sectors { sector, .. } | Extent::SectorBytes { sector, .. }
+                if op == Op::Flush && sector == NO_SECTOR && self.is_empty() =>
+            {
+                return Ok((0, 0));
+            }
+            Extent::Sectors { sector, sectors } => ByteRange::from_sectors(sector, sectors)?,
+            Extent::SectorBytes { sector, bytes } => ByteRange::at_sector(sector, bytes)?,
+            Extent::Split { sector, new_sector } => {
+                let sectors = new_sector
+                    .checked_sub(sector)
+                    .ok_or(RangeRefusal::SplitBefore { sector, new_sector })?;
+                ByteRange::from_sectors(sector, sectors)?
+            }
+            Extent::Bytes { offset, len } => {
+                let range = ByteRange::new(offset, len)?;
+                // Rounded down to its sector: an end no later than stated.
+                ByteRange::at_sector(range.sector(), len)?
+            }
+        };
+        Ok((range.sector(), range.bio_bytes()?))
+    }
+}
+
+/// A trace event of an I/O, from a record's fields: the one constructor
+/// every reader calls for an event that has a place on the device (see
+/// [`Extent::place`]). A split's `extra` is where its second piece starts.
+pub fn traced_event(
+    time: u64,
+    action: TraceAction,
+    op: Op,
+    flags: BioFlags,
+    extent: Extent,
+    pid: u32,
+) -> Result<TraceEvent, RangeRefusal> {
+    let (sector, bytes) = extent.place(op)?;
+    let mut e = event(time, action, op, flags, sector, bytes, pid);
+    if let Extent::Split { new_sector, .. } = extent {
+        e.extra = new_sector;
+    }
+    Ok(e)
+}
+
+/// A trace event with the given fields and no error or extra, as code
+/// makes it (not a reader: see [`traced_event`]).
 pub fn event(
     time: u64,
     action: TraceAction,

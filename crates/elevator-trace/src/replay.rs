@@ -8,7 +8,11 @@
 //!   Flushes, FUA, discards and write-zeroes are replayed as recorded, each
 //!   with its process id as the I/O context.
 //! - **Which device**: the one named, or the most common device among the
-//!   first [`DEVICE_SAMPLE`] bio events.
+//!   first [`DEVICE_SAMPLE`] bio events. Items are held while the device is
+//!   being chosen, at most [`MAX_SAMPLE_ITEMS`] of them: past that the
+//!   choice is made from the bios seen so far, or, with none seen yet, what
+//!   was held (plugs, names, other events: nothing to replay) is planned
+//!   at once and the choice waits for the first bio.
 //! - **Plugs**: the kernel plugs per task (`blk_start_plug`), and that is
 //!   where most of its merges come from (jbd2's and writeback's batches merge
 //!   on the plug). tracefs records `block_plug` when the first request goes
@@ -23,23 +27,34 @@
 //! - **One plug at a time**: elevator's queue has one plug, the kernel one
 //!   per task. While one task's plug is open, other tasks' steps wait (in
 //!   order) until it closes, at most [`MAX_DEFERRED`] of them; past that
-//!   the plug is closed early. Kernel plugs last microseconds, so the
-//!   reordering is that small.
+//!   the plug is closed early, and what waited goes at once, the plugs
+//!   that waited with it not opened (as at the end of the trace). Kernel
+//!   plugs last microseconds, so the reordering is that small.
 //! - **Streaming**: a step leaves the planner once [`Planner::window`] more
 //!   items have been read (time enough to see its task's `P`), so memory is
-//!   bounded by the window, not the trace.
+//!   bounded by the window, not the trace. The tasks followed for their
+//!   plugs are at most [`MAX_TASKS`] (or twice the window): past that,
+//!   tasks whose last bio has left the window are forgotten (a plug that a
+//!   forgotten task left open is closed by the [`MAX_DEFERRED`] rule), so
+//!   a trace of millions of processes costs no more than one of a few.
+//! - **The recording's own events** ([`Planner::analyze_recorded`]): those
+//!   of the replayed device, and those that name no device (tracefs'
+//!   plugs), analysed as they are planned, for the report's "recorded"
+//!   column; events of other devices cost nothing.
 
 use std::collections::{HashMap, VecDeque};
 
 use crate::fast_hash::IntMap;
 
+use elevator_core::range::ByteRange;
 use elevator_core::{BioFlags, Nanos, Op, TraceAction};
 
 mod flush;
 
 pub use flush::{FlushModel, FlushParts};
 
-use crate::error::TraceError;
+use crate::analyze::{Analysis, Analyzer};
+use crate::error::{TraceError, TraceErrorKind};
 use crate::record::{DevT, Item, Record};
 
 /// Bio events looked at to choose the device when none is named.
@@ -48,6 +63,45 @@ pub const DEVICE_SAMPLE: usize = 1000;
 pub const MAX_DEFERRED: usize = 1024;
 /// Items read ahead by default.
 pub const DEFAULT_WINDOW: usize = 4096;
+/// Items held at most while the device is being chosen.
+pub const MAX_SAMPLE_ITEMS: usize = 1 << 16;
+/// Tasks followed for their plugs, at least (see the module's doc).
+pub const MAX_TASKS: usize = 1 << 16;
+
+/// What the recording itself did, for comparison with the replay: its
+/// records of the replayed device, and those that name no device.
+#[derive(Clone, Debug, Default)]
+pub struct RecordedAnalysis {
+    /// Records read from the trace (of every device).
+    pub records: u64,
+    /// The replayed device's records, analysed (`None`: there were none).
+    pub device: Option<Analysis>,
+    /// The records that name no device (tracefs' plugs and unplugs; device
+    /// 0,0), analysed (`None`: there were none).
+    pub deviceless: Option<Analysis>,
+}
+
+/// The analyzers of [`RecordedAnalysis`], fed as items are planned.
+#[derive(Debug, Default)]
+struct RecordedAnalyzers {
+    device: Option<Analyzer>,
+    deviceless: Option<Analyzer>,
+}
+
+impl RecordedAnalyzers {
+    /// Take `r`, of the device `dev` replayed (if known yet): any other
+    /// device's record is passed over without a cost.
+    fn record(&mut self, r: &Record, dev: Option<DevT>) {
+        let analyzer = if Some(r.dev) == dev {
+            &mut self.device
+        } else if r.dev == 0 {
+            &mut self.deviceless
+        } else {
+            return;
+        };
+        analyzer.get_or_insert_with(Analyzer::new).record(r);
+    }
+}
 
 /// Which events of the trace are replayed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,6 +130,28 @@ pub struct PlannedBio {
     pub pid: u32,
     /// Which record of the trace it came from (1-based), for errors.
     pub record: u64,
+}
+
+impl PlannedBio {
+    /// Whether the bio lies on a device of `capacity` bytes: a flush
+    /// always does; anything else through [`ByteRange`] (its end in bytes
+    /// must fit in a `u64`, then in the device). The replay drivers' one
+    /// capacity check.
+    pub fn on_device(&self, capacity: u64) -> Result<(), TraceErrorKind> {
+        if self.op == Op::Flush {
+            return Ok(());
+        }
+        let range = ByteRange::at_sector(self.sector, u64::from(self.bytes))
+            .map_err(|e| TraceErrorKind::Range(e.into()))?;
+        range
+            .within(capacity)
+            .map(drop)
+            .map_err(|_| TraceErrorKind::BeyondDevice {
+                sector: self.sector,
+                end: range.end().div_ceil(512),
+                capacity: capacity / 512,
+            })
+    }
 }
 
 /// One step of a replay.
@@ -155,8 +231,13 @@ pub struct Planner<I> {
     events: Events,
     dev: Option<DevT>,
     window: usize,
-    /// Read ahead, not yet planned, while the device is being chosen.
+    /// Read ahead, not yet planned, while the device is being chosen (at
+    /// most [`MAX_SAMPLE_ITEMS`]).
     sample: Vec<Item>,
+    /// Bio events in the sample, by device.
+    sample_bios: HashMap<DevT, u64>,
+    /// The recording's events analysed, when asked for.
+    recorded: Option<RecordedAnalyzers>,
     /// Planned steps, the first with sequence number `base`; a bio's flag
     /// says whether a plug opens before it.
     ahead: VecDeque<(Step, bool)>,
@@ -184,6 +265,8 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
             dev,
             window: DEFAULT_WINDOW,
             sample: Vec::new(),
+            sample_bios: HashMap::new(),
+            recorded: None,
             ahead: VecDeque::new(),
             base: 0,
             tasks: IntMap::default(),
@@ -237,34 +320,97 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
         }
     }
 
-    /// Choose the device: the most common among the first bio events.
-    fn choose_device(&mut self) -> Result<(), TraceError> {
+    /// Analyse the recording's own events as they are planned (see
+    /// [`Planner::recorded`]).
+    pub fn analyze_recorded(mut self) -> Planner<I> {
+        self.recorded = Some(RecordedAnalyzers::default());
+        self
+    }
+
+    /// The analysis of the recording's events so far, if asked for with
+    /// [`Planner::analyze_recorded`].
+    pub fn recorded(&self) -> Option<RecordedAnalysis> {
+        let r = self.recorded.as_ref()?;
+        let device = r.device.as_ref().map(Analyzer::analysis);
+        let deviceless = match self.dev {
+            Some(0) => device.clone(),
+            _ => r.deviceless.as_ref().map(Analyzer::analysis),
+        };
+        Some(RecordedAnalysis {
+            records: self.records,
+            device,
+            deviceless,
+        })
+    }
+
+    /// Read items until the device can be chosen (see the module's doc):
+    /// the most common among the first bio events. At the end of the input
+    /// the plan is finished.
+    fn sample_device(&mut self) -> Result<(), TraceError> {
         let wanted = self.wanted();
-        let mut seen = 0;
-        while seen < DEVICE_SAMPLE {
-            let Some(item) = self.items.next() else { break };
+        loop {
+            let Some(item) = self.items.next() else {
+                self.choose_device();
+                self.input_done = true;
+                self.finish();
+                return Ok(());
+            };
             let item = item?;
             if let Item::Record(r) = &item
                 && r.event.action == wanted
             {
-                seen += 1;
+                *self.sample_bios.entry(r.dev).or_insert(0) += 1;
             }
             self.sample.push(item);
-        }
-        let mut counts: HashMap<DevT, u64> = HashMap::new();
-        for item in &self.sample {
-            if let Item::Record(r) = item
-                && r.event.action == wanted
-            {
-                *counts.entry(r.dev).or_insert(0) += 1;
+            let bios: u64 = self.sample_bios.values().sum();
+            if bios >= DEVICE_SAMPLE as u64 {
+                self.choose_device();
+                return Ok(());
+            }
+            if self.sample.len() >= MAX_SAMPLE_ITEMS {
+                if bios > 0 {
+                    self.choose_device();
+                } else {
+                    // Nothing to choose from yet, and nothing held plans a
+                    // bio: plan it now, and wait for the first bio.
+                    for item in std::mem::take(&mut self.sample) {
+                        self.take(item);
+                    }
+                }
+                return Ok(());
             }
         }
+    }
+
+    /// Choose the device from the sample's bios (device 0 if there were
+    /// none), and plan the sample.
+    fn choose_device(&mut self) {
+        let counts = std::mem::take(&mut self.sample_bios);
         self.dev = counts
             .into_iter()
             .max_by_key(|&(dev, n)| (n, std::cmp::Reverse(dev)))
             .map(|(dev, _)| dev)
             .or(Some(0));
-        Ok(())
+        for item in std::mem::take(&mut self.sample) {
+            self.take(item);
+        }
+    }
+
+    /// Forget tasks past the bound (see the module's doc): first those
+    /// with no bio in the window and no open plug, then, if open plugs
+    /// alone are too many, all but the plug owner's.
+    fn prune_tasks(&mut self) {
+        let limit = MAX_TASKS.max(2 * (self.window + 1));
+        if self.tasks.len() <= limit {
+            return;
+        }
+        let (base, owner) = (self.base, self.owner);
+        let live = move |t: &Task| t.last_bio.is_some_and(|seq| seq >= base);
+        self.tasks.retain(|_, t| live(t) || t.open);
+        if self.tasks.len() > limit / 2 {
+            self.tasks
+                .retain(|&pid, t| live(t) || (t.open && owner == Some(pid)));
+        }
     }
 
     fn take(&mut self, item: Item) {
@@ -276,6 +422,9 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
             Item::Record(r) => r,
         };
         self.records += 1;
+        if let Some(recorded) = self.recorded.as_mut() {
+            recorded.record(&r, self.dev);
+        }
         let e = &r.event;
         let first = *self.first_time.get_or_insert(e.time);
         let time = e.time.saturating_sub(first);
@@ -285,8 +434,9 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
             TraceAction::Plug if self.events == Events::Queued => {
                 let seq_end = self.base + self.ahead.len() as u64;
                 let base = self.base;
-                let task = self.tasks.entry(pid).or_default();
-                if !task.open
+                // A task with no bio planned has no plug to open.
+                if let Some(task) = self.tasks.get_mut(&pid)
+                    && !task.open
                     && let Some(seq) = task.last_bio.take()
                     && seq >= base
                     && seq < seq_end
@@ -337,6 +487,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
         if self.events == Events::Queued {
             let task = self.tasks.entry(pid).or_default();
             task.last_bio = Some(seq);
+            self.prune_tasks();
         }
     }
 
@@ -379,7 +530,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
                 self.deferred.push_back(step);
                 if self.deferred.len() > MAX_DEFERRED {
                     let time = self.deferred.front().map_or(0, step_time);
-                    self.close_plug(Step::Unplug { time, pid: o });
+                    self.close_plug(Step::Unplug { time, pid: o }, false);
                 }
             }
             (None, Step::Unplug { .. }) => {}
@@ -389,17 +540,22 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
                 self.owner = Some(pid);
                 self.out.push_back(step);
             }
-            (Some(_), Step::Unplug { .. }) => self.close_plug(step),
+            (Some(_), Step::Unplug { .. }) => self.close_plug(step, true),
             _ => self.out.push_back(step),
         }
     }
 
-    /// Close the open plug with `unplug` and replay what waited behind it.
-    fn close_plug(&mut self, unplug: Step) {
+    /// Close the open plug with `unplug` and replay what waited behind it
+    /// (`reopen`: the first waiting plug may open; else what waited goes
+    /// at once, its plugs not opened).
+    fn close_plug(&mut self, unplug: Step, reopen: bool) {
         self.owner = None;
         self.out.push_back(unplug);
         let waiting = std::mem::take(&mut self.deferred);
         for step in waiting {
+            if !reopen && matches!(step, Step::Plug { .. }) {
+                continue;
+            }
             self.arbitrate(step, false);
         }
     }
@@ -424,7 +580,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
         }
         if let Some(o) = self.owner {
             let time = self.deferred.back().map_or(0, step_time);
-            self.close_plug(Step::Unplug { time, pid: o });
+            self.close_plug(Step::Unplug { time, pid: o }, false);
         }
     }
 }
@@ -448,17 +604,15 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Iterator for Planner<I> {
             if self.input_done {
                 return None;
             }
-            if self.dev.is_none()
-                && let Err(e) = self.choose_device()
-            {
-                self.input_done = true;
-                return Some(Err(e));
-            }
-            if !self.sample.is_empty() {
-                let sample = std::mem::take(&mut self.sample);
-                for item in sample {
-                    self.take(item);
+            if self.dev.is_none() {
+                if let Err(e) = self.sample_device() {
+                    self.input_done = true;
+                    return Some(Err(e));
                 }
+                while self.ahead.len() > self.window {
+                    self.release();
+                }
+                continue;
             }
             while self.ahead.len() <= self.window && self.out.is_empty() {
                 match self.items.next() {

@@ -18,9 +18,9 @@ use elevator_core::{
 use thiserror::Error;
 
 use crate::analyze::{Analysis, Analyzer};
-use crate::error::{TraceError, TraceErrorKind};
+use crate::error::TraceError;
 use crate::record::{DevT, Record};
-use crate::replay::{FlushModel, FlushParts, PlannedBio, Step, Timing};
+use crate::replay::{FlushModel, FlushParts, PlannedBio, RecordedAnalysis, Step, Timing};
 use crate::sink::TraceSink;
 
 /// Why a replay stopped.
@@ -78,6 +78,9 @@ pub struct ReplayResult {
     pub plugs: u64,
     /// Steps that waited behind another task's plug.
     pub waited: u64,
+    /// The recording's own events, if the plan analysed them
+    /// ([`crate::replay::Planner::analyze_recorded`]).
+    pub recorded: Option<RecordedAnalysis>,
 }
 
 /// Where a replay's queue events go: the analyzer, and the trace sink if
@@ -166,6 +169,7 @@ pub struct Session<'s> {
     out: EventOut<'s>,
     source_name: String,
     flush: FlushModel,
+    /// The device's size in bytes.
     capacity: u64,
     skip_bad: bool,
     slots: Vec<Slot>,
@@ -192,7 +196,8 @@ impl<'s> Session<'s> {
         sink: Option<&'s mut dyn TraceSink>,
     ) -> Session<'s> {
         queue.set_tracing(true, TraceLog::DEFAULT_LIMIT);
-        let capacity = queue.limits().capacity;
+        // In bytes (a queue's capacity in sectors is under 2^55).
+        let capacity = queue.limits().capacity.saturating_mul(512);
         Session {
             queue,
             out: EventOut::new(dev, sink),
@@ -259,22 +264,12 @@ impl<'s> Session<'s> {
     }
 
     fn start(&mut self, b: &PlannedBio, now: Nanos) -> Result<(), ReplayError> {
-        let end = b.sector + u64::from(b.bytes >> 9);
-        if b.op != Op::Flush && end > self.capacity {
+        if let Err(kind) = b.on_device(self.capacity) {
             if self.skip_bad {
                 self.skipped += 1;
                 return Ok(());
             }
-            return Err(TraceError::at_record(
-                &self.source_name,
-                b.record,
-                TraceErrorKind::BeyondDevice {
-                    sector: b.sector,
-                    end,
-                    capacity: self.capacity,
-                },
-            )
-            .into());
+            return Err(TraceError::at_record(&self.source_name, b.record, kind).into());
         }
         self.first.get_or_insert(now);
         self.bios += 1;
@@ -455,6 +450,7 @@ impl<'s> Session<'s> {
             events_dropped,
             plugs: 0,
             waited: 0,
+            recorded: None,
         })
     }
 }

@@ -1,6 +1,65 @@
-//! Byte-level pieces shared by the text formats: a cursor over one line's
-//! fields (no allocation per line) and integer formatting into a line
-//! buffer (no `fmt` machinery per field).
+//! Byte-level pieces shared by the text formats: reading one line of at
+//! most [`MAX_LINE_BYTES`] ([`read_line`]), a cursor over one line's fields
+//! (no allocation per line) and integer formatting into a line buffer (no
+//! `fmt` machinery per field).
+
+use std::io::{self, BufRead};
+
+/// The longest line a text trace may have (real lines are under 200
+/// bytes): a longer one is an error, and memory never holds more of it.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// What [`read_line`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineRead {
+    /// The end of the input.
+    End,
+    /// A line (with its `\n`, if it had one).
+    Line,
+    /// A line longer than [`MAX_LINE_BYTES`], passed over to its end.
+    TooLong,
+}
+
+/// Read the next line of `input` into `line` (emptied first), keeping at
+/// most [`MAX_LINE_BYTES`] of it: a longer line is read through to its end
+/// and left out ([`LineRead::TooLong`]).
+pub fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<LineRead> {
+    line.clear();
+    let mut any = false;
+    let mut too_long = false;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        any = true;
+        let (n, done) = match buf.iter().position(|&c| c == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if !too_long {
+            if line.len() + n <= MAX_LINE_BYTES {
+                line.extend_from_slice(&buf[..n]);
+            } else {
+                too_long = true;
+                line.clear();
+            }
+        }
+        input.consume(n);
+        if done {
+            break;
+        }
+    }
+    Ok(match (any, too_long) {
+        (false, _) => LineRead::End,
+        (true, false) => LineRead::Line,
+        (true, true) => LineRead::TooLong,
+    })
+}
 
 /// A cursor over the bytes of one text line.
 pub struct Fields<'a> {
@@ -170,6 +229,23 @@ pub fn push_right(line: &mut Vec<u8>, text: &[u8], width: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_read_whole_or_passed_over_when_too_long() {
+        let long = vec![b'x'; MAX_LINE_BYTES + 1];
+        let mut text = b"a b\n".to_vec();
+        text.extend_from_slice(&long);
+        text.extend_from_slice(b"\nlast");
+        let mut input = io::BufReader::with_capacity(100, &text[..]);
+        let mut line = Vec::new();
+        assert_eq!(read_line(&mut input, &mut line).unwrap(), LineRead::Line);
+        assert_eq!(line, b"a b\n");
+        assert_eq!(read_line(&mut input, &mut line).unwrap(), LineRead::TooLong);
+        assert!(line.capacity() <= 2 * MAX_LINE_BYTES);
+        assert_eq!(read_line(&mut input, &mut line).unwrap(), LineRead::Line);
+        assert_eq!(line, b"last");
+        assert_eq!(read_line(&mut input, &mut line).unwrap(), LineRead::End);
+    }
 
     #[test]
     fn numbers_format_and_parse() {

@@ -22,11 +22,18 @@
 //!
 //! Block tracepoints that elevator has no event for (`block_bio_complete`,
 //! `block_rq_error`, `block_bio_remap`, `block_io_start`, ...) are passed
-//! over; other tracepoint names are errors. A flush completes at sector
-//! 2^64-1: it is read as sector 0, as flushes are everywhere else. Plug and
+//! over; other tracepoint names are errors. Every `SECTOR + NR` goes through
+//! [`Extent::place`]: a flush request is queued and completes at sector
+//! 2^64-1 with no sectors, read as sector 0 as flushes are everywhere
+//! else; any other range whose end is past 2^64 bytes is refused with its
+//! line (as blkparse refuses it), never wrapped. Plug and
 //! unplug name no device: they are read with device 0, for the consumer to
 //! attribute. Each process is named ([`Item::Process`]) the first time its
-//! pid appears, and again once if it was first seen as `<...>`.
+//! pid appears, and again once if it was first seen as `<...>` (names cut
+//! at [`crate::record::MAX_NAME_BYTES`]; past
+//! [`MAX_NAMED_PROCESSES`] pids the reader forgets them and names each
+//! again when next seen). A line is at most
+//! [`crate::text_fields::MAX_LINE_BYTES`].
 
 use std::io::BufRead;
 
@@ -34,7 +41,10 @@ use elevator_core::{BioFlags, Op, TraceAction, TraceEvent};
 
 use crate::error::{TraceError, TraceErrorKind};
 use crate::fast_hash::IntMap;
-use crate::record::{DevT, Item, Record, dev_t, event, parse_rwbs};
+use crate::record::{
+    DevT, Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, parse_rwbs, process_name, traced_event,
+};
+use crate::text_fields::{LineRead, MAX_LINE_BYTES, read_line};
 
 /// Block tracepoints read and passed over: elevator records no such event.
 const PASSED_OVER: [&str; 7] = [
@@ -55,7 +65,8 @@ pub struct TracefsReader<R: BufRead> {
     skipped: u64,
     line_no: u64,
     buf: Vec<u8>,
-    /// Pids seen, and whether the name given for them was a real one.
+    /// Pids seen, and whether the name given for them was a real one (at
+    /// most [`MAX_NAMED_PROCESSES`]).
     named: IntMap<u32, bool>,
     /// A record waiting behind the process item announcing its pid.
     pending: Option<Record>,
@@ -116,11 +127,14 @@ impl<R: BufRead> TracefsReader<R> {
         match self.named.get(&pid) {
             Some(true) => None,
             Some(false) if !real => None,
-            _ => {
+            known => {
+                if known.is_none() && self.named.len() >= MAX_NAMED_PROCESSES {
+                    self.named.clear();
+                }
                 self.named.insert(pid, real);
                 Some(Item::Process {
                     pid,
-                    name: String::from_utf8_lossy(name).into_owned(),
+                    name: process_name(name),
                     time,
                 })
             }
@@ -139,13 +153,12 @@ impl<R: BufRead> Iterator for TracefsReader<R> {
             if self.done {
                 return None;
             }
-            self.buf.clear();
-            match self.reader.read_until(b'\n', &mut self.buf) {
-                Ok(0) => {
+            let too_long = match read_line(&mut self.reader, &mut self.buf) {
+                Ok(LineRead::End) => {
                     self.done = true;
                     return None;
                 }
-                Ok(_) => {}
+                Ok(read) => read == LineRead::TooLong,
                 Err(e) => {
                     self.done = true;
                     return Some(Err(TraceError::at_line(
@@ -154,11 +167,13 @@ impl<R: BufRead> Iterator for TracefsReader<R> {
                         TraceErrorKind::Io(e),
                     )));
                 }
-            }
+            };
             self.line_no += 1;
             let buf = std::mem::take(&mut self.buf);
             let text = trim(&buf);
-            let parsed = if text.is_empty() || text[0] == b'#' {
+            let parsed = if too_long {
+                Err(TraceErrorKind::LineTooLong(MAX_LINE_BYTES))
+            } else if text.is_empty() || text[0] == b'#' {
                 Ok(None)
             } else {
                 parse_line(text).and_then(|line| {
@@ -385,14 +400,14 @@ fn rwbs_of(tok: Option<&[u8]>, bytes: u64) -> Option<(Op, BioFlags)> {
     parse_rwbs(std::str::from_utf8(tok?).ok()?, bytes)
 }
 
-/// `SECTOR + NR` → (sector, sectors); a flush's sector 2^64-1 reads as 0.
-fn range(t: &mut Tokens<'_>) -> Option<(u64, u64)> {
+/// `SECTOR + NR`, as stated (checked by [`Extent::place`]).
+fn range(t: &mut Tokens<'_>) -> Option<Extent> {
     let sector = digits(t.next_token()?)?;
     if t.next_token()? != b"+" {
         return None;
     }
-    let nr = digits(t.next_token()?)?;
-    Some((if sector == u64::MAX { 0 } else { sector }, nr))
+    let sectors = digits(t.next_token()?)?;
+    Some(Extent::Sectors { sector, sectors })
 }
 
 fn action_of(name: &[u8]) -> Option<TraceAction> {
@@ -434,11 +449,11 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
         | TraceAction::GetRq => {
             let dev = device(t.next_token()).ok_or_else(|| fail("bad device"))?;
             let rwbs = t.next_token();
-            let (sector, nr) = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
-            let (op, flags) = rwbs_of(rwbs, nr).ok_or_else(|| fail("bad rwbs"))?;
+            let extent = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
+            let (op, flags) = rwbs_of(rwbs, sectors_of(extent)).ok_or_else(|| fail("bad rwbs"))?;
             (
                 dev,
-                event(line.time, action, op, flags, sector, bytes(nr)?, pid),
+                traced_event(line.time, action, op, flags, extent, pid)?,
             )
         }
         TraceAction::Split => {
@@ -450,11 +465,15 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
             let (Some(sector), Some(b"/"), Some(new)) = (sector, slash, new) else {
                 return Err(fail("expected SECTOR / NEW_SECTOR"));
             };
-            let nr = new.saturating_sub(sector);
-            let (op, flags) = rwbs_of(rwbs, nr.max(1)).ok_or_else(|| fail("bad rwbs"))?;
-            let mut e = event(line.time, action, op, flags, sector, bytes(nr)?, pid);
-            e.extra = new;
-            (dev, e)
+            let (op, flags) = rwbs_of(rwbs, 1).ok_or_else(|| fail("bad rwbs"))?;
+            let extent = Extent::Split {
+                sector,
+                new_sector: new,
+            };
+            (
+                dev,
+                traced_event(line.time, action, op, flags, extent, pid)?,
+            )
         }
         TraceAction::Insert | TraceAction::Issue | TraceAction::RqMerge => {
             let dev = device(t.next_token()).ok_or_else(|| fail("bad device"))?;
@@ -465,11 +484,11 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
             if !t.skip_cmd() {
                 return Err(fail("expected (CMD)"));
             }
-            let (sector, nr) = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
-            let (op, flags) = rwbs_of(rwbs, nr).ok_or_else(|| fail("bad rwbs"))?;
+            let extent = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
+            let (op, flags) = rwbs_of(rwbs, sectors_of(extent)).ok_or_else(|| fail("bad rwbs"))?;
             (
                 dev,
-                event(line.time, action, op, flags, sector, bytes(nr)?, pid),
+                traced_event(line.time, action, op, flags, extent, pid)?,
             )
         }
         TraceAction::Complete | TraceAction::Requeue => {
@@ -478,9 +497,9 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
             if !t.skip_cmd() {
                 return Err(fail("expected (CMD)"));
             }
-            let (sector, nr) = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
-            let (op, flags) = rwbs_of(rwbs, nr).ok_or_else(|| fail("bad rwbs"))?;
-            let mut e = event(line.time, action, op, flags, sector, bytes(nr)?, pid);
+            let extent = range(&mut t).ok_or_else(|| fail("expected SECTOR + NR"))?;
+            let (op, flags) = rwbs_of(rwbs, sectors_of(extent)).ok_or_else(|| fail("bad rwbs"))?;
+            let mut e = traced_event(line.time, action, op, flags, extent, pid)?;
             // The last "[N]" is the error (negative errno or 0).
             if let Some(open) = fields.iter().rposition(|&c| c == b'[') {
                 let inner = trim(&fields[open + 1..]);
@@ -496,14 +515,12 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
     Ok(Some(Record::new(ev.1, line.cpu, ev.0)))
 }
 
-fn bytes(sectors: u64) -> Result<u32, TraceErrorKind> {
-    sectors
-        .checked_mul(512)
-        .and_then(|b| u32::try_from(b).ok())
-        .ok_or_else(|| TraceErrorKind::Parse {
-            why: "I/O larger than 4 GiB".into(),
-            text: format!("{sectors} sectors"),
-        })
+/// The stated length in sectors (for rwbs: a flush has none).
+fn sectors_of(extent: Extent) -> u64 {
+    match extent {
+        Extent::Sectors { sectors, .. } => sectors,
+        _ => 1,
+    }
 }
 
 #[cfg(test)]

@@ -702,3 +702,409 @@ fn a_large_stream_reads_in_bounded_memory_without_allocating_per_event() {
         info.count_total
     );
 }
+
+/// Sectors, offsets and lengths a hostile trace may state: the edges of a
+/// `u64` and of its 512-byte arithmetic (2^55 sectors is 2^64 bytes).
+const EXTREMES: [u64; 12] = [
+    0,
+    1,
+    8,
+    (1 << 55) - 8,
+    (1 << 55) - 1,
+    1 << 55,
+    1 << 63,
+    (1 << 63) + 1,
+    u64::MAX - 8,
+    u64::MAX - 7,
+    u64::MAX - 1,
+    u64::MAX,
+];
+
+/// What a reader made of the second record of a trace (the first is a
+/// good one): its event, or the error that refused it.
+fn second_event(
+    items: impl Iterator<Item = Result<Item, elevator_trace::TraceError>>,
+    place: &str,
+) -> Result<elevator_core::TraceEvent, elevator_trace::TraceError> {
+    let mut records = items.filter(|i| !matches!(i, Ok(Item::Process { .. })));
+    match records.next() {
+        Some(Ok(Item::Record(_))) => {}
+        other => panic!("the good first record: {other:?}"),
+    }
+    match records.next() {
+        Some(Ok(Item::Record(r))) => Ok(r.event),
+        Some(Err(e)) => {
+            assert_eq!(e.place, place, "{e}");
+            Err(e)
+        }
+        other => panic!("expected a record or an error at {place}: {other:?}"),
+    }
+}
+
+/// The one rule for a range a trace states: `(first byte, bytes)` if its
+/// end is within 2^64 bytes and one bio carries it, else `None`.
+fn fits(offset: u128, len: u128) -> Option<(u64, u32)> {
+    let end_ok = offset + len <= u128::from(u64::MAX);
+    let len_ok = len <= u128::from(u32::MAX);
+    (end_ok && len_ok).then_some((offset as u64, len as u32))
+}
+
+/// Check that `got` is the event stated (`want`: `(sector, bytes)`), or a
+/// refusal when nothing fits; never a wrapped or changed range.
+fn check_event(
+    format: &str,
+    stated: &str,
+    want: Option<(u64, u32)>,
+    got: Result<elevator_core::TraceEvent, elevator_trace::TraceError>,
+) {
+    match (want, got) {
+        (Some((sector, bytes)), Ok(e)) => {
+            assert_eq!(
+                (e.sector, e.bytes),
+                (sector, bytes),
+                "{format} {stated}: read as another range"
+            );
+            let end = u128::from(e.sector) * 512 + u128::from(e.bytes);
+            assert!(end <= u128::from(u64::MAX), "{format} {stated}: wraps");
+        }
+        (None, Err(e)) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("past 2^64")
+                    || text.contains("more than one I/O")
+                    || text.contains("before"),
+                "{format} {stated}: {text}"
+            );
+        }
+        (Some(_), Err(e)) => panic!("{format} {stated}: a good range refused: {e}"),
+        (None, Ok(e)) => panic!("{format} {stated}: read as {}+{} bytes", e.sector, e.bytes),
+    }
+}
+
+/// Every reader, given a record that states `a` and `b` as its start and
+/// length (in the format's units), reads exactly that range or refuses
+/// the record by its number.
+fn every_reader_takes_or_refuses(a: u64, b: u64) {
+    let (a128, b128) = (u128::from(a), u128::from(b));
+    let sectors = fits(a128 * 512, b128 * 512).map(|(_, bytes)| (a, bytes));
+    let good_tracefs = "  a-1 [000] ..... 1.000000: block_bio_queue: 7,0 W 8 + 8 [a]\n";
+    let good_blkparse = "  7,0    0        1     0.000000000     1  Q   W 8 + 8 [a]\n";
+    // tracefs and blkparse: SECTOR + NR, in every event form that has it.
+    for (rwbs, flush) in [("W", false), ("FWS", true)] {
+        // An empty flush at 2^64-1 is the kernel's "no sector": sector 0.
+        let want = match (flush && b == 0, a) {
+            (true, u64::MAX) => Some((0, 0)),
+            _ => sectors,
+        };
+        for fields in [
+            format!("block_bio_queue: 7,0 {rwbs} {a} + {b} [a]"),
+            format!("block_rq_issue: 7,0 {rwbs} 0 () {a} + {b} be,0,4 [a]"),
+            format!("block_rq_complete: 7,0 {rwbs} () {a} + {b} be,0,4 [0]"),
+        ] {
+            let text = format!("{good_tracefs}  a-1 [000] ..... 1.000001: {fields}\n");
+            let r = elevator_trace::tracefs::TracefsReader::new(text.as_bytes(), "t", false);
+            check_event("tracefs", &fields, want, second_event(r, "line 2"));
+        }
+        for letter in ["Q", "D", "C"] {
+            let tail = if letter == "C" { "[0]" } else { "[a]" };
+            let line = format!(
+                "  7,0    0        2     0.000000001     1  {letter} {rwbs:>3} {a} + {b} {tail}"
+            );
+            let text = format!("{good_blkparse}{line}\n");
+            let r = BlkparseReader::new(text.as_bytes(), "t", false);
+            check_event("blkparse", &line, want, second_event(r, "line 2"));
+        }
+    }
+    // Splits: SECTOR / NEW_SECTOR, the piece before the cut.
+    let split = b
+        .checked_sub(a)
+        .and_then(|n| fits(a128 * 512, u128::from(n) * 512))
+        .map(|(_, bytes)| (a, bytes));
+    let fields = format!("block_split: 7,0 W {a} / {b} [a]");
+    let text = format!("{good_tracefs}  a-1 [000] ..... 1.000001: {fields}\n");
+    let r = elevator_trace::tracefs::TracefsReader::new(text.as_bytes(), "t", false);
+    check_event("tracefs", &fields, split, second_event(r, "line 2"));
+    let line = format!("  7,0    0        2     0.000000001     1  X   W {a} / {b} [a]");
+    let text = format!("{good_blkparse}{line}\n");
+    let r = BlkparseReader::new(text.as_bytes(), "t", false);
+    check_event("blkparse", &line, split, second_event(r, "line 2"));
+    // blktrace: a sector and a byte count (32 bits).
+    let bytes = b as u32;
+    let want = fits(a128 * 512, u128::from(bytes)).map(|(_, n)| (a, n));
+    for action in [
+        TraceAction::Queue,
+        TraceAction::Issue,
+        TraceAction::Complete,
+    ] {
+        let event = elevator_trace::record::event(
+            1,
+            action,
+            Op::Write,
+            elevator_core::BioFlags::NONE,
+            a,
+            bytes,
+            1,
+        );
+        let mut w = BlktraceWriter::new(Vec::new());
+        let good = elevator_trace::record::event(
+            0,
+            action,
+            Op::Write,
+            elevator_core::BioFlags::NONE,
+            8,
+            4096,
+            1,
+        );
+        w.record(&Record::new(good, 0, 7 << 20)).unwrap();
+        w.record(&Record::new(event, 0, 7 << 20)).unwrap();
+        let stream = w.into_inner();
+        let r = BlktraceReader::new(&stream[..], "b", false);
+        let stated = format!("{action:?} sector {a}, {bytes} bytes");
+        check_event("blktrace", &stated, want, second_event(r, "record 2"));
+    }
+    // fio iologs: a byte offset and a length, v2 and v3.
+    let want = fits(a128, b128).map(|(offset, len)| (offset / 512, len));
+    for (header, time) in [("fio version 2 iolog", ""), ("fio version 3 iolog", "5 ")] {
+        let text =
+            format!("{header}\n{time}/d add\n{time}/d write 4096 4096\n{time}/d write {a} {b}\n");
+        let r = IologReader::new(text.as_bytes(), "i", false);
+        check_event("iolog", &text, want, second_event(r, "line 4"));
+    }
+    // Write logs: sector and sectors (32 bits) of a write, a discard, a
+    // write-zeroes; a flush names no sectors.
+    use elevator_trace::write_log::{Kind, LogHeader, Reader, Writer};
+    let capacity = u64::MAX >> 9;
+    let n = b as u32;
+    for kind in [Kind::Write, Kind::Discard, Kind::WriteZeroes, Kind::Flush] {
+        let header = LogHeader {
+            has_data: false,
+            capacity,
+            block_size: 512,
+        };
+        let mut w = Writer::new(Vec::new(), header).unwrap();
+        w.append(Kind::Write, 0, 8, 8, 0, &[]).unwrap();
+        w.append(kind, 0, a, n, 1, &[]).unwrap();
+        let bytes = w.into_inner().unwrap();
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        assert!(r.next_record().unwrap().is_some());
+        let fits_device = a128 + u128::from(n) <= u128::from(capacity);
+        let want_ok = match kind {
+            Kind::Flush => a == 0 && n == 0,
+            _ => fits_device,
+        };
+        match r.next_record() {
+            Ok(Some(rec)) => {
+                assert!(want_ok, "write log {kind:?} {a}+{n}: accepted");
+                assert_eq!((rec.head.sector, rec.head.sectors), (a, n));
+            }
+            Err(e) => {
+                assert!(!want_ok, "write log {kind:?} {a}+{n}: refused: {e}");
+                assert!(e.to_string().starts_with("record 1 at byte "), "{e}");
+            }
+            Ok(None) => panic!("write log {kind:?} {a}+{n}: the record vanished"),
+        }
+    }
+}
+
+#[test]
+fn every_reader_refuses_ranges_past_2_64_naming_the_record() {
+    for a in EXTREMES {
+        for b in EXTREMES {
+            every_reader_takes_or_refuses(a, b);
+        }
+    }
+}
+
+/// A `u64` that is often near an edge.
+fn edgy() -> impl proptest::strategy::Strategy<Value = u64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        proptest::sample::select(EXTREMES.to_vec()),
+        any::<u64>(),
+        (0u64..4096).prop_map(|d| u64::MAX - d),
+        (0u64..4096).prop_map(|d| (u64::MAX >> 9) - d),
+        (0u64..4096).prop_map(|d| (1u64 << 63) + d),
+        0u64..(1 << 24),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+    #[test]
+    fn any_stated_range_is_read_exactly_or_refused(a in edgy(), b in edgy()) {
+        every_reader_takes_or_refuses(a, b);
+    }
+}
+
+/// Text generated a line at a time: `line(n, buf)` writes line `n`.
+struct LineStream<F> {
+    line: F,
+    n: u64,
+    lines: u64,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl<F: FnMut(u64, &mut Vec<u8>)> LineStream<F> {
+    fn new(lines: u64, line: F) -> io::BufReader<LineStream<F>> {
+        io::BufReader::new(LineStream {
+            line,
+            n: 0,
+            lines,
+            buf: Vec::new(),
+            at: 0,
+        })
+    }
+}
+
+impl<F: FnMut(u64, &mut Vec<u8>)> Read for LineStream<F> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.at == self.buf.len() {
+            self.buf.clear();
+            self.at = 0;
+            while self.buf.len() < 4096 && self.n < self.lines {
+                (self.line)(self.n, &mut self.buf);
+                self.n += 1;
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Read and plan `items` (as `elevator replay` does, the recording's
+/// events of the device analysed), and the peak of memory allocated
+/// meanwhile.
+fn peak_of(items: impl Iterator<Item = Result<Item, elevator_trace::TraceError>>) -> u64 {
+    use elevator_trace::replay::{Events, Planner};
+    let info = allocation_counter::measure(|| {
+        let mut bios = 0u64;
+        for step in Planner::new(items, Events::Queued, None).analyze_recorded() {
+            bios += u64::from(matches!(step, Ok(elevator_trace::replay::Step::Bio(_))));
+        }
+        assert!(bios > 0);
+    });
+    info.bytes_max
+}
+
+/// A trace naming hundreds of thousands of processes and devices, with
+/// long names, costs what a small one does: the readers' and the planner's
+/// per-process maps are bounded, and other devices' events cost nothing
+/// (issue 26, item 7).
+#[test]
+fn hostile_keys_cost_bounded_memory() {
+    const N: u64 = 400_000;
+    // Measured: 2.6 MB and 11 MB; 9.8 MB and over 24 MiB before the
+    // bounds (at 600,000 lines: 17 MB and 160 MB).
+    let long_name = "n".repeat(1000);
+    let tracefs = LineStream::new(N, |n, buf| {
+        let pid = n + 1;
+        let name = if n % 2 == 0 { "a" } else { &long_name };
+        let line = match n % 3 {
+            0 => format!(
+                "  {name}-{pid} [000] ..... 1.{n:06}: block_bio_queue: {},{} W {} + {} [a]\n",
+                n % 4000,
+                n / 4000,
+                n * 8,
+                n % 2048 + 1
+            ),
+            1 => format!(
+                "  {name}-{pid} [000] ..... 1.{n:06}: block_rq_issue: 8,0 W 0 () {} + {} be,0,4 [a]\n",
+                n * 8,
+                n % 8192 + 1
+            ),
+            _ => format!("  {name}-{pid} [000] ..... 1.{n:06}: block_unplug: [a] {n}\n"),
+        };
+        buf.extend_from_slice(line.as_bytes());
+    });
+    let peak = peak_of(elevator_trace::tracefs::TracefsReader::new(
+        tracefs, "t", false,
+    ));
+    assert!(peak < 6 << 20, "tracefs: peak {peak} bytes");
+    let blkparse = LineStream::new(N, |n, buf| {
+        let line = format!(
+            "{:3},{:<3} 0 {n:8} {:5}.{:09} {:5}  Q   W {} + 8 [{}{n}]\n",
+            n % 4000,
+            n / 4000,
+            n / 1_000_000,
+            n % 1_000_000,
+            n + 1,
+            n * 8,
+            &long_name[..200]
+        );
+        buf.extend_from_slice(line.as_bytes());
+    });
+    let peak = peak_of(BlkparseReader::new(blkparse, "b", false));
+    assert!(peak < 24 << 20, "blkparse: peak {peak} bytes");
+}
+
+/// A line longer than MAX_LINE_BYTES (say a file of one endless line) is
+/// an error naming it, or skipped, and never held whole; an iolog's file
+/// names are bounded too.
+#[test]
+fn over_long_lines_and_names_are_refused_by_line() {
+    use elevator_trace::text_fields::MAX_LINE_BYTES;
+    let long = "9".repeat(MAX_LINE_BYTES + 10);
+    let traces = [
+        format!(
+            "  a-1 [000] ..... 1.000000: block_bio_queue: 7,0 W 8 + 8 [a]\n  a-1 [000] ..... 1.000001: block_bio_queue: 7,0 W 8 + {long} [a]\n  a-1 [000] ..... 1.000002: block_bio_queue: 7,0 W 8 + 8 [a]\n"
+        ),
+        format!(
+            "  8,0    0        1     0.000000000     1  Q   W 8 + 8 [a]\n  8,0    0        2     0.000000001     1  Q   W 8 + 8 [{long}]\n  8,0    0        3     0.000000002     1  Q   W 8 + 8 [a]\n"
+        ),
+        format!("fio version 2 iolog\n/d{long} add\n/d add\n/d write 0 512\n/d write 512 512\n"),
+    ];
+    for text in &traces {
+        let open = |skip| {
+            elevator_trace::TraceReader::from_reader(
+                Box::new(io::Cursor::new(text.clone().into_bytes())),
+                "long",
+                None,
+                skip,
+            )
+            .unwrap()
+        };
+        let e = open(false).find_map(Result::err).expect("an error");
+        assert_eq!(
+            e.to_string(),
+            "long: line 2: line longer than 65536 bytes: not a trace line"
+        );
+        let mut r = open(true);
+        let records = r
+            .by_ref()
+            .filter(|i| matches!(i, Ok(Item::Record(_))))
+            .count();
+        assert_eq!(records, 2);
+        assert_eq!(r.skipped(), 1);
+    }
+    let name = "f".repeat(4097);
+    let text = format!("fio version 2 iolog\n{name} add\n");
+    let e = IologReader::new(text.as_bytes(), "i", false)
+        .find_map(Result::err)
+        .expect("an error");
+    assert!(
+        e.to_string()
+            .contains("line 2: cannot parse: file name longer than 4096 bytes"),
+        "{e}"
+    );
+}
+
+/// A per-CPU set has at most MAX_SET_FILES files: more is refused before
+/// any is opened (each costs a descriptor and a buffer).
+#[test]
+fn a_set_of_too_many_files_is_refused() {
+    use elevator_trace::blktrace_read::MAX_SET_FILES;
+    let dir = Scratch::new("many");
+    for cpu in 0..=MAX_SET_FILES {
+        std::fs::File::create(BlktraceSet::path_of(&dir.join("t"), cpu as u32)).unwrap();
+    }
+    let e = BlktraceSetReader::open(&dir.join("t"), false)
+        .err()
+        .expect("refused");
+    assert!(
+        e.to_string().contains("8193 files") && e.to_string().contains("at most 8192"),
+        "{e}"
+    );
+}

@@ -51,3 +51,67 @@ fn replays_on_memory() {
     // In order with every bio at once, the jbd2 batch merges on its plug.
     assert_eq!(run(Timing::Asap).analysis.count(TraceAction::BackMerge), 2);
 }
+
+/// A trace of `n` reads of `len(i)` bytes each, one after the other.
+fn reads(n: u64, len: impl Fn(u64) -> u64) -> String {
+    let mut text = String::new();
+    let mut sector = 0;
+    for i in 0..n {
+        let sectors = len(i) / 512;
+        text.push_str(&format!(
+            " a-1 [000] ..... 1.{i:06}: block_bio_queue: 8,0 R {sector} + {sectors} [a]\n"
+        ));
+        sector += sectors;
+    }
+    text
+}
+
+fn replay_text(text: &str, device_bytes: u64) -> Result<ReplayResult, RealReplayError> {
+    let plan = Planner::new(
+        TracefsReader::new(text.as_bytes(), "t", false),
+        Events::Queued,
+        None,
+    );
+    let cfg = RealReplayConfig {
+        engine: EngineConfig::default(),
+        timing: Timing::Asap,
+        flush: FlushModel::default(),
+        skip_bad: false,
+        source_name: "t".into(),
+    };
+    let dev = MemDevice::new(device_bytes, MemOptions::default()).expect("memory");
+    replay(plan, dev, &cfg, None, &mut |_, _| {})
+}
+
+/// As fast as it goes, more bios than the engine takes at once wait for
+/// room instead of failing ("4096 requests are in flight already").
+#[test]
+fn asap_waits_for_the_engine_to_have_room() {
+    let n = 3 * u64::from(EngineConfig::default().max_requests);
+    let r = replay_text(&reads(n, |_| 4096), 1 << 30).expect("replays");
+    assert_eq!(r.bios, n);
+}
+
+/// Buffers kept for reuse are bounded in bytes whatever sizes a trace
+/// asks for; a buffer is reused for its size.
+#[test]
+fn the_buffer_pool_is_bounded() {
+    let mut pool = BufferPool::default();
+    for k in 1..=2048usize {
+        let b = AlignedBuf::new(k * 512, 4096).expect("buffer");
+        pool.give(b);
+        assert!(
+            pool.bytes <= MAX_POOLED_BYTES,
+            "{} bytes pooled",
+            pool.bytes
+        );
+    }
+    assert!(pool.by_len.len() <= MAX_POOLED_BYTES / 512);
+    let b = pool.take(512).expect("kept");
+    assert_eq!(b.len(), 512);
+    assert!(pool.take(512).is_none());
+    assert!(!pool.by_len.contains_key(&512));
+    // Replays of many sizes read through the bounded pool.
+    let r = replay_text(&reads(600, |i| (i % 300 + 1) * 512), 1 << 30).expect("replays");
+    assert_eq!(r.bios, 600);
+}

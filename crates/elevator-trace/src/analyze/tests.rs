@@ -92,3 +92,30 @@ fn memory_is_bounded_without_completions() {
     assert!(a.in_flight() <= MAX_TRACKED);
     assert!(a.analysis().forgotten >= MAX_TRACKED as u64);
 }
+
+/// Sizes and unplug depths are tallied for at most MAX_DISTINCT different
+/// values: a trace of a million different ones costs what 4096 do.
+#[test]
+fn distinct_sizes_and_depths_are_bounded() {
+    use TraceAction::*;
+    let mut a = Analyzer::new();
+    let n = 4 * MAX_DISTINCT as u64;
+    for i in 0..n {
+        a.record(&rec(i, Issue, Op::Write, i * 64, (i % 60_000) as u32 + 1));
+        a.record(&rec(
+            i,
+            Complete,
+            Op::Write,
+            i * 64,
+            (i % 60_000) as u32 + 1,
+        ));
+        let mut u = TraceEvent::plug(Unplug, i, elevator_core::IoContext(7), i);
+        u.extra = i;
+        a.record(&Record::new(u, 0, dev_t(8, 0)));
+    }
+    let x = a.analysis();
+    assert_eq!(x.issue_sizes.len(), MAX_DISTINCT);
+    assert_eq!(x.unplug_depths.len(), MAX_DISTINCT);
+    assert_eq!(x.untallied, 2 * (n - MAX_DISTINCT as u64));
+    assert!(a.sizes.len() <= MAX_DISTINCT && a.depths.len() <= MAX_DISTINCT);
+}

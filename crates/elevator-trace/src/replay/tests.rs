@@ -130,3 +130,70 @@ fn flush_machinery() {
     assert!(none.parts(&flush).parts[0].is_none());
     assert!(FlushModel::default().parts(&flush).is_single());
 }
+
+/// Many tasks that each open a plug and never unplug (a hostile trace, or
+/// one cut short): the plug closed early for lack of room lets what waited
+/// behind it go at once, without opening the waiting tasks' plugs one by
+/// one (which re-examined every waiting step for each of them: a trace of a
+/// million such tasks took 40 s).
+#[test]
+fn plugs_closed_for_room_release_what_waited_at_once() {
+    use TraceAction::*;
+    let tasks = 3 * MAX_DEFERRED as u32;
+    let mut items = Vec::new();
+    for pid in 1..=tasks {
+        let t = u64::from(pid) * 10;
+        items.push(bio(t, Queue, pid, u64::from(pid) * 8, D));
+        items.push(plug(t + 1, Plug, pid));
+    }
+    let mut plan = Planner::new(items.into_iter().map(Ok), Events::Queued, Some(D));
+    let bios = plan
+        .by_ref()
+        .filter(|s| matches!(s, Ok(Step::Bio(_))))
+        .count();
+    assert_eq!(bios, tasks as usize);
+    assert!(plan.plugs() <= 8, "{} plugs opened", plan.plugs());
+}
+
+/// A task is followed for its plugs only while it may still open one:
+/// millions of processes cost no more than a few.
+#[test]
+fn tasks_followed_are_bounded() {
+    use TraceAction::*;
+    let tasks = 4 * MAX_TASKS as u32;
+    let items = (1..=tasks).flat_map(|pid| {
+        let t = u64::from(pid) * 10;
+        [
+            bio(t, Queue, pid, 8, D),
+            plug(t + 1, Plug, pid),
+            plug(t + 2, Unplug, pid + 1),
+        ]
+    });
+    let mut plan = Planner::new(items.map(Ok), Events::Queued, Some(D));
+    let mut most = 0;
+    let mut bios = 0;
+    while let Some(step) = plan.next() {
+        bios += usize::from(matches!(step, Ok(Step::Bio(_))));
+        most = most.max(plan.tasks.len());
+    }
+    assert_eq!(bios, tasks as usize);
+    assert!(most <= MAX_TASKS, "{most} tasks followed");
+}
+
+/// While the device is being chosen, what is held is bounded: a trace that
+/// starts with millions of plugs is planned as it streams.
+#[test]
+fn what_waits_for_the_device_choice_is_bounded() {
+    use TraceAction::*;
+    let plugs = 8 * MAX_SAMPLE_ITEMS as u64;
+    let items = (0..plugs)
+        .map(|t| plug(t, Plug, 1))
+        .chain([bio(plugs, Queue, 1, 8, D)]);
+    let mut plan = Planner::new(items.map(Ok), Events::Queued, None);
+    let info = allocation_counter::measure(|| {
+        let steps: Vec<_> = plan.by_ref().map(|s| s.expect("plans")).collect();
+        assert!(matches!(steps[..], [Step::Bio(_)]), "{steps:?}");
+    });
+    assert_eq!(plan.device(), Some(D));
+    assert!(info.bytes_max < 16 << 20, "peak {} bytes", info.bytes_max);
+}

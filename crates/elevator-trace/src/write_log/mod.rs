@@ -15,8 +15,8 @@
 //! | 0..8 | magic `ELVWLOG\0` |
 //! | 8..12 | version, 1 |
 //! | 12..16 | flags: bit 0 set when write records carry their data |
-//! | 16..24 | device capacity in 512-byte sectors |
-//! | 24..28 | logical block size in bytes |
+//! | 16..24 | device capacity in 512-byte sectors (under 2^55) |
+//! | 24..28 | logical block size in bytes (a power of two, 512 to 65536) |
 //! | 28..60 | reserved, zero |
 //! | 60..64 | CRC-32 (IEEE) of bytes 0..60 |
 //!
@@ -30,7 +30,7 @@
 //! | 6..8 | reserved, zero |
 //! | 8..16 | sequence number: 0 for the first record, then +1 |
 //! | 16..24 | first sector (512 bytes) |
-//! | 24..28 | length in sectors (0 for a flush or mark) |
+//! | 24..28 | length in sectors (0 for a flush or mark, whose sector is 0 too) |
 //! | 28..32 | payload length in bytes |
 //! | 32..40 | time in nanoseconds since the log began (the device's clock: virtual in a simulation) |
 //! | 40..44 | reserved, zero |
@@ -75,6 +75,12 @@ pub const HEADER_HAS_DATA: u32 = 1;
 /// The longest payload a reader accepts (a write of 64 MiB, or a mark):
 /// a longer length is corruption, not a record.
 pub const MAX_PAYLOAD: u32 = 64 << 20;
+
+/// The smallest logical block size a header may state (a sector).
+pub const MIN_BLOCK_SIZE: u32 = 512;
+/// The largest logical block size a header may state (NBD's largest
+/// preferred block size; Linux's logical blocks are at most a page).
+pub const MAX_BLOCK_SIZE: u32 = 64 << 10;
 
 /// What a log is of: its header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

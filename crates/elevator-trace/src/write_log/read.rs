@@ -1,12 +1,18 @@
-//! Reading and checking a write log.
+//! Reading and checking a write log: every header field and every record
+//! head is checked before it is believed (reserved bytes zero, a block size
+//! a power of two from [`MIN_BLOCK_SIZE`] to [`MAX_BLOCK_SIZE`], a capacity
+//! and each record's sectors within 2^64 bytes through
+//! [`elevator_core::ByteRange`], then within the device), and refused with
+//! the field named.
 
 use std::io::{self, Read};
 
+use elevator_core::range::ByteRange;
 use thiserror::Error;
 
 use super::{
-    FLAG_DATA, HEADER_HAS_DATA, HEADER_LEN, Kind, LogHeader, MAGIC, MAX_PAYLOAD, RECORD_HEAD_LEN,
-    RECORD_MAGIC, RecordHead, VERSION,
+    FLAG_DATA, HEADER_HAS_DATA, HEADER_LEN, Kind, LogHeader, MAGIC, MAX_BLOCK_SIZE, MAX_PAYLOAD,
+    MIN_BLOCK_SIZE, RECORD_HEAD_LEN, RECORD_MAGIC, RecordHead, VERSION,
 };
 
 /// A log that cannot be read past some point. Every variant past the
@@ -161,10 +167,36 @@ impl<R: Read> Reader<R> {
                 "version {version}; this elevator reads version {VERSION}"
             )));
         }
+        let flags = u32_at(&h, 12);
+        if flags & !HEADER_HAS_DATA != 0 {
+            return Err(bad(format!(
+                "header flags {flags:#x}: only bit 0 (the log carries data) is defined"
+            )));
+        }
+        let capacity = u64_at(&h, 16);
+        if let Err(e) = ByteRange::from_sectors(0, capacity) {
+            return Err(bad(format!(
+                "header field device capacity {capacity} sectors: {e}"
+            )));
+        }
+        let block_size = u32_at(&h, 24);
+        if !block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&block_size)
+        {
+            return Err(bad(format!(
+                "header field logical block size {block_size}: not a power of two from \
+                 {MIN_BLOCK_SIZE} to {MAX_BLOCK_SIZE} bytes"
+            )));
+        }
+        if let Some(at) = (28..60).find(|&i| h[i] != 0) {
+            return Err(bad(format!(
+                "header reserved bytes 28..60 (byte {at} is {}) are not zero",
+                h[at]
+            )));
+        }
         let header = LogHeader {
-            has_data: u32_at(&h, 12) & HEADER_HAS_DATA != 0,
-            capacity: u64_at(&h, 16),
-            block_size: u32_at(&h, 24),
+            has_data: flags & HEADER_HAS_DATA != 0,
+            capacity,
+            block_size,
         };
         Ok(Reader {
             input,
@@ -309,11 +341,31 @@ impl<R: Read> Reader<R> {
                 kind.name()
             )));
         }
-        let end = head.sector.checked_add(u64::from(head.sectors));
-        if kind.changes_content() && end.is_none_or(|e| e > self.header.capacity) {
+        for (from, to) in [(6, 8), (40, 44)] {
+            if let Some(at) = (from..to).find(|&i| h[i] != 0) {
+                return Err(malformed(format!(
+                    "reserved bytes {from}..{to} (byte {at} is {}) are not zero",
+                    h[at]
+                )));
+            }
+        }
+        if kind.changes_content() {
+            // The one boundary: the range's end in bytes, then the device's.
+            let capacity = self.header.capacity << 9;
+            if let Err(e) = ByteRange::from_sectors(head.sector, u64::from(head.sectors))
+                .and_then(|r| r.within(capacity))
+            {
+                return Err(malformed(format!(
+                    "sectors {}+{} are past the device's end ({} sectors): {e}",
+                    head.sector, head.sectors, self.header.capacity
+                )));
+            }
+        } else if head.sector != 0 || head.sectors != 0 {
             return Err(malformed(format!(
-                "sectors {}+{} are past the device's end ({} sectors)",
-                head.sector, head.sectors, self.header.capacity
+                "a {} names no sectors, but this one names {}+{}",
+                kind.name(),
+                head.sector,
+                head.sectors
             )));
         }
         Ok(Some(head))

@@ -103,3 +103,96 @@ fn not_a_log() {
     };
     assert!(e.to_string().contains("not an elevator write log"), "{e}");
 }
+
+/// A sample log whose header is changed by `edit` (its checksum made
+/// right again), and the record after it: what reading it says.
+fn with_header(edit: impl Fn(&mut [u8; HEADER_LEN])) -> Result<usize, WriteLogError> {
+    let mut bytes = sample();
+    let mut h = [0u8; HEADER_LEN];
+    h.copy_from_slice(&bytes[..HEADER_LEN]);
+    edit(&mut h);
+    let crc = crc32fast::hash(&h[0..60]);
+    h[60..64].copy_from_slice(&crc.to_le_bytes());
+    bytes[..HEADER_LEN].copy_from_slice(&h);
+    let mut r = Reader::new(&bytes[..])?;
+    let mut n = 0;
+    while r.next_record()?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+#[test]
+fn header_fields_out_of_range_are_refused_by_name() {
+    assert_eq!(with_header(|_| {}).unwrap(), 4);
+    for (size, ok) in [
+        (0u32, false),
+        (1, false),
+        (256, false),
+        (513, false),
+        (1 << 31, false),
+        (u32::MAX, false),
+        (512, true),
+        (4096, true),
+        (65536, true),
+        (1 << 17, false),
+    ] {
+        let r = with_header(|h| h[24..28].copy_from_slice(&size.to_le_bytes()));
+        match (r, ok) {
+            (Ok(_), true) => {}
+            (Err(e), false) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains(&format!("logical block size {size}")),
+                    "{size}: {text}"
+                );
+            }
+            (r, _) => panic!("block size {size}: {r:?}"),
+        }
+    }
+    for at in 28..60 {
+        let e = with_header(|h| h[at] = 1).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("reserved bytes 28..60 (byte {at} is 1)")),
+            "{e}"
+        );
+    }
+    let e = with_header(|h| h[12] = 0x81).unwrap_err();
+    assert!(e.to_string().contains("flags 0x81"), "{e}");
+    let e = with_header(|h| h[16..24].copy_from_slice(&(1u64 << 55).to_le_bytes())).unwrap_err();
+    assert!(
+        e.to_string().contains("capacity 36028797018963968 sectors"),
+        "{e}"
+    );
+}
+
+#[test]
+fn record_reserved_bytes_and_flush_sectors_are_refused_by_name() {
+    let good = sample();
+    // The flush is the second record: at HEADER_LEN + 48 + 1024.
+    let at = HEADER_LEN + 48 + 1024;
+    for (byte, why) in [
+        (6, "reserved bytes 6..8"),
+        (7, "reserved bytes 6..8"),
+        (40, "reserved bytes 40..44"),
+        (43, "reserved bytes 40..44"),
+        (16, "a flush names no sectors"),
+        (24, "a flush names no sectors"),
+    ] {
+        let mut b = good.clone();
+        b[at + byte] = 1;
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&b[at..at + 44]);
+        let sum = crc.finalize();
+        b[at + 44..at + 48].copy_from_slice(&sum.to_le_bytes());
+        let (recs, err) = read_all(&b);
+        assert_eq!(recs.len(), 1);
+        let err = err.expect("refused");
+        assert!(
+            err.to_string().starts_with("record 1 at byte 1136: "),
+            "{err}"
+        );
+        assert!(err.to_string().contains(why), "{err}");
+    }
+}

@@ -1401,6 +1401,27 @@ fn includes_variables_and_keywords() {
     rejects("size=${SIZE", "size", "without a closing");
 }
 
+#[test]
+fn variables_expand_within_a_values_bound() {
+    let big: &'static str = "a".repeat(3000).leak();
+    let e = env(&[], &[("BIG", big)]);
+    // One fits; two pass the 4096-byte bound and are refused while they
+    // expand (20,000 of them made 2 GB before the value was checked).
+    let one = JobFile::parse_with("[j]\nfilename=${BIG}\n", "m.fio", &e).expect("parses");
+    assert_eq!(one.jobs[0].filename.as_deref(), Some(big));
+    let many = format!("[j]\ndescription={}\n", "${BIG}".repeat(20_000));
+    let err = JobFile::parse_with(&many, "m.fio", &e).unwrap_err();
+    assert_eq!(
+        (err.line, err.option.as_deref()),
+        (2, Some("description")),
+        "{err}"
+    );
+    assert!(
+        err.message.contains("with ${BIG} replaced (3000 bytes)") && err.message.contains("4096"),
+        "{err}"
+    );
+}
+
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }

@@ -11,6 +11,7 @@
 //! includes (each read by the caller, which bounds a file at
 //! [`MAX_FILE_BYTES`] before reading it).
 
+use super::options::MAX_VALUE_BYTES;
 use super::{JobError, ParseEnv};
 
 /// How deep `include` may nest.
@@ -249,7 +250,18 @@ pub(super) fn substitute(v: &str, env: &ParseEnv) -> Result<String, String> {
             let Some(end) = inner.find('}') else {
                 return Err(format!("'{v}': '${{' without a closing '}}'"));
             };
-            out.push_str(&(env.var)(&inner[..end]).unwrap_or_default());
+            let name = &inner[..end];
+            let value = (env.var)(name).unwrap_or_default();
+            // Bounded as it grows: a line of many `${BIG}` would otherwise
+            // expand to gigabytes before the value's own length is checked.
+            if out.len() + value.len() > MAX_VALUE_BYTES {
+                return Err(format!(
+                    "with ${{{name}}} replaced ({} bytes), the value is longer than \
+                     {MAX_VALUE_BYTES} bytes, the most a value may be (PATH_MAX)",
+                    value.len()
+                ));
+            }
+            out.push_str(&value);
             rest = &inner[end + 1..];
             continue;
         }

@@ -150,8 +150,8 @@ pub fn run(args: &Args) -> Result<()> {
         (Some(n), _) => Timing::Depth(n),
         (None, TimingArg::Asap) => Timing::Asap,
         (None, TimingArg::Recorded) => {
-            if !(args.speed > 0.0 && args.speed.is_finite()) {
-                bail!("--speed {}: must be a positive number", args.speed);
+            if !(1e-6..=1e6).contains(&args.speed) {
+                bail!("--speed {:?}: must be from 0.000001 to 1000000", args.speed);
             }
             Timing::Recorded(args.speed)
         }

@@ -315,6 +315,39 @@ fn cases(s: &Scratch) -> Vec<Case> {
             tracefs_bio("7,0", "W", "18446744073709551615", "8").into_bytes(),
         )),
     );
+    let far = s.file(
+        "far.trace",
+        tracefs_bio("7,0", "R", "0", "8")
+            + &tracefs_bio("7,0", "R", "8", "8").replace("  1.000000:", "  18446744073.000000:"),
+    );
+    v.push(case(
+        tr,
+        "a bio 584 years after the first, slowed down 2 times",
+        &["replay", &far, "--speed", "0.5"],
+        Runs,
+    ));
+    v.push(case(
+        tr,
+        "replay --speed 1e-300",
+        &["replay", &far, "--speed", "1e-300"],
+        Refused("--speed"),
+    ));
+    let wrapped = s.file(
+        "wrapped.trace",
+        tracefs_bio("7,0", "W", "18446744073709551608", "16"),
+    );
+    v.push(case(
+        tr,
+        "trace convert of a bio whose end wraps",
+        &["trace", "convert", "--to", "iolog", &wrapped, "-"],
+        Refused("line 1"),
+    ));
+    v.push(case(
+        tr,
+        "advise on a bio whose end wraps",
+        &["advise", "--trace", &wrapped],
+        Refused("line 1"),
+    ));
     let mut devices = String::new();
     for i in 0..10_000 {
         devices.push_str(&tracefs_bio(
@@ -479,6 +512,46 @@ fn cases(s: &Scratch) -> Vec<Case> {
     );
     c.args = run(&["--iodepth=65536", "--numjobs=64", "--device", "mem:64m"]);
     v.push(c);
+
+    let bad_block = s.file("bad-block.wlog", write_log_header(2048, 0, 0));
+    v.push(case(
+        wl,
+        "crash-states of a log with block size 0",
+        &["crash-states", &bad_block, "--out", &s.path("cs")],
+        Refused("block size"),
+    ));
+    v.push(case(
+        wl,
+        "write-log replay of a record at sector 2^64-1",
+        &["write-log", "replay", &past, "--out", &s.path("past.img")],
+        Refused("record 0"),
+    ));
+    v.push(case(
+        dev,
+        "serve --export a=mem:1m,lbs=3",
+        &["serve", "--export", "a=mem:1m,lbs=3"],
+        Refused("lbs"),
+    ));
+    v.push(case(
+        cl,
+        "microbench --set nr_requests=2^64-1",
+        &[
+            "microbench",
+            "--set",
+            "nr_requests=18446744073709551615",
+            "--ios",
+            "1",
+        ],
+        Refused("nr_requests"),
+    ));
+    let mut c = case(
+        job,
+        "compare with ${VAR} expanded to 2 GB",
+        &[],
+        Refused("BIG"),
+    );
+    c.args = vec!["compare".into(), expand.clone()];
+    v.push(c.env("BIG", "a".repeat(100_000)));
 
     // Where the output goes.
     let out = "output";

@@ -336,7 +336,7 @@ impl MemDevice {
         };
         if !lbs.is_power_of_two() || !(512..=65536).contains(&lbs) {
             return Err(geometry(format!(
-                "logical block size {lbs} must be a power of two from 512 to 65536"
+                "logical block size (lbs) {lbs} must be a power of two from 512 to 65536"
             )));
         }
         if opts.queue_depth == 0 || opts.queue_depth > 4096 {

@@ -182,6 +182,11 @@ pub enum Step {
     },
 }
 
+/// The latest a replayed step is due, in nanoseconds after the first:
+/// 2^62 (146 years), far past any recording and far enough below 2^64 that
+/// a device adding its service times to the clock never overflows.
+pub const MAX_DUE: Nanos = 1 << 62;
+
 /// When bios are submitted.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Timing {
@@ -197,13 +202,15 @@ pub enum Timing {
 }
 
 impl Timing {
-    /// When a step recorded at `time` is due (`None`: as soon as allowed).
+    /// When a step recorded at `time` is due (`None`: as soon as allowed),
+    /// at most [`MAX_DUE`]: a corrupt timestamp, or a slow-down, cannot
+    /// push the clock to where a device's arithmetic would overflow.
     pub fn due(&self, time: Nanos) -> Option<Nanos> {
         match *self {
             Timing::Recorded(speed) if speed > 0.0 && speed != 1.0 => {
-                Some((time as f64 / speed) as Nanos)
+                Some(((time as f64 / speed) as Nanos).min(MAX_DUE))
             }
-            Timing::Recorded(_) => Some(time),
+            Timing::Recorded(_) => Some(time.min(MAX_DUE)),
             Timing::Asap | Timing::Depth(_) => None,
         }
     }

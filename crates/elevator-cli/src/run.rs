@@ -663,13 +663,7 @@ fn print_io_errors(jobs: &JobFile, result: &RunResult) {
             }
             _ => String::new(),
         };
-        eprintln!(
-            "elevator: io_u error{file}: {}: {} offset={}, buflen={}{what}",
-            elevator_fio::errno::describe(e.errno),
-            e.op_name(),
-            e.file.map_or(e.device_offset, |(_, o)| o),
-            e.len
-        );
+        eprintln!("elevator: io_u error{file}: {}{what}", e.what());
     };
     for j in &result.jobs {
         if let Some(e) = &j.first_ignored {

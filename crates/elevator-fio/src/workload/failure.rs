@@ -92,19 +92,25 @@ impl IoError {
     }
 }
 
-impl std::fmt::Display for IoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
+impl IoError {
+    /// What fio's `io_u error` line says of it: `TEXT: OP offset=N, buflen=N`.
+    pub fn what(&self) -> String {
+        format!(
             "{}: {} offset={}, buflen={}",
             crate::errno::describe(self.errno),
             self.op_name(),
             self.file.map_or(self.device_offset, |(_, o)| o),
             self.len
-        )?;
+        )
+    }
+}
+
+impl std::fmt::Display for IoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            " (err={}{})",
+            "{} (err={}{})",
+            self.what(),
             self.errno,
             crate::errno::name(self.errno)
                 .map(|n| format!(", {n}"))

@@ -112,23 +112,27 @@ fn kind_of(t: std::fs::FileType) -> &'static str {
 /// The text of the job file (or, with `regular_only`, the included file)
 /// at `path`, read with a bound: at most [`MAX_FILE_BYTES`], and one byte
 /// more to know it is longer, which is refused; `/dev/zero` or an endless
-/// pipe is never read whole. An include must be a regular file (it is
-/// looked at before it is opened: a FIFO with no writer would block the
-/// open forever); the job file itself may be a pipe (`<(...)`) or device,
+/// pipe is never read whole. An include must be a regular file: it is
+/// opened without blocking (a FIFO with no writer would block the open
+/// forever) and its type checked on the open file, so nothing can swap it
+/// in between; the job file itself may be a pipe (`<(...)`) or device,
 /// read within the same bound. The error says why, without the path (the
 /// caller names it).
 pub fn read_job_text(path: &Path, regular_only: bool) -> Result<String, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
     if regular_only {
-        let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-        if !meta.file_type().is_file() {
-            return Err(format!(
-                "it is {}: only regular files can be included",
-                kind_of(meta.file_type())
-            ));
-        }
+        open.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
     }
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let file = open.open(path).map_err(|e| e.to_string())?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
+    if regular_only && !meta.file_type().is_file() {
+        return Err(format!(
+            "it is {}: only regular files can be included",
+            kind_of(meta.file_type())
+        ));
+    }
     if meta.is_dir() {
         return Err("it is a directory".to_string());
     }

@@ -4,6 +4,16 @@
 //! what the core costs per I/O; `advise` ranks the schedulers for a
 //! workload and a goal; `devices` and `schedulers` list what there is.
 
+/// A line on stderr that is lost, not fatal, when stderr is closed or
+/// full: `serve`'s log, where ending the process on a lost log line would
+/// skip its shutdown (the write log's last records, the exports' flush).
+macro_rules! log_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod advise;
 mod advise_report;
 mod bench_fio;

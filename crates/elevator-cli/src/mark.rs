@@ -141,7 +141,7 @@ impl MarkServer {
                 }
                 Err(rustix::io::Errno::INTR) => return,
                 Err(e) => {
-                    eprintln!("elevator serve: mark socket: poll: {e}");
+                    log_line!("elevator serve: mark socket: poll: {e}");
                     std::thread::sleep(STOP_POLL);
                     return;
                 }
@@ -198,7 +198,7 @@ impl MarkServer {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
                     // Out of descriptors, say: wait rather than spin.
-                    eprintln!("elevator serve: mark socket: {e}");
+                    log_line!("elevator serve: mark socket: {e}");
                     std::thread::sleep(STOP_POLL);
                     return;
                 }
@@ -208,14 +208,15 @@ impl MarkServer {
 }
 
 impl MarkClient {
-    /// Read what has come; the answer once the mark is whole (a newline,
-    /// or the end of the stream) or cannot be.
+    /// Read what has come; the answer once the mark is whole (its
+    /// newline) or cannot be. A stream that ends before the newline is a
+    /// client that gave up mid-mark: nothing is recorded.
     fn read(&mut self, log: &WriteLog) -> Option<String> {
         let mut buf = [0u8; 1024];
         loop {
             let room = (MAX_MARK + 1 - self.line.len()).min(buf.len());
             match self.conn.read(&mut buf[..room]) {
-                Ok(0) => return Some(take_mark(&self.line, log)),
+                Ok(0) => return Some("error the mark ended before its newline".into()),
                 Ok(n) => {
                     if let Some(end) = buf[..n].iter().position(|&b| b == b'\n') {
                         self.line.extend_from_slice(&buf[..end]);

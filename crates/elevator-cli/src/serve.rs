@@ -162,8 +162,9 @@ fn bytes_option(flag: &str, text: &str) -> Result<u64> {
     Ok(v as u64)
 }
 
-/// A duration option in seconds: more than 0, at most a day.
-fn seconds_option(flag: &str, v: f64) -> Result<Duration> {
+/// `v` seconds as a duration, for option `flag`: more than 0 and at most
+/// a day (so that adding it to a clock never overflows).
+pub(crate) fn seconds_option(flag: &str, v: f64) -> Result<Duration> {
     Duration::try_from_secs_f64(v)
         .ok()
         .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
@@ -179,7 +180,7 @@ pub fn run(args: &Args) -> Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     for e in &exports {
         for warning in e.device.warnings() {
-            eprintln!("elevator serve: warning: export '{}': {warning}", e.name);
+            log_line!("elevator serve: warning: export '{}': {warning}", e.name);
         }
     }
     let max_request = parse_param(
@@ -221,11 +222,11 @@ pub fn run(args: &Args) -> Result<()> {
     let tls = tls_config(args)?;
     for addr in tcp.iter().filter(|a| !a.ip().is_loopback()) {
         match tls.as_ref().map(|t| t.mode) {
-            None => eprintln!(
+            None => log_line!(
                 "elevator serve: warning: listening on {addr} without TLS: clients' data \
                  crosses the network in clear: use --tls=require --tls-certificates DIR"
             ),
-            Some(TlsMode::On) => eprintln!(
+            Some(TlsMode::On) => log_line!(
                 "elevator serve: warning: listening on {addr} with TLS optional: clients \
                  that do not ask for it send their data in clear: use --tls=require"
             ),
@@ -258,7 +259,7 @@ pub fn run(args: &Args) -> Result<()> {
         },
     };
     open_files_for(&cfg);
-    let log = Box::new(|line: &str| eprintln!("elevator serve: {line}"));
+    let log = Box::new(|line: &str| log_line!("elevator serve: {line}"));
     // The mark socket is there before the server listens: a client that
     // sees the server can mark at once.
     let mark_socket = args
@@ -291,7 +292,7 @@ pub fn run(args: &Args) -> Result<()> {
                 flush_before_data: args.write_log_flush_before_data,
             };
             let log = server.log_writes(0, path, opts).context("--write-log")?;
-            eprintln!(
+            log_line!(
                 "elevator serve: recording writes and flushes in {}{}",
                 path.display(),
                 if opts.flush_before_data {
@@ -305,7 +306,7 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let marks = match (mark_socket, &write_log) {
         (Some(socket), Some((_, log))) => {
-            eprintln!(
+            log_line!(
                 "elevator serve: taking write log marks on {}",
                 socket.path().display()
             );
@@ -321,17 +322,17 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let scheme = if cfg.tls.is_some() { "nbds" } else { "nbd" };
     for addr in server.tcp_addrs() {
-        eprintln!("elevator serve: listening on {addr} ({scheme}://{addr}/NAME)");
+        log_line!("elevator serve: listening on {addr} ({scheme}://{addr}/NAME)");
     }
     for path in &cfg.unix {
-        eprintln!(
+        log_line!(
             "elevator serve: listening on {} ({scheme}+unix:///NAME?socket={})",
             path.display(),
             path.display()
         );
     }
     if let Some(t) = &cfg.tls {
-        eprintln!(
+        log_line!(
             "elevator serve: TLS {} with the certificates in {}{}",
             if t.mode == TlsMode::Require {
                 "required"
@@ -347,7 +348,7 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     for line in server.describe() {
-        eprintln!("elevator serve: {line}");
+        log_line!("elevator serve: {line}");
     }
     let served = server.run(stop_rx.as_fd());
     // The traces are written out whatever the end: blkparse reads what
@@ -356,13 +357,13 @@ pub fn run(args: &Args) -> Result<()> {
     for (i, (prefix, sink)) in traces.iter().enumerate() {
         crate::trace_out::finish_shared(sink, prefix)?;
         if let Some(Some(summary)) = summaries.get(i) {
-            eprintln!("{}", crate::trace_out::summary_line(prefix, summary));
+            log_line!("{}", crate::trace_out::summary_line(prefix, summary));
         }
     }
     let names = cfg.exports.iter().map(|e| e.name.as_str());
     for (name, counts) in names.zip(server.fault_counts()) {
         if let Some(counts) = counts {
-            eprintln!("elevator serve: export '{name}': faults injected: {counts}");
+            log_line!("elevator serve: export '{name}': faults injected: {counts}");
         }
     }
     drop(marks);
@@ -370,10 +371,10 @@ pub fn run(args: &Args) -> Result<()> {
         let c = log
             .finish()
             .with_context(|| format!("--write-log {}", path.display()))?;
-        eprintln!("elevator serve: {}", crate::mark::counts_line(path, &c));
+        log_line!("elevator serve: {}", crate::mark::counts_line(path, &c));
     }
     served?;
-    eprintln!("elevator serve: stopped: in-flight requests finished, exports flushed");
+    log_line!("elevator serve: stopped: in-flight requests finished, exports flushed");
     Ok(())
 }
 
@@ -403,7 +404,7 @@ fn open_files_for(cfg: &ServerConfig) {
     }
     let have = limit.current.unwrap_or(u64::MAX);
     if have < want {
-        eprintln!(
+        log_line!(
             "elevator serve: warning: the open-file limit ({have}, ulimit -n) leaves room for \
              about {} connections, fewer than --max-connections {}: the others wait until \
              some close",

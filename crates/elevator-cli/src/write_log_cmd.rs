@@ -30,8 +30,8 @@ enum WriteLogCommand {
     /// (naming the record and byte offset), and exits non-zero.
     Show(ShowArgs),
     /// Apply a log's writes, in log order, onto an image: writes carry
-    /// their data, write-zeroes write zeroes, and so do discards (what a
-    /// discard leaves is undefined; replay writes zeroes).
+    /// their data; write-zeroes and discards punch holes, which read as
+    /// zeroes (what a discard leaves is undefined; zeroes is one choice).
     Replay(ReplayArgs),
     /// Put a mark in the write log of a running `elevator serve
     /// --write-log FILE --mark-socket PATH`: it lands after every write
@@ -102,12 +102,7 @@ pub fn run(args: &Args) -> Result<()> {
         WriteLogCommand::Show(a) => show(a),
         WriteLogCommand::Replay(a) => replay(a),
         WriteLogCommand::Mark(a) => {
-            let timeout = std::time::Duration::try_from_secs_f64(a.timeout)
-                .ok()
-                .filter(|t| !t.is_zero())
-                .with_context(|| {
-                    format!("--timeout {}: give a number of seconds above 0", a.timeout)
-                })?;
+            let timeout = crate::serve::seconds_option("--timeout", a.timeout)?;
             let seq = crate::mark::send(&a.socket, &a.text, timeout)?;
             println!("mark {seq}");
             Ok(())

@@ -527,6 +527,44 @@ fn cases(s: &Scratch) -> Vec<Case> {
         Refused("record 0"),
     ));
     v.push(case(
+        cl,
+        "crash-states --timeout 1e19",
+        &[
+            "crash-states",
+            "examples/crash/app-correct.wlog",
+            "--out",
+            &s.path("cs19"),
+            "--check",
+            "true",
+            "--timeout",
+            "1e19",
+        ],
+        Refused("--timeout"),
+    ));
+    v.push(case(
+        cl,
+        "write-log mark --timeout 1e19",
+        &[
+            "write-log",
+            "mark",
+            &s.path("no.sock"),
+            "x",
+            "--timeout",
+            "1e19",
+        ],
+        Refused("--timeout"),
+    ));
+    let long_name = s.file(
+        "long-name.fio",
+        format!("[{}]\nrw=read\nsize=1m\n", "n".repeat(5000)),
+    );
+    v.push(case(
+        job,
+        "a section name of 5000 bytes",
+        &["run", &long_name, "--parse-only"],
+        Refused("section name"),
+    ));
+    v.push(case(
         dev,
         "serve --export a=mem:1m,lbs=3",
         &["serve", "--export", "a=mem:1m,lbs=3"],

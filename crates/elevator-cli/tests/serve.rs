@@ -683,6 +683,51 @@ fn running_out_of_file_descriptors_pauses_accepting_instead_of_spinning() {
 }
 
 #[test]
+fn a_closed_stderr_loses_log_lines_not_the_write_log() {
+    // `elevator serve ... 2>&1 | head -1`: stderr's reader is gone after
+    // the first line. The server must go on, and stop in order: every
+    // write it acknowledged in its write log.
+    let dir = TempDir::new("closed-stderr");
+    let sock = dir.join("nbd.sock");
+    let log = dir.join("w.wlog");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["serve", "--export", "disk=mem:1m", "--write-log"])
+        .arg(&log)
+        .arg("--unix")
+        .arg(&sock)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running elevator serve");
+    drop(child.stderr.take());
+    wait_for("elevator serve to listen", || {
+        UnixStream::connect(&sock).ok().map(|_| ())
+    });
+    for k in 0..3u64 {
+        let mut c = Client::open(&sock, "disk");
+        assert_eq!(c.call(cmd::WRITE, k, k * 4096, 4096, &[7; 4096]).0, 0);
+        assert_eq!(c.call(cmd::FLUSH, 9, 0, 0, &[]).0, 0);
+        c.disc();
+    }
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .expect("running kill");
+    assert!(status.success());
+    let status = wait_exit(&mut child, "after SIGTERM");
+    assert!(status.success(), "serve ended with {status}");
+    let shown = output(
+        Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .args(["write-log", "show"])
+            .arg(&log),
+    );
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("3 write (0 FUA)"), "{text}");
+}
+
+#[test]
 fn partial_blocks_are_refused_or_reported() {
     let dir = TempDir::new("partial");
     let sock = dir.join("s.sock");

@@ -447,6 +447,15 @@ fn idle_clients_do_not_hold_up_a_mark() {
     long.write_all(&[b'x'; 5000]).expect("sending");
     assert_eq!(answer(&mut long), "error a mark is at most 4096 bytes\n");
 
+    // A client that gives up mid-mark (no newline) records nothing.
+    let mut half = UnixStream::connect(&s.marks).expect("connecting");
+    half.write_all(b"half a mark").expect("sending");
+    half.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    assert_eq!(
+        answer(&mut half),
+        "error the mark ended before its newline\n"
+    );
+
     assert!(s.stop().success(), "{}", s.log_text());
     assert!(!s.marks.exists(), "the mark socket goes with the server");
     let bytes = std::fs::read(&s.log).expect("the log");
@@ -476,7 +485,7 @@ fn a_silent_mark_socket_times_out_and_a_live_one_is_not_taken() {
     );
     fails_with(
         &["write-log", "mark", p, "hello", "--timeout", "0"],
-        "--timeout 0: give a number of seconds above 0",
+        "--timeout 0: must be more than 0 and at most 86400 seconds",
     );
 
     let log = dir.file("w.wlog");

@@ -1422,6 +1422,30 @@ fn variables_expand_within_a_values_bound() {
     );
 }
 
+#[test]
+fn names_are_bounded_as_values_are() {
+    let long = "n".repeat(5000);
+    let err = JobFile::parse(&format!("[{long}]\nrw=read\n"), "m.fio").unwrap_err();
+    assert!(
+        err.message.contains("section name is 5000 bytes long"),
+        "{err}"
+    );
+    // Each `$jobname` copies the job's name into every file's name.
+    let name = "n".repeat(200);
+    let format = "$jobname".repeat(30);
+    let err =
+        JobFile::parse(&format!("[{name}]\nfilename_format={format}\n"), "m.fio").unwrap_err();
+    assert_eq!(err.option.as_deref(), Some("filename_format"), "{err}");
+    assert!(err.message.contains("at most 4096"), "{err}");
+    assert!(
+        JobFile::parse(
+            &format!("[{name}]\nfilename_format=$jobname.$filenum\n"),
+            "m.fio"
+        )
+        .is_ok()
+    );
+}
+
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }

@@ -101,8 +101,9 @@ pub enum JobRunError {
         /// Requests still in flight.
         requests: u32,
     },
-    /// A job failed (`rate_min` not met, a block that did not verify): the
-    /// other jobs ran on; every job's figures are in `partial`.
+    /// A job failed (an I/O error it did not go on after, `rate_min` not
+    /// met, a block that did not verify): the other jobs ran on; every
+    /// job's figures are in `partial`.
     #[error("job '{job}' (clone {clone}) failed: {failure}")]
     JobFailed {
         /// The job.

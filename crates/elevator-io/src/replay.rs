@@ -9,8 +9,8 @@
 //! real device a flush sequence shows as its parts (a flush, the write, a
 //! flush), not relabelled as the simulated replay shows it.
 //!
-//! Buffers are reused by size: no allocation per bio once sizes repeat
-//! (at most [`MAX_POOLED_BYTES`] kept). What is in flight
+//! Data buffers are reused by size (at most [`MAX_POOLED_BYTES`] kept), so
+//! a replay maps no new memory per bio once sizes repeat. What is in flight
 //! is bounded: a bio waits for a completion while the engine has
 //! `max_requests` in flight or [`MAX_IN_FLIGHT_BYTES`] of buffers out,
 //! whatever the timing asks for.
@@ -70,22 +70,23 @@ pub const MAX_POOLED_BYTES: usize = 64 << 20;
 /// completions, unless nothing is in flight).
 pub const MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
 
-/// Buffers kept for reuse, by length, at most [`MAX_POOLED_BYTES`] in all:
-/// a trace of many sizes costs no more than one of a few.
+/// Buffers kept for reuse, by length, at most [`MAX_POOLED_BYTES`] in all
+/// and [`MAX_POOLED_SIZES`] lengths: a trace of many sizes costs no more
+/// than one of a few. A length's list stays when it empties, so that a
+/// take and a give of a size in use allocate nothing.
 #[derive(Default)]
 struct BufferPool {
     by_len: HashMap<usize, Vec<AlignedBuf>>,
     bytes: usize,
 }
 
+/// Distinct buffer lengths the pool keeps lists for at most.
+const MAX_POOLED_SIZES: usize = 4096;
+
 impl BufferPool {
     /// A kept buffer of `len` bytes, if there is one.
     fn take(&mut self, len: usize) -> Option<AlignedBuf> {
-        let list = self.by_len.get_mut(&len)?;
-        let b = list.pop();
-        if list.is_empty() {
-            self.by_len.remove(&len);
-        }
+        let b = self.by_len.get_mut(&len)?.pop();
         if b.is_some() {
             self.bytes -= len;
         }
@@ -96,6 +97,9 @@ impl BufferPool {
     fn give(&mut self, b: AlignedBuf) {
         let len = b.len();
         if len == 0 || self.bytes + len > MAX_POOLED_BYTES {
+            return;
+        }
+        if !self.by_len.contains_key(&len) && self.by_len.len() >= MAX_POOLED_SIZES {
             return;
         }
         self.bytes += len;

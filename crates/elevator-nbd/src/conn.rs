@@ -659,13 +659,21 @@ impl Conn {
     /// handshake. A session that cannot start fails the connection.
     pub(crate) fn start_tls(&mut self, config: &TlsConfig) {
         let mut plain = Vec::with_capacity(self.out_bytes);
+        let mut freed = 0;
         for item in self.out.drain(..) {
             plain.extend_from_slice(&item.head()[item.pos.min(item.head().len())..]);
             if let Some(d) = &item.data {
                 plain.extend_from_slice(&d[item.pos.saturating_sub(item.head().len())..]);
             }
+            freed += item.cost;
         }
         self.out_bytes = 0;
+        // The queued replies are now TLS's plaintext: counted as TLS's
+        // output is, until it is written.
+        self.release(freed);
+        let cost = tls_cost(plain.len());
+        self.force(cost);
+        self.tls_held += cost;
         let early = &self.inbuf[self.start..self.end];
         let started = config
             .session()
@@ -704,9 +712,10 @@ impl Conn {
                 }
             }
         }
-        if self.out.is_empty() && self.out.capacity() > 64 {
-            // A burst of replies is over: its queue goes too.
-            self.out = VecDeque::new();
+        if self.out.is_empty() && self.out.capacity() > 1024 {
+            // A large burst of replies is over: its queue shrinks back to
+            // what an ordinary one needs.
+            self.out.shrink_to(256);
         }
         self.release(freed);
     }

@@ -291,7 +291,11 @@ impl Worker {
             return false;
         }
         self.hub.budget.wait(self.id);
-        starved.any(|c| self.can_progress(c))
+        // A write waiting for its range goes on when the range is free,
+        // whether or not the socket has more to read: its bytes are in.
+        starved.any(|c| {
+            self.can_progress(c) || (c.blocked.is_some() && !transmit::throttled(c, &self.shared))
+        })
     }
 
     /// Whether a connection has work that needs no new event.

@@ -355,6 +355,7 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
     /// the plan is finished.
     fn sample_device(&mut self) -> Result<(), TraceError> {
         let wanted = self.wanted();
+        let mut bios: u64 = self.sample_bios.values().sum();
         loop {
             let Some(item) = self.items.next() else {
                 self.choose_device();
@@ -367,9 +368,9 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Planner<I> {
                 && r.event.action == wanted
             {
                 *self.sample_bios.entry(r.dev).or_insert(0) += 1;
+                bios += 1;
             }
             self.sample.push(item);
-            let bios: u64 = self.sample_bios.values().sum();
             if bios >= DEVICE_SAMPLE as u64 {
                 self.choose_device();
                 return Ok(());

@@ -32,7 +32,8 @@ use report::{Report, shell_quote};
 pub struct Args {
     /// The write log (one that carries data: from a real device or `serve`).
     /// Writes are applied with their data, write-zeroes and discards as
-    /// zeroes (what a discard leaves is undefined; zeroes is one choice).
+    /// holes that read as zeroes (what a discard leaves is undefined;
+    /// zeroes is one choice).
     log: PathBuf,
     /// Where the images (ID.img), the marks files (ID.marks), the
     /// checkers' output (ID.out: the last 64 KiB of it, after a line
@@ -47,8 +48,8 @@ pub struct Args {
     /// Exit status 0 passes.
     #[arg(long, value_name = "CMD")]
     check: Option<String>,
-    /// Seconds a check may take, its output included: past it the
-    /// checker's process group is killed and the state fails.
+    /// Seconds a check may take (at most 86400), its output included:
+    /// past it the checker's process group is killed and the state fails.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
     /// Seeds which subsets of unflushed writes are explored.
@@ -138,15 +139,7 @@ const TAIL_LINES: usize = 10;
 
 /// Run `elevator crash-states ...`.
 pub fn run(args: &Args) -> Result<()> {
-    let timeout = Duration::try_from_secs_f64(args.timeout)
-        .ok()
-        .filter(|t| !t.is_zero())
-        .with_context(|| {
-            format!(
-                "--timeout {}: give a number of seconds above 0",
-                args.timeout
-            )
-        })?;
+    let timeout = crate::serve::seconds_option("--timeout", args.timeout)?;
     let log = LoadedLog::load(&args.log)?;
     log.check_has_data()?;
     log.check_whole(args.valid_prefix)?;
@@ -315,6 +308,9 @@ fn build_and_check(
             break;
         }
     }
+    // Only the checks' threads hold senders now: one that died without
+    // saying so ends the wait below with an error, not a hang.
+    drop(tx);
     drop(working);
     while running > 0 {
         let done = rx.recv().context("a check's thread went away")?;
@@ -355,8 +351,10 @@ fn ensure_room(
 ) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let bytes = |heads: &mut dyn Iterator<Item = &elevator_trace::write_log::RecordHead>| {
+        // Only writes take disk: write-zeroes and discards punch holes
+        // (on file systems that cannot, they write zeroes, uncounted).
         heads
-            .filter(|h| h.kind.changes_content())
+            .filter(|h| h.kind == elevator_trace::write_log::Kind::Write)
             .map(|h| u64::from(h.sectors) * 512)
             .fold(0u64, u64::saturating_add)
     };

@@ -15,6 +15,7 @@
 //! counted, not kept; and the jobs, with every `numjobs` clone counted,
 //! stop at [`MAX_JOBS`], fio's limit.
 
+use super::options::MAX_VALUE_BYTES;
 use super::syntax::{Item, Kind};
 use super::{JobError, JobFile, JobSpec, ZoneMode, options};
 
@@ -255,6 +256,19 @@ fn finish(job: &mut JobSpec, earlier: &[JobSpec]) -> Result<(), (Option<&'static
     ] {
         if log.as_deref() == Some("") {
             *log = Some(name.clone());
+        }
+    }
+    if let Some(format) = &job.filename_format {
+        // `$jobname` repeated in the format makes each file's name that
+        // many copies of the job's: bounded as one value is.
+        let long = format.len() + format.matches("$jobname").count() * name.len();
+        if long > MAX_VALUE_BYTES {
+            let message = format!(
+                "job '{}': its files' names would be about {long} bytes long: at most \
+                 {MAX_VALUE_BYTES} (PATH_MAX)",
+                name
+            );
+            return Err((Some("filename_format"), message));
         }
     }
     if job.time_based && job.runtime.is_none() {

@@ -232,6 +232,14 @@ fn section_name(line: &str) -> Result<String, String> {
     if name.contains('[') {
         return Err(format!("'[' inside the section name in '{line}'"));
     }
+    // A job's name is copied into each clone's report and its files'
+    // names: bounded as an option's value is.
+    if name.len() > MAX_VALUE_BYTES {
+        return Err(format!(
+            "the section name is {} bytes long: at most {MAX_VALUE_BYTES}",
+            name.len()
+        ));
+    }
     Ok(name.to_string())
 }
 

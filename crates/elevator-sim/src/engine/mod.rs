@@ -75,8 +75,9 @@ pub enum SimError {
     /// The device reported a request the queue does not have in flight.
     #[error("the device reported a completion the queue does not expect")]
     Completion(#[from] elevator_core::RequestError),
-    /// A job failed (`rate_min` not met): the run went on without it; the
-    /// figures of every job are in `partial`.
+    /// A job failed (an I/O error it did not go on after, `rate_min` not
+    /// met, ...): the run went on without it; every job's figures are in
+    /// `partial`.
     #[error("job '{job}' (clone {clone}) failed: {failure}")]
     JobFailed {
         /// The job.

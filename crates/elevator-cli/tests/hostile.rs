@@ -8,6 +8,9 @@
 //! counts per kind, and the README's reliability section holds the same
 //! table (checked here, so that its figures are the test's).
 
+mod common;
+
+use common::crc32;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -150,22 +153,6 @@ fn write_log_record(kind: u8, seq: u64, sector: u64, sectors: u32) -> Vec<u8> {
     let crc = crc32(&r[..44]);
     r[44..48].copy_from_slice(&crc.to_le_bytes());
     r
-}
-
-/// CRC-32 (IEEE), bit by bit: the test's own, independent of the code under test.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 /// Every case, in table order.

@@ -48,6 +48,23 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
 }
 
+/// CRC-32 (IEEE), bit by bit: the tests' own, independent of the crate
+/// the code under test checksums with.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
 /// fio and elevator side by side (fio_compat.rs).
 pub mod fio;
 pub mod tools;

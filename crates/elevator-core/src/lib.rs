@@ -23,7 +23,8 @@
 //! Modules: [`bio`] (what a submitter asks), [`limits`] (what the device
 //! takes), [`request`] (what the device gets), [`queue`] (merging, plugging,
 //! tags, dispatch, completion), [`range`] (byte ranges from outside, checked
-//! once), [`sched`] (the schedulers), [`stats`],
+//! once), [`sched`] (the schedulers), [`stats`], [`rng`] (seeded random
+//! streams),
 //! [`tunable`] (named settings), [`index`] (the allocation-free lists, trees
 //! and slabs underneath).
 
@@ -38,6 +39,7 @@ pub mod limits;
 pub mod queue;
 pub mod range;
 pub mod request;
+pub mod rng;
 pub mod sched;
 pub mod stats;
 pub mod trace;

@@ -6,8 +6,8 @@
 //! - [`errno`]: error numbers by fio's names, and their text.
 //! - [`job`]: fio job files as data (the parser, its errors and warnings).
 //! - [`workload`]: jobs as workers that generate fio's I/O patterns, with
-//!   their files laid out on a device, and [`rng`], their seeded random
-//!   streams.
+//!   their files laid out on a device (their seeded random streams are
+//!   `elevator_core::rng`'s).
 //! - [`RunConfig`] (scheduler, tunables, seed) and [`Progress`]: what an
 //!   engine is given and what it reports while it runs.
 //! - [`result`]: what a run produced; [`report`]: fio's text and JSON
@@ -28,7 +28,6 @@ pub mod job;
 pub mod locks;
 pub mod report;
 pub mod result;
-pub mod rng;
 mod run;
 pub mod verify;
 pub mod workload;

@@ -26,10 +26,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use elevator_core::rng::Rng;
 use elevator_core::{Nanos, Op, Scheduler, Status};
 use elevator_fio::job::{JobError, JobFile};
 use elevator_fio::result::{CpuUse, RunResult};
-use elevator_fio::rng::Rng;
 use elevator_fio::verify::{self, SpecError};
 use elevator_fio::workload::{self, JobFailure, Pending, State, VerifyIo, Worker};
 use elevator_fio::{Progress, RunConfig};

@@ -60,7 +60,7 @@ static ALLOCATOR: counting::Counting = counting::Counting;
 #[test]
 fn no_allocation_per_io_once_warm() {
     use elevator_core::BioFlags;
-    use elevator_fio::rng::Rng;
+    use elevator_core::rng::Rng;
 
     let a = counting::allocations();
     std::hint::black_box(vec![0u8; 64]);

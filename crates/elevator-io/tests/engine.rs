@@ -7,8 +7,8 @@ mod common;
 use std::path::Path;
 
 use common::{buf, config, mem_device};
+use elevator_core::rng::Rng;
 use elevator_core::{Device, IoContext, SCHEDULER_NAMES, Status};
-use elevator_fio::rng::Rng;
 use elevator_io::{
     AlignedBuf, Completion, DataDevice, DioError, DioRequest, Engine, FaultDevice, FaultSpec,
     FileDevice, FileOptions, MemDevice, Slice,

@@ -25,7 +25,7 @@ use elevator_io::{
 /// every buffer is freed.
 fn random_mix<D: DataDevice>(dev: D, sched: &str, seed: u64) {
     use elevator_core::BioFlags;
-    use elevator_fio::rng::Rng;
+    use elevator_core::rng::Rng;
     use std::collections::HashMap;
 
     let mut rng = Rng::new(seed);

@@ -5,7 +5,7 @@ use super::{
     Crc32c, Digest, HEADER_LEN, MAGIC, Md5, Sha256, SpecError, VerifyError, VerifyKind, VerifySpec,
     Xxh32, crc32c,
 };
-use crate::rng::Rng;
+use elevator_core::rng::Rng;
 
 const KIND_AT: usize = 8;
 const LENGTH_AT: usize = 12;

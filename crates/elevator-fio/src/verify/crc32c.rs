@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn tables_agree_with_the_bitwise_definition_and_pieces_with_the_whole() {
-        let mut rng = crate::rng::Rng::new(3);
+        let mut rng = elevator_core::rng::Rng::new(3);
         let data: Vec<u8> = (0..1000).map(|_| rng.next_u64() as u8).collect();
         for len in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 999, 1000] {
             assert_eq!(crc32c(&data[..len]), bitwise(&data[..len]), "len {len}");

@@ -25,7 +25,7 @@
 //!   nothing is left of them, their share going to the rest).
 
 use crate::job::{Distribution, Zone};
-use crate::rng::Rng;
+use elevator_core::rng::Rng;
 
 /// A sampler of positions `0..n` for one direction.
 #[derive(Clone, Debug)]

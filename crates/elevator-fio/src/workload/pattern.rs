@@ -48,7 +48,7 @@ use super::layout::Extent;
 use super::randommap::{FullCycle, MAX_MAP_BYTES, RandomMap};
 use super::zones::Strided;
 use crate::job::{Amount, FileService, JobError, JobSpec, RandomGenerator, RwMode, RwSequencer};
-use crate::rng::Rng;
+use elevator_core::rng::Rng;
 
 /// One I/O the pattern chose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -198,7 +198,7 @@ impl FullCycle {
         let n = n.max(1);
         let bits = (64 - (n - 1).leading_zeros()).max(2);
         let mask = if bits == 64 { !0 } else { (1u64 << bits) - 1 };
-        let mut r = crate::rng::Rng::new(seed);
+        let mut r = elevator_core::rng::Rng::new(seed);
         FullCycle {
             n,
             mask,

@@ -15,7 +15,7 @@ use elevator_core::{Nanos, Op};
 
 use super::worker::dir;
 use crate::job::{JobSpec, RateProcess, RwMode};
-use crate::rng::Rng;
+use elevator_core::rng::Rng;
 
 const SEC: u128 = 1_000_000_000;
 

@@ -11,7 +11,7 @@ use elevator_core::Nanos;
 
 use super::worker::{State, Worker};
 use crate::job::{JobError, JobFile};
-use crate::rng::Rng;
+use elevator_core::rng::Rng;
 
 /// A clone's start conditions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -61,8 +61,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use elevator_core::rng::Rng;
 use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome, Sector, Status};
-use elevator_fio::rng::Rng;
 
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 pub use counts::FaultCounts;

@@ -21,10 +21,10 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+use elevator_core::rng::Rng;
 use elevator_core::{
     Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Op, Outcome, Status,
 };
-use elevator_fio::rng::Rng;
 
 use super::media::{ExtentMap, SimDevice};
 use super::param::{ParamError, ParamUnit, parse_param};

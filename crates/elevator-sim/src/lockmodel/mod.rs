@@ -110,7 +110,7 @@ mod sim;
 
 use std::sync::Arc;
 
-use elevator_fio::rng::Rng;
+use elevator_core::rng::Rng;
 use thiserror::Error;
 
 /// The longest duration (2^50 ns, 13 days) or run (2^62 ns) a model takes,

@@ -20,7 +20,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use elevator_fio::rng::Rng;
+use elevator_core::rng::Rng;
 
 use super::{CpuTime, Dist, LockKind, LockModel, LockStats, ModelResult, Step};
 

@@ -8,6 +8,18 @@
 //! `workload::randommap`), so the offsets of a job are fio's in
 //! distribution, never the same numbers as fio's.
 
+/// One step of SplitMix64: advances `state` and returns 64 well-mixed bits.
+/// It seeds [`Rng`], and serves alone where a stateless hash of a counter
+/// is wanted (a deterministic choice per sector, per request).
+#[inline]
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// xoshiro256** with SplitMix64 seeding.
 #[derive(Clone, Debug)]
 pub struct Rng {
@@ -18,15 +30,13 @@ impl Rng {
     /// A generator for `seed`; different seeds give unrelated streams.
     pub fn new(seed: u64) -> Rng {
         let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
         Rng {
-            s: [next(), next(), next(), next()],
+            s: [
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+            ],
         }
     }
 

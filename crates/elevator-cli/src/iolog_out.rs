@@ -1,6 +1,6 @@
 //! `write_iolog=FILE` in fio jobs: each clone's I/Os logged as fio 3.33
 //! logs them (version 3, with timestamps), on simulated and real devices,
-//! from the queue's trace events ([`elevator_sim::iolog_out::JobIologs`]).
+//! from the queue's trace events ([`elevator_trace::write_iolog::JobIologs`]).
 //!
 //! The file is opened in append mode, as fio opens it. Clones that name the
 //! same file (`numjobs`, or jobs sharing one name) each write a whole log
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use elevator_fio::job::JobFile;
 use elevator_fio::workload;
-use elevator_sim::iolog_out::JobIologs;
+use elevator_trace::write_iolog::JobIologs;
 use elevator_trace::{Tee, TraceSink};
 
 /// Scratch files to append to their logs once the run's sink is finished.

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
-use elevator_sim::trace_out::{SharedSink, TraceSummary};
 use elevator_trace::TraceSink;
 use elevator_trace::blktrace_write::BlktraceSet;
+use elevator_trace::tap::{SharedSink, TraceSummary};
 
 /// The blktrace files for `prefix` (`prefix.blktrace.N`, created as the
 /// first event of CPU `N` arrives).

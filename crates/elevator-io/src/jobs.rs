@@ -42,7 +42,7 @@ use crate::device::DataDevice;
 use crate::dio::{Completion, DioError, DioRequest};
 use crate::engine::access::{QueueAccess, QueueState};
 use crate::engine::{Engine, EngineConfig, EngineError};
-use crate::trace_out::{CpuRule, SharedSink, TRACE_DEV, TraceSummary, TraceTap};
+use elevator_trace::tap::{CpuRule, SharedSink, TRACE_DEV, TraceSummary, TraceTap};
 
 /// Why a run could not happen or went wrong.
 #[derive(Debug, Error)]
@@ -210,7 +210,7 @@ pub fn run_traced<D: DataDevice>(
         jobs,
         engine.capacity(),
         cfg.seed,
-        &elevator_sim::replay_logs::TraceLogs::sizing_buffers(),
+        &elevator_trace::read_iolog::TraceLogs::sizing_buffers(),
     )?;
     if let Some(sink) = trace {
         let mut tap = TraceTap::new(TRACE_DEV, CpuRule::Fixed(0), engine.now());

@@ -65,9 +65,6 @@ pub use buf::{AlignedBuf, BufError, IoBuf, Slice};
 pub use clock::Clock;
 pub use device::{Alignment, DataDevice, DataSegment, DeviceError};
 pub use dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
-/// Trace out (`--trace-out`): the queue's events on their way to a trace
-/// sink (see [`Engine::trace_to`]).
-pub use elevator_sim::trace_out;
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use extent::Extent;
 pub use fault::{FaultCounts, FaultDevice, FaultSpec, FaultTally};

@@ -9,8 +9,8 @@ use elevator_core::{QueueStats, TraceAction};
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
 use elevator_io::mq::{LockMode, ThreadConfig, run_threads_traced};
-use elevator_io::trace_out::SharedSink;
 use elevator_io::{MemDevice, MemOptions};
+use elevator_trace::tap::SharedSink;
 use elevator_trace::{Item, MemorySink, Record, TraceSink};
 
 const JOB: &str = "

@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex};
 
 use elevator_io::mq::{MqEngine, MultiQueue};
 use elevator_io::spec::RealDevice;
-use elevator_io::trace_out::{CpuRule, SharedSink, TraceSummary, TraceTap, trace_dev};
 use elevator_io::write_log::{WriteLog, WriteLogOptions};
+use elevator_trace::tap::{CpuRule, SharedSink, TraceSummary, TraceTap, trace_dev};
 use thiserror::Error;
 
 use crate::config::MAX_THREADS;

@@ -10,7 +10,7 @@ use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
 use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::{SimError, TraceOut, run_traced};
-use elevator_sim::iolog_out::JobIologs;
+use elevator_trace::write_iolog::JobIologs;
 use elevator_trace::{Item, MemorySink, TraceSink};
 
 /// A v2 log of reads, writes, a trim and syncs, with waits (microseconds).

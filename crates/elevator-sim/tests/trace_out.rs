@@ -9,7 +9,7 @@ use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
 use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::{TraceOut, run_traced};
-use elevator_sim::trace_out::TRACE_DEV;
+use elevator_trace::tap::TRACE_DEV;
 use elevator_trace::{Item, MemorySink};
 
 const JOB: &str = "

@@ -17,6 +17,13 @@
 //! - [`synthetic`]: a generated trace of any length, for tests and speed
 //!   figures; [`text_fields`]: byte-level parsing and formatting shared by
 //!   the text formats.
+//! - [`tap`]: [`tap::TraceTap`], the queue's trace events on their way to a
+//!   trace sink (`--trace-out`), for the simulator and the real-time engine
+//!   alike.
+//! - [`read_iolog`]: the logs fio jobs replay (`read_iolog`: fio iologs,
+//!   blktraces), opened for both engines.
+//! - [`write_iolog`]: [`write_iolog::JobIologs`], each job clone's I/Os as
+//!   fio logs them (`write_iolog`), from the trace events.
 //! - [`analyze`]: a btt-style analysis of any record stream (counts, sizes,
 //!   Q2G ... Q2C, percentiles), in memory bounded by what is in flight.
 //! - [`replay`]: replay planning (which events, which device, the
@@ -25,7 +32,8 @@
 //!   real-device drivers (elevator-sim's and elevator-io's `replay`).
 //!
 //! Nothing here has threads or clocks: readers take any `Read`, writers any
-//! `Write`, and times are the trace's own.
+//! `Write`, and times are the trace's own (a tap's sink may be shared by an
+//! engine's threads behind a lock, [`tap::SharedSink`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -41,13 +49,16 @@ pub mod error;
 pub mod fast_hash;
 pub mod iolog;
 pub mod open;
+pub mod read_iolog;
 pub mod record;
 pub mod replay;
 pub mod session;
 pub mod sink;
 pub mod synthetic;
+pub mod tap;
 pub mod text_fields;
 pub mod tracefs;
+pub mod write_iolog;
 pub mod write_log;
 
 pub use error::{TraceError, TraceErrorKind};

@@ -53,7 +53,7 @@ use crate::clock::Clock;
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
 use crate::dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 use access::{BioSlot, DriverTags, Handoff, Peers, QueueAccess, QueueState};
-use elevator_sim::trace_out::{SharedSink, TraceSummary, TraceTap};
+use elevator_trace::tap::{SharedSink, TraceSummary, TraceTap};
 use traced::Tapped;
 
 /// The engine's own tunable: how many dispatched requests go to the kernel

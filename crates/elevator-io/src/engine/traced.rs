@@ -7,7 +7,7 @@
 //! thread's file and no other thread's drain takes them. When the engine
 //! does not trace, the cost is one branch per hold.
 
-use elevator_sim::trace_out::{SharedSink, TraceSummary, TraceTap};
+use elevator_trace::tap::{SharedSink, TraceSummary, TraceTap};
 
 use super::access::{QueueAccess, QueueState};
 

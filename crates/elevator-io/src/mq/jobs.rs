@@ -23,7 +23,7 @@ use elevator_fio::workload::{self, Worker};
 use elevator_fio::{Progress, RunConfig};
 
 use elevator_core::IoContext;
-use elevator_sim::trace_out::{CpuRule, SharedSink, TraceSummary, TraceTap, trace_dev};
+use elevator_trace::tap::{CpuRule, SharedSink, TraceSummary, TraceTap, trace_dev};
 
 use super::{LockMode, MqEngine, MultiQueue};
 use crate::cpu::CpuTime;
@@ -184,7 +184,7 @@ where
         jobs,
         capacity,
         cfg.run.seed,
-        &elevator_sim::replay_logs::TraceLogs::sizing_buffers(),
+        &elevator_trace::read_iolog::TraceLogs::sizing_buffers(),
     )?;
     check_cpus(jobs)?;
     let nthreads = workers.len();

@@ -546,8 +546,8 @@ impl<D: DataDevice, B: IoBuf> MqEngine<D, B> {
     /// See [`Engine::trace_to`].
     pub fn trace_to(
         &mut self,
-        tap: elevator_sim::trace_out::TraceTap,
-        out: elevator_sim::trace_out::SharedSink,
+        tap: elevator_trace::tap::TraceTap,
+        out: elevator_trace::tap::SharedSink,
     ) {
         either!(self, e => e.trace_to(tap, out))
     }
@@ -555,7 +555,7 @@ impl<D: DataDevice, B: IoBuf> MqEngine<D, B> {
     /// See [`Engine::finish_trace`].
     pub fn finish_trace(
         &mut self,
-    ) -> Option<Result<elevator_sim::trace_out::TraceSummary, std::io::Error>> {
+    ) -> Option<Result<elevator_trace::tap::TraceSummary, std::io::Error>> {
         either!(self, e => e.finish_trace())
     }
 

@@ -40,7 +40,7 @@ use elevator_fio::workload::{self, JobFailure, Pending, State, VerifyIo, Worker}
 use elevator_fio::{Progress, RunConfig};
 
 use crate::device::{ModelSpec, ParamError, SimDevice};
-use crate::trace_out::{CpuRule, TRACE_DEV, TraceSummary, TraceTap};
+use elevator_trace::tap::{CpuRule, TRACE_DEV, TraceSummary, TraceTap};
 
 /// Why a run could not happen.
 #[derive(Debug, Error)]
@@ -355,7 +355,7 @@ impl<'d> Engine<'d> {
             jobs,
             limits.capacity * 512,
             cfg.seed,
-            &crate::replay_logs::TraceLogs::streamed(),
+            &elevator_trace::read_iolog::TraceLogs::streamed(),
         )?;
         let depth = workload::total_depth(jobs);
         let nworkers = workers.len();

@@ -13,10 +13,10 @@
 
 use std::io::{self, Write};
 
+use crate::iolog::{IologVersion, IologWriter};
+use crate::{Record, TraceSink};
 use elevator_core::{Op, TraceAction};
 use elevator_fio::workload::CloneFiles;
-use elevator_trace::iolog::{IologVersion, IologWriter};
-use elevator_trace::{Record, TraceSink};
 
 /// One clone's log: its writer and its files' sector ranges.
 struct CloneLog<W: Write> {
@@ -121,9 +121,9 @@ impl<W: Write> TraceSink for JobIologs<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::event;
     use elevator_core::BioFlags;
     use elevator_fio::workload::Extent;
-    use elevator_trace::record::event;
 
     fn files(ctx: u32, names: &[(&str, u64)]) -> CloneFiles {
         CloneFiles {

@@ -1,8 +1,8 @@
-//! Trace out: the queue's trace events, drained after each call into it,
+//! The trace tap (`--trace-out`): the queue's trace events, drained after each call into it,
 //! turned into blktrace [`Record`]s and written to a [`TraceSink`].
 //!
-//! A [`TraceTap`] is what an engine (the simulator here, each thread of
-//! elevator-io's real-time engine) holds while it traces. It knows what the
+//! A [`TraceTap`] is what an engine (elevator-sim's simulator, each thread
+//! of elevator-io's real-time engine) holds while it traces. It knows what the
 //! core does not: the device number ([`TRACE_DEV`] unless told otherwise),
 //! which "CPU" (file) an event belongs to, the submitters' names, and the
 //! clock's origin. Events are copied into a buffer of fixed capacity
@@ -17,8 +17,8 @@
 //! and keeps the error for [`TraceTap::finish`]; events the queue could not
 //! hold are counted ([`TraceSummary::dropped`]), never lost silently.
 
+use crate::{DevT, Record, TraceSink, dev_t};
 use elevator_core::{IoContext, Nanos, Queue, TraceAction, TraceEvent};
-use elevator_trace::{DevT, Record, TraceSink, dev_t};
 
 /// The block major of elevator's traces: 240, the first of Linux's majors
 /// for local or experimental use (`devices.txt`), so that no real disk is
@@ -360,8 +360,8 @@ pub fn trace_dev(index: u32) -> DevT {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Item, MemorySink};
     use elevator_core::{Bio, DeviceShape, Limits};
-    use elevator_trace::{Item, MemorySink};
 
     #[test]
     fn files_are_counted_past_64_cpus() {

@@ -1,21 +1,21 @@
 //! The logs fio jobs replay (`read_iolog`), opened for the engines: a fio
 //! iolog (v2 or v3) or a blktrace (one file or a per-CPU set), plain or
-//! compressed, recognised from the content by [`elevator_trace::open()`] and
+//! compressed, recognised from the content by [`crate::open()`] and
 //! streamed. A blktrace's queue events (Q) are its I/Os, as fio replays
 //! them; an iolog holds nothing else.
 //!
-//! Both engines (this one and elevator-io's) hand [`TraceLogs`] to
+//! Both engines (elevator-sim's and elevator-io's) hand [`TraceLogs`] to
 //! [`elevator_fio::workload::workers_with_logs`]; the real-time engine,
 //! which sizes its I/O buffers before the run, has each log read through
 //! once first for its largest I/O ([`TraceLogs::sizing_buffers`]).
 
 use std::path::Path;
 
+use crate::{Item, TraceReader};
 use elevator_core::TraceAction;
 use elevator_fio::workload::{IoLog, IoLogError, LoggedIo, OpenIoLog};
-use elevator_trace::{Item, TraceReader};
 
-/// Opens `read_iolog` files with [`elevator_trace::open()`].
+/// Opens `read_iolog` files with [`crate::open()`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TraceLogs {
     /// Read each log through first for its largest I/O.
@@ -41,7 +41,7 @@ impl TraceLogs {
 
 impl OpenIoLog for TraceLogs {
     fn open(&self, path: &str) -> Result<Box<dyn IoLog>, IoLogError> {
-        let reader = elevator_trace::open(Path::new(path), None, false)?;
+        let reader = crate::open(Path::new(path), None, false)?;
         Ok(Box::new(LogIos { reader }))
     }
 

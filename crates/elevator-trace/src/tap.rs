@@ -1,5 +1,6 @@
-//! The trace tap (`--trace-out`): the queue's trace events, drained after each call into it,
-//! turned into blktrace [`Record`]s and written to a [`TraceSink`].
+//! The trace tap (`--trace-out`): the queue's trace events, drained after
+//! each call into it, turned into blktrace [`Record`]s and written to a
+//! [`TraceSink`].
 //!
 //! A [`TraceTap`] is what an engine (elevator-sim's simulator, each thread
 //! of elevator-io's real-time engine) holds while it traces. It knows what the

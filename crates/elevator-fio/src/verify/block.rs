@@ -5,7 +5,7 @@ use super::{
     Crc32c, Digest, HEADER_LEN, MAGIC, Md5, Sha256, SpecError, VerifyError, VerifyKind, VerifySpec,
     Xxh32, crc32c,
 };
-use elevator_core::rng::Rng;
+use elevator_core::rng::{Rng, splitmix64};
 
 const KIND_AT: usize = 8;
 const LENGTH_AT: usize = 12;
@@ -262,12 +262,10 @@ fn payload_seed(seed: u64, offset: u64, generation: u64) -> u64 {
     mix64(mix64(seed ^ mix64(offset)) ^ generation)
 }
 
-/// SplitMix64's finaliser.
+/// SplitMix64's output for state `x` (a stateless hash of `x`).
 fn mix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    let mut state = x;
+    splitmix64(&mut state)
 }
 
 fn le32(b: &[u8], at: usize) -> u32 {

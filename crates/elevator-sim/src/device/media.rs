@@ -273,13 +273,8 @@ mod tests {
 
     #[test]
     fn matches_a_sector_array() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = elevator_core::rng::Rng::new(0x9e37_79b9_7f4a_7c15);
+        let mut rnd = move |n: u64| rng.below(n);
         let mut m = ExtentMap::new();
         let mut a = [0u64; 300];
         for w in 1..3000u64 {

@@ -189,13 +189,8 @@ mod tests {
             let mut p = HddParams::preset(name).unwrap();
             p.set("ncq", over).unwrap();
             let g = Geo::new(&p).unwrap();
-            let mut x = 0x9e37_79b9_7f4a_7c15u64;
-            let mut rnd = move |n: u64| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x % n
-            };
+            let mut rng = elevator_core::rng::Rng::new(0x9e37_79b9_7f4a_7c15);
+            let mut rnd = move |n: u64| rng.below(n);
             for round in 0..3000 {
                 let depth = 1 + rnd(u64::from(p.ncq)) as usize;
                 let mut q = Queue::new(depth);

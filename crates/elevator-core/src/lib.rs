@@ -23,8 +23,8 @@
 //! Modules: [`bio`] (what a submitter asks), [`limits`] (what the device
 //! takes), [`request`] (what the device gets), [`queue`] (merging, plugging,
 //! tags, dispatch, completion), [`range`] (byte ranges from outside, checked
-//! once), [`sched`] (the schedulers), [`stats`], [`rng`] (seeded random
-//! streams),
+//! once), [`sched`] (the schedulers), [`stats`], [`lockstat`] (lock
+//! statistics as lockmeter counts them), [`rng`] (seeded random streams),
 //! [`tunable`] (named settings), [`index`] (the allocation-free lists, trees
 //! and slabs underneath).
 
@@ -36,6 +36,7 @@ pub mod device;
 pub mod error;
 pub mod index;
 pub mod limits;
+pub mod lockstat;
 pub mod queue;
 pub mod range;
 pub mod request;

@@ -11,9 +11,8 @@
 //! - [`RunConfig`] (scheduler, tunables, seed) and [`Progress`]: what an
 //!   engine is given and what it reports while it runs.
 //! - [`result`]: what a run produced; [`report`]: fio's text and JSON
-//!   output of it.
-//! - [`locks`]: lock statistics of a run and their reports (lockmeter's
-//!   table, `/proc/lock_stat`'s counts, JSON).
+//!   output of it, and the lock statistics' reports (lockmeter's table,
+//!   `/proc/lock_stat`'s counts, JSON: [`report::locks`]).
 //! - [`verify`]: fio's `verify=`: self-describing blocks that a write fills
 //!   and a later read checks (crc32c, md5, sha256, xxhash, pattern, meta),
 //!   and the digests they use.
@@ -25,7 +24,6 @@
 
 pub mod errno;
 pub mod job;
-pub mod locks;
 pub mod report;
 pub mod result;
 mod run;

@@ -629,7 +629,7 @@ pub struct RunResult {
     pub cpu: Option<CpuUse>,
     /// The locks the run's threads shared, measured (empty unless asked
     /// for, or where no lock was shared).
-    pub locks: Vec<crate::locks::LockStat>,
+    pub locks: Vec<elevator_core::lockstat::LockStat>,
 }
 
 /// CPU time used by a run on the real clock: by the engine's thread alone

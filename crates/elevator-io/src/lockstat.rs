@@ -1,7 +1,8 @@
 //! A mutex that counts what lockmeter counts: [`StatLock`] owns a value, the
 //! lock around it and that lock's statistics (acquisitions, contentions,
 //! rejected `try_lock`s, hold and wait times), which it hands out as an
-//! [`elevator_fio::locks::LockStat`] for the reports there.
+//! [`elevator_core::lockstat::LockStat`] for the reports (elevator-fio's
+//! `report::locks`).
 //!
 //! # The lock
 //!
@@ -61,7 +62,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
 
-use elevator_fio::locks::LockStat;
+use elevator_core::lockstat::LockStat;
 
 /// A value behind a mutex that, when measuring, counts its acquisitions,
 /// contentions, rejected `try_lock`s and its hold and wait times. See the
@@ -84,46 +85,9 @@ pub struct StatLock<T> {
 /// only under the lock.
 struct Guarded<T> {
     value: T,
-    counts: Counts,
-}
-
-/// The counts kept under the lock. Minimums are meaningful only once their
-/// count is non-zero.
-#[derive(Clone, Copy, Debug, Default)]
-struct Counts {
-    acquisitions: u64,
-    contentions: u64,
-    hold_total_ns: u64,
-    hold_min_ns: u64,
-    hold_max_ns: u64,
-    wait_total_ns: u64,
-    wait_min_ns: u64,
-    wait_max_ns: u64,
-}
-
-impl Counts {
-    /// Counts one finished acquisition, held `hold_ns`, that waited
-    /// `wait_ns` if it was contended.
-    fn record(&mut self, hold_ns: u64, wait_ns: Option<u64>) {
-        self.hold_min_ns = if self.acquisitions == 0 {
-            hold_ns
-        } else {
-            self.hold_min_ns.min(hold_ns)
-        };
-        self.acquisitions += 1;
-        self.hold_total_ns = self.hold_total_ns.saturating_add(hold_ns);
-        self.hold_max_ns = self.hold_max_ns.max(hold_ns);
-        if let Some(wait_ns) = wait_ns {
-            self.wait_min_ns = if self.contentions == 0 {
-                wait_ns
-            } else {
-                self.wait_min_ns.min(wait_ns)
-            };
-            self.contentions += 1;
-            self.wait_total_ns = self.wait_total_ns.saturating_add(wait_ns);
-            self.wait_max_ns = self.wait_max_ns.max(wait_ns);
-        }
-    }
+    /// The counts that change only under the lock (its name is empty and
+    /// its rejects 0: [`StatLock::stat`] fills both in).
+    counts: LockStat,
 }
 
 /// Nanoseconds from `start` to `end` (0 if `end` is not later).
@@ -156,7 +120,7 @@ impl<T> StatLock<T> {
             rejects: AtomicU64::new(0),
             inner: Mutex::new(Guarded {
                 value,
-                counts: Counts::default(),
+                counts: LockStat::default(),
             }),
             #[cfg(test)]
             blocking: AtomicU64::new(0),
@@ -237,23 +201,15 @@ impl<T> StatLock<T> {
     /// rejected. Must not be called by a thread holding this lock's guard:
     /// the mutex is not reentrant.
     pub fn stat(&self) -> LockStat {
-        let counts = self
+        let mut stat = self
             .inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .counts;
-        LockStat {
-            name: self.name.clone(),
-            acquisitions: counts.acquisitions,
-            contentions: counts.contentions,
-            rejects: self.rejects.load(Ordering::Relaxed),
-            hold_total_ns: counts.hold_total_ns,
-            hold_min_ns: counts.hold_min_ns,
-            hold_max_ns: counts.hold_max_ns,
-            wait_total_ns: counts.wait_total_ns,
-            wait_min_ns: counts.wait_min_ns,
-            wait_max_ns: counts.wait_max_ns,
-        }
+            .counts
+            .clone();
+        stat.name.clone_from(&self.name);
+        stat.rejects = self.rejects.load(Ordering::Relaxed);
+        stat
     }
 
     /// Sets the counts back to zero (taking the lock briefly, like
@@ -264,7 +220,7 @@ impl<T> StatLock<T> {
         self.inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .counts = Counts::default();
+            .counts = LockStat::default();
         self.rejects.store(0, Ordering::Relaxed);
     }
 

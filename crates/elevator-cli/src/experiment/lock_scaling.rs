@@ -11,9 +11,10 @@
 use std::io::Write;
 
 use anyhow::{Context, Result, bail};
+use elevator_core::lockstat::{LockReport, LockStat};
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
-use elevator_fio::locks::{LockReport, LockStat, lockmeter_table};
+use elevator_fio::report::locks::lockmeter_table;
 use elevator_fio::result::READ;
 use elevator_io::DeviceSpec;
 use elevator_io::mq::{LockMode, MAX_THREADS, ThreadConfig, run_threads};
@@ -121,7 +122,7 @@ fn measure(args: &Params, spec: &DeviceSpec, seed: u64, progress: Progress) -> R
                 let r = &run.result;
                 let bytes: u64 = r.jobs.iter().map(|j| j.dirs[READ].bytes).sum();
                 let secs = r.elapsed.max(1) as f64 / 1e9;
-                let lock_report = elevator_fio::locks::to_json(&LockReport {
+                let lock_report = elevator_fio::report::locks::to_json(&LockReport {
                     elapsed_ns: r.elapsed,
                     cpus: cpus(),
                     locks: run.locks.clone(),

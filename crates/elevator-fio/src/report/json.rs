@@ -330,7 +330,7 @@ fn document(jobs: &JobFile, run: &RunResult, device_name: &str, out: Vec<Value>)
                     "max": q.queue_time.max(),
                 },
             },
-            "locks": (!run.locks.is_empty()).then(|| crate::locks::to_json(&crate::locks::LockReport {
+            "locks": (!run.locks.is_empty()).then(|| super::locks::to_json(&elevator_core::lockstat::LockReport {
                 elapsed_ns: run.elapsed,
                 cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
                 locks: run.locks.clone(),

@@ -1,6 +1,7 @@
 //! Reports of a run, simulated or real, in fio 3.33's formats: normal text
 //! ([`text`]), JSON and json+ ([`json`]), terse v3 ([`terse`]); and the
-//! logs fio writes ([`logs`]). [`render`] picks one by [`Format`].
+//! logs fio writes ([`logs`]); lock statistics in lockmeter's and
+//! `/proc/lock_stat`'s tables ([`locks`]). [`render`] picks one by [`Format`].
 //!
 //! Reporting follows fio: a job stanza per job clone, or one per group when
 //! its jobs set `group_reporting`; then a "Run status group" line per group;
@@ -14,6 +15,7 @@
 
 pub mod fmt;
 pub mod json;
+pub mod locks;
 pub mod logs;
 pub mod terse;
 pub mod text;

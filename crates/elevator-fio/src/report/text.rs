@@ -523,15 +523,15 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         }
     }
     if !run.locks.is_empty() {
-        let report = crate::locks::LockReport {
+        let report = elevator_core::lockstat::LockReport {
             elapsed_ns: run.elapsed,
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             locks: run.locks.clone(),
         };
         out.push_str("\nlocks (lockmeter):\n");
-        out.push_str(&crate::locks::lockmeter_table(&report));
+        out.push_str(&super::locks::lockmeter_table(&report));
         out.push_str("\nlocks (lock_stat):\n");
-        out.push_str(&crate::locks::lockstat_table(&report));
+        out.push_str(&super::locks::lockstat_table(&report));
     }
     out
 }

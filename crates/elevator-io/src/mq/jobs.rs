@@ -15,9 +15,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use elevator_core::Nanos;
+use elevator_core::lockstat::LockStat;
 use elevator_core::{DeviceStats, QueueStats};
 use elevator_fio::job::JobFile;
-use elevator_fio::locks::LockStat;
 use elevator_fio::result::{CpuUse, RunResult};
 use elevator_fio::workload::{self, Worker};
 use elevator_fio::{Progress, RunConfig};

@@ -36,8 +36,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use elevator_core::lockstat::LockStat;
 use elevator_core::{IoContext, Nanos, Queue, QueueStats, TunableError};
-use elevator_fio::locks::LockStat;
 use thiserror::Error;
 
 pub use jobs::{ThreadConfig, ThreadedRun, run_threads, run_threads_traced};

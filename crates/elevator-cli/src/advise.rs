@@ -22,8 +22,8 @@ use elevator_fio::result::RunResult;
 use elevator_io::DeviceSpec;
 use elevator_sim::device::ModelSpec;
 use elevator_sim::replay::{ReplayConfig, replay as replay_sim};
+use elevator_trace::replay::ReplayResult;
 use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
-use elevator_trace::session::ReplayResult;
 use elevator_trace::{Record, TraceSink};
 
 use crate::advise_report::{Advice, Goal};

@@ -9,8 +9,8 @@ use anyhow::Result;
 use elevator_core::{Op, Summary, TraceAction};
 use elevator_trace::DevT;
 use elevator_trace::analyze::Analysis;
+use elevator_trace::replay::ReplayResult;
 use elevator_trace::replay::Timing;
-use elevator_trace::session::ReplayResult;
 use serde_json::{Value, json};
 
 use crate::replay::EventsArg;

@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use elevator_core::{IoContext, Nanos, Op, TraceLog};
 use elevator_trace::error::{TraceError, TraceErrorKind};
-use elevator_trace::replay::{FlushModel, FlushParts, PlannedBio, Planner, Step, Timing};
-use elevator_trace::session::{EventOut, ReplayError, ReplayResult};
+use elevator_trace::replay::{
+    EventOut, FlushModel, InFlight, PlannedBio, Planner, ReplayError, ReplayResult, Step, Timing,
+};
 use elevator_trace::{Item, TraceSink};
 use thiserror::Error;
 
@@ -107,25 +108,15 @@ impl BufferPool {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    parts: FlushParts,
-    next: u8,
-    pid: u32,
-    record: u64,
-}
-
 struct Replayer<'s, D: DataDevice> {
     engine: Engine<D>,
     out: EventOut<'s>,
     cfg: RealReplayConfig,
-    slots: Vec<Slot>,
-    free: Vec<u32>,
+    in_flight: InFlight,
     bufs: BufferPool,
     /// Bytes of data buffers given to the engine and not back yet.
     in_flight_bytes: u64,
     align: usize,
-    outstanding: u64,
     bios: u64,
     skipped: u64,
 }
@@ -151,12 +142,10 @@ where
         engine,
         out: EventOut::new(dev, sink),
         cfg: cfg.clone(),
-        slots: Vec::new(),
-        free: Vec::new(),
+        in_flight: InFlight::new(),
         bufs: BufferPool::default(),
         in_flight_bytes: 0,
         align,
-        outstanding: 0,
         bios: 0,
         skipped: 0,
     };
@@ -168,7 +157,7 @@ where
         let now = r.engine.now().saturating_sub(t0);
         let mut wait: Option<Duration> = None;
         while let Some(step) = &next {
-            let due = step_due(step, &timing);
+            let due = step.due(&timing);
             if due.is_some_and(|t| t > now) {
                 wait = due.map(|t| Duration::from_nanos(t - now));
                 break;
@@ -181,10 +170,10 @@ where
             r.step(step, now)?;
             next = plan.next().transpose().map_err(ReplayError::from)?;
         }
-        if next.is_none() && r.outstanding == 0 && r.engine.is_idle() {
+        if next.is_none() && r.in_flight.outstanding() == 0 && r.engine.is_idle() {
             break;
         }
-        if r.outstanding == 0 && wait.is_none() && next.is_some() {
+        if r.in_flight.outstanding() == 0 && wait.is_none() && next.is_some() {
             wait = Some(Duration::ZERO);
         }
         done.clear();
@@ -218,14 +207,6 @@ where
     })
 }
 
-fn step_due(step: &Step, timing: &Timing) -> Option<Nanos> {
-    match step {
-        Step::Bio(b) => timing.due(b.time),
-        Step::Plug { time, .. } | Step::Unplug { time, .. } => timing.due(*time),
-        Step::Process { .. } => None,
-    }
-}
-
 impl<D: DataDevice> Replayer<'_, D> {
     fn drain(&mut self) {
         let out = &mut self.out;
@@ -255,23 +236,7 @@ impl<D: DataDevice> Replayer<'_, D> {
                 if parts.parts[0].is_none() {
                     return Ok(());
                 }
-                let slot = Slot {
-                    parts,
-                    next: 0,
-                    pid: b.pid,
-                    record: b.record,
-                };
-                let s = match self.free.pop() {
-                    Some(s) => {
-                        self.slots[s as usize] = slot;
-                        s
-                    }
-                    None => {
-                        self.slots.push(slot);
-                        (self.slots.len() - 1) as u32
-                    }
-                };
-                self.outstanding += 1;
+                let s = self.in_flight.start(b, parts);
                 self.submit_part(s)?;
             }
         }
@@ -284,7 +249,7 @@ impl<D: DataDevice> Replayer<'_, D> {
     /// larger than the bound goes alone).
     fn has_room(&self, b: &PlannedBio, timing: &Timing) -> bool {
         let requests = u64::from(self.cfg.engine.max_requests.max(1));
-        let outstanding = self.outstanding;
+        let outstanding = self.in_flight.outstanding();
         let data = u64::from(b.bytes);
         outstanding < timing.max_outstanding()
             && outstanding < requests
@@ -304,8 +269,10 @@ impl<D: DataDevice> Replayer<'_, D> {
     }
 
     fn submit_part(&mut self, s: u32) -> Result<(), RealReplayError> {
-        let slot = self.slots[s as usize];
-        let Some((op, flags, sector, bytes)) = slot.parts.parts[slot.next as usize] else {
+        let Some(&slot) = self.in_flight.get(s) else {
+            return Ok(());
+        };
+        let Some((op, flags, sector, bytes)) = slot.part() else {
             return Ok(());
         };
         let offset = sector * 512;
@@ -323,7 +290,7 @@ impl<D: DataDevice> Replayer<'_, D> {
             self.recycle(rejected.request.bufs);
             if self.cfg.skip_bad {
                 self.skipped += 1;
-                self.release(s);
+                self.in_flight.release(s);
                 return Ok(());
             }
             return Err(ReplayError::from(TraceError::at_record(
@@ -346,28 +313,12 @@ impl<D: DataDevice> Replayer<'_, D> {
         }
     }
 
-    fn release(&mut self, s: u32) {
-        self.outstanding -= 1;
-        self.free.push(s);
-    }
-
     fn completed(&mut self, c: Completion<AlignedBuf>) -> Result<(), RealReplayError> {
         self.recycle(c.bufs);
         let s = c.user_data as u32;
-        let Some(slot) = self.slots.get_mut(s as usize) else {
-            return Ok(());
-        };
-        slot.next += 1;
-        let more = slot
-            .parts
-            .parts
-            .get(slot.next as usize)
-            .is_some_and(Option::is_some);
-        if more {
+        if self.in_flight.part_done(s) == Some(true) {
             self.submit_part(s)?;
             self.drain();
-        } else {
-            self.release(s);
         }
         Ok(())
     }

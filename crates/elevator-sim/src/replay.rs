@@ -4,16 +4,20 @@
 //! device completions and scheduler timers. The queue is built as `run`
 //! builds it (scheduler, `--set` tunables, the device's limits); the queue
 //! side (flush machinery, waiting for tags, analysis, trace out) is
-//! [`elevator_trace::session::Session`]'s.
+//! [`session`]'s, on elevator-trace's replay core (the plan, when a step is
+//! due, the bios in flight, the result).
 
 use elevator_core::{BuildError, DeviceShape, Dispatch, Nanos, Queue};
 use elevator_trace::error::TraceError;
-use elevator_trace::replay::{FlushModel, Planner, Step, Timing};
-use elevator_trace::session::{ReplayError, ReplayResult, Session};
+use elevator_trace::replay::{FlushModel, Planner, ReplayError, ReplayResult, Step, Timing};
 use elevator_trace::{Item, TraceSink};
 use thiserror::Error;
 
 use crate::device::{ModelSpec, ParamError, SimDevice};
+
+pub mod session;
+
+use session::Session;
 
 /// Why a simulated replay could not run.
 #[derive(Debug, Error)]
@@ -112,7 +116,7 @@ where
         s.retry(now)?;
         // Arrivals due now.
         while let Some(step) = &next {
-            let due = step_due(step, &timing);
+            let due = step.due(&timing);
             let blocked = matches!(step, Step::Bio(_)) && !s.may_start(&timing);
             if blocked || due.is_some_and(|t| t > now) {
                 break;
@@ -146,7 +150,7 @@ where
         // The next event.
         let arrival = match &next {
             Some(step) if s.may_start(&timing) || !matches!(step, Step::Bio(_)) => {
-                Some(step_due(step, &timing).unwrap_or(now))
+                Some(step.due(&timing).unwrap_or(now))
             }
             _ => None,
         };
@@ -183,14 +187,6 @@ where
     result.waited = plan.waited();
     result.recorded = plan.recorded();
     Ok(result)
-}
-
-fn step_due(step: &Step, timing: &Timing) -> Option<Nanos> {
-    match step {
-        Step::Bio(b) => timing.due(b.time),
-        Step::Plug { time, .. } | Step::Unplug { time, .. } => timing.due(*time),
-        Step::Process { .. } => None,
-    }
 }
 
 #[cfg(test)]

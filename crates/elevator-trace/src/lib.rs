@@ -26,10 +26,10 @@
 //!   fio logs them (`write_iolog`), from the trace events.
 //! - [`analyze`]: a btt-style analysis of any record stream (counts, sizes,
 //!   Q2G ... Q2C, percentiles), in memory bounded by what is in flight.
-//! - [`replay`]: replay planning (which events, which device, the
-//!   recording's plugs, timing, the kernel's flush machinery), and
-//!   [`session`]: the queue side of a replay, shared by the simulated and
-//!   real-device drivers (elevator-sim's and elevator-io's `replay`).
+//! - [`replay`]: the replay core both drivers (elevator-sim's and
+//!   elevator-io's `replay`) share: planning (which events, which device,
+//!   the recording's plugs, timing, the kernel's flush machinery), the
+//!   recorded bios in flight, where the queue's events go, and the result.
 //!
 //! Nothing here has threads or clocks: readers take any `Read`, writers any
 //! `Write`, and times are the trace's own (a tap's sink may be shared by an
@@ -52,7 +52,6 @@ pub mod open;
 pub mod read_iolog;
 pub mod record;
 pub mod replay;
-pub mod session;
 pub mod sink;
 pub mod synthetic;
 pub mod tap;

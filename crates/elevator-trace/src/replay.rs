@@ -1,6 +1,10 @@
 //! Replay planning: a stream of trace [`Item`]s becomes the bios to submit,
 //! in order, with the plugs the recording's submitters held. Pure: the
-//! drivers (elevator-sim's and elevator-io's) run the plan.
+//! drivers (elevator-sim's and elevator-io's) run the plan, with what they
+//! share from here: when a step is due ([`Step::due`]), the recorded bios
+//! in flight and their flush parts ([`InFlight`], [`FlushModel`]), and where
+//! the queue's events go and what a replay reports ([`EventOut`],
+//! [`ReplayResult`], [`ReplayError`]).
 //!
 //! - **Which events** ([`Events`]): the bios (`Q`, the default: each queued
 //!   bio, before the recording's queue split or merged it) or the issued
@@ -50,8 +54,12 @@ use elevator_core::range::ByteRange;
 use elevator_core::{BioFlags, Nanos, Op, TraceAction};
 
 mod flush;
+mod in_flight;
+mod outcome;
 
 pub use flush::{FlushModel, FlushParts};
+pub use in_flight::{InFlight, InFlightBio, Part};
+pub use outcome::{EventOut, ReplayError, ReplayResult};
 
 use crate::analyze::{Analysis, Analyzer};
 use crate::error::{TraceError, TraceErrorKind};
@@ -180,6 +188,19 @@ pub enum Step {
         /// Name.
         name: String,
     },
+}
+
+impl Step {
+    /// When the step is due under `timing` (`None`: as soon as allowed; a
+    /// process name is never held back).
+    #[inline]
+    pub fn due(&self, timing: &Timing) -> Option<Nanos> {
+        match self {
+            Step::Bio(b) => timing.due(b.time),
+            Step::Plug { time, .. } | Step::Unplug { time, .. } => timing.due(*time),
+            Step::Process { .. } => None,
+        }
+    }
 }
 
 /// The latest a replayed step is due, in nanoseconds after the first:

@@ -249,7 +249,7 @@ pub fn run_traced<D: DataDevice>(
         .finish_trace()
         .transpose()
         .map_err(JobRunError::Trace)?;
-    let failed = failure(&workers);
+    let failed = workload::first_failure(&workers);
     let result = RunResult {
         scheduler: engine.queue().scheduler().name().to_string(),
         device: engine.device().describe(),
@@ -275,13 +275,6 @@ pub fn run_traced<D: DataDevice>(
         }),
         None => Ok((result, summary)),
     }
-}
-
-/// The first failed worker: its job, clone and failure.
-pub(crate) fn failure(workers: &[Worker]) -> Option<(String, u32, JobFailure)> {
-    workers
-        .iter()
-        .find_map(|w| Some((w.name.clone(), w.clone, w.failure.clone()?)))
 }
 
 /// Slots for `workers`' I/Os, with buffers aligned to `align` (at least a

@@ -203,6 +203,14 @@ pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
         .collect()
 }
 
+/// The first failed worker: its job, clone and failure (the run's
+/// `JobFailed` error, in either engine).
+pub fn first_failure(workers: &[Worker]) -> Option<(String, u32, JobFailure)> {
+    workers
+        .iter()
+        .find_map(|w| Some((w.name.clone(), w.clone, w.failure.clone()?)))
+}
+
 /// When the last worker ended.
 pub fn elapsed(workers: &[Worker]) -> Nanos {
     workers.iter().map(|w| w.end).max().unwrap_or(0)

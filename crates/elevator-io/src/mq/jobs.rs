@@ -30,7 +30,7 @@ use crate::cpu::CpuTime;
 use crate::device::DataDevice;
 use crate::engine::access::QueueAccess;
 use crate::engine::{Engine, EngineConfig};
-use crate::jobs::{Buf, JobRunError, Runner, Stop, failure as first_failure, make_slots};
+use crate::jobs::{Buf, JobRunError, Runner, Stop, make_slots};
 
 /// Which workers have finished, for the workers waiting for them.
 #[derive(Default)]
@@ -402,7 +402,7 @@ fn finish(
     if describe.len() > 1 {
         device = format!("{} devices: {}", describe.len(), describe.join("; "));
     }
-    let failed = first_failure(&workers);
+    let failed = workload::first_failure(&workers);
     let result = RunResult {
         scheduler: cfg.run.scheduler.clone(),
         device,

@@ -283,10 +283,7 @@ pub fn run_on(
         h.dropped += engine.device.take_heads(&mut h.samples);
     }
     ran?;
-    let failed = engine
-        .workers
-        .iter()
-        .find_map(|w| Some((w.name.clone(), w.clone, w.failure.clone()?)));
+    let failed = workload::first_failure(&engine.workers);
     let result = engine.result();
     match failed {
         Some((job, clone, failure)) => Err(SimError::JobFailed {

@@ -11,6 +11,9 @@
 //! - calls come in non-decreasing time: before submitting at time `t`, the
 //!   engine collects completions up to `t` with [`Device::complete`];
 //! - every submitted I/O is reported once by `complete`, with its `tag`.
+//!
+//! A device that wraps another (faults, a write log) passes most calls on:
+//! [`forward_device!`](crate::forward_device) writes those methods.
 
 use crate::bio::{BioFlags, Nanos, Op, Sector};
 use crate::limits::Limits;
@@ -129,4 +132,97 @@ pub trait Device {
         let _ = out;
         0
     }
+}
+
+/// Writes [`Device`] methods that pass the call on, unchanged, to a field
+/// of the device (a wrapper's inner device), so that a wrapper writes out
+/// only the methods it changes:
+///
+/// ```
+/// # use elevator_core::{Device, DeviceIo, Nanos, Outcome};
+/// struct Wrapper<D> { inner: D, seen: u64 }
+/// impl<D: Device> Device for Wrapper<D> {
+///     elevator_core::forward_device!(inner: describe, limits, queue_depth, rotational,
+///         next_completion, complete, outstanding, stats, record_heads, take_heads);
+///     fn submit(&mut self, io: DeviceIo, now: Nanos) {
+///         self.seen += 1;
+///         self.inner.submit(io, now)
+///     }
+/// }
+/// ```
+///
+/// Each name is one of the trait's methods; the field only needs methods of
+/// those names and signatures (it may be a device, or a ring with the same
+/// calls).
+#[macro_export]
+macro_rules! forward_device {
+    ($inner:ident: $($method:ident),+ $(,)?) => {
+        $($crate::forward_device!(@one $inner $method);)+
+    };
+    (@one $i:ident describe) => {
+        #[inline]
+        fn describe(&self) -> ::std::string::String {
+            self.$i.describe()
+        }
+    };
+    (@one $i:ident limits) => {
+        #[inline]
+        fn limits(&self) -> $crate::Limits {
+            self.$i.limits()
+        }
+    };
+    (@one $i:ident queue_depth) => {
+        #[inline]
+        fn queue_depth(&self) -> u32 {
+            self.$i.queue_depth()
+        }
+    };
+    (@one $i:ident rotational) => {
+        #[inline]
+        fn rotational(&self) -> bool {
+            self.$i.rotational()
+        }
+    };
+    (@one $i:ident submit) => {
+        #[inline]
+        fn submit(&mut self, io: $crate::DeviceIo, now: $crate::Nanos) {
+            self.$i.submit(io, now)
+        }
+    };
+    (@one $i:ident next_completion) => {
+        #[inline]
+        fn next_completion(&self) -> ::std::option::Option<$crate::Nanos> {
+            self.$i.next_completion()
+        }
+    };
+    (@one $i:ident complete) => {
+        #[inline]
+        fn complete(&mut self, now: $crate::Nanos, done: &mut dyn FnMut(u32, $crate::Outcome)) {
+            self.$i.complete(now, done)
+        }
+    };
+    (@one $i:ident outstanding) => {
+        #[inline]
+        fn outstanding(&self) -> u32 {
+            self.$i.outstanding()
+        }
+    };
+    (@one $i:ident stats) => {
+        #[inline]
+        fn stats(&self) -> $crate::DeviceStats {
+            self.$i.stats()
+        }
+    };
+    (@one $i:ident record_heads) => {
+        #[inline]
+        fn record_heads(&mut self, cap: usize) {
+            self.$i.record_heads(cap)
+        }
+    };
+    (@one $i:ident take_heads) => {
+        #[inline]
+        fn take_heads(&mut self, out: &mut ::std::vec::Vec<$crate::HeadSample>) -> u64 {
+            self.$i.take_heads(out)
+        }
+    };
 }

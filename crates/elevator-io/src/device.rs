@@ -289,3 +289,87 @@ pub fn outcome_of(res: i32, want: u64) -> Outcome {
         }
     }
 }
+
+/// Writes [`DataDevice`] methods that pass the call on, unchanged, to a
+/// field of the device (a wrapper's inner device, or a ring with the same
+/// calls), as [`elevator_core::forward_device!`] does for
+/// [`Device`]'s:
+///
+/// ```ignore
+/// impl<D: DataDevice> DataDevice for Wrapper<D> {
+///     elevator_io::forward_data_device!(inner: kick, wait, cancel_all, alignment);
+///     unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) { .. }
+/// }
+/// ```
+#[macro_export]
+macro_rules! forward_data_device {
+    ($inner:ident: $($method:ident),+ $(,)?) => {
+        $($crate::forward_data_device!(@one $inner $method);)+
+    };
+    (@one $i:ident submit_data) => {
+        #[inline]
+        unsafe fn submit_data(
+            &mut self,
+            io: ::elevator_core::DeviceIo,
+            data: &[$crate::DataSegment],
+            now: ::elevator_core::Nanos,
+        ) {
+            // SAFETY: passed through unchanged; our caller keeps the
+            // contract.
+            unsafe { self.$i.submit_data(io, data, now) }
+        }
+    };
+    (@one $i:ident kick) => {
+        #[inline]
+        fn kick(&mut self) -> ::std::result::Result<(), $crate::DeviceError> {
+            self.$i.kick()
+        }
+    };
+    (@one $i:ident wait) => {
+        #[inline]
+        fn wait(
+            &mut self,
+            timeout: ::std::option::Option<::std::time::Duration>,
+        ) -> ::std::result::Result<(), $crate::DeviceError> {
+            self.$i.wait(timeout)
+        }
+    };
+    (@one $i:ident cancel_all) => {
+        #[inline]
+        fn cancel_all(&mut self) {
+            self.$i.cancel_all()
+        }
+    };
+    (@one $i:ident alignment) => {
+        #[inline]
+        fn alignment(&self) -> $crate::Alignment {
+            self.$i.alignment()
+        }
+    };
+    (@one $i:ident poll_fd) => {
+        #[inline]
+        fn poll_fd(&self) -> ::std::option::Option<::std::os::fd::BorrowedFd<'_>> {
+            self.$i.poll_fd()
+        }
+    };
+    (@one $i:ident watch) => {
+        #[inline]
+        fn watch(
+            &mut self,
+            fd: ::std::os::fd::RawFd,
+        ) -> ::std::result::Result<(), $crate::DeviceError> {
+            self.$i.watch(fd)
+        }
+    };
+    (@one $i:ident extents) => {
+        #[inline]
+        fn extents(
+            &self,
+            offset: u64,
+            len: u64,
+            max: usize,
+        ) -> ::std::result::Result<::std::vec::Vec<$crate::Extent>, $crate::DeviceError> {
+            self.$i.extents(offset, len, max)
+        }
+    };
+}

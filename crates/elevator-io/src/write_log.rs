@@ -29,12 +29,12 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use elevator_core::{BioFlags, Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
+use elevator_core::{BioFlags, Device, DeviceIo, Limits, Nanos, Op, Outcome, Status};
 use elevator_trace::write_log::{FLAG_DATA, FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Writer};
 
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+use crate::device::{DataDevice, DataSegment};
 
 /// The log file's buffer: records smaller than this are gathered into
 /// 64 KiB writes; larger ones go to the file in one vectored write of
@@ -407,21 +407,11 @@ impl<D: DataDevice> Device for LoggedDevice<D> {
     fn describe(&self) -> String {
         format!("{} (write log)", self.inner.describe())
     }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+    elevator_core::forward_device!(inner: limits, queue_depth, rotational, next_completion,
+        outstanding, stats);
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         self.before(&io, &[]);
         self.inner.submit(io, now);
-    }
-    fn next_completion(&self) -> Option<Nanos> {
-        self.inner.next_completion()
     }
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
         let LoggedDevice {
@@ -469,12 +459,6 @@ impl<D: DataDevice> Device for LoggedDevice<D> {
             }
         });
     }
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
 }
 
 impl<D: DataDevice> DataDevice for LoggedDevice<D> {
@@ -483,30 +467,5 @@ impl<D: DataDevice> DataDevice for LoggedDevice<D> {
         // SAFETY: passed through unchanged; our caller keeps the contract.
         unsafe { self.inner.submit_data(io, data, now) }
     }
-    fn kick(&mut self) -> Result<(), DeviceError> {
-        self.inner.kick()
-    }
-    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
-        self.inner.wait(timeout)
-    }
-    fn cancel_all(&mut self) {
-        self.inner.cancel_all()
-    }
-    fn alignment(&self) -> Alignment {
-        self.inner.alignment()
-    }
-    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.inner.poll_fd()
-    }
-    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
-        self.inner.watch(fd)
-    }
-    fn extents(
-        &self,
-        offset: u64,
-        len: u64,
-        max: usize,
-    ) -> Result<Vec<crate::Extent>, DeviceError> {
-        self.inner.extents(offset, len, max)
-    }
+    crate::forward_data_device!(inner: kick, wait, cancel_all, alignment, poll_fd, watch, extents);
 }

@@ -22,11 +22,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use elevator_core::rng::Rng;
-use elevator_core::{
-    Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Op, Outcome, Status,
-};
+use elevator_core::{Device, DeviceIo, Nanos, Op, Outcome, Status};
 
-use super::media::{ExtentMap, SimDevice};
+use super::media::SimDevice;
 use super::param::{ParamError, ParamUnit, parse_param};
 
 /// What a gone device answers new I/O after.
@@ -454,17 +452,8 @@ impl Device for Faulty {
         self.describe.clone()
     }
 
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+    elevator_core::forward_device!(inner: limits, queue_depth, rotational, stats, record_heads,
+        take_heads);
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         debug_assert!(!self.flying.contains_key(&io.tag), "tag in flight twice");
@@ -597,36 +586,10 @@ impl Device for Faulty {
     fn outstanding(&self) -> u32 {
         self.flying.len() as u32
     }
-
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-
-    fn record_heads(&mut self, cap: usize) {
-        self.inner.record_heads(cap);
-    }
-
-    fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
-        self.inner.take_heads(out)
-    }
 }
 
 impl SimDevice for Faulty {
-    fn track_media(&mut self) {
-        self.inner.track_media();
-    }
-
-    fn media(&self) -> Option<&ExtentMap> {
-        self.inner.media()
-    }
-
-    fn volatile_cache(&self) -> bool {
-        self.inner.volatile_cache()
-    }
-
-    fn power_cut(&mut self, now: Nanos) {
-        self.inner.power_cut(now);
-    }
+    crate::forward_sim_device!(inner: track_media, media, volatile_cache, power_cut);
 
     fn fault_counts(&self) -> Option<FaultCounts> {
         Some(self.counts)

@@ -32,9 +32,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::io::{self, Write};
 
-use elevator_core::{
-    BioFlags, Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Op, Outcome, Status,
-};
+use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome, Status};
 use elevator_trace::write_log::{FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Writer};
 
 use super::faulty::{FaultCounts, Gone};
@@ -504,21 +502,8 @@ fn older_than(media: &ExtentMap, lo: u64, hi: u64, w: WriteNo) -> Vec<(u64, u64,
 }
 
 impl<W: Write> Device for WriteLogTap<W> {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+    elevator_core::forward_device!(inner: describe, limits, queue_depth, rotational,
+        next_completion, outstanding, stats, record_heads, take_heads);
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         self.last = self.last.max(now);
@@ -549,10 +534,6 @@ impl<W: Write> Device for WriteLogTap<W> {
             self.append(Kind::Flush, 0, 0, 0, now);
         }
         self.inner.submit(io, now);
-    }
-
-    fn next_completion(&self) -> Option<Nanos> {
-        self.inner.next_completion()
     }
 
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
@@ -603,40 +584,10 @@ impl<W: Write> Device for WriteLogTap<W> {
         }
         self.got = got;
     }
-
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-
-    fn record_heads(&mut self, cap: usize) {
-        self.inner.record_heads(cap);
-    }
-
-    fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
-        self.inner.take_heads(out)
-    }
 }
 
 impl<W: Write> SimDevice for WriteLogTap<W> {
-    fn media(&self) -> Option<&ExtentMap> {
-        self.inner.media()
-    }
-
-    fn volatile_cache(&self) -> bool {
-        self.inner.volatile_cache()
-    }
-
-    fn end_of_run(&mut self, now: Nanos) {
-        self.inner.end_of_run(now);
-    }
-
-    fn power_cut(&mut self, now: Nanos) {
-        self.inner.power_cut(now);
-    }
+    crate::forward_sim_device!(inner: media, volatile_cache, end_of_run, power_cut, fault_counts);
 
     fn mark(&mut self, text: &str, now: Nanos) {
         if self.error.is_some() {
@@ -645,10 +596,6 @@ impl<W: Write> SimDevice for WriteLogTap<W> {
         if let Err(e) = self.log.mark(text, now) {
             self.error = Some(e);
         }
-    }
-
-    fn fault_counts(&self) -> Option<FaultCounts> {
-        self.inner.fault_counts()
     }
 }
 

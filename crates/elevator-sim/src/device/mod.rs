@@ -239,3 +239,55 @@ impl ModelSpec {
         self.faults.is_active()
     }
 }
+
+/// Writes [`SimDevice`] methods that pass the call on, unchanged, to a
+/// field of the device (a wrapper's model), as
+/// [`elevator_core::forward_device!`] does for [`Device`]'s.
+#[macro_export]
+macro_rules! forward_sim_device {
+    ($inner:ident: $($method:ident),+ $(,)?) => {
+        $($crate::forward_sim_device!(@one $inner $method);)+
+    };
+    (@one $i:ident track_media) => {
+        #[inline]
+        fn track_media(&mut self) {
+            self.$i.track_media()
+        }
+    };
+    (@one $i:ident media) => {
+        #[inline]
+        fn media(&self) -> ::std::option::Option<&$crate::device::ExtentMap> {
+            self.$i.media()
+        }
+    };
+    (@one $i:ident volatile_cache) => {
+        #[inline]
+        fn volatile_cache(&self) -> bool {
+            self.$i.volatile_cache()
+        }
+    };
+    (@one $i:ident end_of_run) => {
+        #[inline]
+        fn end_of_run(&mut self, now: ::elevator_core::Nanos) {
+            self.$i.end_of_run(now)
+        }
+    };
+    (@one $i:ident power_cut) => {
+        #[inline]
+        fn power_cut(&mut self, now: ::elevator_core::Nanos) {
+            self.$i.power_cut(now)
+        }
+    };
+    (@one $i:ident mark) => {
+        #[inline]
+        fn mark(&mut self, text: &str, now: ::elevator_core::Nanos) {
+            self.$i.mark(text, now)
+        }
+    };
+    (@one $i:ident fault_counts) => {
+        #[inline]
+        fn fault_counts(&self) -> ::std::option::Option<$crate::device::FaultCounts> {
+            self.$i.fault_counts()
+        }
+    };
+}

@@ -24,7 +24,8 @@
 //! takes), [`request`] (what the device gets), [`queue`] (merging, plugging,
 //! tags, dispatch, completion), [`range`] (byte ranges from outside, checked
 //! once), [`sched`] (the schedulers), [`stats`], [`rng`] (seeded random
-//! streams),
+//! streams), [`fault`] (fault counts and the fault decisions both engines
+//! share),
 //! [`tunable`] (named settings), [`index`] (the allocation-free lists, trees
 //! and slabs underneath).
 
@@ -34,6 +35,7 @@
 pub mod bio;
 pub mod device;
 pub mod error;
+pub mod fault;
 pub mod index;
 pub mod limits;
 pub mod queue;

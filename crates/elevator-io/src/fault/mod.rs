@@ -65,8 +65,8 @@ use elevator_core::rng::Rng;
 use elevator_core::{Device, DeviceIo, Nanos, Outcome, Sector, Status};
 
 use crate::device::{DataDevice, DataSegment, DeviceError};
-pub use counts::FaultCounts;
-use counts::Kind;
+pub use elevator_core::fault::FaultCounts;
+use elevator_core::fault::FaultKind;
 use held::HeldBack;
 pub use media::FaultTally;
 use media::Media;
@@ -214,7 +214,7 @@ impl<D: DataDevice> FaultDevice<D> {
         self.media.vanished()
     }
 
-    fn bump(&mut self, kind: Kind, n: u64) {
+    fn bump(&mut self, kind: FaultKind, n: u64) {
         self.counts.bump(kind, n);
         self.media.bump(kind, n);
     }

@@ -20,6 +20,9 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::ops::{Deref, DerefMut};
+
+use elevator_core::fault::{self, BadRange, FaultCounts, Gone};
 
 use elevator_core::rng::Rng;
 use elevator_core::{Device, DeviceIo, Nanos, Op, Outcome, Status};
@@ -148,15 +151,7 @@ impl FaultParams {
     /// Set fault option `name` from text (`name` must be one: [`Self::knows`]).
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
         let rate = |text: &str| -> Result<f64, ParamError> {
-            let v: f64 = text
-                .trim()
-                .parse()
-                .map_err(|_| bad(name, text, "expected a fraction 0..=1"))?;
-            if (0.0..=1.0).contains(&v) {
-                Ok(v)
-            } else {
-                Err(bad(name, text, "expected a fraction 0..=1"))
-            }
+            fault::fraction(text).ok_or_else(|| bad(name, text, "expected a fraction 0..=1"))
         };
         let count = |text: &str| -> Result<u64, ParamError> {
             let v = parse_param("faults", name, ParamUnit::Count, text)?;
@@ -176,12 +171,9 @@ impl FaultParams {
         match name {
             "lse_sectors" => {
                 for range in text.split(':') {
-                    let parsed = range.split_once('-').and_then(|(a, b)| {
-                        Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
-                    });
-                    match parsed {
-                        Some((a, b)) if a < b => self.lse_sectors.push((a, b)),
-                        _ => {
+                    match fault::sector_range(range) {
+                        Ok(r) => self.lse_sectors.push(r),
+                        Err(BadRange::Empty(..) | BadRange::NotARange) => {
                             return Err(bad(
                                 name,
                                 range,
@@ -242,35 +234,30 @@ impl FaultParams {
     }
 }
 
-/// How a device went away.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Gone {
-    /// When (virtual ns).
-    pub at: Nanos,
-    /// Whether power was lost (`power_cut_at`) rather than the device
-    /// vanishing (`vanish_at`).
-    pub power_cut: bool,
-}
-
-/// What the faults did.
+/// What the faults of a model did so far ([`SimDevice::fault_counts`]):
+/// the counts ([`FaultCounts`]; a model never counts `failed`, and counts
+/// the ranges a write repaired as `lse_repaired`), and whether and when the
+/// device went away. Reads as its counts (`state.torn`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FaultCounts {
-    /// Reads failed on a latent sector error.
-    pub lse_reads: u64,
-    /// Latent sector errors repaired by a write (ranges or parts of them).
-    pub lse_repaired: u64,
-    /// Writes torn.
-    pub torn: u64,
-    /// Writes misdirected.
-    pub misdirected: u64,
-    /// I/Os late.
-    pub spikes: u64,
-    /// I/Os timed out.
-    pub timeouts: u64,
-    /// I/Os completed Offline.
-    pub offline: u64,
+pub struct FaultState {
+    /// Faults injected, by kind.
+    pub counts: FaultCounts,
     /// Whether and when the device went away.
     pub gone: Option<Gone>,
+}
+
+impl Deref for FaultState {
+    type Target = FaultCounts;
+
+    fn deref(&self) -> &FaultCounts {
+        &self.counts
+    }
+}
+
+impl DerefMut for FaultState {
+    fn deref_mut(&mut self) -> &mut FaultCounts {
+        &mut self.counts
+    }
 }
 
 /// What becomes of one I/O.
@@ -303,7 +290,7 @@ pub struct Faulty {
     /// Completions decided: (time, order, tag).
     due: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
     order: u64,
-    counts: FaultCounts,
+    counts: FaultState,
     /// When it goes (the earlier of `vanish_at` and `power_cut_at`).
     end: Option<Gone>,
     describe: String,
@@ -348,7 +335,7 @@ impl Faulty {
             p: p.clone(),
             due: BinaryHeap::new(),
             order: 0,
-            counts: FaultCounts::default(),
+            counts: FaultState::default(),
             end,
             describe,
             got: Vec::new(),
@@ -481,13 +468,7 @@ impl Device for Faulty {
         }
         match io.op {
             Op::Read => {
-                let first_bad = self
-                    .lse
-                    .iter()
-                    .filter(|&&(a, b)| a < hi && lo < b)
-                    .map(|&(a, _)| a.max(lo))
-                    .min();
-                if let Some(b) = first_bad
+                if let Some(b) = fault::first_in(&self.lse, lo, hi)
                     && fate == Fate::Normal
                 {
                     fate = Fate::Fail(Status::IoError, (b - lo) << 9);
@@ -496,23 +477,7 @@ impl Device for Faulty {
             }
             Op::Write | Op::WriteZeroes => {
                 // A write remaps the bad sectors it covers.
-                let mut repaired = 0;
-                let mut next = Vec::with_capacity(self.lse.len());
-                for &(a, b) in &self.lse {
-                    if a < hi && lo < b {
-                        repaired += 1;
-                        if a < lo {
-                            next.push((a, lo));
-                        }
-                        if hi < b {
-                            next.push((hi, b));
-                        }
-                    } else {
-                        next.push((a, b));
-                    }
-                }
-                self.lse = next;
-                self.counts.lse_repaired += repaired;
+                self.counts.lse_repaired += fault::cut(&mut self.lse, lo, hi).ranges;
                 if io.op == Op::Write && io.sectors > 0 {
                     if self.coin(self.p.torn_rate) {
                         let keep = self.rng.below(u64::from(io.sectors)) as u32;
@@ -591,7 +556,7 @@ impl Device for Faulty {
 impl SimDevice for Faulty {
     crate::forward_sim_device!(inner: track_media, media, volatile_cache, power_cut);
 
-    fn fault_counts(&self) -> Option<FaultCounts> {
+    fn fault_counts(&self) -> Option<FaultState> {
         Some(self.counts)
     }
 

@@ -35,8 +35,8 @@ use std::io::{self, Write};
 use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome, Status};
 use elevator_trace::write_log::{FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Writer};
 
-use super::faulty::{FaultCounts, Gone};
 use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
+use elevator_core::fault::{FaultCounts, Gone};
 
 /// At most this many violations are kept for the report (all are counted).
 const KEEP_VIOLATIONS: usize = 8;
@@ -403,6 +403,7 @@ impl<W: Write> WriteLogTap<W> {
         }
         let faults = self.inner.fault_counts();
         let gone = faults.and_then(|f| f.gone);
+        let faults = faults.map(|f| f.counts);
         let check = self.inner.media().map(|m| self.ledger.check(m));
         let report = WriteLogReport {
             records: self.log.records(),

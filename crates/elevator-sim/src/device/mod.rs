@@ -27,7 +27,8 @@ pub mod ssd;
 use elevator_core::Device;
 use thiserror::Error;
 
-pub use faulty::{FaultCounts, FaultParams, Faulty, Gone};
+pub use elevator_core::fault::{FaultCounts, Gone};
+pub use faulty::{FaultParams, FaultState, Faulty};
 pub use hdd::{Hdd, HddParams};
 pub use logged::{WriteLogReport, WriteLogTap};
 pub use media::{ExtentMap, SimDevice, WriteNo};
@@ -286,7 +287,7 @@ macro_rules! forward_sim_device {
     };
     (@one $i:ident fault_counts) => {
         #[inline]
-        fn fault_counts(&self) -> ::std::option::Option<$crate::device::FaultCounts> {
+        fn fault_counts(&self) -> ::std::option::Option<$crate::device::FaultState> {
             self.$i.fault_counts()
         }
     };

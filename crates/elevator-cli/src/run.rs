@@ -937,7 +937,7 @@ pub fn devices() -> Result<()> {
     println!(
         "Faults, on any model (power_cut_at: models with a write cache: hdd, ssd, a raid0 of them):"
     );
-    for (name, default, what) in elevator_sim::device::faulty::FAULT_PARAMS {
+    for (name, default, what) in elevator_sim::device::fault::FAULT_PARAMS {
         println!("    {name:<20} {default:<16} {what}");
     }
     println!();

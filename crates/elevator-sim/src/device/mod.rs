@@ -9,13 +9,13 @@
 //! | `hdd-7200`, `hdd-sas-10k`, `hdd-sas-15k`, `hdd-sata-2011` | `hdd/` | zoned disk: seek curve, rotation, NCQ, write cache |
 //! | `raid0-8x-sas-10k` | `raid0.rs` | stripes over member devices of any model |
 //!
-//! Any spec may add fault options (`faulty.rs`: `torn_rate`, `vanish_at`,
-//! `power_cut_at`, ...), which wrap the model in [`Faulty`]. Models track
+//! Any spec may add fault options (`fault.rs`: `torn_rate`, `vanish_at`,
+//! `power_cut_at`, ...), which wrap the model in [`FaultDevice`]. Models track
 //! which write each media sector holds when asked (`media.rs`,
 //! [`SimDevice`]); `logged.rs` records a write log of a model and checks its
 //! media against it.
 
-pub mod faulty;
+pub mod fault;
 pub mod hdd;
 pub mod logged;
 pub mod media;
@@ -28,7 +28,7 @@ use elevator_core::Device;
 use thiserror::Error;
 
 pub use elevator_core::fault::{FaultCounts, Gone};
-pub use faulty::{FaultParams, FaultState, Faulty};
+pub use fault::{FaultDevice, FaultParams, FaultState};
 pub use hdd::{Hdd, HddParams};
 pub use logged::{WriteLogReport, WriteLogTap};
 pub use media::{ExtentMap, SimDevice, WriteNo};
@@ -163,7 +163,7 @@ impl ModelSpec {
         Ok(dev)
     }
 
-    /// Set a parameter (or a fault option, see [`faulty`]) by name from
+    /// Set a parameter (or a fault option, see [`fault`]) by name from
     /// text.
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
         if FaultParams::knows(name) {
@@ -182,7 +182,7 @@ impl ModelSpec {
                 name,
                 known: format!(
                     "{known}; faults: {}",
-                    faulty::FAULT_PARAMS.map(|(n, _, _)| n).join(", ")
+                    fault::FAULT_PARAMS.map(|(n, _, _)| n).join(", ")
                 ),
             },
             e => e,
@@ -220,7 +220,7 @@ impl ModelSpec {
     }
 
     /// Build the device as a [`SimDevice`], whose media can be tracked:
-    /// the model, wrapped in [`Faulty`] if any fault is asked for.
+    /// the model, wrapped in [`FaultDevice`] if any fault is asked for.
     pub fn build_sim(&self) -> Result<Box<dyn SimDevice + Send>, ParamError> {
         let model: Box<dyn SimDevice + Send> = match &self.kind {
             Model::Null(p) => Box::new(NullDevice::new(p)?),
@@ -229,7 +229,7 @@ impl ModelSpec {
             Model::Raid0(p) => Box::new(Raid0::new(p)?),
         };
         if self.faults.is_active() {
-            Ok(Box::new(Faulty::new(model, &self.faults)?))
+            Ok(Box::new(FaultDevice::new(model, &self.faults)?))
         } else {
             Ok(model)
         }

@@ -1,6 +1,9 @@
 //! Faults on any model: [`FaultParams`] (the fault options of a device spec,
-//! with the names and meanings the real fault device uses) and [`Faulty`],
-//! the wrapper that applies them to a model, so that every model gets them.
+//! with the names and meanings the real fault device uses) and
+//! [`FaultDevice`], the wrapper that applies them to a model on the virtual
+//! clock, so that every model gets them. The counts, the option values both
+//! engines parse alike and the sector-range decisions are
+//! [`elevator_core::fault`]'s; what it did is a [`FaultState`].
 //!
 //! | option | default | what |
 //! |---|---|---|
@@ -280,7 +283,7 @@ struct Flying {
 }
 
 /// A model with faults. See the module documentation.
-pub struct Faulty {
+pub struct FaultDevice {
     inner: Box<dyn SimDevice + Send>,
     p: FaultParams,
     rng: Rng,
@@ -298,10 +301,13 @@ pub struct Faulty {
     got: Vec<(u32, Outcome)>,
 }
 
-impl Faulty {
+impl FaultDevice {
     /// `inner` with the faults of `p`. `power_cut_at` is refused on a model
     /// without a volatile write cache.
-    pub fn new(inner: Box<dyn SimDevice + Send>, p: &FaultParams) -> Result<Faulty, ParamError> {
+    pub fn new(
+        inner: Box<dyn SimDevice + Send>,
+        p: &FaultParams,
+    ) -> Result<FaultDevice, ParamError> {
         if p.power_cut_at.is_some() && !inner.volatile_cache() {
             return Err(bad(
                 "power_cut_at",
@@ -326,7 +332,7 @@ impl Faulty {
             (None, None) => None,
         };
         let describe = format!("{} with faults {}", inner.describe(), p.describe());
-        Ok(Faulty {
+        Ok(FaultDevice {
             capacity: inner.limits().capacity,
             flying: HashMap::with_capacity(inner.queue_depth() as usize),
             inner,
@@ -412,7 +418,10 @@ impl Faulty {
         self.inner.complete(now, &mut |tag, o| got.push((tag, o)));
         for &(tag, o) in &got {
             let Some(f) = self.flying.get_mut(&tag) else {
-                debug_assert!(false, "faulty: the model completed a tag not in flight");
+                debug_assert!(
+                    false,
+                    "fault device: the model completed a tag not in flight"
+                );
                 continue;
             };
             let (t, out) = match f.fate {
@@ -434,7 +443,7 @@ impl Faulty {
     }
 }
 
-impl Device for Faulty {
+impl Device for FaultDevice {
     fn describe(&self) -> String {
         self.describe.clone()
     }
@@ -553,7 +562,7 @@ impl Device for Faulty {
     }
 }
 
-impl SimDevice for Faulty {
+impl SimDevice for FaultDevice {
     crate::forward_sim_device!(inner: track_media, media, volatile_cache, power_cut);
 
     fn fault_counts(&self) -> Option<FaultState> {

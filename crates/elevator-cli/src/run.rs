@@ -12,7 +12,7 @@ use elevator_fio::job::JobFile;
 use elevator_fio::result::RunResult;
 use elevator_fio::{Progress, RunConfig};
 use elevator_io::DeviceSpec;
-use elevator_sim::device::{Model, ModelSpec, WriteLogReport, WriteLogTap, presets};
+use elevator_sim::device::{Model, ModelSpec, WriteLogDevice, WriteLogReport, presets};
 use elevator_sim::engine::run_observed as simulate;
 
 use crate::cpu_time::thread_cpu_ns;
@@ -414,7 +414,7 @@ pub fn execute_to_the_end(
                     )),
                     None => Box::new(std::io::sink()),
                 };
-                let mut tap = WriteLogTap::new(model.build_sim()?, file)
+                let mut tap = WriteLogDevice::new(model.build_sim()?, file)
                     .context("writing the write log (--write-log)")?;
                 let result = elevator_sim::engine::run_on(
                     jobs,

@@ -1,4 +1,4 @@
-//! The write log of a real device: a [`LoggedDevice`] wraps any
+//! The write log of a real device: a [`WriteLogDevice`] wraps any
 //! [`DataDevice`] and records, in one [`WriteLog`] shared by every handle on
 //! the device, each write, discard, write-zeroes, flush and FUA the device
 //! received, with the written data, plus the user's marks
@@ -31,8 +31,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use elevator_core::{BioFlags, Device, DeviceIo, Limits, Nanos, Op, Outcome, Status};
-use elevator_trace::write_log::{FLAG_DATA, FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Writer};
+use elevator_core::{Device, DeviceIo, Limits, Nanos, Op, Outcome, Status};
+use elevator_trace::write_log::{
+    FLAG_DATA, FLAG_FUA, Kind, LogHeader, Writer, flush_on_submit, record_of,
+};
 
 use crate::device::{DataDevice, DataSegment};
 
@@ -230,20 +232,10 @@ impl WriteLog {
     /// not be recorded.
     fn record(&self, io: &DeviceIo, bytes: u64, data: &[&[u8]]) -> bool {
         let t = self.now_ns();
-        let kind = match io.op {
-            Op::Write => Kind::Write,
-            Op::Discard => Kind::Discard,
-            Op::WriteZeroes => Kind::WriteZeroes,
-            Op::Read | Op::Flush => return true,
+        let Some((kind, mut flags)) = record_of(io.op, io.flags) else {
+            return true;
         };
         let sectors = (bytes >> 9) as u32;
-        let mut flags = 0;
-        if io.flags.contains(BioFlags::FUA) {
-            flags |= FLAG_FUA;
-        }
-        if io.flags.contains(BioFlags::PREFLUSH) {
-            flags |= FLAG_PREFLUSH;
-        }
         if kind == Kind::Write {
             flags |= FLAG_DATA;
         }
@@ -342,23 +334,23 @@ struct InFlight {
 }
 
 /// A device whose writes and flushes go to a [`WriteLog`].
-pub struct LoggedDevice<D> {
+pub struct WriteLogDevice<D> {
     inner: D,
     log: Arc<WriteLog>,
     /// Writes in flight, by tag.
     inflight: Vec<InFlight>,
 }
 
-impl<D: DataDevice> LoggedDevice<D> {
+impl<D: DataDevice> WriteLogDevice<D> {
     /// `inner`, recording into `log`.
-    pub fn new(inner: D, log: Arc<WriteLog>) -> LoggedDevice<D> {
+    pub fn new(inner: D, log: Arc<WriteLog>) -> WriteLogDevice<D> {
         let depth = inner.queue_depth() as usize;
         let mut inflight = Vec::with_capacity(depth);
         inflight.resize_with(depth, || InFlight {
             io: None,
             segs: Vec::new(),
         });
-        LoggedDevice {
+        WriteLogDevice {
             inner,
             log,
             inflight,
@@ -376,13 +368,13 @@ impl<D: DataDevice> LoggedDevice<D> {
     }
 
     /// The same log over `inner` (another handle on the same device).
-    pub fn share_with(&self, inner: D) -> LoggedDevice<D> {
-        LoggedDevice::new(inner, Arc::clone(&self.log))
+    pub fn share_with(&self, inner: D) -> WriteLogDevice<D> {
+        WriteLogDevice::new(inner, Arc::clone(&self.log))
     }
 
     /// Note `io` before it goes to the device.
     fn before(&mut self, io: &DeviceIo, data: &[DataSegment]) {
-        if io.op == Op::Flush || io.flags.contains(BioFlags::PREFLUSH) {
+        if flush_on_submit(io) {
             self.log.flush();
         }
         if !matches!(io.op, Op::Write | Op::Discard | Op::WriteZeroes) {
@@ -403,7 +395,7 @@ impl<D: DataDevice> LoggedDevice<D> {
     }
 }
 
-impl<D: DataDevice> Device for LoggedDevice<D> {
+impl<D: DataDevice> Device for WriteLogDevice<D> {
     fn describe(&self) -> String {
         format!("{} (write log)", self.inner.describe())
     }
@@ -414,7 +406,7 @@ impl<D: DataDevice> Device for LoggedDevice<D> {
         self.inner.submit(io, now);
     }
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
-        let LoggedDevice {
+        let WriteLogDevice {
             inner,
             log,
             inflight,
@@ -461,7 +453,7 @@ impl<D: DataDevice> Device for LoggedDevice<D> {
     }
 }
 
-impl<D: DataDevice> DataDevice for LoggedDevice<D> {
+impl<D: DataDevice> DataDevice for WriteLogDevice<D> {
     unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
         self.before(&io, data);
         // SAFETY: passed through unchanged; our caller keeps the contract.

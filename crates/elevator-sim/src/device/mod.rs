@@ -12,17 +12,17 @@
 //! Any spec may add fault options (`fault.rs`: `torn_rate`, `vanish_at`,
 //! `power_cut_at`, ...), which wrap the model in [`FaultDevice`]. Models track
 //! which write each media sector holds when asked (`media.rs`,
-//! [`SimDevice`]); `logged.rs` records a write log of a model and checks its
+//! [`SimDevice`]); `write_log.rs` records a write log of a model and checks its
 //! media against it.
 
 pub mod fault;
 pub mod hdd;
-pub mod logged;
 pub mod media;
 pub mod null;
 pub mod param;
 pub mod raid0;
 pub mod ssd;
+pub mod write_log;
 
 use elevator_core::Device;
 use thiserror::Error;
@@ -30,12 +30,12 @@ use thiserror::Error;
 pub use elevator_core::fault::{FaultCounts, Gone};
 pub use fault::{FaultDevice, FaultParams, FaultState};
 pub use hdd::{Hdd, HddParams};
-pub use logged::{WriteLogReport, WriteLogTap};
 pub use media::{ExtentMap, SimDevice, WriteNo};
 pub use null::{NullDevice, NullParams};
 pub use param::{ParamError, ParamUnit, ParamValue, parse_param};
 pub use raid0::{Raid0, Raid0Params};
 pub use ssd::{Ssd, SsdParams};
+pub use write_log::{WriteLogDevice, WriteLogReport};
 
 /// A device spec that cannot be built.
 #[derive(Debug, Error, Clone, PartialEq)]

@@ -1,5 +1,5 @@
 //! The write log of a simulated device, and the check of its media against
-//! it. Owns [`WriteLogTap`]: a [`SimDevice`] in front of any other that
+//! it. Owns [`WriteLogDevice`]: a [`SimDevice`] in front of any other that
 //! records what the device sees as an `elevator_trace::write_log` (no data:
 //! a write's number stands for its content; times in virtual ns), and, when
 //! the run ends (after a power cut or a vanishing, if there was one), checks
@@ -33,7 +33,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome, Status};
-use elevator_trace::write_log::{FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Writer};
+use elevator_trace::write_log::{FLAG_FUA, Kind, LogHeader, Writer, flush_on_submit, record_of};
 
 use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
 use elevator_core::fault::{FaultCounts, Gone};
@@ -264,7 +264,7 @@ impl WriteLogReport {
     }
 }
 
-/// An I/O in flight through the tap.
+/// An I/O in flight through the device.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
     op: Op,
@@ -351,7 +351,7 @@ impl Ledger {
 
 /// A device whose writes go to a write log, and whose media is checked
 /// against it at the end. See the module documentation.
-pub struct WriteLogTap<W: Write> {
+pub struct WriteLogDevice<W: Write> {
     inner: Box<dyn SimDevice + Send>,
     log: Writer<W>,
     error: Option<io::Error>,
@@ -362,10 +362,10 @@ pub struct WriteLogTap<W: Write> {
     got: Vec<(u32, Outcome)>,
 }
 
-impl<W: Write> WriteLogTap<W> {
+impl<W: Write> WriteLogDevice<W> {
     /// Tap `inner` (before its first I/O: it is told to track its media),
     /// writing the log to `out` (give it a `BufWriter`).
-    pub fn new(mut inner: Box<dyn SimDevice + Send>, out: W) -> io::Result<WriteLogTap<W>> {
+    pub fn new(mut inner: Box<dyn SimDevice + Send>, out: W) -> io::Result<WriteLogDevice<W>> {
         inner.track_media();
         let limits = inner.limits();
         let log = Writer::new(
@@ -376,7 +376,7 @@ impl<W: Write> WriteLogTap<W> {
                 block_size: limits.logical_block_size,
             },
         )?;
-        Ok(WriteLogTap {
+        Ok(WriteLogDevice {
             inner,
             log,
             error: None,
@@ -502,7 +502,7 @@ fn older_than(media: &ExtentMap, lo: u64, hi: u64, w: WriteNo) -> Vec<(u64, u64,
     out
 }
 
-impl<W: Write> Device for WriteLogTap<W> {
+impl<W: Write> Device for WriteLogDevice<W> {
     elevator_core::forward_device!(inner: describe, limits, queue_depth, rotational,
         next_completion, outstanding, stats, record_heads, take_heads);
 
@@ -517,7 +517,7 @@ impl<W: Write> Device for WriteLogTap<W> {
         } else {
             0
         };
-        let flush = io.op == Op::Flush || io.flags.contains(BioFlags::PREFLUSH);
+        let flush = flush_on_submit(&io);
         let covers = flush.then_some(l.recorded);
         l.flying.insert(
             io.tag,
@@ -544,7 +544,7 @@ impl<W: Write> Device for WriteLogTap<W> {
         self.inner.complete(now, &mut |tag, o| got.push((tag, o)));
         for &(tag, o) in &got {
             let Some(f) = self.ledger.flying.remove(&tag) else {
-                debug_assert!(false, "write log tap: completion of a tag not in flight");
+                debug_assert!(false, "write log device: completion of a tag not in flight");
                 continue;
             };
             let ok = match o {
@@ -558,19 +558,9 @@ impl<W: Write> Device for WriteLogTap<W> {
                 // The flush (or the preflush before this write) is done.
                 self.ledger.flushed(k);
             }
-            let kind = match f.op {
-                Op::Write => Kind::Write,
-                Op::WriteZeroes => Kind::WriteZeroes,
-                Op::Discard => Kind::Discard,
-                Op::Read | Op::Flush => continue,
+            let Some((kind, flags)) = record_of(f.op, f.flags) else {
+                continue;
             };
-            let mut flags = 0;
-            if f.flags.contains(BioFlags::FUA) {
-                flags |= FLAG_FUA;
-            }
-            if f.flags.contains(BioFlags::PREFLUSH) {
-                flags |= FLAG_PREFLUSH;
-            }
             self.append(kind, flags, f.sector, f.sectors, now);
             if f.op == Op::Discard {
                 let lo = f.sector;
@@ -587,7 +577,7 @@ impl<W: Write> Device for WriteLogTap<W> {
     }
 }
 
-impl<W: Write> SimDevice for WriteLogTap<W> {
+impl<W: Write> SimDevice for WriteLogDevice<W> {
     crate::forward_sim_device!(inner: media, volatile_cache, end_of_run, power_cut, fault_counts);
 
     fn mark(&mut self, text: &str, now: Nanos) {

@@ -160,69 +160,63 @@ macro_rules! forward_device {
         $($crate::forward_device!(@one $inner $method);)+
     };
     (@one $i:ident describe) => {
-        #[inline]
-        fn describe(&self) -> ::std::string::String {
-            self.$i.describe()
-        }
+        $crate::forward_method!($i: fn describe(&self) -> ::std::string::String);
     };
     (@one $i:ident limits) => {
-        #[inline]
-        fn limits(&self) -> $crate::Limits {
-            self.$i.limits()
-        }
+        $crate::forward_method!($i: fn limits(&self) -> $crate::Limits);
     };
     (@one $i:ident queue_depth) => {
-        #[inline]
-        fn queue_depth(&self) -> u32 {
-            self.$i.queue_depth()
-        }
+        $crate::forward_method!($i: fn queue_depth(&self) -> u32);
     };
     (@one $i:ident rotational) => {
-        #[inline]
-        fn rotational(&self) -> bool {
-            self.$i.rotational()
-        }
+        $crate::forward_method!($i: fn rotational(&self) -> bool);
     };
     (@one $i:ident submit) => {
-        #[inline]
-        fn submit(&mut self, io: $crate::DeviceIo, now: $crate::Nanos) {
-            self.$i.submit(io, now)
-        }
+        $crate::forward_method!($i: fn submit(&mut self, io: $crate::DeviceIo, now: $crate::Nanos));
     };
     (@one $i:ident next_completion) => {
-        #[inline]
-        fn next_completion(&self) -> ::std::option::Option<$crate::Nanos> {
-            self.$i.next_completion()
-        }
+        $crate::forward_method!($i: fn next_completion(&self) -> ::std::option::Option<$crate::Nanos>);
     };
     (@one $i:ident complete) => {
-        #[inline]
-        fn complete(&mut self, now: $crate::Nanos, done: &mut dyn FnMut(u32, $crate::Outcome)) {
-            self.$i.complete(now, done)
-        }
+        $crate::forward_method!($i: fn complete(
+            &mut self,
+            now: $crate::Nanos,
+            done: &mut dyn FnMut(u32, $crate::Outcome),
+        ));
     };
     (@one $i:ident outstanding) => {
-        #[inline]
-        fn outstanding(&self) -> u32 {
-            self.$i.outstanding()
-        }
+        $crate::forward_method!($i: fn outstanding(&self) -> u32);
     };
     (@one $i:ident stats) => {
-        #[inline]
-        fn stats(&self) -> $crate::DeviceStats {
-            self.$i.stats()
-        }
+        $crate::forward_method!($i: fn stats(&self) -> $crate::DeviceStats);
     };
     (@one $i:ident record_heads) => {
-        #[inline]
-        fn record_heads(&mut self, cap: usize) {
-            self.$i.record_heads(cap)
-        }
+        $crate::forward_method!($i: fn record_heads(&mut self, cap: usize));
     };
     (@one $i:ident take_heads) => {
+        $crate::forward_method!($i: fn take_heads(
+            &mut self,
+            out: &mut ::std::vec::Vec<$crate::HeadSample>,
+        ) -> u64);
+    };
+}
+
+/// One method that passes the call on to `self.$inner`, unchanged: the
+/// building block of [`forward_device!`](crate::forward_device) and the
+/// engines' macros like it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! forward_method {
+    ($i:ident: fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) $(-> $ret:ty)?) => {
         #[inline]
-        fn take_heads(&mut self, out: &mut ::std::vec::Vec<$crate::HeadSample>) -> u64 {
-            self.$i.take_heads(out)
+        fn $name(&self $(, $arg: $ty)*) $(-> $ret)? {
+            self.$i.$name($($arg),*)
+        }
+    };
+    ($i:ident: fn $name:ident(&mut self $(, $arg:ident: $ty:ty)* $(,)?) $(-> $ret:ty)?) => {
+        #[inline]
+        fn $name(&mut self $(, $arg: $ty)*) $(-> $ret)? {
+            self.$i.$name($($arg),*)
         }
     };
 }

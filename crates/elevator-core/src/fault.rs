@@ -3,7 +3,7 @@
 //! ([`Gone`]), the parsing of the option values both engines take (a
 //! fraction, a sector range), and the per-I/O decisions on sector ranges
 //! both make (the first bad sector an I/O touches, [`first_in`]; what a
-//! write repairs, [`cut`]).
+//! write repairs, [`cut`]; what a torn write keeps, [`torn_prefix`]).
 //!
 //! Pure, as the rest of the core: time is passed in, randomness comes from
 //! the caller's [`Rng`](crate::rng::Rng). The devices that inject faults
@@ -14,6 +14,7 @@
 use std::fmt;
 
 use crate::bio::{Nanos, Sector};
+use crate::rng::Rng;
 
 /// Faults injected, by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -190,6 +191,14 @@ pub fn first_in(ranges: &[(Sector, Sector)], lo: Sector, hi: Sector) -> Option<S
         .filter(|&&(a, b)| a < hi && lo < b)
         .map(|&(a, _)| a.max(lo))
         .min()
+}
+
+/// How much of a torn write of `sectors` sectors reaches the media, in
+/// sectors: a random whole number of blocks of `block` sectors, from none
+/// up to all but one (none for a write shorter than two blocks).
+#[inline]
+pub fn torn_prefix(rng: &mut Rng, sectors: u64, block: u64) -> u64 {
+    rng.below((sectors / block).max(1)) * block
 }
 
 /// What [`cut`] took out.

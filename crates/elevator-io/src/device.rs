@@ -320,56 +320,31 @@ macro_rules! forward_data_device {
         }
     };
     (@one $i:ident kick) => {
-        #[inline]
-        fn kick(&mut self) -> ::std::result::Result<(), $crate::DeviceError> {
-            self.$i.kick()
-        }
+        ::elevator_core::forward_method!($i: fn kick(&mut self)
+            -> ::std::result::Result<(), $crate::DeviceError>);
     };
     (@one $i:ident wait) => {
-        #[inline]
-        fn wait(
+        ::elevator_core::forward_method!($i: fn wait(
             &mut self,
             timeout: ::std::option::Option<::std::time::Duration>,
-        ) -> ::std::result::Result<(), $crate::DeviceError> {
-            self.$i.wait(timeout)
-        }
+        ) -> ::std::result::Result<(), $crate::DeviceError>);
     };
     (@one $i:ident cancel_all) => {
-        #[inline]
-        fn cancel_all(&mut self) {
-            self.$i.cancel_all()
-        }
+        ::elevator_core::forward_method!($i: fn cancel_all(&mut self));
     };
     (@one $i:ident alignment) => {
-        #[inline]
-        fn alignment(&self) -> $crate::Alignment {
-            self.$i.alignment()
-        }
+        ::elevator_core::forward_method!($i: fn alignment(&self) -> $crate::Alignment);
     };
     (@one $i:ident poll_fd) => {
-        #[inline]
-        fn poll_fd(&self) -> ::std::option::Option<::std::os::fd::BorrowedFd<'_>> {
-            self.$i.poll_fd()
-        }
+        ::elevator_core::forward_method!($i: fn poll_fd(&self)
+            -> ::std::option::Option<::std::os::fd::BorrowedFd<'_>>);
     };
     (@one $i:ident watch) => {
-        #[inline]
-        fn watch(
-            &mut self,
-            fd: ::std::os::fd::RawFd,
-        ) -> ::std::result::Result<(), $crate::DeviceError> {
-            self.$i.watch(fd)
-        }
+        ::elevator_core::forward_method!($i: fn watch(&mut self, fd: ::std::os::fd::RawFd)
+            -> ::std::result::Result<(), $crate::DeviceError>);
     };
     (@one $i:ident extents) => {
-        #[inline]
-        fn extents(
-            &self,
-            offset: u64,
-            len: u64,
-            max: usize,
-        ) -> ::std::result::Result<::std::vec::Vec<$crate::Extent>, $crate::DeviceError> {
-            self.$i.extents(offset, len, max)
-        }
+        ::elevator_core::forward_method!($i: fn extents(&self, offset: u64, len: u64, max: usize)
+            -> ::std::result::Result<::std::vec::Vec<$crate::Extent>, $crate::DeviceError>);
     };
 }

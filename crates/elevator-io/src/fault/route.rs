@@ -116,9 +116,8 @@ impl<D: DataDevice> FaultDevice<D> {
         let mut sent = io;
         if io.op == Op::Write && data.is_some() && io.sectors > 0 {
             if self.chance(self.torn) {
-                let block = u64::from(self.inner.limits().logical_block_size.max(512));
-                let blocks = (io.bytes() / block).max(1);
-                let keep = self.rng.below(blocks) * block;
+                let block = u64::from(self.inner.limits().logical_block_size.max(512) >> 9);
+                let keep = fault::torn_prefix(&mut self.rng, u64::from(io.sectors), block) << 9;
                 sent.sectors = (keep >> 9) as u32;
                 plan.fail(FaultKind::Torn, keep);
                 self.bump(FaultKind::Torn, 1);

@@ -489,7 +489,8 @@ impl Device for FaultDevice {
                 self.counts.lse_repaired += fault::cut(&mut self.lse, lo, hi).ranges;
                 if io.op == Op::Write && io.sectors > 0 {
                     if self.coin(self.p.torn_rate) {
-                        let keep = self.rng.below(u64::from(io.sectors)) as u32;
+                        let keep =
+                            fault::torn_prefix(&mut self.rng, u64::from(io.sectors), 1) as u32;
                         sent.sectors = keep;
                         if fate == Fate::Normal {
                             fate = Fate::Fail(Status::IoError, u64::from(keep) << 9);

@@ -250,45 +250,26 @@ macro_rules! forward_sim_device {
         $($crate::forward_sim_device!(@one $inner $method);)+
     };
     (@one $i:ident track_media) => {
-        #[inline]
-        fn track_media(&mut self) {
-            self.$i.track_media()
-        }
+        ::elevator_core::forward_method!($i: fn track_media(&mut self));
     };
     (@one $i:ident media) => {
-        #[inline]
-        fn media(&self) -> ::std::option::Option<&$crate::device::ExtentMap> {
-            self.$i.media()
-        }
+        ::elevator_core::forward_method!($i: fn media(&self)
+            -> ::std::option::Option<&$crate::device::ExtentMap>);
     };
     (@one $i:ident volatile_cache) => {
-        #[inline]
-        fn volatile_cache(&self) -> bool {
-            self.$i.volatile_cache()
-        }
+        ::elevator_core::forward_method!($i: fn volatile_cache(&self) -> bool);
     };
     (@one $i:ident end_of_run) => {
-        #[inline]
-        fn end_of_run(&mut self, now: ::elevator_core::Nanos) {
-            self.$i.end_of_run(now)
-        }
+        ::elevator_core::forward_method!($i: fn end_of_run(&mut self, now: ::elevator_core::Nanos));
     };
     (@one $i:ident power_cut) => {
-        #[inline]
-        fn power_cut(&mut self, now: ::elevator_core::Nanos) {
-            self.$i.power_cut(now)
-        }
+        ::elevator_core::forward_method!($i: fn power_cut(&mut self, now: ::elevator_core::Nanos));
     };
     (@one $i:ident mark) => {
-        #[inline]
-        fn mark(&mut self, text: &str, now: ::elevator_core::Nanos) {
-            self.$i.mark(text, now)
-        }
+        ::elevator_core::forward_method!($i: fn mark(&mut self, text: &str, now: ::elevator_core::Nanos));
     };
     (@one $i:ident fault_counts) => {
-        #[inline]
-        fn fault_counts(&self) -> ::std::option::Option<$crate::device::FaultState> {
-            self.$i.fault_counts()
-        }
+        ::elevator_core::forward_method!($i: fn fault_counts(&self)
+            -> ::std::option::Option<$crate::device::FaultState>);
     };
 }

@@ -13,7 +13,9 @@
 //! `power_cut_at`, ...), which wrap the model in [`FaultDevice`]. Models track
 //! which write each media sector holds when asked (`media.rs`,
 //! [`SimDevice`]); `write_log.rs` records a write log of a model and checks its
-//! media against it.
+//! media against it ([`WriteLogDevice`]). Wrappers pass the calls they do
+//! not change on with [`forward_sim_device!`](crate::forward_sim_device)
+//! and [`elevator_core::forward_device!`].
 
 pub mod fault;
 pub mod hdd;

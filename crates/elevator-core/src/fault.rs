@@ -6,7 +6,7 @@
 //! write repairs, [`cut`]; what a torn write keeps, [`torn_prefix`]).
 //!
 //! Pure, as the rest of the core: time is passed in, randomness comes from
-//! the caller's [`Rng`](crate::rng::Rng). The devices that inject faults
+//! the caller's [`Rng`]. The devices that inject faults
 //! are the engines' wrappers around these pieces: `elevator_sim`'s
 //! `FaultDevice` on the virtual clock, `elevator_io`'s `FaultDevice` over
 //! real devices.

@@ -21,7 +21,7 @@ use clap::ValueEnum;
 use elevator_io::DeviceSpec;
 use elevator_io::engine::EngineConfig;
 use elevator_io::replay::{RealReplayConfig, replay as replay_real};
-use elevator_sim::device::WriteLogTap;
+use elevator_sim::device::WriteLogDevice;
 use elevator_sim::replay::{ReplayConfig, ReplayProgress, replay as replay_sim, replay_on};
 use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
 use elevator_trace::{DevT, Format, Item, TraceError, TraceReader, TraceSink, dev_t};
@@ -207,7 +207,7 @@ pub fn run(args: &Args) -> Result<()> {
                     )),
                     None => Box::new(std::io::sink()),
                 };
-                let mut tap = WriteLogTap::new(model.build_sim()?, file)
+                let mut tap = WriteLogDevice::new(model.build_sim()?, file)
                     .context("writing the write log (--write-log)")?;
                 let r = replay_on(plan, &mut tap, &cfg, sink, &mut |p| bar.update(p));
                 let (report, _) = tap

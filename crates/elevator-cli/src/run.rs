@@ -12,7 +12,7 @@ use elevator_fio::job::JobFile;
 use elevator_fio::result::RunResult;
 use elevator_fio::{Progress, RunConfig};
 use elevator_io::DeviceSpec;
-use elevator_sim::device::{Model, ModelSpec, WriteLogReport, WriteLogTap, presets};
+use elevator_sim::device::{Model, ModelSpec, WriteLogDevice, WriteLogReport, presets};
 use elevator_sim::engine::run_observed as simulate;
 
 use crate::cpu_time::thread_cpu_ns;
@@ -414,7 +414,7 @@ pub fn execute_to_the_end(
                     )),
                     None => Box::new(std::io::sink()),
                 };
-                let mut tap = WriteLogTap::new(model.build_sim()?, file)
+                let mut tap = WriteLogDevice::new(model.build_sim()?, file)
                     .context("writing the write log (--write-log)")?;
                 let result = elevator_sim::engine::run_on(
                     jobs,
@@ -937,7 +937,7 @@ pub fn devices() -> Result<()> {
     println!(
         "Faults, on any model (power_cut_at: models with a write cache: hdd, ssd, a raid0 of them):"
     );
-    for (name, default, what) in elevator_sim::device::faulty::FAULT_PARAMS {
+    for (name, default, what) in elevator_sim::device::fault::FAULT_PARAMS {
         println!("    {name:<20} {default:<16} {what}");
     }
     println!();

@@ -11,6 +11,9 @@
 //! - calls come in non-decreasing time: before submitting at time `t`, the
 //!   engine collects completions up to `t` with [`Device::complete`];
 //! - every submitted I/O is reported once by `complete`, with its `tag`.
+//!
+//! A device that wraps another (faults, a write log) passes most calls on:
+//! [`forward_device!`](crate::forward_device) writes those methods.
 
 use crate::bio::{BioFlags, Nanos, Op, Sector};
 use crate::limits::Limits;
@@ -129,4 +132,91 @@ pub trait Device {
         let _ = out;
         0
     }
+}
+
+/// Writes [`Device`] methods that pass the call on, unchanged, to a field
+/// of the device (a wrapper's inner device), so that a wrapper writes out
+/// only the methods it changes:
+///
+/// ```
+/// # use elevator_core::{Device, DeviceIo, Nanos, Outcome};
+/// struct Wrapper<D> { inner: D, seen: u64 }
+/// impl<D: Device> Device for Wrapper<D> {
+///     elevator_core::forward_device!(inner: describe, limits, queue_depth, rotational,
+///         next_completion, complete, outstanding, stats, record_heads, take_heads);
+///     fn submit(&mut self, io: DeviceIo, now: Nanos) {
+///         self.seen += 1;
+///         self.inner.submit(io, now)
+///     }
+/// }
+/// ```
+///
+/// Each name is one of the trait's methods; the field only needs methods of
+/// those names and signatures (it may be a device, or a ring with the same
+/// calls).
+#[macro_export]
+macro_rules! forward_device {
+    ($inner:ident: $($method:ident),+ $(,)?) => {
+        $($crate::forward_device!(@one $inner $method);)+
+    };
+    (@one $i:ident describe) => {
+        $crate::forward_method!($i: fn describe(&self) -> ::std::string::String);
+    };
+    (@one $i:ident limits) => {
+        $crate::forward_method!($i: fn limits(&self) -> $crate::Limits);
+    };
+    (@one $i:ident queue_depth) => {
+        $crate::forward_method!($i: fn queue_depth(&self) -> u32);
+    };
+    (@one $i:ident rotational) => {
+        $crate::forward_method!($i: fn rotational(&self) -> bool);
+    };
+    (@one $i:ident submit) => {
+        $crate::forward_method!($i: fn submit(&mut self, io: $crate::DeviceIo, now: $crate::Nanos));
+    };
+    (@one $i:ident next_completion) => {
+        $crate::forward_method!($i: fn next_completion(&self) -> ::std::option::Option<$crate::Nanos>);
+    };
+    (@one $i:ident complete) => {
+        $crate::forward_method!($i: fn complete(
+            &mut self,
+            now: $crate::Nanos,
+            done: &mut dyn FnMut(u32, $crate::Outcome),
+        ));
+    };
+    (@one $i:ident outstanding) => {
+        $crate::forward_method!($i: fn outstanding(&self) -> u32);
+    };
+    (@one $i:ident stats) => {
+        $crate::forward_method!($i: fn stats(&self) -> $crate::DeviceStats);
+    };
+    (@one $i:ident record_heads) => {
+        $crate::forward_method!($i: fn record_heads(&mut self, cap: usize));
+    };
+    (@one $i:ident take_heads) => {
+        $crate::forward_method!($i: fn take_heads(
+            &mut self,
+            out: &mut ::std::vec::Vec<$crate::HeadSample>,
+        ) -> u64);
+    };
+}
+
+/// One method that passes the call on to `self.$inner`, unchanged: the
+/// building block of [`forward_device!`](crate::forward_device) and the
+/// engines' macros like it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! forward_method {
+    ($i:ident: fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) $(-> $ret:ty)?) => {
+        #[inline]
+        fn $name(&self $(, $arg: $ty)*) $(-> $ret)? {
+            self.$i.$name($($arg),*)
+        }
+    };
+    ($i:ident: fn $name:ident(&mut self $(, $arg:ident: $ty:ty)* $(,)?) $(-> $ret:ty)?) => {
+        #[inline]
+        fn $name(&mut self $(, $arg: $ty)*) $(-> $ret)? {
+            self.$i.$name($($arg),*)
+        }
+    };
 }

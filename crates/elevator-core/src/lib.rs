@@ -25,6 +25,7 @@
 //! tags, dispatch, completion), [`range`] (byte ranges from outside, checked
 //! once), [`sched`] (the schedulers), [`stats`], [`lockstat`] (lock
 //! statistics as lockmeter counts them), [`rng`] (seeded random streams),
+//! [`fault`] (fault counts and the fault decisions both engines share),
 //! [`tunable`] (named settings), [`index`] (the allocation-free lists, trees
 //! and slabs underneath).
 
@@ -34,6 +35,7 @@
 pub mod bio;
 pub mod device;
 pub mod error;
+pub mod fault;
 pub mod index;
 pub mod limits;
 pub mod lockstat;

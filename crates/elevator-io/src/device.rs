@@ -289,3 +289,62 @@ pub fn outcome_of(res: i32, want: u64) -> Outcome {
         }
     }
 }
+
+/// Writes [`DataDevice`] methods that pass the call on, unchanged, to a
+/// field of the device (a wrapper's inner device, or a ring with the same
+/// calls), as [`elevator_core::forward_device!`] does for
+/// [`Device`]'s:
+///
+/// ```ignore
+/// impl<D: DataDevice> DataDevice for Wrapper<D> {
+///     elevator_io::forward_data_device!(inner: kick, wait, cancel_all, alignment);
+///     unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) { .. }
+/// }
+/// ```
+#[macro_export]
+macro_rules! forward_data_device {
+    ($inner:ident: $($method:ident),+ $(,)?) => {
+        $($crate::forward_data_device!(@one $inner $method);)+
+    };
+    (@one $i:ident submit_data) => {
+        #[inline]
+        unsafe fn submit_data(
+            &mut self,
+            io: ::elevator_core::DeviceIo,
+            data: &[$crate::DataSegment],
+            now: ::elevator_core::Nanos,
+        ) {
+            // SAFETY: passed through unchanged; our caller keeps the
+            // contract.
+            unsafe { self.$i.submit_data(io, data, now) }
+        }
+    };
+    (@one $i:ident kick) => {
+        ::elevator_core::forward_method!($i: fn kick(&mut self)
+            -> ::std::result::Result<(), $crate::DeviceError>);
+    };
+    (@one $i:ident wait) => {
+        ::elevator_core::forward_method!($i: fn wait(
+            &mut self,
+            timeout: ::std::option::Option<::std::time::Duration>,
+        ) -> ::std::result::Result<(), $crate::DeviceError>);
+    };
+    (@one $i:ident cancel_all) => {
+        ::elevator_core::forward_method!($i: fn cancel_all(&mut self));
+    };
+    (@one $i:ident alignment) => {
+        ::elevator_core::forward_method!($i: fn alignment(&self) -> $crate::Alignment);
+    };
+    (@one $i:ident poll_fd) => {
+        ::elevator_core::forward_method!($i: fn poll_fd(&self)
+            -> ::std::option::Option<::std::os::fd::BorrowedFd<'_>>);
+    };
+    (@one $i:ident watch) => {
+        ::elevator_core::forward_method!($i: fn watch(&mut self, fd: ::std::os::fd::RawFd)
+            -> ::std::result::Result<(), $crate::DeviceError>);
+    };
+    (@one $i:ident extents) => {
+        ::elevator_core::forward_method!($i: fn extents(&self, offset: u64, len: u64, max: usize)
+            -> ::std::result::Result<::std::vec::Vec<$crate::Extent>, $crate::DeviceError>);
+    };
+}

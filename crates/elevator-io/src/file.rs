@@ -39,14 +39,13 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
+use elevator_core::{Device, Limits, Nanos};
 use rustix::fs::{AtFlags, Mode, OFlags, SeekFrom, StatxFlags};
 use rustix::io::Errno;
 
 use crate::buf::AlignedBuf;
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+use crate::device::{Alignment, DataDevice, DeviceError};
 use crate::uring::{MAX_QUEUE_DEPTH, Ring, RingConfig};
 
 /// How to open a [`FileDevice`].
@@ -357,44 +356,15 @@ impl Device for FileDevice {
         self.rotational
     }
 
-    fn submit(&mut self, io: DeviceIo, now: Nanos) {
-        self.ring.submit(io, now);
-    }
+    elevator_core::forward_device!(ring: submit, complete, outstanding, stats);
 
     fn next_completion(&self) -> Option<Nanos> {
         None
     }
-
-    fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
-        self.ring.complete(now, done);
-    }
-
-    fn outstanding(&self) -> u32 {
-        self.ring.outstanding()
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.ring.stats()
-    }
 }
 
 impl DataDevice for FileDevice {
-    unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
-        // SAFETY: our caller signed the same contract.
-        unsafe { self.ring.submit_data(io, data, now) }
-    }
-
-    fn kick(&mut self) -> Result<(), DeviceError> {
-        self.ring.kick()
-    }
-
-    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
-        self.ring.wait(timeout)
-    }
-
-    fn cancel_all(&mut self) {
-        self.ring.cancel_all();
-    }
+    crate::forward_data_device!(ring: submit_data, kick, wait, cancel_all);
 
     fn alignment(&self) -> Alignment {
         self.alignment

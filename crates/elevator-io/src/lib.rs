@@ -74,4 +74,4 @@ pub use mem::{IoMem, MemDevice, MemOptions, MemSlice};
 pub use paced::PacedDevice;
 pub use spec::{DeviceKind, DeviceSpec, OpenError, RealDevice, SpecError};
 pub use tags::{TagHint, TagSet, TagSetError};
-pub use write_log::{LoggedDevice, WriteLog, WriteLogCounts, WriteLogOptions};
+pub use write_log::{WriteLog, WriteLogCounts, WriteLogDevice, WriteLogOptions};

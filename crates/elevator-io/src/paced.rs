@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
+use elevator_core::{Device, DeviceIo, Nanos, Op, Outcome};
 
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, poll_readable, watchable};
 
@@ -134,15 +134,8 @@ impl Device for PacedDevice {
     fn describe(&self) -> String {
         format!("{} (paced by the real clock)", self.model.describe())
     }
-    fn limits(&self) -> Limits {
-        self.model.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.model.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        self.model.rotational()
-    }
+    elevator_core::forward_device!(model: limits, queue_depth, rotational, next_completion,
+        outstanding, stats);
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         self.mark(now);
         if matches!(io.op, Op::Discard | Op::WriteZeroes) && self.range_ok(&io) {
@@ -150,18 +143,9 @@ impl Device for PacedDevice {
         }
         self.model.submit(io, now);
     }
-    fn next_completion(&self) -> Option<Nanos> {
-        self.model.next_completion()
-    }
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
         self.mark(now);
         self.model.complete(now, done);
-    }
-    fn outstanding(&self) -> u32 {
-        self.model.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.model.stats()
     }
 }
 

@@ -54,7 +54,7 @@ use crate::fault::{FAULT_OPTIONS, FaultDevice, FaultSpec};
 use crate::file::{FileDevice, FileOptions};
 use crate::mem::{MemDevice, MemOptions};
 use crate::paced::PacedDevice;
-use crate::write_log::{LoggedDevice, WriteLog};
+use crate::write_log::{WriteLog, WriteLogDevice};
 
 /// What kind of device, with its options.
 #[derive(Clone, Debug, PartialEq)]
@@ -356,7 +356,7 @@ impl RealDevice {
     /// This device with every write, flush and FUA recorded in `log`
     /// (see [`crate::write_log`]); its shares record into the same log.
     pub fn logged(self, log: std::sync::Arc<WriteLog>) -> RealDevice {
-        RealDevice::Logged(Box::new(LoggedDevice::new(self, log)))
+        RealDevice::Logged(Box::new(WriteLogDevice::new(self, log)))
     }
 
     /// Another handle on the same device, for another thread to drive (a
@@ -416,7 +416,7 @@ pub enum RealDevice {
     /// Any of these, with faults.
     Faulty(Box<FaultDevice<RealDevice>>),
     /// Any of these, with its writes recorded in a write log.
-    Logged(Box<LoggedDevice<RealDevice>>),
+    Logged(Box<WriteLogDevice<RealDevice>>),
 }
 
 macro_rules! each {

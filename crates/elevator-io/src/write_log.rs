@@ -1,4 +1,4 @@
-//! The write log of a real device: a [`LoggedDevice`] wraps any
+//! The write log of a real device: a [`WriteLogDevice`] wraps any
 //! [`DataDevice`] and records, in one [`WriteLog`] shared by every handle on
 //! the device, each write, discard, write-zeroes, flush and FUA the device
 //! received, with the written data, plus the user's marks
@@ -29,12 +29,14 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use elevator_core::{BioFlags, Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome, Status};
-use elevator_trace::write_log::{FLAG_DATA, FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Writer};
+use elevator_core::{Device, DeviceIo, Limits, Nanos, Op, Outcome, Status};
+use elevator_trace::write_log::{
+    FLAG_DATA, FLAG_FUA, Kind, LogHeader, Writer, flush_on_submit, record_of,
+};
 
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
+use crate::device::{DataDevice, DataSegment};
 
 /// The log file's buffer: records smaller than this are gathered into
 /// 64 KiB writes; larger ones go to the file in one vectored write of
@@ -230,20 +232,10 @@ impl WriteLog {
     /// not be recorded.
     fn record(&self, io: &DeviceIo, bytes: u64, data: &[&[u8]]) -> bool {
         let t = self.now_ns();
-        let kind = match io.op {
-            Op::Write => Kind::Write,
-            Op::Discard => Kind::Discard,
-            Op::WriteZeroes => Kind::WriteZeroes,
-            Op::Read | Op::Flush => return true,
+        let Some((kind, mut flags)) = record_of(io.op, io.flags) else {
+            return true;
         };
         let sectors = (bytes >> 9) as u32;
-        let mut flags = 0;
-        if io.flags.contains(BioFlags::FUA) {
-            flags |= FLAG_FUA;
-        }
-        if io.flags.contains(BioFlags::PREFLUSH) {
-            flags |= FLAG_PREFLUSH;
-        }
         if kind == Kind::Write {
             flags |= FLAG_DATA;
         }
@@ -342,23 +334,23 @@ struct InFlight {
 }
 
 /// A device whose writes and flushes go to a [`WriteLog`].
-pub struct LoggedDevice<D> {
+pub struct WriteLogDevice<D> {
     inner: D,
     log: Arc<WriteLog>,
     /// Writes in flight, by tag.
     inflight: Vec<InFlight>,
 }
 
-impl<D: DataDevice> LoggedDevice<D> {
+impl<D: DataDevice> WriteLogDevice<D> {
     /// `inner`, recording into `log`.
-    pub fn new(inner: D, log: Arc<WriteLog>) -> LoggedDevice<D> {
+    pub fn new(inner: D, log: Arc<WriteLog>) -> WriteLogDevice<D> {
         let depth = inner.queue_depth() as usize;
         let mut inflight = Vec::with_capacity(depth);
         inflight.resize_with(depth, || InFlight {
             io: None,
             segs: Vec::new(),
         });
-        LoggedDevice {
+        WriteLogDevice {
             inner,
             log,
             inflight,
@@ -376,13 +368,13 @@ impl<D: DataDevice> LoggedDevice<D> {
     }
 
     /// The same log over `inner` (another handle on the same device).
-    pub fn share_with(&self, inner: D) -> LoggedDevice<D> {
-        LoggedDevice::new(inner, Arc::clone(&self.log))
+    pub fn share_with(&self, inner: D) -> WriteLogDevice<D> {
+        WriteLogDevice::new(inner, Arc::clone(&self.log))
     }
 
     /// Note `io` before it goes to the device.
     fn before(&mut self, io: &DeviceIo, data: &[DataSegment]) {
-        if io.op == Op::Flush || io.flags.contains(BioFlags::PREFLUSH) {
+        if flush_on_submit(io) {
             self.log.flush();
         }
         if !matches!(io.op, Op::Write | Op::Discard | Op::WriteZeroes) {
@@ -403,28 +395,18 @@ impl<D: DataDevice> LoggedDevice<D> {
     }
 }
 
-impl<D: DataDevice> Device for LoggedDevice<D> {
+impl<D: DataDevice> Device for WriteLogDevice<D> {
     fn describe(&self) -> String {
         format!("{} (write log)", self.inner.describe())
     }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+    elevator_core::forward_device!(inner: limits, queue_depth, rotational, next_completion,
+        outstanding, stats);
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         self.before(&io, &[]);
         self.inner.submit(io, now);
     }
-    fn next_completion(&self) -> Option<Nanos> {
-        self.inner.next_completion()
-    }
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
-        let LoggedDevice {
+        let WriteLogDevice {
             inner,
             log,
             inflight,
@@ -469,44 +451,13 @@ impl<D: DataDevice> Device for LoggedDevice<D> {
             }
         });
     }
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
 }
 
-impl<D: DataDevice> DataDevice for LoggedDevice<D> {
+impl<D: DataDevice> DataDevice for WriteLogDevice<D> {
     unsafe fn submit_data(&mut self, io: DeviceIo, data: &[DataSegment], now: Nanos) {
         self.before(&io, data);
         // SAFETY: passed through unchanged; our caller keeps the contract.
         unsafe { self.inner.submit_data(io, data, now) }
     }
-    fn kick(&mut self) -> Result<(), DeviceError> {
-        self.inner.kick()
-    }
-    fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
-        self.inner.wait(timeout)
-    }
-    fn cancel_all(&mut self) {
-        self.inner.cancel_all()
-    }
-    fn alignment(&self) -> Alignment {
-        self.inner.alignment()
-    }
-    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.inner.poll_fd()
-    }
-    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
-        self.inner.watch(fd)
-    }
-    fn extents(
-        &self,
-        offset: u64,
-        len: u64,
-        max: usize,
-    ) -> Result<Vec<crate::Extent>, DeviceError> {
-        self.inner.extents(offset, len, max)
-    }
+    crate::forward_data_device!(inner: kick, wait, cancel_all, alignment, poll_fd, watch, extents);
 }

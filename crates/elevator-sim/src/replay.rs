@@ -78,7 +78,7 @@ where
 }
 
 /// [`replay`] on a device already built: a model, or a tap in front of one
-/// ([`crate::device::WriteLogTap`]), which the caller keeps and looks at
+/// ([`crate::device::WriteLogDevice`]), which the caller keeps and looks at
 /// afterwards.
 pub fn replay_on<I>(
     mut plan: Planner<I>,

@@ -16,7 +16,7 @@ use elevator_core::{
 };
 use elevator_fio::RunConfig;
 use elevator_fio::job::RwMode;
-use elevator_sim::device::{ExtentMap, ModelSpec, SimDevice, WriteLogTap};
+use elevator_sim::device::{ExtentMap, ModelSpec, SimDevice, WriteLogDevice};
 use elevator_sim::engine::run_on;
 use proptest::prelude::*;
 
@@ -96,13 +96,13 @@ proptest! {
     ) {
         let spec = spec_of(m, &faults);
         let dev = ModelSpec::parse(&spec).unwrap().build_sim().unwrap();
-        let mut tap = WriteLogTap::new(dev, Vec::new()).unwrap();
+        let mut tap = WriteLogDevice::new(dev, Vec::new()).unwrap();
         let qd = tap.queue_depth().min(16);
         let mut flying = HashSet::new();
         let mut free: Vec<u32> = (0..qd).rev().collect();
         let mut now: Nanos = 0;
         let mut gone_at = None;
-        let take = |tap: &mut WriteLogTap<Vec<u8>>, now: Nanos,
+        let take = |tap: &mut WriteLogDevice<Vec<u8>>, now: Nanos,
                         flying: &mut HashSet<u32>, free: &mut Vec<u32>| {
             let mut got = Vec::new();
             tap.complete(now, &mut |tag, o| got.push((tag, o)));

@@ -3,7 +3,7 @@
 //! sees them.
 
 use elevator_core::{BioFlags, DeviceIo, Nanos, Op, Outcome, Status};
-use elevator_sim::device::{ModelSpec, SimDevice, WriteLogTap};
+use elevator_sim::device::{ModelSpec, SimDevice, WriteLogDevice};
 
 type Done = Vec<(u32, Outcome, Nanos)>;
 
@@ -85,7 +85,8 @@ fn latent_sector_errors_fail_reads_until_written() {
 
 #[test]
 fn torn_writes_fail_with_a_prefix_that_is_all_that_lands() {
-    let mut tap = WriteLogTap::new(model("ssd-sata,torn_rate=1,fail_seed=7"), Vec::new()).unwrap();
+    let mut tap =
+        WriteLogDevice::new(model("ssd-sata,torn_rate=1,fail_seed=7"), Vec::new()).unwrap();
     let ios: Vec<(Nanos, DeviceIo)> = (0..20)
         .map(|i| {
             (
@@ -127,7 +128,7 @@ fn torn_writes_fail_with_a_prefix_that_is_all_that_lands() {
 #[test]
 fn a_misdirected_write_fails_the_check() {
     let mut tap =
-        WriteLogTap::new(model("hdd-7200,misdirect_rate=1,fail_seed=1"), Vec::new()).unwrap();
+        WriteLogDevice::new(model("hdd-7200,misdirect_rate=1,fail_seed=1"), Vec::new()).unwrap();
     let done = drive(
         &mut tap,
         &[

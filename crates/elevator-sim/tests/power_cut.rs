@@ -3,12 +3,12 @@
 //! loses exactly what was neither flushed nor FUA.
 
 use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome, Status};
-use elevator_sim::device::{ModelSpec, SimDevice, WriteLogReport, WriteLogTap};
+use elevator_sim::device::{ModelSpec, SimDevice, WriteLogDevice, WriteLogReport};
 use elevator_trace::write_log::{Kind, Reader};
 
 /// A device driven one I/O at a time, its completions collected.
 struct Driver {
-    dev: WriteLogTap<Vec<u8>>,
+    dev: WriteLogDevice<Vec<u8>>,
     now: Nanos,
     done: Vec<(u32, Outcome, Nanos)>,
 }
@@ -17,7 +17,7 @@ impl Driver {
     fn new(spec: &str) -> Driver {
         let dev = ModelSpec::parse(spec).unwrap().build_sim().unwrap();
         Driver {
-            dev: WriteLogTap::new(dev, Vec::new()).unwrap(),
+            dev: WriteLogDevice::new(dev, Vec::new()).unwrap(),
             now: 0,
             done: Vec::new(),
         }

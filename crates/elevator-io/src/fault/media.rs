@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use elevator_core::Sector;
 
-use super::counts::{FaultCounts, Kind, SharedCounts};
+use elevator_core::fault::{FaultCounts, FaultKind};
+
+use super::counts::SharedCounts;
 use super::sectors::SectorSet;
 
 /// The device's state shared by its shares.
@@ -62,7 +64,7 @@ impl Media {
     }
 
     /// Count `n` faults of `kind`.
-    pub(crate) fn bump(&self, kind: Kind, n: u64) {
+    pub(crate) fn bump(&self, kind: FaultKind, n: u64) {
         self.totals.bump(kind, n);
     }
 }

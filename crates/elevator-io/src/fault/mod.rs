@@ -62,11 +62,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use elevator_core::rng::Rng;
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome, Sector, Status};
+use elevator_core::{Device, DeviceIo, Nanos, Outcome, Sector, Status};
 
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
-pub use counts::FaultCounts;
-use counts::Kind;
+use crate::device::{DataDevice, DataSegment, DeviceError};
+pub use elevator_core::fault::FaultCounts;
+use elevator_core::fault::FaultKind;
 use held::HeldBack;
 pub use media::FaultTally;
 use media::Media;
@@ -214,7 +214,7 @@ impl<D: DataDevice> FaultDevice<D> {
         self.media.vanished()
     }
 
-    fn bump(&mut self, kind: Kind, n: u64) {
+    fn bump(&mut self, kind: FaultKind, n: u64) {
         self.counts.bump(kind, n);
         self.media.bump(kind, n);
     }
@@ -253,15 +253,7 @@ impl<D: DataDevice> Device for FaultDevice<D> {
     fn describe(&self) -> String {
         format!("{} with faults", self.inner.describe())
     }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+    elevator_core::forward_device!(inner: limits, queue_depth, rotational, stats);
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         // SAFETY: no data to keep valid.
         unsafe { self.route(io, None, now) }
@@ -312,9 +304,6 @@ impl<D: DataDevice> Device for FaultDevice<D> {
     fn outstanding(&self) -> u32 {
         self.inner.outstanding() + (self.held.len() + self.unsent.len()) as u32
     }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
 }
 
 impl<D: DataDevice> DataDevice for FaultDevice<D> {
@@ -322,9 +311,7 @@ impl<D: DataDevice> DataDevice for FaultDevice<D> {
         // SAFETY: passed on; our caller keeps the contract.
         unsafe { self.route(io, Some(data), now) }
     }
-    fn kick(&mut self) -> Result<(), DeviceError> {
-        self.inner.kick()
-    }
+    crate::forward_data_device!(inner: kick, alignment, poll_fd, watch, extents);
     fn wait(&mut self, timeout: Option<Duration>) -> Result<(), DeviceError> {
         if !self.unsent.is_empty() {
             return Ok(());
@@ -355,22 +342,5 @@ impl<D: DataDevice> DataDevice for FaultDevice<D> {
             plan.forget_waits();
         }
         self.held.cancel();
-    }
-    fn alignment(&self) -> Alignment {
-        self.inner.alignment()
-    }
-    fn poll_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.inner.poll_fd()
-    }
-    fn watch(&mut self, fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
-        self.inner.watch(fd)
-    }
-    fn extents(
-        &self,
-        offset: u64,
-        len: u64,
-        max: usize,
-    ) -> Result<Vec<crate::Extent>, DeviceError> {
-        self.inner.extents(offset, len, max)
     }
 }

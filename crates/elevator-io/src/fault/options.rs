@@ -24,6 +24,7 @@
 use std::time::Duration;
 
 use elevator_core::Sector;
+use elevator_core::fault::{self, BadRange};
 
 /// Which I/O a [`FaultDevice`](super::FaultDevice) fails, delays or
 /// misplaces (see the [module](self) for the options that set each field).
@@ -130,12 +131,7 @@ impl FaultSpec {
 
 /// A fraction 0..=1.
 fn rate(key: &str, value: &str) -> Result<f64, String> {
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|r| (0.0..=1.0).contains(r))
-        .ok_or_else(|| format!("{key}={value}: expected a fraction 0..=1"))
+    fault::fraction(value).ok_or_else(|| format!("{key}={value}: expected a fraction 0..=1"))
 }
 
 /// A time: a number with a unit (`ns`, `us`, `ms`, `s`), or a plain number
@@ -179,18 +175,15 @@ pub fn time(key: &str, value: &str, unit: Duration) -> Result<Duration, String> 
 fn ranges(key: &str, value: &str) -> Result<Vec<(Sector, Sector)>, String> {
     let mut out: Vec<(Sector, Sector)> = Vec::new();
     for range in value.split(':') {
-        let parsed = range.split_once('-').and_then(|(a, b)| {
-            Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
-        });
-        match parsed {
-            Some((a, b)) if a < b => out.push((a, b)),
-            Some((a, b)) => {
+        match fault::sector_range(range) {
+            Ok(r) => out.push(r),
+            Err(BadRange::Empty(a, b)) => {
                 return Err(format!(
                     "{key}: '{range}' is empty: a sector range START-END needs START < END \
                      (END is excluded), got {a} and {b}"
                 ));
             }
-            None => {
+            Err(BadRange::NotARange) => {
                 return Err(format!(
                     "{key}: '{range}' is not a sector range START-END with START < END"
                 ));

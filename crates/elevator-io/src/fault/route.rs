@@ -5,10 +5,10 @@
 
 use elevator_core::{DeviceIo, Nanos, Op, Outcome, Sector, Status};
 
-use super::counts::{FaultCounts, Kind};
 use super::media::Media;
 use super::{FaultDevice, failed};
 use crate::device::{DataDevice, DataSegment};
+use elevator_core::fault::{self, FaultCounts, FaultKind};
 
 /// No injected failure.
 const NONE: u64 = u64::MAX;
@@ -19,7 +19,7 @@ pub(super) struct Plan {
     /// Good bytes of an injected `IoError`, or [`NONE`].
     fail: u64,
     /// Which fault that is.
-    kind: Kind,
+    kind: FaultKind,
     /// When it times out (`None`: it does not).
     timeout_at: Option<Nanos>,
     /// Whether its completion is held back by a spike.
@@ -29,7 +29,7 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) const CLEAN: Plan = Plan {
         fail: NONE,
-        kind: Kind::Failed,
+        kind: FaultKind::Failed,
         timeout_at: None,
         spike: false,
     };
@@ -41,7 +41,7 @@ impl Plan {
     }
 
     /// Fail at `good` bytes for `kind`, unless an earlier byte fails already.
-    fn fail(&mut self, kind: Kind, good: u64) {
+    fn fail(&mut self, kind: FaultKind, good: u64) {
         if good < self.fail {
             self.fail = good;
             self.kind = kind;
@@ -55,7 +55,7 @@ impl<D: DataDevice> FaultDevice<D> {
     fn repair(&mut self, start: Sector, end: Sector) {
         let n = self.media.repair(start, end);
         if n > 0 {
-            self.bump(Kind::LseRepaired, n);
+            self.bump(FaultKind::LseRepaired, n);
         }
     }
 
@@ -105,38 +105,32 @@ impl<D: DataDevice> FaultDevice<D> {
         let end = start + u64::from(io.sectors);
         let mut plan = Plan::CLEAN;
         if io.sectors > 0
-            && let Some(bad) = self
-                .bad
-                .iter()
-                .filter(|&&(s, e)| s < end && start < e)
-                .map(|&(s, _)| s.max(start))
-                .min()
+            && let Some(bad) = fault::first_in(&self.bad, start, end)
         {
-            plan.fail(Kind::Failed, (bad - start) << 9);
+            plan.fail(FaultKind::Failed, (bad - start) << 9);
         }
         let rw = matches!(io.op, Op::Read | Op::Write);
         if rw && self.chance(self.fail) {
-            plan.fail(Kind::Failed, 0);
+            plan.fail(FaultKind::Failed, 0);
         }
         let mut sent = io;
         if io.op == Op::Write && data.is_some() && io.sectors > 0 {
             if self.chance(self.torn) {
-                let block = u64::from(self.inner.limits().logical_block_size.max(512));
-                let blocks = (io.bytes() / block).max(1);
-                let keep = self.rng.below(blocks) * block;
+                let block = u64::from(self.inner.limits().logical_block_size.max(512) >> 9);
+                let keep = fault::torn_prefix(&mut self.rng, u64::from(io.sectors), block) << 9;
                 sent.sectors = (keep >> 9) as u32;
-                plan.fail(Kind::Torn, keep);
-                self.bump(Kind::Torn, 1);
+                plan.fail(FaultKind::Torn, keep);
+                self.bump(FaultKind::Torn, 1);
             } else if self.chance(self.misdirect) {
                 sent.sector = self.misplace(&io);
-                self.bump(Kind::Misdirected, 1);
+                self.bump(FaultKind::Misdirected, 1);
             }
         }
         if io.op == Op::Read
             && io.sectors > 0
             && let Some(bad) = self.media.latent(start, end)
         {
-            plan.fail(Kind::LseRead, (bad - start) << 9);
+            plan.fail(FaultKind::LseRead, (bad - start) << 9);
         }
         if self.chance(self.timeout) {
             plan.timeout_at = Some(now.saturating_add(self.spec.timeout.as_nanos() as Nanos));
@@ -207,7 +201,7 @@ impl<D: DataDevice> FaultDevice<D> {
                 outcome
             }
             _ => {
-                if plan.kind != Kind::Torn {
+                if plan.kind != FaultKind::Torn {
                     self.bump(plan.kind, 1);
                 }
                 failed(Status::IoError, plan.fail)
@@ -219,7 +213,7 @@ impl<D: DataDevice> FaultDevice<D> {
             due = due.max(at);
         }
         if plan.spike {
-            self.bump(Kind::Spike, 1);
+            self.bump(FaultKind::Spike, 1);
             due = due.max(now.saturating_add(self.spec.spike.as_nanos() as Nanos));
         }
         (outcome, due)
@@ -235,8 +229,8 @@ impl<D: DataDevice> FaultDevice<D> {
     ) {
         if let Outcome::Failed { status, .. } = outcome {
             let kind = match status {
-                Status::TimedOut => Some(Kind::Timeout),
-                Status::Offline => Some(Kind::Offline),
+                Status::TimedOut => Some(FaultKind::Timeout),
+                Status::Offline => Some(FaultKind::Offline),
                 _ => None,
             };
             if let Some(kind) = kind {

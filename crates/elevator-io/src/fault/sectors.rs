@@ -2,6 +2,7 @@
 //! latent sector errors left (writes take sectors out of it).
 
 use elevator_core::Sector;
+use elevator_core::fault;
 
 /// Sorted, disjoint, non-empty ranges `start..end`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,22 +44,7 @@ impl SectorSet {
         if start >= end {
             return 0;
         }
-        let mut removed = 0;
-        let mut kept = Vec::with_capacity(self.ranges.len() + 1);
-        for &(s, e) in &self.ranges {
-            if e <= start || end <= s {
-                kept.push((s, e));
-                continue;
-            }
-            removed += e.min(end) - s.max(start);
-            if s < start {
-                kept.push((s, start));
-            }
-            if end < e {
-                kept.push((end, e));
-            }
-        }
-        self.ranges = kept;
+        let removed = fault::cut(&mut self.ranges, start, end).sectors;
         debug_assert!(self.ranges.windows(2).all(|w| w[0].1 <= w[1].0));
         removed
     }

@@ -226,7 +226,7 @@ pub trait SimDevice: Device {
     }
 
     /// What the faults did so far, if the device injects any.
-    fn fault_counts(&self) -> Option<crate::device::faulty::FaultCounts> {
+    fn fault_counts(&self) -> Option<crate::device::FaultState> {
         None
     }
 }

@@ -9,32 +9,35 @@
 //! | `hdd-7200`, `hdd-sas-10k`, `hdd-sas-15k`, `hdd-sata-2011` | `hdd/` | zoned disk: seek curve, rotation, NCQ, write cache |
 //! | `raid0-8x-sas-10k` | `raid0.rs` | stripes over member devices of any model |
 //!
-//! Any spec may add fault options (`faulty.rs`: `torn_rate`, `vanish_at`,
-//! `power_cut_at`, ...), which wrap the model in [`Faulty`]. Models track
+//! Any spec may add fault options (`fault.rs`: `torn_rate`, `vanish_at`,
+//! `power_cut_at`, ...), which wrap the model in [`FaultDevice`]. Models track
 //! which write each media sector holds when asked (`media.rs`,
-//! [`SimDevice`]); `logged.rs` records a write log of a model and checks its
-//! media against it.
+//! [`SimDevice`]); `write_log.rs` records a write log of a model and checks its
+//! media against it ([`WriteLogDevice`]). Wrappers pass the calls they do
+//! not change on with [`forward_sim_device!`](crate::forward_sim_device)
+//! and [`elevator_core::forward_device!`].
 
-pub mod faulty;
+pub mod fault;
 pub mod hdd;
-pub mod logged;
 pub mod media;
 pub mod null;
 pub mod param;
 pub mod raid0;
 pub mod ssd;
+pub mod write_log;
 
 use elevator_core::Device;
 use thiserror::Error;
 
-pub use faulty::{FaultCounts, FaultParams, Faulty, Gone};
+pub use elevator_core::fault::{FaultCounts, Gone};
+pub use fault::{FaultDevice, FaultParams, FaultState};
 pub use hdd::{Hdd, HddParams};
-pub use logged::{WriteLogReport, WriteLogTap};
 pub use media::{ExtentMap, SimDevice, WriteNo};
 pub use null::{NullDevice, NullParams};
 pub use param::{ParamError, ParamUnit, ParamValue, parse_param};
 pub use raid0::{Raid0, Raid0Params};
 pub use ssd::{Ssd, SsdParams};
+pub use write_log::{WriteLogDevice, WriteLogReport};
 
 /// A device spec that cannot be built.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -162,7 +165,7 @@ impl ModelSpec {
         Ok(dev)
     }
 
-    /// Set a parameter (or a fault option, see [`faulty`]) by name from
+    /// Set a parameter (or a fault option, see [`fault`]) by name from
     /// text.
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
         if FaultParams::knows(name) {
@@ -181,7 +184,7 @@ impl ModelSpec {
                 name,
                 known: format!(
                     "{known}; faults: {}",
-                    faulty::FAULT_PARAMS.map(|(n, _, _)| n).join(", ")
+                    fault::FAULT_PARAMS.map(|(n, _, _)| n).join(", ")
                 ),
             },
             e => e,
@@ -219,7 +222,7 @@ impl ModelSpec {
     }
 
     /// Build the device as a [`SimDevice`], whose media can be tracked:
-    /// the model, wrapped in [`Faulty`] if any fault is asked for.
+    /// the model, wrapped in [`FaultDevice`] if any fault is asked for.
     pub fn build_sim(&self) -> Result<Box<dyn SimDevice + Send>, ParamError> {
         let model: Box<dyn SimDevice + Send> = match &self.kind {
             Model::Null(p) => Box::new(NullDevice::new(p)?),
@@ -228,7 +231,7 @@ impl ModelSpec {
             Model::Raid0(p) => Box::new(Raid0::new(p)?),
         };
         if self.faults.is_active() {
-            Ok(Box::new(Faulty::new(model, &self.faults)?))
+            Ok(Box::new(FaultDevice::new(model, &self.faults)?))
         } else {
             Ok(model)
         }
@@ -238,4 +241,37 @@ impl ModelSpec {
     pub fn has_faults(&self) -> bool {
         self.faults.is_active()
     }
+}
+
+/// Writes [`SimDevice`] methods that pass the call on, unchanged, to a
+/// field of the device (a wrapper's model), as
+/// [`elevator_core::forward_device!`] does for [`Device`]'s.
+#[macro_export]
+macro_rules! forward_sim_device {
+    ($inner:ident: $($method:ident),+ $(,)?) => {
+        $($crate::forward_sim_device!(@one $inner $method);)+
+    };
+    (@one $i:ident track_media) => {
+        ::elevator_core::forward_method!($i: fn track_media(&mut self));
+    };
+    (@one $i:ident media) => {
+        ::elevator_core::forward_method!($i: fn media(&self)
+            -> ::std::option::Option<&$crate::device::ExtentMap>);
+    };
+    (@one $i:ident volatile_cache) => {
+        ::elevator_core::forward_method!($i: fn volatile_cache(&self) -> bool);
+    };
+    (@one $i:ident end_of_run) => {
+        ::elevator_core::forward_method!($i: fn end_of_run(&mut self, now: ::elevator_core::Nanos));
+    };
+    (@one $i:ident power_cut) => {
+        ::elevator_core::forward_method!($i: fn power_cut(&mut self, now: ::elevator_core::Nanos));
+    };
+    (@one $i:ident mark) => {
+        ::elevator_core::forward_method!($i: fn mark(&mut self, text: &str, now: ::elevator_core::Nanos));
+    };
+    (@one $i:ident fault_counts) => {
+        ::elevator_core::forward_method!($i: fn fault_counts(&self)
+            -> ::std::option::Option<$crate::device::FaultState>);
+    };
 }

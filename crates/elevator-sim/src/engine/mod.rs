@@ -243,7 +243,7 @@ pub fn run_observed(
 }
 
 /// [`run_observed`] on a device already built: a model, or a tap in front of
-/// one ([`crate::device::WriteLogTap`]), which the caller keeps and looks at
+/// one ([`crate::device::WriteLogDevice`]), which the caller keeps and looks at
 /// afterwards. The device is told of each job clone's start and end
 /// ([`SimDevice::mark`]: `job NAME start`, `job NAME end`, with `:N` after
 /// the name for clone N > 0), at the virtual time it happens.

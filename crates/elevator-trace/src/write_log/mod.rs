@@ -51,12 +51,15 @@
 //! dm-log-writes). A write with PREFLUSH is recorded as a flush and then the
 //! write. A FUA write is durable once recorded.
 //!
-//! [`Reader`] reads and checks a log, [`Writer`] writes one.
+//! [`Reader`] reads and checks a log, [`Writer`] writes one; [`record_of`]
+//! and [`flush_on_submit`] say what a device's I/O becomes in one.
 
 pub mod crash;
+mod device_io;
 mod read;
 mod write;
 
+pub use device_io::{flush_on_submit, record_of};
 pub use read::{Reader, RecordRef, WriteLogError};
 pub use write::Writer;
 

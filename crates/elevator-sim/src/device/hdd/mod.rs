@@ -117,7 +117,7 @@
 //! drive keeps which write each sector holds: in the write cache (a write
 //! accepted into it) and on the platters (a media write when it ends, a
 //! destage when it ends; a media write makes older cached content of its
-//! sectors stale). A power cut (`power_cut_at`, see `faulty.rs`) loses the
+//! sectors stale). A power cut (`power_cut_at`, see `fault.rs`) loses the
 //! cache: what was acknowledged from it and neither destaged nor flushed is
 //! not on the platters; a media operation under way at the cut did not
 //! happen. The drive has a cache to lose even with `write_cache=0` (it then

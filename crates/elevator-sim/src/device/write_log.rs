@@ -1,5 +1,5 @@
 //! The write log of a simulated device, and the check of its media against
-//! it. Owns [`WriteLogTap`]: a [`SimDevice`] in front of any other that
+//! it. Owns [`WriteLogDevice`]: a [`SimDevice`] in front of any other that
 //! records what the device sees as an `elevator_trace::write_log` (no data:
 //! a write's number stands for its content; times in virtual ns), and, when
 //! the run ends (after a power cut or a vanishing, if there was one), checks
@@ -32,13 +32,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::io::{self, Write};
 
-use elevator_core::{
-    BioFlags, Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Op, Outcome, Status,
-};
-use elevator_trace::write_log::{FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Writer};
+use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome, Status};
+use elevator_trace::write_log::{FLAG_FUA, Kind, LogHeader, Writer, flush_on_submit, record_of};
 
-use super::faulty::{FaultCounts, Gone};
 use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
+use elevator_core::fault::{FaultCounts, Gone};
 
 /// At most this many violations are kept for the report (all are counted).
 const KEEP_VIOLATIONS: usize = 8;
@@ -266,7 +264,7 @@ impl WriteLogReport {
     }
 }
 
-/// An I/O in flight through the tap.
+/// An I/O in flight through the device.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
     op: Op,
@@ -353,7 +351,7 @@ impl Ledger {
 
 /// A device whose writes go to a write log, and whose media is checked
 /// against it at the end. See the module documentation.
-pub struct WriteLogTap<W: Write> {
+pub struct WriteLogDevice<W: Write> {
     inner: Box<dyn SimDevice + Send>,
     log: Writer<W>,
     error: Option<io::Error>,
@@ -364,10 +362,10 @@ pub struct WriteLogTap<W: Write> {
     got: Vec<(u32, Outcome)>,
 }
 
-impl<W: Write> WriteLogTap<W> {
+impl<W: Write> WriteLogDevice<W> {
     /// Tap `inner` (before its first I/O: it is told to track its media),
     /// writing the log to `out` (give it a `BufWriter`).
-    pub fn new(mut inner: Box<dyn SimDevice + Send>, out: W) -> io::Result<WriteLogTap<W>> {
+    pub fn new(mut inner: Box<dyn SimDevice + Send>, out: W) -> io::Result<WriteLogDevice<W>> {
         inner.track_media();
         let limits = inner.limits();
         let log = Writer::new(
@@ -378,7 +376,7 @@ impl<W: Write> WriteLogTap<W> {
                 block_size: limits.logical_block_size,
             },
         )?;
-        Ok(WriteLogTap {
+        Ok(WriteLogDevice {
             inner,
             log,
             error: None,
@@ -405,6 +403,7 @@ impl<W: Write> WriteLogTap<W> {
         }
         let faults = self.inner.fault_counts();
         let gone = faults.and_then(|f| f.gone);
+        let faults = faults.map(|f| f.counts);
         let check = self.inner.media().map(|m| self.ledger.check(m));
         let report = WriteLogReport {
             records: self.log.records(),
@@ -503,22 +502,9 @@ fn older_than(media: &ExtentMap, lo: u64, hi: u64, w: WriteNo) -> Vec<(u64, u64,
     out
 }
 
-impl<W: Write> Device for WriteLogTap<W> {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+impl<W: Write> Device for WriteLogDevice<W> {
+    elevator_core::forward_device!(inner: describe, limits, queue_depth, rotational,
+        next_completion, outstanding, stats, record_heads, take_heads);
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         self.last = self.last.max(now);
@@ -531,7 +517,7 @@ impl<W: Write> Device for WriteLogTap<W> {
         } else {
             0
         };
-        let flush = io.op == Op::Flush || io.flags.contains(BioFlags::PREFLUSH);
+        let flush = flush_on_submit(&io);
         let covers = flush.then_some(l.recorded);
         l.flying.insert(
             io.tag,
@@ -551,10 +537,6 @@ impl<W: Write> Device for WriteLogTap<W> {
         self.inner.submit(io, now);
     }
 
-    fn next_completion(&self) -> Option<Nanos> {
-        self.inner.next_completion()
-    }
-
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
         self.last = self.last.max(now);
         let mut got = std::mem::take(&mut self.got);
@@ -562,7 +544,7 @@ impl<W: Write> Device for WriteLogTap<W> {
         self.inner.complete(now, &mut |tag, o| got.push((tag, o)));
         for &(tag, o) in &got {
             let Some(f) = self.ledger.flying.remove(&tag) else {
-                debug_assert!(false, "write log tap: completion of a tag not in flight");
+                debug_assert!(false, "write log device: completion of a tag not in flight");
                 continue;
             };
             let ok = match o {
@@ -576,19 +558,9 @@ impl<W: Write> Device for WriteLogTap<W> {
                 // The flush (or the preflush before this write) is done.
                 self.ledger.flushed(k);
             }
-            let kind = match f.op {
-                Op::Write => Kind::Write,
-                Op::WriteZeroes => Kind::WriteZeroes,
-                Op::Discard => Kind::Discard,
-                Op::Read | Op::Flush => continue,
+            let Some((kind, flags)) = record_of(f.op, f.flags) else {
+                continue;
             };
-            let mut flags = 0;
-            if f.flags.contains(BioFlags::FUA) {
-                flags |= FLAG_FUA;
-            }
-            if f.flags.contains(BioFlags::PREFLUSH) {
-                flags |= FLAG_PREFLUSH;
-            }
             self.append(kind, flags, f.sector, f.sectors, now);
             if f.op == Op::Discard {
                 let lo = f.sector;
@@ -603,40 +575,10 @@ impl<W: Write> Device for WriteLogTap<W> {
         }
         self.got = got;
     }
-
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-
-    fn record_heads(&mut self, cap: usize) {
-        self.inner.record_heads(cap);
-    }
-
-    fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
-        self.inner.take_heads(out)
-    }
 }
 
-impl<W: Write> SimDevice for WriteLogTap<W> {
-    fn media(&self) -> Option<&ExtentMap> {
-        self.inner.media()
-    }
-
-    fn volatile_cache(&self) -> bool {
-        self.inner.volatile_cache()
-    }
-
-    fn end_of_run(&mut self, now: Nanos) {
-        self.inner.end_of_run(now);
-    }
-
-    fn power_cut(&mut self, now: Nanos) {
-        self.inner.power_cut(now);
-    }
+impl<W: Write> SimDevice for WriteLogDevice<W> {
+    crate::forward_sim_device!(inner: media, volatile_cache, end_of_run, power_cut, fault_counts);
 
     fn mark(&mut self, text: &str, now: Nanos) {
         if self.error.is_some() {
@@ -645,10 +587,6 @@ impl<W: Write> SimDevice for WriteLogTap<W> {
         if let Err(e) = self.log.mark(text, now) {
             self.error = Some(e);
         }
-    }
-
-    fn fault_counts(&self) -> Option<FaultCounts> {
-        self.inner.fault_counts()
     }
 }
 

@@ -1,6 +1,9 @@
 //! Faults on any model: [`FaultParams`] (the fault options of a device spec,
-//! with the names and meanings the real fault device uses) and [`Faulty`],
-//! the wrapper that applies them to a model, so that every model gets them.
+//! with the names and meanings the real fault device uses) and
+//! [`FaultDevice`], the wrapper that applies them to a model on the virtual
+//! clock, so that every model gets them. The counts, the option values both
+//! engines parse alike and the sector-range decisions are
+//! [`elevator_core::fault`]'s; what it did is a [`FaultState`].
 //!
 //! | option | default | what |
 //! |---|---|---|
@@ -20,13 +23,14 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::ops::{Deref, DerefMut};
+
+use elevator_core::fault::{self, BadRange, FaultCounts, Gone};
 
 use elevator_core::rng::Rng;
-use elevator_core::{
-    Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Op, Outcome, Status,
-};
+use elevator_core::{Device, DeviceIo, Nanos, Op, Outcome, Status};
 
-use super::media::{ExtentMap, SimDevice};
+use super::media::SimDevice;
 use super::param::{ParamError, ParamUnit, parse_param};
 
 /// What a gone device answers new I/O after.
@@ -150,15 +154,7 @@ impl FaultParams {
     /// Set fault option `name` from text (`name` must be one: [`Self::knows`]).
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
         let rate = |text: &str| -> Result<f64, ParamError> {
-            let v: f64 = text
-                .trim()
-                .parse()
-                .map_err(|_| bad(name, text, "expected a fraction 0..=1"))?;
-            if (0.0..=1.0).contains(&v) {
-                Ok(v)
-            } else {
-                Err(bad(name, text, "expected a fraction 0..=1"))
-            }
+            fault::fraction(text).ok_or_else(|| bad(name, text, "expected a fraction 0..=1"))
         };
         let count = |text: &str| -> Result<u64, ParamError> {
             let v = parse_param("faults", name, ParamUnit::Count, text)?;
@@ -178,12 +174,9 @@ impl FaultParams {
         match name {
             "lse_sectors" => {
                 for range in text.split(':') {
-                    let parsed = range.split_once('-').and_then(|(a, b)| {
-                        Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
-                    });
-                    match parsed {
-                        Some((a, b)) if a < b => self.lse_sectors.push((a, b)),
-                        _ => {
+                    match fault::sector_range(range) {
+                        Ok(r) => self.lse_sectors.push(r),
+                        Err(BadRange::Empty(..) | BadRange::NotARange) => {
                             return Err(bad(
                                 name,
                                 range,
@@ -244,35 +237,30 @@ impl FaultParams {
     }
 }
 
-/// How a device went away.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Gone {
-    /// When (virtual ns).
-    pub at: Nanos,
-    /// Whether power was lost (`power_cut_at`) rather than the device
-    /// vanishing (`vanish_at`).
-    pub power_cut: bool,
-}
-
-/// What the faults did.
+/// What the faults of a model did so far ([`SimDevice::fault_counts`]):
+/// the counts ([`FaultCounts`]; a model never counts `failed`, and counts
+/// the ranges a write repaired as `lse_repaired`), and whether and when the
+/// device went away. Reads as its counts (`state.torn`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FaultCounts {
-    /// Reads failed on a latent sector error.
-    pub lse_reads: u64,
-    /// Latent sector errors repaired by a write (ranges or parts of them).
-    pub lse_repaired: u64,
-    /// Writes torn.
-    pub torn: u64,
-    /// Writes misdirected.
-    pub misdirected: u64,
-    /// I/Os late.
-    pub spikes: u64,
-    /// I/Os timed out.
-    pub timeouts: u64,
-    /// I/Os completed Offline.
-    pub offline: u64,
+pub struct FaultState {
+    /// Faults injected, by kind.
+    pub counts: FaultCounts,
     /// Whether and when the device went away.
     pub gone: Option<Gone>,
+}
+
+impl Deref for FaultState {
+    type Target = FaultCounts;
+
+    fn deref(&self) -> &FaultCounts {
+        &self.counts
+    }
+}
+
+impl DerefMut for FaultState {
+    fn deref_mut(&mut self) -> &mut FaultCounts {
+        &mut self.counts
+    }
 }
 
 /// What becomes of one I/O.
@@ -295,7 +283,7 @@ struct Flying {
 }
 
 /// A model with faults. See the module documentation.
-pub struct Faulty {
+pub struct FaultDevice {
     inner: Box<dyn SimDevice + Send>,
     p: FaultParams,
     rng: Rng,
@@ -305,7 +293,7 @@ pub struct Faulty {
     /// Completions decided: (time, order, tag).
     due: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
     order: u64,
-    counts: FaultCounts,
+    counts: FaultState,
     /// When it goes (the earlier of `vanish_at` and `power_cut_at`).
     end: Option<Gone>,
     describe: String,
@@ -313,10 +301,13 @@ pub struct Faulty {
     got: Vec<(u32, Outcome)>,
 }
 
-impl Faulty {
+impl FaultDevice {
     /// `inner` with the faults of `p`. `power_cut_at` is refused on a model
     /// without a volatile write cache.
-    pub fn new(inner: Box<dyn SimDevice + Send>, p: &FaultParams) -> Result<Faulty, ParamError> {
+    pub fn new(
+        inner: Box<dyn SimDevice + Send>,
+        p: &FaultParams,
+    ) -> Result<FaultDevice, ParamError> {
         if p.power_cut_at.is_some() && !inner.volatile_cache() {
             return Err(bad(
                 "power_cut_at",
@@ -341,7 +332,7 @@ impl Faulty {
             (None, None) => None,
         };
         let describe = format!("{} with faults {}", inner.describe(), p.describe());
-        Ok(Faulty {
+        Ok(FaultDevice {
             capacity: inner.limits().capacity,
             flying: HashMap::with_capacity(inner.queue_depth() as usize),
             inner,
@@ -350,7 +341,7 @@ impl Faulty {
             p: p.clone(),
             due: BinaryHeap::new(),
             order: 0,
-            counts: FaultCounts::default(),
+            counts: FaultState::default(),
             end,
             describe,
             got: Vec::new(),
@@ -427,7 +418,10 @@ impl Faulty {
         self.inner.complete(now, &mut |tag, o| got.push((tag, o)));
         for &(tag, o) in &got {
             let Some(f) = self.flying.get_mut(&tag) else {
-                debug_assert!(false, "faulty: the model completed a tag not in flight");
+                debug_assert!(
+                    false,
+                    "fault device: the model completed a tag not in flight"
+                );
                 continue;
             };
             let (t, out) = match f.fate {
@@ -449,22 +443,13 @@ impl Faulty {
     }
 }
 
-impl Device for Faulty {
+impl Device for FaultDevice {
     fn describe(&self) -> String {
         self.describe.clone()
     }
 
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+    elevator_core::forward_device!(inner: limits, queue_depth, rotational, stats, record_heads,
+        take_heads);
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         debug_assert!(!self.flying.contains_key(&io.tag), "tag in flight twice");
@@ -492,13 +477,7 @@ impl Device for Faulty {
         }
         match io.op {
             Op::Read => {
-                let first_bad = self
-                    .lse
-                    .iter()
-                    .filter(|&&(a, b)| a < hi && lo < b)
-                    .map(|&(a, _)| a.max(lo))
-                    .min();
-                if let Some(b) = first_bad
+                if let Some(b) = fault::first_in(&self.lse, lo, hi)
                     && fate == Fate::Normal
                 {
                     fate = Fate::Fail(Status::IoError, (b - lo) << 9);
@@ -507,26 +486,11 @@ impl Device for Faulty {
             }
             Op::Write | Op::WriteZeroes => {
                 // A write remaps the bad sectors it covers.
-                let mut repaired = 0;
-                let mut next = Vec::with_capacity(self.lse.len());
-                for &(a, b) in &self.lse {
-                    if a < hi && lo < b {
-                        repaired += 1;
-                        if a < lo {
-                            next.push((a, lo));
-                        }
-                        if hi < b {
-                            next.push((hi, b));
-                        }
-                    } else {
-                        next.push((a, b));
-                    }
-                }
-                self.lse = next;
-                self.counts.lse_repaired += repaired;
+                self.counts.lse_repaired += fault::cut(&mut self.lse, lo, hi).ranges;
                 if io.op == Op::Write && io.sectors > 0 {
                     if self.coin(self.p.torn_rate) {
-                        let keep = self.rng.below(u64::from(io.sectors)) as u32;
+                        let keep =
+                            fault::torn_prefix(&mut self.rng, u64::from(io.sectors), 1) as u32;
                         sent.sectors = keep;
                         if fate == Fate::Normal {
                             fate = Fate::Fail(Status::IoError, u64::from(keep) << 9);
@@ -597,38 +561,12 @@ impl Device for Faulty {
     fn outstanding(&self) -> u32 {
         self.flying.len() as u32
     }
-
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-
-    fn record_heads(&mut self, cap: usize) {
-        self.inner.record_heads(cap);
-    }
-
-    fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
-        self.inner.take_heads(out)
-    }
 }
 
-impl SimDevice for Faulty {
-    fn track_media(&mut self) {
-        self.inner.track_media();
-    }
+impl SimDevice for FaultDevice {
+    crate::forward_sim_device!(inner: track_media, media, volatile_cache, power_cut);
 
-    fn media(&self) -> Option<&ExtentMap> {
-        self.inner.media()
-    }
-
-    fn volatile_cache(&self) -> bool {
-        self.inner.volatile_cache()
-    }
-
-    fn power_cut(&mut self, now: Nanos) {
-        self.inner.power_cut(now);
-    }
-
-    fn fault_counts(&self) -> Option<FaultCounts> {
+    fn fault_counts(&self) -> Option<FaultState> {
         Some(self.counts)
     }
 

@@ -1,7 +1,7 @@
 //! SHA-256, as FIPS 180-4 (section 6.2) defines it: 64-byte blocks, a
 //! 64-word message schedule, big-endian words.
 
-use super::block64::Block64;
+use super::blocks::{Compress64, Hash64};
 
 /// The first 32 bits of the fractional parts of the cube roots of the first
 /// 64 primes (FIPS 180-4, 4.2.2).
@@ -85,46 +85,24 @@ const H0: [u32; 8] = [
     0x5be0_cd19,
 ];
 
-/// A running SHA-256: [`Sha256::update`] with the data in any pieces, then
-/// [`Sha256::finish`].
-#[derive(Clone, Debug)]
-pub struct Sha256 {
-    state: [u32; 8],
-    blocks: Block64,
-}
+/// The SHA-256 step (Sha256Rounds): a [`Hash64`] with it is SHA-256.
+#[derive(Clone, Copy, Debug)]
+pub struct Sha256Rounds;
 
-impl Default for Sha256 {
-    fn default() -> Self {
-        Sha256::new()
+impl Compress64 for Sha256Rounds {
+    type State = [u32; 8];
+    type Digest = [u8; 32];
+    const INIT: [u32; 8] = H0;
+    const BIG_ENDIAN: bool = true;
+
+    fn compress(state: &mut [u32; 8], block: &[u8]) {
+        compress(state, block);
     }
 }
 
-impl Sha256 {
-    /// A SHA-256 over no bytes yet.
-    pub fn new() -> Sha256 {
-        Sha256 {
-            state: H0,
-            blocks: Block64::new(),
-        }
-    }
-
-    /// Adds `data`.
-    pub fn update(&mut self, data: &[u8]) {
-        let state = &mut self.state;
-        self.blocks.update(data, |b| compress(state, b));
-    }
-
-    /// The digest of everything fed so far (the running state is consumed).
-    pub fn finish(self) -> [u8; 32] {
-        let mut state = self.state;
-        self.blocks.finish(true, |b| compress(&mut state, b));
-        let mut out = [0u8; 32];
-        for (o, w) in out.chunks_exact_mut(4).zip(state) {
-            o.copy_from_slice(&w.to_be_bytes());
-        }
-        out
-    }
-}
+/// A running SHA-256: [`Hash64::update`] with the data in any pieces, then
+/// [`Hash64::finish`].
+pub type Sha256 = Hash64<Sha256Rounds>;
 
 /// One 64-byte block into `state`.
 fn compress(state: &mut [u32; 8], block: &[u8]) {
@@ -168,18 +146,13 @@ fn compress(state: &mut [u32; 8], block: &[u8]) {
 
 /// The SHA-256 digest of `data`.
 pub fn sha256(data: &[u8]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(data);
-    h.finish()
+    Sha256::digest(data)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(d: &[u8]) -> String {
-        d.iter().map(|b| format!("{b:02x}")).collect()
-    }
+    use crate::verify::blocks::tests::{hex, pieces_agree};
 
     #[test]
     fn published_vectors() {
@@ -226,11 +199,6 @@ mod tests {
     #[test]
     fn pieces_give_the_same_digest_as_the_whole() {
         let data: Vec<u8> = (0..300u32).map(|i| (i * 13 + 1) as u8).collect();
-        for split in [0, 1, 55, 56, 63, 64, 65, 128, 299, 300] {
-            let mut h = Sha256::new();
-            h.update(&data[..split]);
-            h.update(&data[split..]);
-            assert_eq!(h.finish(), sha256(&data), "split {split}");
-        }
+        pieces_agree::<Sha256Rounds>(&data);
     }
 }

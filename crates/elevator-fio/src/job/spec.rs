@@ -366,26 +366,21 @@ impl JobSpec {
     /// The largest block size any of its I/Os can have (`bs`, `bsrange`,
     /// `bssplit`), for buffers and layouts.
     pub fn max_bs(&self) -> u64 {
-        let mut max = self.bs.iter().copied().max().unwrap_or(0);
-        if let Some(r) = &self.bsrange {
-            max = r.iter().map(|&(_, hi)| hi).fold(max, u64::max);
-        }
-        if let Some(s) = &self.bssplit {
-            max = s.iter().flatten().map(|&(b, _)| b).fold(max, u64::max);
-        }
-        max
+        self.bs_bound(|&(_, hi)| hi, u64::max)
     }
 
     /// The smallest block size any of its I/Os can have.
     pub fn min_bs(&self) -> u64 {
-        let mut min = self.bs.iter().copied().min().unwrap_or(0);
-        if let Some(r) = &self.bsrange {
-            min = r.iter().map(|&(lo, _)| lo).fold(min, u64::min);
-        }
-        if let Some(s) = &self.bssplit {
-            min = s.iter().flatten().map(|&(b, _)| b).fold(min, u64::min);
-        }
-        min
+        self.bs_bound(|&(lo, _)| lo, u64::min)
+    }
+
+    /// `pick` over the block sizes of `bs`, the `end` of each `bsrange`
+    /// and the sizes of `bssplit`.
+    fn bs_bound(&self, end: fn(&(u64, u64)) -> u64, pick: fn(u64, u64) -> u64) -> u64 {
+        let bs = self.bs.iter().copied().reduce(pick).unwrap_or(0);
+        let ranges = self.bsrange.iter().flatten().map(end);
+        let splits = self.bssplit.iter().flatten().flatten().map(|&(b, _)| b);
+        ranges.chain(splits).fold(bs, pick)
     }
 
     /// The line that last set any of `names` for this job (in its section

@@ -90,42 +90,38 @@ impl Compress64 for Md5Rounds {
     const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
     const BIG_ENDIAN: bool = false;
 
+    /// One 64-byte block into `state`.
     fn compress(state: &mut [u32; 4], block: &[u8]) {
-        compress(state, block);
+        let mut x = [0u32; 16];
+        for (w, b) in x.iter_mut().zip(block.chunks_exact(4)) {
+            *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        let [mut a, mut b, mut c, mut d] = *state;
+        for i in 0..64 {
+            let round = i / 16;
+            let (f, k) = match round {
+                0 => ((b & c) | (!b & d), i),
+                1 => ((b & d) | (c & !d), (5 * i + 1) % 16),
+                2 => (b ^ c ^ d, (3 * i + 5) % 16),
+                _ => (c ^ (b | !d), (7 * i) % 16),
+            };
+            let sum = a.wrapping_add(f).wrapping_add(x[k]).wrapping_add(T[i]);
+            let new_b = b.wrapping_add(sum.rotate_left(S[round][i % 4]));
+            a = d;
+            d = c;
+            c = b;
+            b = new_b;
+        }
+        state[0] = state[0].wrapping_add(a);
+        state[1] = state[1].wrapping_add(b);
+        state[2] = state[2].wrapping_add(c);
+        state[3] = state[3].wrapping_add(d);
     }
 }
 
 /// A running MD5: [`Hash64::update`] with the data in any pieces, then
 /// [`Hash64::finish`].
 pub type Md5 = Hash64<Md5Rounds>;
-
-/// One 64-byte block into `state`.
-fn compress(state: &mut [u32; 4], block: &[u8]) {
-    let mut x = [0u32; 16];
-    for (w, b) in x.iter_mut().zip(block.chunks_exact(4)) {
-        *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    let [mut a, mut b, mut c, mut d] = *state;
-    for i in 0..64 {
-        let round = i / 16;
-        let (f, k) = match round {
-            0 => ((b & c) | (!b & d), i),
-            1 => ((b & d) | (c & !d), (5 * i + 1) % 16),
-            2 => (b ^ c ^ d, (3 * i + 5) % 16),
-            _ => (c ^ (b | !d), (7 * i) % 16),
-        };
-        let sum = a.wrapping_add(f).wrapping_add(x[k]).wrapping_add(T[i]);
-        let new_b = b.wrapping_add(sum.rotate_left(S[round][i % 4]));
-        a = d;
-        d = c;
-        c = b;
-        b = new_b;
-    }
-    state[0] = state[0].wrapping_add(a);
-    state[1] = state[1].wrapping_add(b);
-    state[2] = state[2].wrapping_add(c);
-    state[3] = state[3].wrapping_add(d);
-}
 
 /// The MD5 digest of `data`.
 pub fn md5(data: &[u8]) -> [u8; 16] {

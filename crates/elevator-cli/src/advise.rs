@@ -297,12 +297,7 @@ fn alone_throughputs(
         spec.wait_for = None;
         solo.jobs = vec![spec];
         let run = execute(&solo, target, "none", queue_tunables.clone(), seed)?;
-        let bytes: u64 = run
-            .jobs
-            .iter()
-            .flat_map(|j| j.dirs.iter())
-            .map(|d| d.bytes)
-            .sum();
+        let bytes = run.bytes();
         let runtime = run.jobs.first().map_or(run.elapsed, |j| j.runtime());
         alone.push(elevator_fio::report::rate(bytes, runtime.max(1)));
     }

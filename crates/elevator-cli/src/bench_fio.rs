@@ -201,12 +201,7 @@ fn run_elevator(
     let (run, _) = execute(jobs, spec, cfg, threads, &mut bar, &Default::default())?;
     let cpu = run.cpu.unwrap_or_default();
     let secs = run.elapsed.max(1) as f64 / 1e9;
-    let bytes: u64 = run
-        .jobs
-        .iter()
-        .flat_map(|j| j.dirs.iter())
-        .map(|d| d.bytes)
-        .sum();
+    let bytes = run.bytes();
     Ok(Figures {
         iops: run.ios as f64 / secs,
         bytes_per_sec: bytes as f64 / secs,

@@ -675,6 +675,15 @@ fn per(ns: u64, ios: u64) -> f64 {
 }
 
 impl RunResult {
+    /// Bytes transferred by every job, every direction.
+    pub fn bytes(&self) -> u64 {
+        self.jobs
+            .iter()
+            .flat_map(|j| j.dirs.iter())
+            .map(|d| d.bytes)
+            .sum()
+    }
+
     /// The device's utilisation over the run, 0..=1.
     pub fn utilisation(&self) -> f64 {
         if self.elapsed == 0 {

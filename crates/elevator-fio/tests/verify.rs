@@ -5,14 +5,7 @@ use elevator_fio::verify::{
     BLOCK_ALIGN, HEADER_LEN, MAGIC, SpecError, VerifyError, VerifyKind, VerifySpec, check, fill,
 };
 
-const KINDS: [VerifyKind; 6] = [
-    VerifyKind::Crc32c,
-    VerifyKind::Md5,
-    VerifyKind::Sha256,
-    VerifyKind::Xxhash,
-    VerifyKind::Pattern,
-    VerifyKind::Meta,
-];
+const KINDS: [VerifyKind; 6] = VerifyKind::ALL;
 
 fn spec(kind: VerifyKind, interval: Option<usize>) -> VerifySpec {
     VerifySpec {
@@ -406,14 +399,7 @@ fn parse_accepts_fio_names_and_refuses_the_rest_by_name() {
         assert_eq!(VerifyKind::parse(name), Ok(kind), "{name}");
         assert_eq!(VerifyKind::parse_option(name), Ok(Some(kind)), "{name}");
     }
-    for kind in [
-        VerifyKind::Crc32c,
-        VerifyKind::Md5,
-        VerifyKind::Sha256,
-        VerifyKind::Xxhash,
-        VerifyKind::Pattern,
-        VerifyKind::Meta,
-    ] {
+    for kind in KINDS {
         assert_eq!(VerifyKind::parse(kind.name()), Ok(kind));
         assert_eq!(kind.to_string(), kind.name());
     }

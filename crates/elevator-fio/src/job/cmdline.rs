@@ -3,8 +3,8 @@
 //! sets an option, a bare `--opt` is a switch for the options fio lets stand
 //! alone. Options before the first `--name` are global.
 
+use super::option::lookup;
 use super::syntax::{Item, Kind, substitute};
-use super::table::{BARE, lookup};
 use super::{JobError, ParseEnv};
 
 /// What errors about the command line name as their file.
@@ -35,8 +35,7 @@ pub(super) fn items(args: &[String], env: &ParseEnv) -> Result<(Vec<Item>, Vec<I
         let (name, value) = match body.split_once('=') {
             Some((n, v)) => (n.trim(), Some(v.trim().to_string())),
             None => {
-                let bare = lookup(body).is_some_and(|(c, _)| BARE.contains(&c))
-                    || matches!(body, "write_bw_log" | "write_lat_log" | "write_iops_log");
+                let bare = lookup(body).is_some_and(|o| o.bare);
                 match args.get(i + 1) {
                     // fio's getopt takes the next argument as the value.
                     Some(next) if !bare && !next.starts_with("--") => {

@@ -22,6 +22,7 @@
 
 mod cmdline;
 mod engines;
+mod option;
 mod options;
 mod parse;
 mod spec;
@@ -30,13 +31,13 @@ mod table;
 mod values;
 
 pub use engines::BLOCK_ENGINES;
+pub use option::Verdict;
 pub use parse::{MAX_JOBS, MAX_WARNINGS};
 pub use spec::{
     Amount, Distribution, ErrorKind, ErrorPolicy, FileService, JobSpec, RandomGenerator,
     RateProcess, ReplaySkip, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
 pub use syntax::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INCLUDES, MAX_TEXT_BYTES};
-pub use table::Verdict;
 
 use thiserror::Error;
 
@@ -187,15 +188,11 @@ impl JobFile {
 /// Every option name fio knows (canonical names and aliases), each with
 /// elevator's verdict.
 pub fn fio_options() -> impl Iterator<Item = (&'static str, Verdict)> {
-    table::TABLE.iter().copied().chain(
-        table::ALIASES
-            .iter()
-            .filter_map(|&(alias, _)| table::lookup(alias).map(|(_, v)| (alias, v))),
-    )
+    option::names().map(|(name, o)| (name, o.verdict))
 }
 
 /// elevator's verdict on a fio option name (or alias); `None` when fio has
 /// no such option.
 pub fn option_verdict(name: &str) -> Option<Verdict> {
-    table::lookup(name).map(|(_, v)| v)
+    option::lookup(name).map(|o| o.verdict)
 }

@@ -1,14 +1,11 @@
 //! Applying one option to a [`JobSpec`]: the table's verdict first, then
-//! the implemented options' values in fio's forms.
+//! fio's value forms that the implemented options' rows read.
 
-use super::table::{self, BARE, Verdict};
-use super::values::{
-    MICROSECOND, MILLISECOND, SECOND, boolean, float, int_in, int32, per_direction, percent, range,
-    set_switch, time, whole,
-};
+use super::option::{self, Store, Verdict};
+use super::values::{boolean, float, int_in, int32, per_direction, range, set_switch, size, whole};
 use super::{
     Amount, Distribution, ErrorPolicy, FileService, JobSpec, RandomGenerator, RateProcess, RwMode,
-    RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode, engines,
+    RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
 
 /// The longest value an option may have, in bytes: Linux's `PATH_MAX`, the
@@ -36,33 +33,46 @@ pub(super) fn apply(
             v.len()
         ));
     }
-    let Some((canonical, verdict)) = table::lookup(name) else {
-        let hint = table::closest(name)
+    let Some(option) = option::lookup(name) else {
+        let hint = option::closest(name)
             .map(|c| format!(" (did you mean '{c}'?)"))
             .unwrap_or_default();
         return Err(format!("unknown option: fio has no option '{name}'{hint}"));
     };
-    if value.is_none()
-        && !BARE.contains(&canonical)
-        && !matches!(
-            canonical,
-            "write_bw_log" | "write_lat_log" | "write_iops_log"
-        )
-    {
+    let canonical = option.name;
+    if value.is_none() && !option.bare {
         return Err(format!("needs a value: write {name}=VALUE"));
     }
-    match verdict {
-        Verdict::Implemented => implemented(spec, canonical, value.map(str::trim))?,
+    match option.verdict {
+        Verdict::Implemented => {
+            let value = value.map(str::trim);
+            match option.store {
+                Store::Switch(store) => store(spec, set_switch(value)?),
+                Store::Bool(store) => store(spec, boolean(value)?),
+                // An empty name: the job's own, filled in when the job is complete.
+                Store::Log(field) => *field(spec) = Some(value.unwrap_or("").into()),
+                Store::Value(store) => store(spec, needed(canonical, value)?)?,
+                Store::Nowhere => {
+                    return Err(format!(
+                        "option '{canonical}' is in the table but not handled"
+                    ));
+                }
+            }
+        }
         Verdict::Noted(reason) => note(spec, name, reason),
         Verdict::DefaultOnly { default, reason } => {
             let given = value.map_or("1", str::trim);
             if !default.split('|').any(|d| d.eq_ignore_ascii_case(given)) {
-                return Err(table::default_only_message(default, reason));
+                return Err(format!(
+                    "fio's option, but elevator does not implement it (yet) beyond fio's default \
+                     ({}): {reason}",
+                    default.replace('|', " or ")
+                ));
             }
             note(
                 spec,
                 name,
-                &format!("{}: fio's default, {reason}", table::DEFAULT_NOTE),
+                &format!("only fio's default is supported: fio's default, {reason}"),
             );
         }
         Verdict::Refused(reason) => {
@@ -88,243 +98,143 @@ fn needed<'a>(name: &str, value: Option<&'a str>) -> Result<&'a str, String> {
     }
 }
 
-fn implemented(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Result<(), String> {
+/// One of a few keywords, each with the value it stands for; the error
+/// lists what is `expected`.
+pub(super) fn choice<T: Copy>(v: &str, words: &[(&str, T)], expected: &str) -> Result<T, String> {
+    words
+        .iter()
+        .find(|(w, _)| *w == v)
+        .map(|&(_, t)| t)
+        .ok_or_else(|| format!("'{v}': expected {expected}"))
+}
+
+/// `rw_sequencer`'s keywords.
+pub(super) const RW_SEQUENCERS: &[(&str, RwSequencer)] = &[
+    ("sequential", RwSequencer::Sequential),
+    ("identical", RwSequencer::Identical),
+];
+
+/// `unified_rw_reporting`'s keywords.
+pub(super) const UNIFIED_RW: &[(&str, UnifiedRw)] = &[
+    ("none", UnifiedRw::None),
+    ("0", UnifiedRw::None),
+    ("mixed", UnifiedRw::Mixed),
+    ("1", UnifiedRw::Mixed),
+    ("both", UnifiedRw::Both),
+    ("2", UnifiedRw::Both),
+];
+
+/// `random_generator`'s keywords.
+pub(super) const GENERATORS: &[(&str, RandomGenerator)] = &[
+    ("tausworthe", RandomGenerator::Tausworthe),
+    ("lfsr", RandomGenerator::Lfsr),
+    ("tausworthe64", RandomGenerator::Tausworthe64),
+];
+
+/// `thinktime_blocks_type`'s keywords.
+pub(super) const THINK_BLOCKS: &[(&str, ThinkBlocks)] = &[
+    ("complete", ThinkBlocks::Complete),
+    ("issue", ThinkBlocks::Issue),
+];
+
+/// `rate_process`'s keywords.
+pub(super) const RATE_PROCESSES: &[(&str, RateProcess)] = &[
+    ("linear", RateProcess::Linear),
+    ("poisson", RateProcess::Poisson),
+];
+
+/// `kb_base`'s values.
+pub(super) const KB_BASES: &[(&str, u32)] = &[("1024", 1024), ("1000", 1000)];
+
+/// `bs`: one size per direction (a range is `bsrange`'s).
+pub(super) fn store_bs(spec: &mut JobSpec, v: &str) -> Result<(), String> {
     let kb = spec.kb_base;
-    let size = |v: &str| super::values::size(v, kb);
-    // Switches and log names first: they may be bare.
-    match name {
-        "time_based" => return set_switch(value).map(|b| spec.time_based = b),
-        "stonewall" => return set_switch(value).map(|b| spec.stonewall = b),
-        "new_group" => return set_switch(value).map(|b| spec.new_group = b),
-        "thread" => return set_switch(value).map(|b| spec.thread = b),
-        "group_reporting" => return set_switch(value).map(|b| spec.group_reporting = b),
-        "bs_unaligned" => return set_switch(value).map(|b| spec.bs_unaligned = b),
-        "verify_only" => return set_switch(value).map(|b| spec.verify_only = b),
-        "norandommap" => return set_switch(value).map(|b| spec.randommap = !b),
-        // An empty name: the job's own, filled in when the job is complete.
-        "write_bw_log" => {
-            spec.write_bw_log = Some(value.unwrap_or("").into());
-            return Ok(());
-        }
-        "write_lat_log" => {
-            spec.write_lat_log = Some(value.unwrap_or("").into());
-            return Ok(());
-        }
-        "write_iops_log" => {
-            spec.write_iops_log = Some(value.unwrap_or("").into());
-            return Ok(());
-        }
-        _ => {}
+    let ranged = v
+        .split(',')
+        .any(|p| p.trim().get(1..).is_some_and(|t| t.contains(['-', ':'])));
+    if ranged {
+        return Err(format!(
+            "'{v}': a range of block sizes is bsrange's (write bsrange={v}); fio would \
+             read '-' or ':' in bs as a separator of the read and write sizes"
+        ));
     }
-    if let Some(flag) = bool_field(spec, name) {
-        *flag = boolean(value)?;
-        return Ok(());
-    }
-    if name == "buffered" {
-        spec.direct = !boolean(value)?;
-        return Ok(());
-    }
-    let v = needed(name, value)?;
-    match name {
-        "description" => {}
-        "name" => spec.name = v.to_string(),
-        "wait_for" => spec.wait_for = Some(v.to_string()),
-        "filename" => spec.filename = Some(filename(v)?),
-        "directory" => spec.directory = Some(v.to_string()),
-        "filename_format" => spec.filename_format = Some(v.to_string()),
-        "nrfiles" => spec.nrfiles = int32(v, 1, 65_536)?,
-        "file_service_type" => spec.file_service = file_service(v)?,
-        "zonemode" => spec.zonemode = zonemode(v)?,
-        "zonesize" => spec.zonesize = size(v)?,
-        "zonerange" => spec.zonerange = size(v)?,
-        "zoneskip" => spec.zoneskip = size(v)?,
-        "rw" => {
-            let (mode, nr, back) = rw_mode(v, kb)?;
-            (spec.rw, spec.rw_nr, spec.rw_back) = (mode, nr, back);
-        }
-        "rw_sequencer" => {
-            spec.rw_sequencer = match v {
-                "sequential" => RwSequencer::Sequential,
-                "identical" => RwSequencer::Identical,
-                _ => return Err(format!("'{v}': expected sequential or identical")),
-            }
-        }
-        "unified_rw_reporting" => {
-            spec.unified_rw_reporting = match v {
-                "none" | "0" => UnifiedRw::None,
-                "mixed" | "1" => UnifiedRw::Mixed,
-                "both" | "2" => UnifiedRw::Both,
-                _ => return Err(format!("'{v}': expected none, mixed, both, 0, 1 or 2")),
-            }
-        }
-        "randseed" => spec.randseed = Some(whole(v, "seed")?),
-        "offset" => spec.offset = amount(v, 0, kb)?,
-        "offset_increment" => spec.offset_increment = Some(amount(v, 0, kb)?),
-        "number_ios" => spec.number_ios = size(v)?,
-        "fsync" => spec.fsync = int32(v, 0, u32::MAX)?,
-        "fdatasync" => spec.fdatasync = int32(v, 0, u32::MAX)?,
-        "rwmixread" => spec.rwmixread = percent(v)?,
-        "rwmixwrite" => spec.rwmixread = 100 - percent(v)?,
-        "random_distribution" => {
-            (spec.random_distribution, spec.random_center) = distribution(v, kb)?;
-        }
-        "random_generator" => {
-            spec.random_generator = match v {
-                "tausworthe" => RandomGenerator::Tausworthe,
-                "lfsr" => RandomGenerator::Lfsr,
-                "tausworthe64" => RandomGenerator::Tausworthe64,
-                _ => return Err(format!("'{v}': expected tausworthe, lfsr or tausworthe64")),
-            }
-        }
-        "bs" => {
-            let ranged = v
-                .split(',')
-                .any(|p| p.trim().get(1..).is_some_and(|t| t.contains(['-', ':'])));
-            if ranged {
-                return Err(format!(
-                    "'{v}': a range of block sizes is bsrange's (write bsrange={v}); fio would \
-                     read '-' or ':' in bs as a separator of the read and write sizes"
-                ));
-            }
-            per_direction(v, &mut spec.bs, |s| block_size(s, kb))?;
-        }
-        "bsrange" => {
-            let mut ranges = spec.bsrange.unwrap_or(spec.bs.map(|b| (b, b)));
-            per_direction(v, &mut ranges, |s| range(s, |x| block_size(x, kb)))?;
-            spec.bsrange = Some(ranges);
-        }
-        "bssplit" => {
-            let mut splits = spec
-                .bssplit
-                .clone()
-                .unwrap_or_else(|| spec.bs.map(|b| vec![(b, 100)]));
-            per_direction(v, &mut splits, |s| bssplit(s, kb))?;
-            spec.bssplit = Some(splits);
-        }
-        "ba" => {
-            let mut align = spec.blockalign.unwrap_or(spec.bs);
-            per_direction(v, &mut align, |s| block_size(s, kb))?;
-            spec.blockalign = Some(align);
-        }
-        "size" => spec.size = Some(amount(v, 1, kb)?),
-        "io_size" => spec.io_size = Some(amount(v, 1, kb)?),
-        "filesize" => {
-            let (lo, hi) = range(v, size)?;
-            if lo != hi {
-                return Err(format!(
-                    "'{v}': a range of file sizes is not implemented by elevator (yet); give one size"
-                ));
-            }
-            if lo == 0 {
-                return Err("must be greater than 0".into());
-            }
-            spec.filesize = Some(lo);
-        }
-        "ioengine" => {
-            spec.ioengine = engines::check(v)?;
-            note(spec, "ioengine", engines::BLOCK_ENGINE_NOTE);
-        }
-        "iodepth" => spec.iodepth = int32(v, 1, 65_536)?,
-        "iodepth_batch" => spec.iodepth_batch_submit = int32(v, 0, 65_536)?,
-        "iodepth_batch_complete_min" => spec.iodepth_batch_complete_min = int32(v, 0, 65_536)?,
-        "iodepth_batch_complete_max" => spec.iodepth_batch_complete_max = int32(v, 0, 65_536)?,
-        "iodepth_low" => spec.iodepth_low = Some(int32(v, 0, 65_536)?),
-        "loops" => spec.loops = int32(v, 1, u32::MAX)?,
-        "numjobs" => spec.numjobs = int32(v, 1, 4096)?,
-        "startdelay" => spec.startdelay = range(v, |s| time(s, SECOND))?,
-        // fio's runtime=0 means "no limit".
-        "runtime" => spec.runtime = Some(time(v, SECOND)?).filter(|&ns| ns > 0),
-        "ramp_time" => spec.ramp_time = time(v, SECOND)?,
-        "thinktime" => spec.thinktime = time(v, MICROSECOND)?,
-        "thinktime_spin" => spec.thinktime_spin = time(v, MICROSECOND)?,
-        "thinktime_blocks" => spec.thinktime_blocks = int32(v, 1, u32::MAX)?,
-        "thinktime_blocks_type" => {
-            spec.thinktime_blocks_type = match v {
-                "complete" => ThinkBlocks::Complete,
-                "issue" => ThinkBlocks::Issue,
-                _ => return Err(format!("'{v}': expected complete or issue")),
-            }
-        }
-        "thinktime_iotime" => spec.thinktime_iotime = time(v, SECOND)?,
-        "rate" => per_direction(v, &mut spec.rate, size)?,
-        "rate_min" => per_direction(v, &mut spec.rate_min, size)?,
-        "rate_iops" => per_direction(v, &mut spec.rate_iops, |s| whole(s, "rate"))?,
-        "rate_iops_min" => per_direction(v, &mut spec.rate_iops_min, |s| whole(s, "rate"))?,
-        "rate_process" => {
-            spec.rate_process = match v {
-                "linear" => RateProcess::Linear,
-                "poisson" => RateProcess::Poisson,
-                _ => return Err(format!("'{v}': expected linear or poisson")),
-            }
-        }
-        "rate_cycle" => {
-            let ms = int_in(v, 1, u64::MAX / MILLISECOND)?;
-            spec.rate_cycle = ms * MILLISECOND;
-        }
-        "verify" => spec.verify = verify(v)?,
-        "verify_interval" => match size(v)? {
-            0 => return Err("must be greater than 0".into()),
-            n => spec.verify_interval = Some(n),
-        },
-        "verify_pattern" => {
-            let bytes = pattern(v)?;
-            if bytes.len() > MAX_PATTERN_BYTES {
-                return Err(format!(
-                    "a pattern of {} bytes: at most {MAX_PATTERN_BYTES} (fio's limit)",
-                    bytes.len()
-                ));
-            }
-            spec.verify_pattern = Some(bytes);
-        }
-        "verify_backlog" => spec.verify_backlog = size(v)?,
-        "cpus_allowed" => spec.cpus_allowed = Some(cpu_list(v)?),
-        "log_avg_msec" => spec.log_avg_msec = whole(v, "number")?,
-        "write_iolog" => spec.write_iolog = Some(v.to_string()),
-        "read_iolog" => spec.read_iolog = Some(v.to_string()),
-        "replay_time_scale" => spec.replay_time_scale = int32(v, 1, u32::MAX)?,
-        "replay_skip" => spec.replay_skip = replay_skip(v)?,
-        "percentile_list" => spec.percentile_list = Some(percentiles(v)?),
-        "continue_on_error" => spec.errors.continue_on = continue_on_error(v)?,
-        "ignore_error" => ignore_error(v, &mut spec.errors)?,
-        "kb_base" => {
-            spec.kb_base = match v {
-                "1024" => 1024,
-                "1000" => 1000,
-                _ => return Err(format!("'{v}': expected 1024 or 1000")),
-            }
-        }
-        _ => return Err(format!("option '{name}' is in the table but not handled")),
-    }
+    per_direction(v, &mut spec.bs, |s| block_size(s, kb))
+}
+
+/// `bsrange`, starting from `bs` in the directions it leaves out.
+pub(super) fn store_bsrange(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let kb = spec.kb_base;
+    let mut ranges = spec.bsrange.unwrap_or(spec.bs.map(|b| (b, b)));
+    per_direction(v, &mut ranges, |s| range(s, |x| block_size(x, kb)))?;
+    spec.bsrange = Some(ranges);
     Ok(())
 }
 
-/// The `bool` field an option sets, if it is one.
-fn bool_field<'a>(spec: &'a mut JobSpec, name: &str) -> Option<&'a mut bool> {
-    Some(match name {
-        "direct" => &mut spec.direct,
-        "randrepeat" => &mut spec.randrepeat,
-        "allrandrepeat" => &mut spec.allrandrepeat,
-        "end_fsync" => &mut spec.end_fsync,
-        "fill_device" => &mut spec.fill_device,
-        "fsync_on_close" => &mut spec.fsync_on_close,
-        "rate_ignore_thinktime" => &mut spec.rate_ignore_thinktime,
-        "do_verify" => &mut spec.do_verify,
-        "error_dump" => &mut spec.errors.dump,
-        "verify_fatal" => &mut spec.verify_fatal,
-        "per_job_logs" => &mut spec.per_job_logs,
-        "log_offset" => &mut spec.log_offset,
-        "replay_no_stall" => &mut spec.replay_no_stall,
-        "clat_percentiles" => &mut spec.clat_percentiles,
-        "lat_percentiles" => &mut spec.lat_percentiles,
-        "slat_percentiles" => &mut spec.slat_percentiles,
-        _ => return None,
-    })
+/// `bssplit`, starting from `bs` in the directions it leaves out.
+pub(super) fn store_bssplit(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let kb = spec.kb_base;
+    let mut splits = spec
+        .bssplit
+        .clone()
+        .unwrap_or_else(|| spec.bs.map(|b| vec![(b, 100)]));
+    per_direction(v, &mut splits, |s| bssplit(s, kb))?;
+    spec.bssplit = Some(splits);
+    Ok(())
+}
+
+/// `ba` (`blockalign`), starting from `bs` in the directions it leaves out.
+pub(super) fn store_blockalign(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let kb = spec.kb_base;
+    let mut align = spec.blockalign.unwrap_or(spec.bs);
+    per_direction(v, &mut align, |s| block_size(s, kb))?;
+    spec.blockalign = Some(align);
+    Ok(())
+}
+
+/// `filesize`: one size above 0 (fio's range form is refused).
+pub(super) fn store_filesize(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let kb = spec.kb_base;
+    let (lo, hi) = range(v, |s| size(s, kb))?;
+    if lo != hi {
+        return Err(format!(
+            "'{v}': a range of file sizes is not implemented by elevator (yet); give one size"
+        ));
+    }
+    if lo == 0 {
+        return Err("must be greater than 0".into());
+    }
+    spec.filesize = Some(lo);
+    Ok(())
+}
+
+/// `verify_interval`: a size above 0.
+pub(super) fn store_verify_interval(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    match size(v, spec.kb_base)? {
+        0 => Err("must be greater than 0".into()),
+        n => {
+            spec.verify_interval = Some(n);
+            Ok(())
+        }
+    }
+}
+
+/// `verify_pattern`: at most fio's 512 bytes.
+pub(super) fn store_verify_pattern(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let bytes = pattern(v)?;
+    if bytes.len() > MAX_PATTERN_BYTES {
+        return Err(format!(
+            "a pattern of {} bytes: at most {MAX_PATTERN_BYTES} (fio's limit)",
+            bytes.len()
+        ));
+    }
+    spec.verify_pattern = Some(bytes);
+    Ok(())
 }
 
 /// `continue_on_error`: the kinds of error a job goes on after, a bit per
 /// [`ErrorKind`](super::ErrorKind) (fio's names, and 0 and 1 for none and
 /// all).
-fn continue_on_error(v: &str) -> Result<u8, String> {
+pub(super) fn continue_on_error(v: &str) -> Result<u8, String> {
     Ok(match v {
         "none" | "0" => 0,
         "read" => 0b001,
@@ -349,7 +259,7 @@ const MAX_IGNORED: usize = 64;
 /// with a list goes on after the errors it lists (fio turns
 /// `continue_on_error` on for it); an empty list leaves the kind as it
 /// was.
-fn ignore_error(v: &str, policy: &mut ErrorPolicy) -> Result<(), String> {
+pub(super) fn ignore_error(v: &str, policy: &mut ErrorPolicy) -> Result<(), String> {
     let kinds: Vec<&str> = v.split(',').collect();
     if kinds.len() > 3 {
         return Err(format!(
@@ -399,7 +309,7 @@ fn ignore_error(v: &str, policy: &mut ErrorPolicy) -> Result<(), String> {
 }
 
 /// `replay_skip`: a comma-separated list of read, write, trim and sync.
-fn replay_skip(v: &str) -> Result<u8, String> {
+pub(super) fn replay_skip(v: &str) -> Result<u8, String> {
     use super::ReplaySkip;
     let mut bits = 0;
     for word in v.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -416,7 +326,7 @@ fn replay_skip(v: &str) -> Result<u8, String> {
 
 /// One file name: `\:` is a colon in the name; a plain `:` separates
 /// several files, which elevator does not run in one job.
-fn filename(v: &str) -> Result<String, String> {
+pub(super) fn filename(v: &str) -> Result<String, String> {
     let mut out = String::with_capacity(v.len());
     let mut chars = v.chars().peekable();
     while let Some(c) = chars.next() {
@@ -441,9 +351,8 @@ fn filename(v: &str) -> Result<String, String> {
 /// `rw` with fio's optional `:N` offset modifier.
 /// `rw`: the mode, its `:N` offset modifier, and for sequential modes a
 /// negative one (`read:-8k`, backwards) as bytes to move back.
-fn rw_mode(v: &str, kb: u32) -> Result<(RwMode, u64, u64), String> {
-    let modifier =
-        |n: &str| super::values::size(n, kb).map_err(|e| format!("offset modifier after ':': {e}"));
+pub(super) fn rw_mode(v: &str, kb: u32) -> Result<(RwMode, u64, u64), String> {
+    let modifier = |n: &str| size(n, kb).map_err(|e| format!("offset modifier after ':': {e}"));
     let (mode, nr, back) = match v.split_once(':') {
         Some((m, n)) if n.trim().is_empty() => (m, 0, 0),
         Some((m, n)) => match n.trim().strip_prefix('-') {
@@ -482,7 +391,7 @@ fn rw_mode(v: &str, kb: u32) -> Result<(RwMode, u64, u64), String> {
 }
 
 /// `roundrobin`, `sequential` or `random`, optionally `:N`.
-fn file_service(v: &str) -> Result<(FileService, u32), String> {
+pub(super) fn file_service(v: &str) -> Result<(FileService, u32), String> {
     let (kind, count) = v.split_once(':').map_or((v, None), |(k, c)| (k, Some(c)));
     let service = match kind {
         "roundrobin" => FileService::RoundRobin,
@@ -508,7 +417,7 @@ fn file_service(v: &str) -> Result<(FileService, u32), String> {
     Ok((service, count))
 }
 
-fn zonemode(v: &str) -> Result<ZoneMode, String> {
+pub(super) fn zonemode(v: &str) -> Result<ZoneMode, String> {
     match v {
         "none" => Ok(ZoneMode::None),
         "strided" => Ok(ZoneMode::Strided),
@@ -523,7 +432,7 @@ fn zonemode(v: &str) -> Result<ZoneMode, String> {
 
 /// A block size: positive and a multiple of 512 bytes.
 pub(super) fn block_size(v: &str, kb: u32) -> Result<u64, String> {
-    match super::values::size(v, kb)? {
+    match size(v, kb)? {
         bytes if bytes > 0 && bytes % 512 == 0 => Ok(bytes),
         _ => Err(format!(
             "block size '{v}' must be a positive multiple of 512 bytes (fio allows smaller \
@@ -533,7 +442,7 @@ pub(super) fn block_size(v: &str, kb: u32) -> Result<u64, String> {
 }
 
 /// A size in bytes or `N%` with `min_percent..=100`; 0% is 0 bytes.
-fn amount(v: &str, min_percent: u64, kb: u32) -> Result<Amount, String> {
+pub(super) fn amount(v: &str, min_percent: u64, kb: u32) -> Result<Amount, String> {
     if let Some(number) = v.strip_suffix('%') {
         let n = int_in(number, min_percent, 100).map_err(|e| format!("percentage '{v}': {e}"))?;
         return Ok(match u8::try_from(n) {
@@ -542,7 +451,7 @@ fn amount(v: &str, min_percent: u64, kb: u32) -> Result<Amount, String> {
             Err(_) => Amount::Percent(100),
         });
     }
-    match super::values::size(v, kb)? {
+    match size(v, kb)? {
         0 if min_percent > 0 => {
             Err("must be greater than 0 (leave it out for the whole file)".into())
         }
@@ -601,7 +510,7 @@ fn bssplit(v: &str, kb: u32) -> Result<Vec<(u64, u32)>, String> {
 }
 
 /// `random_distribution` and its optional centre.
-fn distribution(v: &str, kb: u32) -> Result<(Distribution, Option<f64>), String> {
+pub(super) fn distribution(v: &str, kb: u32) -> Result<(Distribution, Option<f64>), String> {
     let (kind, rest) = v.split_once(':').unwrap_or((v, ""));
     let params = |default: f64| -> Result<(f64, Option<f64>), String> {
         let mut it = rest.split(':').filter(|s| !s.is_empty());
@@ -704,7 +613,7 @@ fn zones(v: &str, absolute: bool, kb: u32) -> Result<Vec<Zone>, String> {
 }
 
 /// `verify`'s method: fio's names, `None` for no verification.
-fn verify(v: &str) -> Result<Option<String>, String> {
+pub(super) fn verify(v: &str) -> Result<Option<String>, String> {
     Ok(Some(match v {
         "0" | "null" => return Ok(None),
         "crc32c" | "crc32c-intel" => "crc32c".into(),
@@ -761,7 +670,7 @@ fn pattern(v: &str) -> Result<Vec<u8>, String> {
 }
 
 /// `percentile_list`: up to 20 numbers in 0..=100, `:` between them.
-fn percentiles(v: &str) -> Result<Vec<f64>, String> {
+pub(super) fn percentiles(v: &str) -> Result<Vec<f64>, String> {
     let list = v
         .split(':')
         .map(|p| match float(p)? {

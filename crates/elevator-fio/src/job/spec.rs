@@ -70,391 +70,317 @@ pub enum Amount {
     Percent(u8),
 }
 
+/// Declares [`JobSpec`] with each field's default beside it (fio's
+/// defaults) and [`JobSpec::new`] from them: a field is written once.
+macro_rules! job_spec {
+    (
+        $(#[$attr:meta])*
+        pub struct JobSpec {
+            $( $(#[$doc:meta])* pub $field:ident: $ty:ty = $default:expr, )*
+        }
+    ) => {
+        $(#[$attr])*
+        pub struct JobSpec {
+            $( $(#[$doc])* pub $field: $ty, )*
+        }
+
+        impl JobSpec {
+            /// A job named `name` with fio's defaults.
+            pub fn new(name: &str, line: usize) -> JobSpec {
+                JobSpec {
+                    $( $field: $default, )*
+                }
+                .named(name, line)
+            }
+        }
+    };
+}
+
+job_spec! {
 /// One job section, with `[global]` inheritance and defaults applied.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
     /// The section name.
-    pub name: String,
+    pub name: String = String::new(),
     /// Line of the section header (1-based).
-    pub line: usize,
+    pub line: usize = 0,
     /// `rw` (default `read`).
-    pub rw: RwMode,
+    pub rw: RwMode = RwMode::Read,
     /// `rwmixread`: percent of reads in mixed modes (default 50; `rwmixwrite`
     /// sets 100 minus it).
-    pub rwmixread: u8,
+    pub rwmixread: u8 = 50,
     /// `bs` for reads, writes and trims, in bytes (default 4096; `bs=4k`
     /// sets all three, `bs=4k,64k` reads and writes; see fio's HOWTO for
     /// how fewer than three values fill the rest). `bsrange` and `bssplit`,
     /// when set, take over from it for their directions.
-    pub bs: [u64; 3],
+    pub bs: [u64; 3] = [4096; 3],
     /// `size`: bytes of I/O per job (and the file size unless `filesize` is
     /// set). `None`: the whole file or device.
-    pub size: Option<Amount>,
+    pub size: Option<Amount> = None,
     /// `offset`: where in each file I/O starts (default 0).
-    pub offset: Amount,
+    pub offset: Amount = Amount::Bytes(0),
     /// `iodepth` (default 1).
-    pub iodepth: u32,
+    pub iodepth: u32 = 1,
     /// `numjobs`: clones of this job, each its own process (default 1).
-    pub numjobs: u32,
+    pub numjobs: u32 = 1,
     /// `thinktime`: pause after an I/O completes before the next (µs unless
     /// a unit is given; default 0), in nanoseconds.
-    pub thinktime: Nanos,
+    pub thinktime: Nanos = 0,
     /// `thinktime_blocks`: I/Os issued between pauses (default 1).
-    pub thinktime_blocks: u32,
+    pub thinktime_blocks: u32 = 1,
     /// `runtime`: stop after this long (seconds unless a unit is given), in
     /// nanoseconds.
-    pub runtime: Option<Nanos>,
+    pub runtime: Option<Nanos> = None,
     /// `time_based`: run for `runtime` even when `size` is done, starting
     /// over.
-    pub time_based: bool,
+    pub time_based: bool = false,
     /// `direct` (default false). Direct I/O is synchronous in the block
     /// layer's sense (bios carry SYNC) for reads and writes alike.
-    pub direct: bool,
+    pub direct: bool = false,
     /// `ioengine`: accepted and kept for reports; the simulation does not
     /// need it.
-    pub ioengine: String,
+    pub ioengine: String = "psync".to_string(),
     /// `filename`: `None` means fio's default, a file per job clone
     /// (`name.clone.file`).
-    pub filename: Option<String>,
+    pub filename: Option<String> = None,
     /// `nrfiles` (default 1).
-    pub nrfiles: u32,
+    pub nrfiles: u32 = 1,
     /// `filesize`: size of each file (default: `size / nrfiles`).
-    pub filesize: Option<u64>,
+    pub filesize: Option<u64> = None,
     /// `file_service_type` (default round robin) and its `:count` (default 1).
-    pub file_service: (FileService, u32),
+    pub file_service: (FileService, u32) = (FileService::RoundRobin, 1),
     /// `randrepeat` (default true): the same random sequence on every run.
-    pub randrepeat: bool,
+    pub randrepeat: bool = true,
     /// `randseed`: the seed (default: fio's fixed seed, so runs repeat).
-    pub randseed: Option<u64>,
+    pub randseed: Option<u64> = None,
     /// `group_reporting`: report the job's group as one.
-    pub group_reporting: bool,
+    pub group_reporting: bool = false,
     /// `stonewall` / `wait_for_previous`: start only when every earlier job
     /// has finished; also starts a new reporting group.
-    pub stonewall: bool,
+    pub stonewall: bool = false,
     /// `new_group`: start a new reporting group.
-    pub new_group: bool,
+    pub new_group: bool = false,
     /// `thread`: run clones as threads rather than processes. elevator
     /// always runs a real device's clones on threads of its own process
     /// (and a simulation's in one loop), so it is accepted and changes
     /// nothing.
-    pub thread: bool,
+    pub thread: bool = false,
     /// `cpus_allowed`: the CPUs the job's threads may run on (sorted, no
     /// repeats); `None` for any. The parser checks the list's form; the
     /// runner checks that the CPUs exist.
-    pub cpus_allowed: Option<Vec<u32>>,
+    pub cpus_allowed: Option<Vec<u32>> = None,
     /// `bsrange` per direction: block sizes drawn between `min` and `max`
     /// (multiples of the smaller of `min` and `blockalign`).
-    pub bsrange: Option<[(u64, u64); 3]>,
+    pub bsrange: Option<[(u64, u64); 3]> = None,
     /// `bssplit` per direction: `(block size, percent)` pairs; the percents
     /// of a direction sum to 100 (fio fills a missing share).
-    pub bssplit: Option<[Vec<(u64, u32)>; 3]>,
+    pub bssplit: Option<[Vec<(u64, u32)>; 3]> = None,
     /// `blockalign` per direction: offsets are multiples of it (default:
     /// the direction's minimum block size).
-    pub blockalign: Option<[u64; 3]>,
+    pub blockalign: Option<[u64; 3]> = None,
     /// `bs_unaligned`: random block sizes need not be multiples of the
     /// minimum.
-    pub bs_unaligned: bool,
+    pub bs_unaligned: bool = false,
     /// `random_distribution` (default `random`, uniform).
-    pub random_distribution: Distribution,
+    pub random_distribution: Distribution = Distribution::Random,
     /// `norandommap` clears it (default true): with the map, random I/O
     /// touches every block once per pass before any twice.
-    pub randommap: bool,
+    pub randommap: bool = true,
     /// `random_generator` (default tausworthe).
-    pub random_generator: RandomGenerator,
+    pub random_generator: RandomGenerator = RandomGenerator::Tausworthe,
     /// `allrandrepeat`: every random choice repeats, not only offsets.
-    pub allrandrepeat: bool,
+    pub allrandrepeat: bool = false,
     /// `rw=...:N`: fio's offset modifier: for sequential modes, bytes to skip
     /// after every I/O; for random modes, I/Os per new random offset
     /// (`rw_sequencer` says what happens in between). 0: none.
-    pub rw_nr: u64,
+    pub rw_nr: u64 = 0,
     /// `rw=read:-N` (sequential modes): bytes the offset moves back after
     /// every I/O, so the job goes backwards; below the start of the region
     /// it goes on from N bytes before its end, as fio does. 0: none.
-    pub rw_back: u64,
+    pub rw_back: u64 = 0,
     /// `rw_sequencer` (default sequential).
-    pub rw_sequencer: RwSequencer,
+    pub rw_sequencer: RwSequencer = RwSequencer::Sequential,
     /// `rate` per direction in bytes per second (0: no limit).
-    pub rate: [u64; 3],
+    pub rate: [u64; 3] = [0; 3],
     /// `rate_iops` per direction (0: no limit).
-    pub rate_iops: [u64; 3],
+    pub rate_iops: [u64; 3] = [0; 3],
     /// `rate_min` per direction in bytes per second: the job fails if it
     /// falls below this (0: no minimum).
-    pub rate_min: [u64; 3],
+    pub rate_min: [u64; 3] = [0; 3],
     /// `rate_iops_min` per direction (0: no minimum).
-    pub rate_iops_min: [u64; 3],
+    pub rate_iops_min: [u64; 3] = [0; 3],
     /// `rate_process` (default linear).
-    pub rate_process: RateProcess,
+    pub rate_process: RateProcess = RateProcess::Linear,
     /// `rate_cycle`: the window `rate_min` is checked over (default 1000 ms).
-    pub rate_cycle: Nanos,
+    pub rate_cycle: Nanos = 1_000_000_000,
     /// `rate_ignore_thinktime`.
-    pub rate_ignore_thinktime: bool,
+    pub rate_ignore_thinktime: bool = false,
     /// `ramp_time`: run this long before figures are recorded (the runtime
     /// starts after it). 0: none.
-    pub ramp_time: Nanos,
+    pub ramp_time: Nanos = 0,
     /// `thinktime_spin`: of each think time, the part spent spinning on the
     /// CPU (for the simulation, time like the rest).
-    pub thinktime_spin: Nanos,
+    pub thinktime_spin: Nanos = 0,
     /// `thinktime_blocks_type` (default complete).
-    pub thinktime_blocks_type: ThinkBlocks,
+    pub thinktime_blocks_type: ThinkBlocks = ThinkBlocks::Complete,
     /// `thinktime_iotime`: think only after this much I/O time (0: after
     /// every `thinktime_blocks`).
-    pub thinktime_iotime: Nanos,
+    pub thinktime_iotime: Nanos = 0,
     /// `io_size` (alias `io_limit`): bytes of I/O to do, when it differs from
     /// `size` (the region).
-    pub io_size: Option<Amount>,
+    pub io_size: Option<Amount> = None,
     /// `number_ios`: stop after this many I/Os (0: no limit).
-    pub number_ios: u64,
+    pub number_ios: u64 = 0,
     /// `loops`: run the job this many times (default 1).
-    pub loops: u32,
+    pub loops: u32 = 1,
     /// `startdelay`: wait before starting; a range `a-b` draws a delay in it.
-    pub startdelay: (Nanos, Nanos),
+    pub startdelay: (Nanos, Nanos) = (0, 0),
     /// `offset_increment`: clone `n` starts at `offset + n × offset_increment`.
-    pub offset_increment: Option<Amount>,
+    pub offset_increment: Option<Amount> = None,
     /// `zonemode` (default none; `strided` with `zonesize`/`zonerange`/
     /// `zoneskip`).
-    pub zonemode: ZoneMode,
+    pub zonemode: ZoneMode = ZoneMode::None,
     /// `zonesize`: bytes to transfer in a zone before moving on.
-    pub zonesize: u64,
+    pub zonesize: u64 = 0,
     /// `zonerange`: size of a zone (default: `zonesize`).
-    pub zonerange: u64,
+    pub zonerange: u64 = 0,
     /// `zoneskip`: bytes skipped after each zone.
-    pub zoneskip: u64,
+    pub zoneskip: u64 = 0,
     /// `fsync`: a cache flush after every N writes (0: never).
-    pub fsync: u32,
+    pub fsync: u32 = 0,
     /// `fdatasync`: as `fsync`; elevator's flush does both.
-    pub fdatasync: u32,
+    pub fdatasync: u32 = 0,
     /// `fill_device` (alias `fill_fs`): a created file takes the rest of the
     /// device (fio writes until the device is full).
-    pub fill_device: bool,
+    pub fill_device: bool = false,
     /// `end_fsync`: flush when the job's writes are done.
-    pub end_fsync: bool,
+    pub end_fsync: bool = false,
     /// `fsync_on_close`: flush when each file is closed (at the job's end).
-    pub fsync_on_close: bool,
+    pub fsync_on_close: bool = false,
     /// `verify`: the checksum or pattern written blocks carry (fio's name,
     /// checked by the parser); `None` for no verification.
-    pub verify: Option<String>,
+    pub verify: Option<String> = None,
     /// `do_verify` (default true): read back and check after writing.
-    pub do_verify: bool,
+    pub do_verify: bool = true,
     /// `verify_only`: do not write; only read and check (data written by an
     /// earlier run with the same options).
-    pub verify_only: bool,
+    pub verify_only: bool = false,
     /// `verify_backlog`: check after every N writes rather than at the end
     /// (0: at the end).
-    pub verify_backlog: u64,
+    pub verify_backlog: u64 = 0,
     /// `verify_fatal`: stop the job at the first failure.
-    pub verify_fatal: bool,
+    pub verify_fatal: bool = false,
     /// `verify_pattern`: the bytes of `verify=pattern`.
-    pub verify_pattern: Option<Vec<u8>>,
+    pub verify_pattern: Option<Vec<u8>> = None,
     /// `verify_interval`: bytes covered by each header (default: the block).
-    pub verify_interval: Option<u64>,
+    pub verify_interval: Option<u64> = None,
     /// `write_lat_log`: file name prefix of the latency logs (`PREFIX_lat`,
     /// `_clat`, `_slat`).
-    pub write_lat_log: Option<String>,
+    pub write_lat_log: Option<String> = None,
     /// `write_bw_log`: file name prefix of the bandwidth log.
-    pub write_bw_log: Option<String>,
+    pub write_bw_log: Option<String> = None,
     /// `write_iops_log`: file name prefix of the IOPS log.
-    pub write_iops_log: Option<String>,
+    pub write_iops_log: Option<String> = None,
     /// `write_iolog`: the file the job's I/Os are logged to (fio's iolog,
     /// version 3; opened in append mode, as fio does).
-    pub write_iolog: Option<String>,
+    pub write_iolog: Option<String> = None,
     /// `read_iolog`: the iolog (or blktrace) the job's I/Os are replayed
     /// from, instead of its pattern.
-    pub read_iolog: Option<String>,
+    pub read_iolog: Option<String> = None,
     /// `replay_no_stall`: replay as fast as the depth allows, ignoring the
     /// log's timing.
-    pub replay_no_stall: bool,
+    pub replay_no_stall: bool = false,
     /// `replay_time_scale`: the log's timing scaled, a percentage of its
     /// rate (200: twice as fast). Default 100.
-    pub replay_time_scale: u32,
+    pub replay_time_scale: u32 = 100,
     /// `replay_skip`: directions left out of a replay (read, write, trim,
     /// sync: a bit each, [`ReplaySkip`](super::ReplaySkip)).
-    pub replay_skip: u8,
+    pub replay_skip: u8 = 0,
     /// `log_avg_msec`: average log entries over this many ms (0: one entry
     /// per I/O).
-    pub log_avg_msec: u64,
+    pub log_avg_msec: u64 = 0,
     /// `log_offset`: log entries carry the I/O's offset.
-    pub log_offset: bool,
+    pub log_offset: bool = false,
     /// `per_job_logs` (default true): each clone's own log file.
-    pub per_job_logs: bool,
+    pub per_job_logs: bool = true,
     /// `percentile_list`: the completion-latency percentiles reported
     /// (default fio's 17), in the order given.
-    pub percentile_list: Option<Vec<f64>>,
+    pub percentile_list: Option<Vec<f64>> = None,
     /// `clat_percentiles` (default true).
-    pub clat_percentiles: bool,
+    pub clat_percentiles: bool = true,
     /// `lat_percentiles` (default false).
-    pub lat_percentiles: bool,
+    pub lat_percentiles: bool = false,
     /// `slat_percentiles` (default false).
-    pub slat_percentiles: bool,
+    pub slat_percentiles: bool = false,
     /// `wait_for`: start only when the job of this name has finished.
-    pub wait_for: Option<String>,
+    pub wait_for: Option<String> = None,
     /// `directory`: prefix of the job's file names.
-    pub directory: Option<String>,
+    pub directory: Option<String> = None,
     /// `filename_format` (default `$jobname.$jobnum.$filenum`).
-    pub filename_format: Option<String>,
+    pub filename_format: Option<String> = None,
     /// `unified_rw_reporting` (default none).
-    pub unified_rw_reporting: UnifiedRw,
+    pub unified_rw_reporting: UnifiedRw = UnifiedRw::None,
     /// `iodepth_batch_submit` (alias `iodepth_batch`): I/Os submitted at
     /// once (default 1).
-    pub iodepth_batch_submit: u32,
+    pub iodepth_batch_submit: u32 = 1,
     /// `iodepth_batch_complete_min` (alias `iodepth_batch_complete`):
     /// completions reaped at once at least (default 1).
-    pub iodepth_batch_complete_min: u32,
+    pub iodepth_batch_complete_min: u32 = 1,
     /// `iodepth_batch_complete_max` (default `iodepth`).
-    pub iodepth_batch_complete_max: u32,
+    pub iodepth_batch_complete_max: u32 = 0,
     /// `iodepth_low`: once the depth is reached, refill only when in-flight
     /// I/Os fall to this (default `iodepth`).
-    pub iodepth_low: Option<u32>,
+    pub iodepth_low: Option<u32> = None,
     /// `random_distribution`'s optional second number for zipf, pareto and
     /// normal: where in the file (0.0..=1.0) the distribution is centred.
     /// `None`: fio's default (random for zipf and pareto, 0.5 for normal).
-    pub random_center: Option<f64>,
+    pub random_center: Option<f64> = None,
     /// `kb_base` (1024 or 1000): how the job's sizes were read, and the
     /// prefix fio uses for units it reports.
-    pub kb_base: u32,
+    pub kb_base: u32 = 1024,
     /// `continue_on_error`, `ignore_error`, `error_dump`: which I/O errors
     /// end the job (by default, any).
-    pub errors: ErrorPolicy,
+    pub errors: ErrorPolicy = ErrorPolicy::default(),
     /// Options accepted that have no effect on elevator, each with why, in
     /// the order set (`invalidate` when every I/O is direct, ...). Verbose
     /// output and the JSON's `elevator.notes` list them.
-    pub notes: Vec<(String, String)>,
+    pub notes: Vec<(String, String)> = Vec::new(),
     /// The job section's own options as written, for fio's "job options" in
     /// JSON: `(name, value)` in the order they were set (inherited ones are
     /// in [`super::JobFile::global_options`]; when a name repeats, the last wins).
-    pub options: Vec<(String, String)>,
+    pub options: Vec<(String, String)> = Vec::new(),
     /// Where each option that applies to this job was set: `(name, line)`,
     /// `[global]` ones first, in file order. [`JobSpec::line_of`] reads it.
-    pub option_lines: Vec<(String, usize)>,
+    pub option_lines: Vec<(String, usize)> = Vec::new(),
+}
 }
 
 impl JobSpec {
-    /// A job named `name` with fio's defaults.
-    pub fn new(name: &str, line: usize) -> JobSpec {
-        JobSpec {
-            name: name.to_string(),
-            line,
-            rw: RwMode::Read,
-            rwmixread: 50,
-            bs: [4096; 3],
-            size: None,
-            offset: Amount::Bytes(0),
-            iodepth: 1,
-            numjobs: 1,
-            thinktime: 0,
-            thinktime_blocks: 1,
-            runtime: None,
-            time_based: false,
-            direct: false,
-            ioengine: "psync".to_string(),
-            filename: None,
-            nrfiles: 1,
-            filesize: None,
-            file_service: (FileService::RoundRobin, 1),
-            randrepeat: true,
-            randseed: None,
-            group_reporting: false,
-            stonewall: false,
-            new_group: false,
-            thread: false,
-            cpus_allowed: None,
-            bsrange: None,
-            bssplit: None,
-            blockalign: None,
-            bs_unaligned: false,
-            random_distribution: Distribution::Random,
-            randommap: true,
-            random_generator: RandomGenerator::Tausworthe,
-            allrandrepeat: false,
-            rw_nr: 0,
-            rw_back: 0,
-            rw_sequencer: RwSequencer::Sequential,
-            rate: [0; 3],
-            rate_iops: [0; 3],
-            rate_min: [0; 3],
-            rate_iops_min: [0; 3],
-            rate_process: RateProcess::Linear,
-            rate_cycle: 1_000_000_000,
-            rate_ignore_thinktime: false,
-            ramp_time: 0,
-            thinktime_spin: 0,
-            thinktime_blocks_type: ThinkBlocks::Complete,
-            thinktime_iotime: 0,
-            io_size: None,
-            number_ios: 0,
-            loops: 1,
-            startdelay: (0, 0),
-            offset_increment: None,
-            zonemode: ZoneMode::None,
-            zonesize: 0,
-            zonerange: 0,
-            zoneskip: 0,
-            fsync: 0,
-            fdatasync: 0,
-            fill_device: false,
-            end_fsync: false,
-            fsync_on_close: false,
-            verify: None,
-            do_verify: true,
-            verify_only: false,
-            verify_backlog: 0,
-            verify_fatal: false,
-            verify_pattern: None,
-            verify_interval: None,
-            write_lat_log: None,
-            write_bw_log: None,
-            write_iops_log: None,
-            write_iolog: None,
-            read_iolog: None,
-            replay_no_stall: false,
-            replay_time_scale: 100,
-            replay_skip: 0,
-            log_avg_msec: 0,
-            log_offset: false,
-            per_job_logs: true,
-            percentile_list: None,
-            clat_percentiles: true,
-            lat_percentiles: false,
-            slat_percentiles: false,
-            wait_for: None,
-            directory: None,
-            filename_format: None,
-            unified_rw_reporting: UnifiedRw::None,
-            iodepth_batch_submit: 1,
-            iodepth_batch_complete_min: 1,
-            iodepth_batch_complete_max: 0,
-            iodepth_low: None,
-            random_center: None,
-            kb_base: 1024,
-            errors: ErrorPolicy::default(),
-            notes: Vec::new(),
-            options: Vec::new(),
-            option_lines: Vec::new(),
-        }
+    /// The section's name and header line.
+    fn named(mut self, name: &str, line: usize) -> JobSpec {
+        self.name = name.to_string();
+        self.line = line;
+        self
     }
 
     /// The largest block size any of its I/Os can have (`bs`, `bsrange`,
     /// `bssplit`), for buffers and layouts.
     pub fn max_bs(&self) -> u64 {
-        let mut max = self.bs.iter().copied().max().unwrap_or(0);
-        if let Some(r) = &self.bsrange {
-            max = r.iter().map(|&(_, hi)| hi).fold(max, u64::max);
-        }
-        if let Some(s) = &self.bssplit {
-            max = s.iter().flatten().map(|&(b, _)| b).fold(max, u64::max);
-        }
-        max
+        self.bs_bound(|&(_, hi)| hi, u64::max)
     }
 
     /// The smallest block size any of its I/Os can have.
     pub fn min_bs(&self) -> u64 {
-        let mut min = self.bs.iter().copied().min().unwrap_or(0);
-        if let Some(r) = &self.bsrange {
-            min = r.iter().map(|&(lo, _)| lo).fold(min, u64::min);
-        }
-        if let Some(s) = &self.bssplit {
-            min = s.iter().flatten().map(|&(b, _)| b).fold(min, u64::min);
-        }
-        min
+        self.bs_bound(|&(lo, _)| lo, u64::min)
+    }
+
+    /// `pick` over the block sizes of `bs`, the `end` of each `bsrange`
+    /// and the sizes of `bssplit`.
+    fn bs_bound(&self, end: fn(&(u64, u64)) -> u64, pick: fn(u64, u64) -> u64) -> u64 {
+        let bs = self.bs.iter().copied().reduce(pick).unwrap_or(0);
+        let ranges = self.bsrange.iter().flatten().map(end);
+        let splits = self.bssplit.iter().flatten().flatten().map(|&(b, _)| b);
+        ranges.chain(splits).fold(bs, pick)
     }
 
     /// The line that last set any of `names` for this job (in its section

@@ -1,31 +1,25 @@
 //! Every option fio 3.33 knows (its own list, `fio --cmdhelp=all`, and the
-//! engine options of the HOWTO), each with elevator's verdict. One place:
-//! the parser looks every name up here, tests walk it.
+//! engine options of the HOWTO), declared once, as fio's `fio_option[]`:
+//! its names, elevator's verdict, whether it may be bare, and for the
+//! implemented ones how its value is read and which
+//! [`JobSpec`](super::JobSpec) field it sets (the field's default is
+//! [`JobSpec::new`](super::JobSpec::new)'s). The parser, the command line,
+//! [`super::fio_options`] and the tests all read this one table.
 
-/// What elevator does with one of fio's options.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// It sets a [`JobSpec`](super::JobSpec) field (or the parser's own
-    /// state, like `kb_base`) with fio's value forms and defaults.
-    Implemented,
-    /// Accepted with any value, pushing `(name, reason)` to
-    /// [`JobSpec::notes`](super::JobSpec::notes): it cannot change what
-    /// elevator does or reports.
-    Noted(&'static str),
-    /// Accepted (with a note) only with fio's default value, one of the
-    /// `|`-separated `default` forms; any other value is refused with
-    /// `reason`.
-    DefaultOnly {
-        /// fio's default, `|` between equivalent spellings.
-        default: &'static str,
-        /// Why another value is refused.
-        reason: &'static str,
-    },
-    /// Refused by name, with why.
-    Refused(&'static str),
-}
+use super::engines;
+use super::option::{FioOption, Store, Verdict, opt, set, value};
+use super::options::{
+    GENERATORS, KB_BASES, RATE_PROCESSES, RW_SEQUENCERS, THINK_BLOCKS, UNIFIED_RW, amount, choice,
+    continue_on_error, cpu_list, distribution, file_service, filename, ignore_error, note,
+    percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit,
+    store_filesize, store_verify_interval, store_verify_pattern, verify, zonemode,
+};
+use super::values::{
+    MICROSECOND, MILLISECOND, SECOND, int_in, int32, per_direction, percent, range, size, time,
+    whole,
+};
 
-use Verdict::{DefaultOnly as D, Implemented as I, Noted as N, Refused as R};
+use Verdict::{DefaultOnly as D, Noted as N, Refused as R};
 
 const NOT_YET: &str = "elevator does not implement it (yet)";
 const NO_CACHE: &str = "elevator has no page cache in the way: simulated devices have none and \
@@ -38,14 +32,12 @@ const CONTENT: &str = "elevator does not model data contents (compression, dedup
 const PROCESS: &str = "elevator does not change process priorities, users, cgroups or NUMA \
                        placement (yet)";
 const OUTPUT: &str = "it changes fio's reporting in a way elevator does not reproduce (yet)";
-const DEFAULT_ONLY: &str = "only fio's default is supported";
 
 /// Shorthand for [`Verdict::DefaultOnly`].
 const fn d(default: &'static str, reason: &'static str) -> Verdict {
     D { default, reason }
 }
 
-/// Every fio option name (canonical), with its verdict.
 /// Why an engine option is refused.
 const E_IO_URING_LIBAIO: &str =
     "an io_uring/libaio option: elevator does not implement I/O priorities (yet)";
@@ -98,144 +90,217 @@ const E_EXEC: &str = "an exec option: elevator does not run that engine";
 /// Why an engine option is refused.
 const E_XNVME: &str = "an xnvme option: elevator does not run that engine";
 
-pub(super) const TABLE: &[(&str, Verdict)] = &[
+/// Every option fio knows, one row each, in the order of fio's HOWTO
+/// sections.
+pub(super) const OPTIONS: &[FioOption] = &[
     // Job description, files.
-    ("description", I),
-    ("name", I),
-    ("wait_for", I),
-    ("filename", I),
-    ("lockfile", d("none", NOT_YET)),
-    ("directory", I),
-    ("filename_format", I),
-    (
+    set("description", Store::Value(|_, _| Ok(()))),
+    set("name", value!(|j, v| j.name = v.to_string())),
+    set("wait_for", value!(|j, v| j.wait_for = Some(v.to_string()))),
+    set("filename", value!(|j, v| j.filename = Some(filename(v)?))),
+    opt("lockfile", d("none", NOT_YET)),
+    set(
+        "directory",
+        value!(|j, v| j.directory = Some(v.to_string())),
+    ),
+    set(
+        "filename_format",
+        value!(|j, v| j.filename_format = Some(v.to_string())),
+    ),
+    opt(
         "unique_filename",
         N("it only matters in fio's client/server mode"),
     ),
-    ("opendir", R(NOT_YET)),
-    ("nrfiles", I),
-    ("openfiles", N("elevator keeps every file of a job open")),
-    ("file_service_type", I),
-    (
+    opt("opendir", R(NOT_YET)),
+    set("nrfiles", value!(|j, v| j.nrfiles = int32(v, 1, 65_536)?)).aka(&["nr_files"]),
+    opt("openfiles", N("elevator keeps every file of a job open")),
+    set(
+        "file_service_type",
+        value!(|j, v| j.file_service = file_service(v)?),
+    ),
+    opt(
         "ioscheduler",
         R(
             "elevator's own scheduler replaces the kernel's: choose it with elevator's scheduler option",
         ),
     ),
-    (
+    opt(
         "create_serialize",
         N("elevator lays out files before any job starts"),
     ),
-    (
+    opt(
         "create_fsync",
         N("elevator lays out files before any job starts"),
     ),
-    (
+    opt(
         "create_on_open",
         N("elevator lays out files before any job starts"),
     ),
-    ("create_only", d("0", NOT_YET)),
-    ("allow_file_create", d("1", NOT_YET)),
-    (
+    opt("create_only", d("0", NOT_YET)),
+    opt("allow_file_create", d("1", NOT_YET)),
+    opt(
         "allow_mounted_write",
         N("elevator does not check whether a device is mounted: check the target yourself"),
     ),
-    ("pre_read", d("0", NO_CACHE)),
-    (
+    opt("pre_read", d("0", NO_CACHE)),
+    opt(
         "unlink",
         N(
             "elevator lays a job's files out as extents of the device under test: there is \
            no file to delete",
         ),
     ),
-    ("unlink_each_loop", d("0", NOT_YET)),
-    ("fallocate", N("elevator lays out its own files")),
-    ("fadvise_hint", N(NO_CACHE)),
-    ("invalidate", N(NO_CACHE)),
-    ("file_append", d("0", NOT_YET)),
-    ("fill_device", I),
+    opt("unlink_each_loop", d("0", NOT_YET)),
+    opt("fallocate", N("elevator lays out its own files")),
+    opt("fadvise_hint", N(NO_CACHE)),
+    opt("invalidate", N(NO_CACHE)),
+    opt("file_append", d("0", NOT_YET)),
+    set("fill_device", Store::Bool(|j, b| j.fill_device = b)).aka(&["fill_fs"]),
     // Zones.
-    ("zonemode", I),
-    ("zonesize", I),
-    ("zonerange", I),
-    ("zoneskip", I),
-    ("zonecapacity", R(ZBD)),
-    ("read_beyond_wp", R(ZBD)),
-    ("max_open_zones", R(ZBD)),
-    ("job_max_open_zones", R(ZBD)),
-    ("ignore_zone_limits", R(ZBD)),
-    ("zone_reset_threshold", R(ZBD)),
-    ("zone_reset_frequency", R(ZBD)),
+    set("zonemode", value!(|j, v| j.zonemode = zonemode(v)?)),
+    set("zonesize", value!(|j, v| j.zonesize = size(v, j.kb_base)?)),
+    set(
+        "zonerange",
+        value!(|j, v| j.zonerange = size(v, j.kb_base)?),
+    ),
+    set("zoneskip", value!(|j, v| j.zoneskip = size(v, j.kb_base)?)),
+    opt("zonecapacity", R(ZBD)),
+    opt("read_beyond_wp", R(ZBD)),
+    opt("max_open_zones", R(ZBD)),
+    opt("job_max_open_zones", R(ZBD)),
+    opt("ignore_zone_limits", R(ZBD)),
+    opt("zone_reset_threshold", R(ZBD)),
+    opt("zone_reset_frequency", R(ZBD)),
     // I/O type.
-    ("direct", I),
-    ("buffered", I),
-    ("atomic", d("0", NOT_YET)),
-    ("rw", I),
-    ("rw_sequencer", I),
-    ("unified_rw_reporting", I),
-    ("randrepeat", I),
-    ("allrandrepeat", I),
-    ("randseed", I),
-    ("write_hint", d("none", NOT_YET)),
-    ("offset", I),
-    ("offset_align", d("0", NOT_YET)),
-    ("offset_increment", I),
-    ("number_ios", I),
-    ("fsync", I),
-    ("fdatasync", I),
-    ("write_barrier", d("0", NOT_YET)),
-    ("sync_file_range", R(NOT_YET)),
-    (
+    set("direct", Store::Bool(|j, b| j.direct = b)),
+    set("buffered", Store::Bool(|j, b| j.direct = !b)),
+    opt("atomic", d("0", NOT_YET)),
+    set(
+        "rw",
+        value!(|j, v| (j.rw, j.rw_nr, j.rw_back) = rw_mode(v, j.kb_base)?),
+    )
+    .aka(&["readwrite"]),
+    set(
+        "rw_sequencer",
+        value!(|j, v| j.rw_sequencer = choice(v, RW_SEQUENCERS, "sequential or identical")?),
+    ),
+    set(
+        "unified_rw_reporting",
+        value!(
+            |j, v| j.unified_rw_reporting = choice(v, UNIFIED_RW, "none, mixed, both, 0, 1 or 2")?
+        ),
+    ),
+    set("randrepeat", Store::Bool(|j, b| j.randrepeat = b)),
+    set("allrandrepeat", Store::Bool(|j, b| j.allrandrepeat = b)),
+    set(
+        "randseed",
+        value!(|j, v| j.randseed = Some(whole(v, "seed")?)),
+    ),
+    opt("write_hint", d("none", NOT_YET)),
+    set("offset", value!(|j, v| j.offset = amount(v, 0, j.kb_base)?)).aka(&["fileoffset"]),
+    opt("offset_align", d("0", NOT_YET)),
+    set(
+        "offset_increment",
+        value!(|j, v| j.offset_increment = Some(amount(v, 0, j.kb_base)?)),
+    ),
+    set(
+        "number_ios",
+        value!(|j, v| j.number_ios = size(v, j.kb_base)?),
+    ),
+    set("fsync", value!(|j, v| j.fsync = int32(v, 0, u32::MAX)?)),
+    set(
+        "fdatasync",
+        value!(|j, v| j.fdatasync = int32(v, 0, u32::MAX)?),
+    ),
+    opt("write_barrier", d("0", NOT_YET)),
+    opt("sync_file_range", R(NOT_YET)),
+    opt(
         "overwrite",
         N(
             "elevator's files are extents of the device that exist before the job starts, \
            so writes always overwrite: there is nothing to lay out first",
         ),
     ),
-    ("end_fsync", I),
-    ("fsync_on_close", I),
-    ("rwmixread", I),
-    ("rwmixwrite", I),
-    ("random_distribution", I),
-    ("percentage_random", d("100", NOT_YET)),
-    ("norandommap", I),
-    ("softrandommap", N("elevator's random map is always there")),
-    ("random_generator", I),
+    set("end_fsync", Store::Bool(|j, b| j.end_fsync = b)),
+    set("fsync_on_close", Store::Bool(|j, b| j.fsync_on_close = b)),
+    set("rwmixread", value!(|j, v| j.rwmixread = percent(v)?)),
+    set("rwmixwrite", value!(|j, v| j.rwmixread = 100 - percent(v)?)),
+    set(
+        "random_distribution",
+        value!(|j, v| (j.random_distribution, j.random_center) = distribution(v, j.kb_base)?),
+    ),
+    opt("percentage_random", d("100", NOT_YET)),
+    set("norandommap", Store::Switch(|j, b| j.randommap = !b)),
+    opt("softrandommap", N("elevator's random map is always there")),
+    set(
+        "random_generator",
+        value!(
+            |j, v| j.random_generator = choice(v, GENERATORS, "tausworthe, lfsr or tausworthe64")?
+        ),
+    ),
     // Block size.
-    ("bs", I),
-    ("bsrange", I),
-    ("bssplit", I),
-    ("bs_unaligned", I),
-    ("bs_is_seq_rand", d("0", NOT_YET)),
-    ("ba", I),
+    set("bs", Store::Value(store_bs)).aka(&["blocksize"]),
+    set("bsrange", Store::Value(store_bsrange)).aka(&["blocksize_range"]),
+    set("bssplit", Store::Value(store_bssplit)),
+    set("bs_unaligned", Store::Switch(|j, b| j.bs_unaligned = b)).aka(&["blocksize_unaligned"]),
+    opt("bs_is_seq_rand", d("0", NOT_YET)),
+    set("ba", Store::Value(store_blockalign)).aka(&["blockalign"]),
     // Buffers and memory.
-    ("zero_buffers", d("0", CONTENT)),
-    ("refill_buffers", d("0", CONTENT)),
-    ("scramble_buffers", d("1", CONTENT)),
-    ("buffer_pattern", R(CONTENT)),
-    ("buffer_compress_percentage", R(CONTENT)),
-    ("buffer_compress_chunk", d("512", CONTENT)),
-    ("dedupe_percentage", R(CONTENT)),
-    ("dedupe_mode", d("repeat", CONTENT)),
-    ("dedupe_working_set_percentage", d("5", CONTENT)),
-    ("dedupe_global", d("0", CONTENT)),
-    ("sync", d("none|0", NOT_YET)),
-    ("mem", N(BUFFERS)),
-    ("mem_align", N(BUFFERS)),
-    ("hugepage-size", N(BUFFERS)),
-    ("lockmem", N(BUFFERS)),
+    opt("zero_buffers", d("0", CONTENT)).bare(),
+    opt("refill_buffers", d("0", CONTENT)).bare(),
+    opt("scramble_buffers", d("1", CONTENT)),
+    opt("buffer_pattern", R(CONTENT)),
+    opt("buffer_compress_percentage", R(CONTENT)),
+    opt("buffer_compress_chunk", d("512", CONTENT)),
+    opt("dedupe_percentage", R(CONTENT)),
+    opt("dedupe_mode", d("repeat", CONTENT)),
+    opt("dedupe_working_set_percentage", d("5", CONTENT)),
+    opt("dedupe_global", d("0", CONTENT)),
+    opt("sync", d("none|0", NOT_YET)),
+    opt("mem", N(BUFFERS)).aka(&["iomem"]),
+    opt("mem_align", N(BUFFERS)).aka(&["iomem_align"]),
+    opt("hugepage-size", N(BUFFERS)),
+    opt("lockmem", N(BUFFERS)),
     // Sizes.
-    ("size", I),
-    ("io_size", I),
-    ("filesize", I),
+    set(
+        "size",
+        value!(|j, v| j.size = Some(amount(v, 1, j.kb_base)?)),
+    ),
+    set(
+        "io_size",
+        value!(|j, v| j.io_size = Some(amount(v, 1, j.kb_base)?)),
+    )
+    .aka(&["io_limit"]),
+    set("filesize", Store::Value(store_filesize)),
     // I/O engine and depth.
-    ("ioengine", I),
-    ("iodepth", I),
-    ("iodepth_batch", I),
-    ("iodepth_batch_complete_min", I),
-    ("iodepth_batch_complete_max", I),
-    ("iodepth_low", I),
-    ("serialize_overlap", d("0", NOT_YET)),
-    (
+    set(
+        "ioengine",
+        value!(|j, v| {
+            j.ioengine = engines::check(v)?;
+            note(j, "ioengine", engines::BLOCK_ENGINE_NOTE)
+        }),
+    ),
+    set("iodepth", value!(|j, v| j.iodepth = int32(v, 1, 65_536)?)),
+    set(
+        "iodepth_batch",
+        value!(|j, v| j.iodepth_batch_submit = int32(v, 0, 65_536)?),
+    )
+    .aka(&["iodepth_batch_submit"]),
+    set(
+        "iodepth_batch_complete_min",
+        value!(|j, v| j.iodepth_batch_complete_min = int32(v, 0, 65_536)?),
+    )
+    .aka(&["iodepth_batch_complete"]),
+    set(
+        "iodepth_batch_complete_max",
+        value!(|j, v| j.iodepth_batch_complete_max = int32(v, 0, 65_536)?),
+    ),
+    set(
+        "iodepth_low",
+        value!(|j, v| j.iodepth_low = Some(int32(v, 0, 65_536)?)),
+    ),
+    opt("serialize_overlap", d("0", NOT_YET)),
+    opt(
         "io_submit_mode",
         N(
             "elevator submits each job's I/O from its own thread or event loop, at the times \
@@ -243,17 +308,24 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
         ),
     ),
     // Time, rate.
-    ("loops", I),
-    ("numjobs", I),
-    ("startdelay", I),
-    ("runtime", I),
-    ("time_based", I),
-    ("ramp_time", I),
-    (
+    set("loops", value!(|j, v| j.loops = int32(v, 1, u32::MAX)?)),
+    set("numjobs", value!(|j, v| j.numjobs = int32(v, 1, 4096)?)),
+    set(
+        "startdelay",
+        value!(|j, v| j.startdelay = range(v, |s| time(s, SECOND))?),
+    ),
+    set(
+        "runtime",
+        value!(|j, v| j.runtime = Some(time(v, SECOND)?).filter(|&ns| ns > 0)),
+    )
+    .aka(&["timeout"]),
+    set("time_based", Store::Switch(|j, b| j.time_based = b)),
+    set("ramp_time", value!(|j, v| j.ramp_time = time(v, SECOND)?)),
+    opt(
         "clocksource",
         N("elevator times I/O with its own clock (virtual, or the monotonic clock)"),
     ),
-    (
+    opt(
         "gtod_reduce",
         N(
             "fio's way to save clock reads, at the price of its latency and bandwidth \
@@ -261,344 +333,299 @@ pub(super) const TABLE: &[(&str, Verdict)] = &[
            reports them",
         ),
     ),
-    ("gtod_cpu", N("elevator does not run a time-keeping thread")),
-    ("thinktime", I),
-    ("thinktime_spin", I),
-    ("thinktime_blocks", I),
-    ("thinktime_blocks_type", I),
-    ("thinktime_iotime", I),
-    ("rate", I),
-    ("rate_min", I),
-    ("rate_process", I),
-    ("rate_cycle", I),
-    ("rate_ignore_thinktime", I),
-    ("rate_iops", I),
-    ("rate_iops_min", I),
-    ("max_latency", R(NOT_YET)),
-    ("latency_target", R(NOT_YET)),
-    ("latency_window", R(NOT_YET)),
-    ("latency_percentile", R(NOT_YET)),
-    ("latency_run", d("0", NOT_YET)),
-    ("steadystate", R(NOT_YET)),
-    ("steadystate_duration", d("0", NOT_YET)),
-    ("steadystate_ramp_time", d("0", NOT_YET)),
+    opt("gtod_cpu", N("elevator does not run a time-keeping thread")),
+    set(
+        "thinktime",
+        value!(|j, v| j.thinktime = time(v, MICROSECOND)?),
+    ),
+    set(
+        "thinktime_spin",
+        value!(|j, v| j.thinktime_spin = time(v, MICROSECOND)?),
+    ),
+    set(
+        "thinktime_blocks",
+        value!(|j, v| j.thinktime_blocks = int32(v, 1, u32::MAX)?),
+    ),
+    set(
+        "thinktime_blocks_type",
+        value!(|j, v| j.thinktime_blocks_type = choice(v, THINK_BLOCKS, "complete or issue")?),
+    ),
+    set(
+        "thinktime_iotime",
+        value!(|j, v| j.thinktime_iotime = time(v, SECOND)?),
+    ),
+    set(
+        "rate",
+        value!(|j, v| per_direction(v, &mut j.rate, |x| size(x, j.kb_base))?),
+    ),
+    set(
+        "rate_min",
+        value!(|j, v| per_direction(v, &mut j.rate_min, |x| size(x, j.kb_base))?),
+    )
+    .aka(&["ratemin"]),
+    set(
+        "rate_process",
+        value!(|j, v| j.rate_process = choice(v, RATE_PROCESSES, "linear or poisson")?),
+    ),
+    set(
+        "rate_cycle",
+        value!(|j, v| j.rate_cycle = int_in(v, 1, u64::MAX / MILLISECOND)? * MILLISECOND),
+    )
+    .aka(&["ratecycle"]),
+    set(
+        "rate_ignore_thinktime",
+        Store::Bool(|j, b| j.rate_ignore_thinktime = b),
+    ),
+    set(
+        "rate_iops",
+        value!(|j, v| per_direction(v, &mut j.rate_iops, |x| whole(x, "rate"))?),
+    ),
+    set(
+        "rate_iops_min",
+        value!(|j, v| per_direction(v, &mut j.rate_iops_min, |x| whole(x, "rate"))?),
+    ),
+    opt("max_latency", R(NOT_YET)),
+    opt("latency_target", R(NOT_YET)),
+    opt("latency_window", R(NOT_YET)),
+    opt("latency_percentile", R(NOT_YET)),
+    opt("latency_run", d("0", NOT_YET)),
+    opt("steadystate", R(NOT_YET)).aka(&["ss"]),
+    opt("steadystate_duration", d("0", NOT_YET)).aka(&["ss_dur"]),
+    opt("steadystate_ramp_time", d("0", NOT_YET)).aka(&["ss_ramp"]),
     // Verification.
-    ("verify_only", I),
-    ("verify", I),
-    ("do_verify", I),
-    ("verify_interval", I),
-    ("verify_offset", R(NOT_YET)),
-    ("verify_pattern", I),
-    ("verify_fatal", I),
-    ("verify_dump", d("0", NOT_YET)),
-    (
+    set("verify_only", Store::Switch(|j, b| j.verify_only = b)),
+    set("verify", value!(|j, v| j.verify = verify(v)?)),
+    set("do_verify", Store::Bool(|j, b| j.do_verify = b)),
+    set("verify_interval", Store::Value(store_verify_interval)),
+    opt("verify_offset", R(NOT_YET)),
+    set("verify_pattern", Store::Value(store_verify_pattern)),
+    set("verify_fatal", Store::Bool(|j, b| j.verify_fatal = b)),
+    opt("verify_dump", d("0", NOT_YET)),
+    opt(
         "verify_async",
         N("elevator checks data in its completion path, not in extra threads"),
     ),
-    (
+    opt(
         "verify_async_cpus",
         N("elevator checks data in its completion path, not in extra threads"),
     ),
-    ("verify_backlog", I),
-    ("verify_backlog_batch", R(NOT_YET)),
-    ("experimental_verify", d("0", NOT_YET)),
-    ("verify_state_load", d("0", NOT_YET)),
-    ("verify_state_save", d("1|0", NOT_YET)),
-    ("trim_percentage", d("0", NOT_YET)),
-    ("trim_verify_zero", d("1", NOT_YET)),
-    ("trim_backlog", R(NOT_YET)),
-    ("trim_backlog_batch", R(NOT_YET)),
+    set(
+        "verify_backlog",
+        value!(|j, v| j.verify_backlog = size(v, j.kb_base)?),
+    ),
+    opt("verify_backlog_batch", R(NOT_YET)),
+    opt("experimental_verify", d("0", NOT_YET)),
+    opt("verify_state_load", d("0", NOT_YET)),
+    opt("verify_state_save", d("1|0", NOT_YET)),
+    opt("trim_percentage", d("0", NOT_YET)),
+    opt("trim_verify_zero", d("1", NOT_YET)),
+    opt("trim_backlog", R(NOT_YET)),
+    opt("trim_backlog_batch", R(NOT_YET)),
     // I/O logs and replay.
-    ("write_iolog", I),
-    ("read_iolog", I),
-    (
+    set(
+        "write_iolog",
+        value!(|j, v| j.write_iolog = Some(v.to_string())),
+    ),
+    set(
+        "read_iolog",
+        value!(|j, v| j.read_iolog = Some(v.to_string())),
+    ),
+    opt(
         "read_iolog_chunked",
         N("elevator always streams the log: it is never read whole into memory"),
     ),
-    ("replay_no_stall", I),
-    (
+    set("replay_no_stall", Store::Bool(|j, b| j.replay_no_stall = b)),
+    opt(
         "replay_redirect",
         N("elevator replays every log onto the job's device, at the log's offsets"),
     ),
-    ("replay_scale", R(IOLOG)),
-    ("replay_align", R(IOLOG)),
-    ("replay_time_scale", I),
-    ("replay_skip", I),
-    ("merge_blktrace_file", R(IOLOG)),
-    ("merge_blktrace_scalars", R(IOLOG)),
-    ("merge_blktrace_iters", R(IOLOG)),
+    opt("replay_scale", R(IOLOG)),
+    opt("replay_align", R(IOLOG)),
+    set(
+        "replay_time_scale",
+        value!(|j, v| j.replay_time_scale = int32(v, 1, u32::MAX)?),
+    ),
+    set(
+        "replay_skip",
+        value!(|j, v| j.replay_skip = replay_skip(v)?),
+    ),
+    opt("merge_blktrace_file", R(IOLOG)),
+    opt("merge_blktrace_scalars", R(IOLOG)),
+    opt("merge_blktrace_iters", R(IOLOG)),
     // Process.
-    ("exec_prerun", R("elevator does not run commands")),
-    ("exec_postrun", R("elevator does not run commands")),
-    ("nice", d("0", PROCESS)),
-    ("prio", R(PROCESS)),
-    ("prioclass", R(PROCESS)),
-    ("cpumask", R("use cpus_allowed, which elevator implements")),
-    ("cpus_allowed", I),
-    ("cpus_allowed_policy", d("shared", NOT_YET)),
-    ("numa_cpu_nodes", R(PROCESS)),
-    ("numa_mem_policy", R(PROCESS)),
-    ("cgroup", R(PROCESS)),
-    ("cgroup_nodelete", d("0", PROCESS)),
-    ("cgroup_weight", R(PROCESS)),
-    ("uid", R(PROCESS)),
-    ("gid", R(PROCESS)),
-    ("flow_id", d("0", NOT_YET)),
-    ("flow", d("0", NOT_YET)),
-    ("flow_sleep", d("0", NOT_YET)),
-    ("exitall", d("0", NOT_YET)),
-    ("exit_what", d("group", NOT_YET)),
-    ("exitall_on_error", d("0", NOT_YET)),
-    ("stonewall", I),
-    ("new_group", I),
-    ("thread", I),
-    (
+    opt("exec_prerun", R("elevator does not run commands")),
+    opt("exec_postrun", R("elevator does not run commands")),
+    opt("nice", d("0", PROCESS)),
+    opt("prio", R(PROCESS)),
+    opt("prioclass", R(PROCESS)),
+    opt("cpumask", R("use cpus_allowed, which elevator implements")),
+    set(
+        "cpus_allowed",
+        value!(|j, v| j.cpus_allowed = Some(cpu_list(v)?)),
+    ),
+    opt("cpus_allowed_policy", d("shared", NOT_YET)),
+    opt("numa_cpu_nodes", R(PROCESS)),
+    opt("numa_mem_policy", R(PROCESS)),
+    opt("cgroup", R(PROCESS)),
+    opt("cgroup_nodelete", d("0", PROCESS)),
+    opt("cgroup_weight", R(PROCESS)),
+    opt("uid", R(PROCESS)),
+    opt("gid", R(PROCESS)),
+    opt("flow_id", d("0", NOT_YET)),
+    opt("flow", d("0", NOT_YET)),
+    opt("flow_sleep", d("0", NOT_YET)),
+    opt("exitall", d("0", NOT_YET)).bare(),
+    opt("exit_what", d("group", NOT_YET)),
+    opt("exitall_on_error", d("0", NOT_YET)).bare(),
+    set("stonewall", Store::Switch(|j, b| j.stonewall = b)).aka(&["wait_for_previous"]),
+    set("new_group", Store::Switch(|j, b| j.new_group = b)),
+    set("thread", Store::Switch(|j, b| j.thread = b)).aka(&["threads"]),
+    opt(
         "profile",
         R("fio's built-in job profiles are not part of elevator"),
     ),
     // Logs and reporting.
-    ("per_job_logs", I),
-    ("write_bw_log", I),
-    ("write_lat_log", I),
-    ("write_iops_log", I),
-    ("write_hist_log", R(NOT_YET)),
-    ("bwavgtime", d("500", OUTPUT)),
-    ("iopsavgtime", d("500", OUTPUT)),
-    ("log_entries", N("elevator grows its logs as needed")),
-    ("log_avg_msec", I),
-    ("log_hist_msec", d("0", NOT_YET)),
-    ("log_hist_coarseness", d("0", NOT_YET)),
-    ("log_max_value", d("0", NOT_YET)),
-    ("log_offset", I),
-    ("log_prio", d("0", NOT_YET)),
-    ("log_compression", d("0", NOT_YET)),
-    ("log_compression_cpus", R(NOT_YET)),
-    ("log_store_compressed", d("0", NOT_YET)),
-    ("log_unix_epoch", d("0", NOT_YET)),
-    ("log_alternate_epoch", d("0", NOT_YET)),
-    ("log_alternate_epoch_clock_id", d("0", NOT_YET)),
-    ("block_error_percentiles", d("0", NOT_YET)),
-    ("group_reporting", I),
-    ("stats", d("1", OUTPUT)),
-    ("clat_percentiles", I),
-    ("lat_percentiles", I),
-    ("slat_percentiles", I),
-    ("percentile_list", I),
-    ("significant_figures", d("4", OUTPUT)),
-    ("disk_util", d("1", OUTPUT)),
-    ("disable_lat", d("0", OUTPUT)),
-    ("disable_clat", d("0", OUTPUT)),
-    ("disable_slat", d("0", OUTPUT)),
-    ("disable_bw_measurement", d("0", OUTPUT)),
-    ("continue_on_error", I),
-    ("ignore_error", I),
-    ("error_dump", I),
-    ("kb_base", I),
-    ("unit_base", d("0", OUTPUT)),
+    set("per_job_logs", Store::Bool(|j, b| j.per_job_logs = b)),
+    set("write_bw_log", Store::Log(|j| &mut j.write_bw_log)),
+    set("write_lat_log", Store::Log(|j| &mut j.write_lat_log)),
+    set("write_iops_log", Store::Log(|j| &mut j.write_iops_log)),
+    opt("write_hist_log", R(NOT_YET)),
+    opt("bwavgtime", d("500", OUTPUT)),
+    opt("iopsavgtime", d("500", OUTPUT)),
+    opt("log_entries", N("elevator grows its logs as needed")),
+    set(
+        "log_avg_msec",
+        value!(|j, v| j.log_avg_msec = whole(v, "number")?),
+    ),
+    opt("log_hist_msec", d("0", NOT_YET)),
+    opt("log_hist_coarseness", d("0", NOT_YET)),
+    opt("log_max_value", d("0", NOT_YET)),
+    set("log_offset", Store::Bool(|j, b| j.log_offset = b)),
+    opt("log_prio", d("0", NOT_YET)),
+    opt("log_compression", d("0", NOT_YET)),
+    opt("log_compression_cpus", R(NOT_YET)),
+    opt("log_store_compressed", d("0", NOT_YET)),
+    opt("log_unix_epoch", d("0", NOT_YET)),
+    opt("log_alternate_epoch", d("0", NOT_YET)),
+    opt("log_alternate_epoch_clock_id", d("0", NOT_YET)),
+    opt("block_error_percentiles", d("0", NOT_YET)),
+    set(
+        "group_reporting",
+        Store::Switch(|j, b| j.group_reporting = b),
+    ),
+    opt("stats", d("1", OUTPUT)),
+    set(
+        "clat_percentiles",
+        Store::Bool(|j, b| j.clat_percentiles = b),
+    ),
+    set("lat_percentiles", Store::Bool(|j, b| j.lat_percentiles = b)),
+    set(
+        "slat_percentiles",
+        Store::Bool(|j, b| j.slat_percentiles = b),
+    ),
+    set(
+        "percentile_list",
+        value!(|j, v| j.percentile_list = Some(percentiles(v)?)),
+    ),
+    opt("significant_figures", d("4", OUTPUT)),
+    opt("disk_util", d("1", OUTPUT)),
+    opt("disable_lat", d("0", OUTPUT)),
+    opt("disable_clat", d("0", OUTPUT)),
+    opt("disable_slat", d("0", OUTPUT)),
+    opt("disable_bw_measurement", d("0", OUTPUT)).aka(&["disable_bw"]),
+    set(
+        "continue_on_error",
+        value!(|j, v| j.errors.continue_on = continue_on_error(v)?),
+    ),
+    set(
+        "ignore_error",
+        value!(|j, v| ignore_error(v, &mut j.errors)?),
+    ),
+    set("error_dump", Store::Bool(|j, b| j.errors.dump = b)),
+    set(
+        "kb_base",
+        value!(|j, v| j.kb_base = choice(v, KB_BASES, "1024 or 1000")?),
+    ),
+    opt("unit_base", d("0", OUTPUT)),
     // Engine options (fio knows them once the engine is chosen).
-    ("cmdprio_percentage", R(E_IO_URING_LIBAIO)),
-    ("cmdprio_class", R(E_IO_URING_LIBAIO)),
-    ("cmdprio", R(E_IO_URING_LIBAIO)),
-    ("cmdprio_bssplit", R(E_IO_URING_LIBAIO)),
-    ("fixedbufs", R(E_IO_URING)),
-    ("nonvectored", R(E_IO_URING)),
-    ("force_async", R(E_IO_URING)),
-    ("registerfiles", R(E_IO_URING)),
-    ("sqthread_poll", R(E_IO_URING)),
-    ("sqthread_poll_cpu", R(E_IO_URING)),
-    ("cmd_type", R(E_IO_URING_CMD)),
-    ("hipri", R(E_IO_URING_HIPRI)),
-    ("userspace_reap", R(E_LIBAIO)),
-    ("hipri_percentage", R(E_PVSYNC2)),
-    ("nowait", R(E_IO_URING_LIBAIO_PVSYNC2)),
-    ("cpuload", R(E_CPUIO)),
-    ("cpuchunks", R(E_CPUIO)),
-    ("cpumode", R(E_CPUIO)),
-    ("exit_on_io_done", R(E_CPUIO)),
-    ("namenode", R(E_LIBHDFS)),
-    ("hdfsdirectory", R(E_LIBHDFS)),
-    ("port", R(E_NET)),
-    ("hostname", R(E_NET)),
-    ("serverip", R(E_LIBRPMA)),
-    ("direct_write_to_pmem", R(E_LIBRPMA)),
-    ("busy_wait_polling", R(E_LIBRPMA)),
-    ("interface", R(E_NET)),
-    ("ttl", R(E_NET)),
-    ("nodelay", R(E_NET)),
-    ("protocol", R(E_NET)),
-    ("listen", R(E_NET)),
-    ("pingpong", R(E_NET)),
-    ("window_size", R(E_NET)),
-    ("mss", R(E_NET)),
-    ("donorname", R(E_E4DEFRAG)),
-    ("inplace", R(E_E4DEFRAG)),
-    ("clustername", R(E_CEPH)),
-    ("rbdname", R(E_CEPH)),
-    ("clientname", R(E_CEPH)),
-    ("conf", R(E_CEPH)),
-    ("busy_poll", R(E_CEPH)),
-    ("touch_objects", R(E_CEPH)),
-    ("pool", R(E_DAOS)),
-    ("cont", R(E_DAOS)),
-    ("chunk_size", R(E_DAOS)),
-    ("object_class", R(E_DAOS)),
-    ("skip_bad", R(E_MTD)),
-    ("verb", R(E_RDMA)),
-    ("bindname", R(E_RDMA)),
-    ("stat_type", R(E_FILESTAT)),
-    ("readfua", R(E_SG)),
-    ("writefua", R(E_SG)),
-    ("sg_write_mode", R(E_SG)),
-    ("stream_id", R(E_SG)),
-    ("http_host", R(E_HTTP)),
-    ("http_user", R(E_HTTP)),
-    ("http_pass", R(E_HTTP)),
-    ("https", R(E_HTTP)),
-    ("http_mode", R(E_HTTP)),
-    ("http_s3_region", R(E_HTTP)),
-    ("http_s3_key", R(E_HTTP)),
-    ("http_s3_keyid", R(E_HTTP)),
-    ("http_s3_sse_customer_key", R(E_HTTP)),
-    ("http_s3_sse_customer_algorithm", R(E_HTTP)),
-    ("http_s3_storage_class", R(E_HTTP)),
-    ("http_swift_auth_token", R(E_HTTP)),
-    ("http_verbose", R(E_HTTP)),
-    ("uri", R(E_NBD)),
-    ("gpu_dev_ids", R(E_LIBCUFILE)),
-    ("cuda_io", R(E_LIBCUFILE)),
-    ("nfs_url", R(E_NFS)),
-    ("program", R(E_EXEC)),
-    ("arguments", R(E_EXEC)),
-    ("grace_time", R(E_EXEC)),
-    ("std_redirect", R(E_EXEC)),
-    ("xnvme_async", R(E_XNVME)),
-    ("xnvme_sync", R(E_XNVME)),
-    ("xnvme_admin", R(E_XNVME)),
-    ("xnvme_dev_nsid", R(E_XNVME)),
-    ("xnvme_iovec", R(E_XNVME)),
+    opt("cmdprio_percentage", R(E_IO_URING_LIBAIO)),
+    opt("cmdprio_class", R(E_IO_URING_LIBAIO)),
+    opt("cmdprio", R(E_IO_URING_LIBAIO)),
+    opt("cmdprio_bssplit", R(E_IO_URING_LIBAIO)),
+    opt("fixedbufs", R(E_IO_URING)).bare(),
+    opt("nonvectored", R(E_IO_URING)),
+    opt("force_async", R(E_IO_URING)),
+    opt("registerfiles", R(E_IO_URING)).bare(),
+    opt("sqthread_poll", R(E_IO_URING)).bare(),
+    opt("sqthread_poll_cpu", R(E_IO_URING)),
+    opt("cmd_type", R(E_IO_URING_CMD)),
+    opt("hipri", R(E_IO_URING_HIPRI)).bare(),
+    opt("userspace_reap", R(E_LIBAIO)),
+    opt("hipri_percentage", R(E_PVSYNC2)),
+    opt("nowait", R(E_IO_URING_LIBAIO_PVSYNC2)),
+    opt("cpuload", R(E_CPUIO)),
+    opt("cpuchunks", R(E_CPUIO)),
+    opt("cpumode", R(E_CPUIO)),
+    opt("exit_on_io_done", R(E_CPUIO)),
+    opt("namenode", R(E_LIBHDFS)),
+    opt("hdfsdirectory", R(E_LIBHDFS)),
+    opt("port", R(E_NET)),
+    opt("hostname", R(E_NET)),
+    opt("serverip", R(E_LIBRPMA)),
+    opt("direct_write_to_pmem", R(E_LIBRPMA)),
+    opt("busy_wait_polling", R(E_LIBRPMA)),
+    opt("interface", R(E_NET)),
+    opt("ttl", R(E_NET)),
+    opt("nodelay", R(E_NET)),
+    opt("protocol", R(E_NET)).aka(&["proto"]),
+    opt("listen", R(E_NET)).bare(),
+    opt("pingpong", R(E_NET)).bare(),
+    opt("window_size", R(E_NET)),
+    opt("mss", R(E_NET)),
+    opt("donorname", R(E_E4DEFRAG)),
+    opt("inplace", R(E_E4DEFRAG)),
+    opt("clustername", R(E_CEPH)),
+    opt("rbdname", R(E_CEPH)),
+    opt("clientname", R(E_CEPH)),
+    opt("conf", R(E_CEPH)),
+    opt("busy_poll", R(E_CEPH)),
+    opt("touch_objects", R(E_CEPH)),
+    opt("pool", R(E_DAOS)),
+    opt("cont", R(E_DAOS)),
+    opt("chunk_size", R(E_DAOS)),
+    opt("object_class", R(E_DAOS)),
+    opt("skip_bad", R(E_MTD)),
+    opt("verb", R(E_RDMA)),
+    opt("bindname", R(E_RDMA)),
+    opt("stat_type", R(E_FILESTAT)),
+    opt("readfua", R(E_SG)),
+    opt("writefua", R(E_SG)),
+    opt("sg_write_mode", R(E_SG)),
+    opt("stream_id", R(E_SG)),
+    opt("http_host", R(E_HTTP)),
+    opt("http_user", R(E_HTTP)),
+    opt("http_pass", R(E_HTTP)),
+    opt("https", R(E_HTTP)),
+    opt("http_mode", R(E_HTTP)),
+    opt("http_s3_region", R(E_HTTP)),
+    opt("http_s3_key", R(E_HTTP)),
+    opt("http_s3_keyid", R(E_HTTP)),
+    opt("http_s3_sse_customer_key", R(E_HTTP)),
+    opt("http_s3_sse_customer_algorithm", R(E_HTTP)),
+    opt("http_s3_storage_class", R(E_HTTP)),
+    opt("http_swift_auth_token", R(E_HTTP)),
+    opt("http_verbose", R(E_HTTP)),
+    opt("uri", R(E_NBD)),
+    opt("gpu_dev_ids", R(E_LIBCUFILE)),
+    opt("cuda_io", R(E_LIBCUFILE)),
+    opt("nfs_url", R(E_NFS)),
+    opt("program", R(E_EXEC)),
+    opt("arguments", R(E_EXEC)),
+    opt("grace_time", R(E_EXEC)),
+    opt("std_redirect", R(E_EXEC)),
+    opt("xnvme_async", R(E_XNVME)),
+    opt("xnvme_sync", R(E_XNVME)),
+    opt("xnvme_admin", R(E_XNVME)),
+    opt("xnvme_dev_nsid", R(E_XNVME)),
+    opt("xnvme_iovec", R(E_XNVME)),
 ];
-
-/// fio's other spellings: `(alias, canonical)`.
-pub(super) const ALIASES: &[(&str, &str)] = &[
-    ("readwrite", "rw"),
-    ("blocksize", "bs"),
-    ("blockalign", "ba"),
-    ("blocksize_range", "bsrange"),
-    ("blocksize_unaligned", "bs_unaligned"),
-    ("iodepth_batch_submit", "iodepth_batch"),
-    ("iodepth_batch_complete", "iodepth_batch_complete_min"),
-    ("io_limit", "io_size"),
-    ("fill_fs", "fill_device"),
-    ("fileoffset", "offset"),
-    ("nr_files", "nrfiles"),
-    ("timeout", "runtime"),
-    ("iomem", "mem"),
-    ("iomem_align", "mem_align"),
-    ("ratemin", "rate_min"),
-    ("ratecycle", "rate_cycle"),
-    ("wait_for_previous", "stonewall"),
-    ("threads", "thread"),
-    ("disable_bw", "disable_bw_measurement"),
-    ("ss", "steadystate"),
-    ("ss_dur", "steadystate_duration"),
-    ("ss_ramp", "steadystate_ramp_time"),
-    ("proto", "protocol"),
-];
-
-/// fio's options that may stand alone as a bare name (fio's "empty or
-/// boolean" type). Every other option needs `=value`.
-pub(super) const BARE: &[&str] = &[
-    "bs_unaligned",
-    "norandommap",
-    "time_based",
-    "verify_only",
-    "exitall",
-    "exitall_on_error",
-    "stonewall",
-    "new_group",
-    "thread",
-    "group_reporting",
-    "zero_buffers",
-    "refill_buffers",
-    // Engine switches.
-    "fixedbufs",
-    "registerfiles",
-    "sqthread_poll",
-    "hipri",
-    "listen",
-    "pingpong",
-];
-
-/// The canonical name and verdict of `name` (itself or an alias).
-pub(super) fn lookup(name: &str) -> Option<(&'static str, Verdict)> {
-    let canonical = ALIASES
-        .iter()
-        .find(|(alias, _)| *alias == name)
-        .map_or(name, |&(_, c)| c);
-    TABLE
-        .iter()
-        .find(|(n, _)| *n == canonical)
-        .map(|&(n, v)| (n, v))
-}
-
-/// The known name closest to `name` (edit distance), for "did you mean".
-/// Names longer than any option could be mistyped from get no suggestion,
-/// and candidates whose length alone puts them out of reach are skipped,
-/// so a long garbage name costs little.
-pub(super) fn closest(name: &str) -> Option<&'static str> {
-    /// Longer names are not typos of an option.
-    const LONGEST: usize = 64;
-    if name.len() > LONGEST {
-        return None;
-    }
-    let reach = 2.max(name.len() / 3);
-    TABLE
-        .iter()
-        .map(|&(n, _)| n)
-        .chain(ALIASES.iter().map(|&(a, _)| a))
-        .filter_map(|n| Some((distance(name, n, reach)?, n)))
-        .min()
-        .map(|(_, n)| n)
-}
-
-/// Levenshtein distance between `a` and `b` (bytes: option names are
-/// ASCII), if it is at most `limit`; rows live on the stack and the walk
-/// stops as soon as every cell of a row is past `limit`.
-fn distance(a: &str, b: &str, limit: usize) -> Option<usize> {
-    const MAX: usize = 128;
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if b.len() >= MAX || a.len().abs_diff(b.len()) > limit {
-        return None;
-    }
-    let mut row = [0usize; MAX];
-    for (j, cell) in row.iter_mut().enumerate().take(b.len() + 1) {
-        *cell = j;
-    }
-    for (i, &ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        let mut best = row[0];
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            best = best.min(row[j + 1]);
-            prev = cur;
-        }
-        if best > limit {
-            return None;
-        }
-    }
-    Some(row[b.len()]).filter(|&d| d <= limit)
-}
-
-/// The message of `DefaultOnly` options given another value.
-pub(super) fn default_only_message(default: &str, reason: &str) -> String {
-    format!(
-        "fio's option, but elevator does not implement it (yet) beyond fio's default ({}): \
-         {reason}",
-        default.replace('|', " or ")
-    )
-}
-
-/// Documentation of `DEFAULT_ONLY` notes.
-pub(super) const DEFAULT_NOTE: &str = DEFAULT_ONLY;

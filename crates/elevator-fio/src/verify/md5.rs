@@ -2,7 +2,7 @@
 //! steps, little-endian words. Used here to detect corruption, not against
 //! an adversary (MD5 is broken as a cryptographic hash).
 
-use super::block64::Block64;
+use super::blocks::{Compress64, Hash64};
 
 /// `T[i]` = floor(|sin(i + 1)| × 2³²), RFC 1321 section 3.4.
 const T: [u32; 64] = [
@@ -80,89 +80,58 @@ const S: [[u32; 4]; 4] = [
     [6, 10, 15, 21],
 ];
 
-/// A running MD5: [`Md5::update`] with the data in any pieces, then
-/// [`Md5::finish`].
-#[derive(Clone, Debug)]
-pub struct Md5 {
-    state: [u32; 4],
-    blocks: Block64,
-}
+/// The MD5 step (Md5Rounds): a [`Hash64`] with it is MD5.
+#[derive(Clone, Copy, Debug)]
+pub struct Md5Rounds;
 
-impl Default for Md5 {
-    fn default() -> Self {
-        Md5::new()
-    }
-}
+impl Compress64 for Md5Rounds {
+    type State = [u32; 4];
+    type Digest = [u8; 16];
+    const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+    const BIG_ENDIAN: bool = false;
 
-impl Md5 {
-    /// An MD5 over no bytes yet.
-    pub fn new() -> Md5 {
-        Md5 {
-            state: [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476],
-            blocks: Block64::new(),
+    /// One 64-byte block into `state`.
+    fn compress(state: &mut [u32; 4], block: &[u8]) {
+        let mut x = [0u32; 16];
+        for (w, b) in x.iter_mut().zip(block.chunks_exact(4)) {
+            *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         }
-    }
-
-    /// Adds `data`.
-    pub fn update(&mut self, data: &[u8]) {
-        let state = &mut self.state;
-        self.blocks.update(data, |b| compress(state, b));
-    }
-
-    /// The digest of everything fed so far (the running state is consumed).
-    pub fn finish(self) -> [u8; 16] {
-        let mut state = self.state;
-        self.blocks.finish(false, |b| compress(&mut state, b));
-        let mut out = [0u8; 16];
-        for (o, w) in out.chunks_exact_mut(4).zip(state) {
-            o.copy_from_slice(&w.to_le_bytes());
+        let [mut a, mut b, mut c, mut d] = *state;
+        for i in 0..64 {
+            let round = i / 16;
+            let (f, k) = match round {
+                0 => ((b & c) | (!b & d), i),
+                1 => ((b & d) | (c & !d), (5 * i + 1) % 16),
+                2 => (b ^ c ^ d, (3 * i + 5) % 16),
+                _ => (c ^ (b | !d), (7 * i) % 16),
+            };
+            let sum = a.wrapping_add(f).wrapping_add(x[k]).wrapping_add(T[i]);
+            let new_b = b.wrapping_add(sum.rotate_left(S[round][i % 4]));
+            a = d;
+            d = c;
+            c = b;
+            b = new_b;
         }
-        out
+        state[0] = state[0].wrapping_add(a);
+        state[1] = state[1].wrapping_add(b);
+        state[2] = state[2].wrapping_add(c);
+        state[3] = state[3].wrapping_add(d);
     }
 }
 
-/// One 64-byte block into `state`.
-fn compress(state: &mut [u32; 4], block: &[u8]) {
-    let mut x = [0u32; 16];
-    for (w, b) in x.iter_mut().zip(block.chunks_exact(4)) {
-        *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    let [mut a, mut b, mut c, mut d] = *state;
-    for i in 0..64 {
-        let round = i / 16;
-        let (f, k) = match round {
-            0 => ((b & c) | (!b & d), i),
-            1 => ((b & d) | (c & !d), (5 * i + 1) % 16),
-            2 => (b ^ c ^ d, (3 * i + 5) % 16),
-            _ => (c ^ (b | !d), (7 * i) % 16),
-        };
-        let sum = a.wrapping_add(f).wrapping_add(x[k]).wrapping_add(T[i]);
-        let new_b = b.wrapping_add(sum.rotate_left(S[round][i % 4]));
-        a = d;
-        d = c;
-        c = b;
-        b = new_b;
-    }
-    state[0] = state[0].wrapping_add(a);
-    state[1] = state[1].wrapping_add(b);
-    state[2] = state[2].wrapping_add(c);
-    state[3] = state[3].wrapping_add(d);
-}
+/// A running MD5: [`Hash64::update`] with the data in any pieces, then
+/// [`Hash64::finish`].
+pub type Md5 = Hash64<Md5Rounds>;
 
 /// The MD5 digest of `data`.
 pub fn md5(data: &[u8]) -> [u8; 16] {
-    let mut h = Md5::new();
-    h.update(data);
-    h.finish()
+    Md5::digest(data)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(d: &[u8]) -> String {
-        d.iter().map(|b| format!("{b:02x}")).collect()
-    }
+    use crate::verify::blocks::tests::{hex, pieces_agree};
 
     #[test]
     fn rfc_1321_test_suite() {
@@ -200,11 +169,6 @@ mod tests {
     #[test]
     fn pieces_give_the_same_digest_as_the_whole() {
         let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
-        for split in [0, 1, 55, 56, 63, 64, 65, 128, 299, 300] {
-            let mut h = Md5::new();
-            h.update(&data[..split]);
-            h.update(&data[split..]);
-            assert_eq!(h.finish(), md5(&data), "split {split}");
-        }
+        pieces_agree::<Md5Rounds>(&data);
     }
 }

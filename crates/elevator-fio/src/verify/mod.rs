@@ -53,7 +53,7 @@
 //! Neither [`fill`] nor [`check`] allocates.
 
 mod block;
-mod block64;
+mod blocks;
 mod crc32c;
 mod error;
 mod md5;
@@ -61,10 +61,11 @@ mod sha256;
 mod xxhash;
 
 pub use block::{check, fill};
+pub use blocks::{Compress64, Hash64};
 pub use crc32c::{Crc32c, crc32c};
 pub use error::{Digest, SpecError, VerifyError};
-pub use md5::{Md5, md5};
-pub use sha256::{Sha256, sha256};
+pub use md5::{Md5, Md5Rounds, md5};
+pub use sha256::{Sha256, Sha256Rounds, sha256};
 pub use xxhash::{Xxh32, xxh32};
 
 use std::fmt;
@@ -126,6 +127,16 @@ const NOT_IMPLEMENTED: [&str; 13] = [
 ];
 
 impl VerifyKind {
+    /// Every kind, in the order of their codes.
+    pub const ALL: [VerifyKind; 6] = [
+        VerifyKind::Crc32c,
+        VerifyKind::Md5,
+        VerifyKind::Sha256,
+        VerifyKind::Xxhash,
+        VerifyKind::Pattern,
+        VerifyKind::Meta,
+    ];
+
     /// The kind fio's `verify=name` asks for. `null` and `0` (no
     /// verification) are refused here: use [`VerifyKind::parse_option`]
     /// where they are allowed.
@@ -193,16 +204,7 @@ impl VerifyKind {
     }
 
     fn from_code(code: u8) -> Option<VerifyKind> {
-        [
-            VerifyKind::Crc32c,
-            VerifyKind::Md5,
-            VerifyKind::Sha256,
-            VerifyKind::Xxhash,
-            VerifyKind::Pattern,
-            VerifyKind::Meta,
-        ]
-        .into_iter()
-        .find(|k| k.code() == code)
+        VerifyKind::ALL.into_iter().find(|k| k.code() == code)
     }
 }
 

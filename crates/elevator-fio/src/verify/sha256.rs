@@ -1,7 +1,7 @@
 //! SHA-256, as FIPS 180-4 (section 6.2) defines it: 64-byte blocks, a
 //! 64-word message schedule, big-endian words.
 
-use super::block64::Block64;
+use super::blocks::{Compress64, Hash64};
 
 /// The first 32 bits of the fractional parts of the cube roots of the first
 /// 64 primes (FIPS 180-4, 4.2.2).
@@ -85,101 +85,70 @@ const H0: [u32; 8] = [
     0x5be0_cd19,
 ];
 
-/// A running SHA-256: [`Sha256::update`] with the data in any pieces, then
-/// [`Sha256::finish`].
-#[derive(Clone, Debug)]
-pub struct Sha256 {
-    state: [u32; 8],
-    blocks: Block64,
-}
+/// The SHA-256 step (Sha256Rounds): a [`Hash64`] with it is SHA-256.
+#[derive(Clone, Copy, Debug)]
+pub struct Sha256Rounds;
 
-impl Default for Sha256 {
-    fn default() -> Self {
-        Sha256::new()
-    }
-}
+impl Compress64 for Sha256Rounds {
+    type State = [u32; 8];
+    type Digest = [u8; 32];
+    const INIT: [u32; 8] = H0;
+    const BIG_ENDIAN: bool = true;
 
-impl Sha256 {
-    /// A SHA-256 over no bytes yet.
-    pub fn new() -> Sha256 {
-        Sha256 {
-            state: H0,
-            blocks: Block64::new(),
+    /// One 64-byte block into `state`.
+    fn compress(state: &mut [u32; 8], block: &[u8]) {
+        let mut w = [0u32; 64];
+        for (wi, b) in w.iter_mut().zip(block.chunks_exact(4)) {
+            *wi = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        for t in 16..64 {
+            let s0 = w[t - 15].rotate_right(7) ^ w[t - 15].rotate_right(18) ^ (w[t - 15] >> 3);
+            let s1 = w[t - 2].rotate_right(17) ^ w[t - 2].rotate_right(19) ^ (w[t - 2] >> 10);
+            w[t] = w[t - 16]
+                .wrapping_add(s0)
+                .wrapping_add(w[t - 7])
+                .wrapping_add(s1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
+        for t in 0..64 {
+            let big_s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+            let ch = (e & f) ^ (!e & g);
+            let t1 = h
+                .wrapping_add(big_s1)
+                .wrapping_add(ch)
+                .wrapping_add(K[t])
+                .wrapping_add(w[t]);
+            let big_s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+            let maj = (a & b) ^ (a & c) ^ (b & c);
+            let t2 = big_s0.wrapping_add(maj);
+            h = g;
+            g = f;
+            f = e;
+            e = d.wrapping_add(t1);
+            d = c;
+            c = b;
+            b = a;
+            a = t1.wrapping_add(t2);
+        }
+        for (s, v) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
+            *s = s.wrapping_add(v);
         }
     }
-
-    /// Adds `data`.
-    pub fn update(&mut self, data: &[u8]) {
-        let state = &mut self.state;
-        self.blocks.update(data, |b| compress(state, b));
-    }
-
-    /// The digest of everything fed so far (the running state is consumed).
-    pub fn finish(self) -> [u8; 32] {
-        let mut state = self.state;
-        self.blocks.finish(true, |b| compress(&mut state, b));
-        let mut out = [0u8; 32];
-        for (o, w) in out.chunks_exact_mut(4).zip(state) {
-            o.copy_from_slice(&w.to_be_bytes());
-        }
-        out
-    }
 }
 
-/// One 64-byte block into `state`.
-fn compress(state: &mut [u32; 8], block: &[u8]) {
-    let mut w = [0u32; 64];
-    for (wi, b) in w.iter_mut().zip(block.chunks_exact(4)) {
-        *wi = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    for t in 16..64 {
-        let s0 = w[t - 15].rotate_right(7) ^ w[t - 15].rotate_right(18) ^ (w[t - 15] >> 3);
-        let s1 = w[t - 2].rotate_right(17) ^ w[t - 2].rotate_right(19) ^ (w[t - 2] >> 10);
-        w[t] = w[t - 16]
-            .wrapping_add(s0)
-            .wrapping_add(w[t - 7])
-            .wrapping_add(s1);
-    }
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
-    for t in 0..64 {
-        let big_s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
-        let ch = (e & f) ^ (!e & g);
-        let t1 = h
-            .wrapping_add(big_s1)
-            .wrapping_add(ch)
-            .wrapping_add(K[t])
-            .wrapping_add(w[t]);
-        let big_s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
-        let maj = (a & b) ^ (a & c) ^ (b & c);
-        let t2 = big_s0.wrapping_add(maj);
-        h = g;
-        g = f;
-        f = e;
-        e = d.wrapping_add(t1);
-        d = c;
-        c = b;
-        b = a;
-        a = t1.wrapping_add(t2);
-    }
-    for (s, v) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-        *s = s.wrapping_add(v);
-    }
-}
+/// A running SHA-256: [`Hash64::update`] with the data in any pieces, then
+/// [`Hash64::finish`].
+pub type Sha256 = Hash64<Sha256Rounds>;
 
 /// The SHA-256 digest of `data`.
 pub fn sha256(data: &[u8]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(data);
-    h.finish()
+    Sha256::digest(data)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(d: &[u8]) -> String {
-        d.iter().map(|b| format!("{b:02x}")).collect()
-    }
+    use crate::verify::blocks::tests::{hex, pieces_agree};
 
     #[test]
     fn published_vectors() {
@@ -226,11 +195,6 @@ mod tests {
     #[test]
     fn pieces_give_the_same_digest_as_the_whole() {
         let data: Vec<u8> = (0..300u32).map(|i| (i * 13 + 1) as u8).collect();
-        for split in [0, 1, 55, 56, 63, 64, 65, 128, 299, 300] {
-            let mut h = Sha256::new();
-            h.update(&data[..split]);
-            h.update(&data[split..]);
-            assert_eq!(h.finish(), sha256(&data), "split {split}");
-        }
+        pieces_agree::<Sha256Rounds>(&data);
     }
 }

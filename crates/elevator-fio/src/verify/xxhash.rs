@@ -2,6 +2,8 @@
 //! algorithm", version 0.1.1) defines it: four lanes over 16-byte stripes,
 //! then the remaining words and bytes, then the avalanche.
 
+use super::blocks::Blocks;
+
 const P1: u32 = 0x9E37_79B1;
 const P2: u32 = 0x85EB_CA77;
 const P3: u32 = 0xC2B2_AE3D;
@@ -26,11 +28,8 @@ fn word(b: &[u8]) -> u32 {
 pub struct Xxh32 {
     seed: u32,
     lanes: [u32; 4],
-    /// A partial stripe waiting for more bytes.
-    buf: [u8; 16],
-    buf_len: usize,
-    /// Total length in bytes so far.
-    len: u64,
+    /// The partial stripe waiting for more bytes, and the length so far.
+    stripes: Blocks<16>,
 }
 
 impl Xxh32 {
@@ -44,9 +43,7 @@ impl Xxh32 {
                 seed,
                 seed.wrapping_sub(P1),
             ],
-            buf: [0; 16],
-            buf_len: 0,
-            len: 0,
+            stripes: Blocks::new(),
         }
     }
 
@@ -58,31 +55,15 @@ impl Xxh32 {
     }
 
     /// Adds `data`.
-    pub fn update(&mut self, mut data: &[u8]) {
-        self.len = self.len.wrapping_add(data.len() as u64);
-        if self.buf_len > 0 {
-            let n = (16 - self.buf_len).min(data.len());
-            self.buf[self.buf_len..self.buf_len + n].copy_from_slice(&data[..n]);
-            self.buf_len += n;
-            data = &data[n..];
-            if self.buf_len < 16 {
-                return;
-            }
-            Xxh32::stripe(&mut self.lanes, &self.buf);
-            self.buf_len = 0;
-        }
-        let mut stripes = data.chunks_exact(16);
-        for s in &mut stripes {
-            Xxh32::stripe(&mut self.lanes, s);
-        }
-        let rest = stripes.remainder();
-        self.buf[..rest.len()].copy_from_slice(rest);
-        self.buf_len = rest.len();
+    pub fn update(&mut self, data: &[u8]) {
+        let lanes = &mut self.lanes;
+        self.stripes.update(data, |s| Xxh32::stripe(lanes, s));
     }
 
     /// The hash of everything fed so far.
     pub fn finish(&self) -> u32 {
-        let mut acc = if self.len >= 16 {
+        let len = self.stripes.len();
+        let mut acc = if len >= 16 {
             let [v1, v2, v3, v4] = self.lanes;
             v1.rotate_left(1)
                 .wrapping_add(v2.rotate_left(7))
@@ -92,8 +73,8 @@ impl Xxh32 {
             self.seed.wrapping_add(P5)
         };
         // The specification adds the length modulo 2^32.
-        acc = acc.wrapping_add(self.len as u32);
-        let rest = &self.buf[..self.buf_len];
+        acc = acc.wrapping_add(len as u32);
+        let rest = self.stripes.rest();
         let mut words = rest.chunks_exact(4);
         for w in &mut words {
             acc = acc

@@ -606,13 +606,21 @@ impl Worker {
             }
         };
         let at = self.rate.as_ref().map_or(0, |r| r.allowed_at(held.op));
+        // Wanted from when its rate lets it go.
+        self.release_at(now, at)
+    }
+
+    /// Whether the held I/O may go at `now`, its time being `at`: if not,
+    /// wait for `at`; if so, it was wanted from `at` (or its own issue
+    /// time, if later).
+    #[inline]
+    fn release_at(&mut self, now: Nanos, at: Nanos) -> bool {
         if now < at {
             self.rate_wait = Some(at);
             return false;
         }
         self.rate_wait = None;
         if let Some(h) = &mut self.held {
-            // Wanted from when its rate let it go.
             h.issued = h.issued.max(at);
         }
         true
@@ -634,8 +642,8 @@ impl Worker {
         let Some(replay) = self.replay.as_deref_mut() else {
             return false;
         };
-        let (held, due) = match (self.held, self.rate_wait) {
-            (Some(h), due) => (h, due.unwrap_or(0)),
+        let due = match (self.held, self.rate_wait) {
+            (Some(_), due) => due.unwrap_or(0),
             _ => match replay.next(self.began) {
                 Ok(Some((io, due))) => {
                     let h = Pending {
@@ -646,7 +654,7 @@ impl Worker {
                         verify: VerifyIo::None,
                     };
                     self.held = Some(h);
-                    (h, due)
+                    due
                 }
                 Ok(None) => return false,
                 Err(failure) => {
@@ -655,16 +663,8 @@ impl Worker {
                 }
             },
         };
-        if now < due {
-            self.rate_wait = Some(due);
-            return false;
-        }
-        self.rate_wait = None;
-        if let Some(h) = &mut self.held {
-            // Wanted from when the log says.
-            h.issued = held.issued.max(due);
-        }
-        true
+        // Wanted from when the log says.
+        self.release_at(now, due)
     }
 
     fn choose(&mut self, now: Nanos) -> Pending {

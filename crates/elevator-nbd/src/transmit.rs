@@ -131,7 +131,7 @@ pub(crate) fn request_range(ex: &Export, r: &Request) -> Result<ByteRange, u32> 
 /// otherwise.
 pub(crate) fn error_reply(c: &mut Conn, r: &Request, errno: u32) {
     c.stats.errors += 1;
-    if c.structured && matches!(r.kind, cmd::READ | cmd::BLOCK_STATUS) {
+    if c.negotiated.structured && matches!(r.kind, cmd::READ | cmd::BLOCK_STATUS) {
         let mut h = [0u8; proto::STRUCTURED_HEADER_LEN + 6];
         h[..proto::STRUCTURED_HEADER_LEN].copy_from_slice(&proto::structured_header(
             chunk::DONE,
@@ -425,7 +425,7 @@ fn finish_rmw(
 /// Queue read `cookie`'s reply, its `data` from `offset`, the data counted
 /// as `held` bytes.
 fn read_reply(c: &mut Conn, cookie: u64, offset: u64, data: Buf, held: u64) {
-    if c.structured {
+    if c.negotiated.structured {
         let mut h = [0u8; proto::STRUCTURED_HEADER_LEN + 8];
         h[..proto::STRUCTURED_HEADER_LEN].copy_from_slice(&proto::structured_header(
             chunk::DONE,
@@ -691,7 +691,7 @@ pub(crate) fn summary(c: &Conn, reason: &str) -> String {
         "{} export '{}' after {:.3} s: {} reads ({} bytes), {} writes ({} bytes), {} flushes, \
          {} trims, {} write-zeroes, {} errors; {}",
         c.peer,
-        c.export_name.as_deref().unwrap_or("-"),
+        c.negotiated.export_name.as_deref().unwrap_or("-"),
         c.started.elapsed().as_secs_f64(),
         s.reads,
         s.read_bytes,

@@ -383,13 +383,7 @@ fn finish_rmw(
         return;
     };
     c.inflight -= 1;
-    let r = Request {
-        flags: 0,
-        kind: op.kind,
-        cookie: op.cookie,
-        offset: op.offset,
-        len: op.len as u32,
-    };
+    let r = Request::unflagged(op.kind, op.cookie, op.offset, op.len as u32);
     match outcome {
         Ok(data) if op.kind == cmd::READ => {
             c.stats.reads += 1;
@@ -637,13 +631,7 @@ pub(crate) fn completed(
         return;
     };
     c.inflight -= 1;
-    let r = Request {
-        flags: 0,
-        kind: rec.kind,
-        cookie: rec.cookie,
-        offset: rec.offset,
-        len: 0,
-    };
+    let r = Request::unflagged(rec.kind, rec.cookie, rec.offset, 0);
     let stats = &mut c.stats;
     match comp.op {
         Op::Read => stats.reads += 1,

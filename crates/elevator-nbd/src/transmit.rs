@@ -32,7 +32,7 @@ use crate::export::Export;
 use crate::pool::{self, Buf};
 use crate::proto::{self, Request, cflag, chunk, cmd, err};
 use crate::rmw::{self, Held, Next, RmwOp};
-use crate::shared::{InFlight, Shared};
+use crate::shared::{InFlight, Shared, free_slot};
 use crate::status;
 
 /// A write that waits for its range (another write that overlaps it holds
@@ -280,13 +280,11 @@ pub(crate) fn retry_blocked(c: &mut Conn, index: u32, shared: &mut Shared) -> bo
 
 /// A slot in the table of requests in flight.
 fn slot(shared: &mut Shared) -> u32 {
-    match shared.free_inflight.pop() {
-        Some(i) => i,
-        None => {
-            shared.inflight.push(InFlight::default());
-            shared.inflight.len() as u32 - 1
-        }
-    }
+    free_slot(
+        &mut shared.inflight,
+        &mut shared.free_inflight,
+        InFlight::default,
+    )
 }
 
 /// Give back range `held` of export `e`, and wake whoever waits for it.
@@ -313,23 +311,10 @@ fn start_rmw(
     let align = u64::from(shared.exports[e].align);
     let mut op = RmwOp::new((c.generation, c.ctx), e, &r, align, payload, lock, reserved);
     let ud = slot(shared);
-    let id = match shared.free_rmw.pop() {
-        Some(i) => i,
-        None => {
-            shared.rmw.push(None);
-            shared.rmw.len() as u32 - 1
-        }
-    };
+    let id = free_slot(&mut shared.rmw, &mut shared.free_rmw, || None);
     shared.inflight[ud as usize] = InFlight {
-        conn: index,
-        generation: c.generation,
-        cookie: r.cookie,
-        kind: r.kind,
-        offset: r.offset,
-        reserved: 0,
-        export: e as u32,
-        lock: None,
         rmw: id + 1,
+        ..InFlight::of(index, c.generation, e, &r)
     };
     let first = op.first(&mut shared.pool, u64::from(ud));
     shared.rmw[id as usize] = Some(op);
@@ -512,15 +497,9 @@ fn submit(
     }
     let ud = slot(shared);
     shared.inflight[ud as usize] = InFlight {
-        conn: index,
-        generation: c.generation,
-        cookie: r.cookie,
-        kind: r.kind,
-        offset: r.offset,
         reserved,
-        export: e as u32,
         lock,
-        rmw: 0,
+        ..InFlight::of(index, c.generation, e, &r)
     };
     let mut list = shared.pool.list();
     if let Some(b) = buf {

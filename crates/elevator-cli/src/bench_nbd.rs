@@ -157,26 +157,31 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// `nbdkit -f` listening on `address`, its plugin `args` after.
+    fn nbdkit(address: &Address, args: &[&str]) -> Command {
+        let mut cmd = Command::new("nbdkit");
+        cmd.arg("-f").args(address.nbdkit_args()).args(args);
+        cmd
+    }
+
+    /// `elevator serve` of `export` with the bench's scheduler, listening
+    /// on `address`.
+    fn elevator(&self, export: &str, address: &Address) -> Command {
+        let mut cmd = Command::new(&self.me);
+        cmd.args([
+            "serve",
+            "--export",
+            &format!("{export},scheduler={}", self.args.scheduler),
+        ])
+        .args(address.elevator_args());
+        cmd
+    }
+
     /// Start `server` serving a memory export of the bench's size.
     fn start_mem(&self, server: Server, address: Address) -> Result<Running> {
         let cmd = match server {
-            Server::Nbdkit => {
-                let mut cmd = Command::new("nbdkit");
-                cmd.arg("-f")
-                    .args(address.nbdkit_args())
-                    .args(["memory", &self.size.to_string()]);
-                cmd
-            }
-            Server::Elevator => {
-                let mut cmd = Command::new(&self.me);
-                cmd.args([
-                    "serve",
-                    "--export",
-                    &format!("bench=mem:{},scheduler={}", self.size, self.args.scheduler),
-                ])
-                .args(address.elevator_args());
-                cmd
-            }
+            Server::Nbdkit => Bench::nbdkit(&address, &["memory", &self.size.to_string()]),
+            Server::Elevator => self.elevator(&format!("bench=mem:{}", self.size), &address),
         };
         Running::start(cmd, address, &self.log)
     }
@@ -188,23 +193,11 @@ impl Bench<'_> {
         let cmd = match server {
             Server::Nbdkit => {
                 let _ = std::fs::remove_file(&self.stats);
-                let mut cmd = Command::new("nbdkit");
-                cmd.arg("-f")
-                    .args(address.nbdkit_args())
-                    .args(["--filter=stats", "file", &file])
-                    .arg(format!("statsfile={}", self.stats.display()));
+                let mut cmd = Bench::nbdkit(&address, &["--filter=stats", "file", &file]);
+                cmd.arg(format!("statsfile={}", self.stats.display()));
                 cmd
             }
-            Server::Elevator => {
-                let mut cmd = Command::new(&self.me);
-                cmd.args([
-                    "serve",
-                    "--export",
-                    &format!("sparse=file:{file},scheduler={}", self.args.scheduler),
-                ])
-                .args(address.elevator_args());
-                cmd
-            }
+            Server::Elevator => self.elevator(&format!("sparse=file:{file}"), &address),
         };
         Running::start(cmd, address, &self.log)
     }

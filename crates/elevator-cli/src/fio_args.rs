@@ -91,24 +91,6 @@ pub fn parse_env() -> ParseEnv {
     }
 }
 
-/// What kind of file `t` is, for messages.
-fn kind_of(t: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// The text of the job file (or, with `regular_only`, the included file)
 /// at `path`, read with a bound: at most [`MAX_FILE_BYTES`], and one byte
 /// more to know it is longer, which is refused; `/dev/zero` or an endless
@@ -129,8 +111,8 @@ pub fn read_job_text(path: &Path, regular_only: bool) -> Result<String, String> 
     let meta = file.metadata().map_err(|e| e.to_string())?;
     if regular_only && !meta.file_type().is_file() {
         return Err(format!(
-            "it is {}: only regular files can be included",
-            kind_of(meta.file_type())
+            "it is a {}: only regular files can be included",
+            elevator_io::file_kind::name(&meta.file_type())
         ));
     }
     if meta.is_dir() {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use elevator_nbd::{ExportSpec, Server, ServerConfig, TlsConfig, TlsMode};
+use elevator_nbd::{ConfigError, ExportSpec, Server, ServerConfig, TlsConfig, TlsMode};
 use elevator_sim::device::{ParamUnit, parse_param};
 
 /// Options of `elevator serve`.
@@ -171,6 +171,23 @@ pub(crate) fn seconds_option(flag: &str, v: f64) -> Result<Duration> {
         .with_context(|| format!("{flag} {v}: must be more than 0 and at most 86400 seconds"))
 }
 
+/// The error for a configuration the server refuses, in the words of the
+/// option that gave it.
+fn refused(e: ConfigError) -> anyhow::Error {
+    match e {
+        ConfigError::NoConnections => {
+            anyhow::anyhow!("--max-connections 0: must be at least 1 (0 would refuse every client)")
+        }
+        ConfigError::NoInflight => anyhow::anyhow!(
+            "--max-inflight 0: must be at least 1 (0 would never read a request from a client)"
+        ),
+        ConfigError::Threads(n) => {
+            anyhow::anyhow!("--threads {n}: must be 1 to {}", elevator_nbd::MAX_THREADS)
+        }
+        other => other.into(),
+    }
+}
+
 /// Run `elevator serve`.
 pub fn run(args: &Args) -> Result<()> {
     let exports = args
@@ -192,14 +209,6 @@ pub fn run(args: &Args) -> Result<()> {
     if !(4096.0..=f64::from(1u32 << 31)).contains(&max_request) {
         anyhow::bail!("--max-request {}: must be 4k to 2g", args.max_request);
     }
-    if args.max_connections == 0 {
-        anyhow::bail!("--max-connections 0: must be at least 1 (0 would refuse every client)");
-    }
-    if args.max_inflight == 0 {
-        anyhow::bail!(
-            "--max-inflight 0: must be at least 1 (0 would never read a request from a client)"
-        );
-    }
     let handshake_timeout = seconds_option("--handshake-timeout", args.handshake_timeout)?;
     let idle_timeout = args
         .idle_timeout
@@ -220,8 +229,29 @@ pub fn run(args: &Args) -> Result<()> {
         tcp.push(SocketAddr::from(([127, 0, 0, 1], 10809)));
     }
     let tls = tls_config(args)?;
-    for addr in tcp.iter().filter(|a| !a.ip().is_loopback()) {
-        match tls.as_ref().map(|t| t.mode) {
+    if args.poll_us > 10_000 {
+        anyhow::bail!("--poll-us {}: must be 0 to 10000", args.poll_us);
+    }
+    let cfg = ServerConfig {
+        exports,
+        tcp,
+        unix: args.unix.clone(),
+        max_inflight: args.max_inflight,
+        max_request: max_request as u32,
+        max_connections: args.max_connections,
+        handshake_timeout,
+        threads: args
+            .threads
+            .unwrap_or_else(|| ServerConfig::default().threads),
+        tls,
+        max_conn_bytes,
+        max_total_bytes,
+        idle_timeout,
+        poll_spin: Duration::from_micros(args.poll_us),
+    };
+    cfg.check().map_err(refused)?;
+    for addr in cfg.tcp.iter().filter(|a| !a.ip().is_loopback()) {
+        match cfg.tls.as_ref().map(|t| t.mode) {
             None => log_line!(
                 "elevator serve: warning: listening on {addr} without TLS: clients' data \
                  crosses the network in clear: use --tls=require --tls-certificates DIR"
@@ -233,31 +263,6 @@ pub fn run(args: &Args) -> Result<()> {
             Some(TlsMode::Require) => {}
         }
     }
-    let cfg = ServerConfig {
-        exports,
-        tcp,
-        unix: args.unix.clone(),
-        max_inflight: args.max_inflight,
-        max_request: max_request as u32,
-        max_connections: args.max_connections,
-        handshake_timeout,
-        threads: match args.threads {
-            Some(n) if n == 0 || n > elevator_nbd::MAX_THREADS => {
-                anyhow::bail!("--threads {n}: must be 1 to {}", elevator_nbd::MAX_THREADS)
-            }
-            Some(n) => n,
-            None => ServerConfig::default().threads,
-        },
-        tls,
-        max_conn_bytes,
-        max_total_bytes,
-        idle_timeout,
-        poll_spin: if args.poll_us > 10_000 {
-            anyhow::bail!("--poll-us {}: must be 0 to 10000", args.poll_us)
-        } else {
-            Duration::from_micros(args.poll_us)
-        },
-    };
     open_files_for(&cfg);
     let log = Box::new(|line: &str| log_line!("elevator serve: {line}"));
     // The mark socket is there before the server listens: a client that

@@ -442,16 +442,8 @@ fn kind_of(t: &fs::FileType) -> Result<FileKind, &'static str> {
         Ok(FileKind::Regular)
     } else if t.is_block_device() {
         Ok(FileKind::Block)
-    } else if t.is_dir() {
-        Err("directory")
-    } else if t.is_char_device() {
-        Err("character device")
-    } else if t.is_fifo() {
-        Err("fifo")
-    } else if t.is_socket() {
-        Err("socket")
     } else {
-        Err("special file")
+        Err(crate::file_kind::name(t))
     }
 }
 

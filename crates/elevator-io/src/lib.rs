@@ -6,7 +6,7 @@
 //!   [`clock`]: the real clock in the engine's nanoseconds; [`extent`]:
 //!   which parts of a device hold data and which are holes.
 //! - [`file`](mod@file): a regular file or block device opened with O_DIRECT, driven
-//!   through io_uring; [`mem`]: a device in memory (and windows on it);
+//!   through io_uring ([`file_kind`]: a file's type in words, for messages); [`mem`]: a device in memory (and windows on it);
 //!   [`fault`]: a wrapper that fails, tears, misplaces, delays or drops I/O, or vanishes;
 //!   [`paced`]: a simulated disk on the real clock, its data in memory. All
 //!   of them sit behind the same [`elevator_core::Device`] trait the
@@ -47,6 +47,7 @@ pub mod engine;
 pub mod extent;
 pub mod fault;
 pub mod file;
+pub mod file_kind;
 pub mod inbox;
 pub mod jobs;
 pub mod lockstat;

@@ -384,7 +384,7 @@ fn open_errors_name_the_path() {
             .is_ok_and(|s| s.success())
     );
     let k = kind(&fifo);
-    assert_eq!(k, "fifo");
+    assert_eq!(k, "FIFO");
 
     let sock = special.path().join("sock");
     let listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");

@@ -167,7 +167,7 @@ impl Worker {
             handshaking += 1;
             // Not even the client's flags yet, and nothing known to be
             // waiting to be read.
-            let quiet = c.phase == Phase::ClientFlags && !c.readable;
+            let quiet = c.phase == Phase::ClientFlags && !c.socket.readable;
             if quiet && silent.is_none_or(|(_, t)| c.started < t) {
                 silent = Some((i, c.started));
             }

@@ -1,12 +1,48 @@
 //! How to serve: the exports, where to listen, the worker threads, the
-//! limits on connections, requests and memory, and TLS ([`ServerConfig`]).
+//! limits on connections, requests and memory, and TLS ([`ServerConfig`]);
+//! and the one check of a configuration ([`ServerConfig::check`],
+//! [`ConfigError`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use thiserror::Error;
+
 use crate::export::ExportSpec;
 use crate::tls::TlsConfig;
+
+/// A configuration the server cannot serve with.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// No exports.
+    #[error("nothing to serve: give at least one --export")]
+    NoExports,
+    /// `max_connections` is 0.
+    #[error("max_connections 0 would refuse every client: give at least 1")]
+    NoConnections,
+    /// `max_inflight` is 0.
+    #[error("max_inflight 0 would never read a request: give at least 1")]
+    NoInflight,
+    /// `handshake_timeout` is 0.
+    #[error("a handshake timeout of 0 would close every connection at once")]
+    NoHandshakeTime,
+    /// `threads` is 0 or more than [`MAX_THREADS`].
+    #[error("{0} worker threads: give 1 to {MAX_THREADS}")]
+    Threads(usize),
+    /// `max_conn_bytes` or `max_total_bytes` is 0.
+    #[error("a byte limit of 0 would never read a request: give at least 1")]
+    NoBytes,
+    /// `idle_timeout` is 0.
+    #[error("an idle timeout of 0 would close every connection at once")]
+    NoIdleTime,
+    /// No TCP address and no Unix socket.
+    #[error("nowhere to listen: give --listen or --unix")]
+    Nowhere,
+    /// Two exports have this name.
+    #[error("two exports are called '{0}'")]
+    SameName(String),
+}
 
 /// How to serve.
 #[derive(Clone, Debug)]
@@ -88,6 +124,41 @@ impl Default for ServerConfig {
 }
 
 impl ServerConfig {
+    /// Whether the server can serve with this configuration: the first
+    /// setting it cannot, if any.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.exports.is_empty() {
+            return Err(ConfigError::NoExports);
+        }
+        if self.max_connections == 0 {
+            return Err(ConfigError::NoConnections);
+        }
+        if self.max_inflight == 0 {
+            return Err(ConfigError::NoInflight);
+        }
+        if self.handshake_timeout.is_zero() {
+            return Err(ConfigError::NoHandshakeTime);
+        }
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(ConfigError::Threads(self.threads));
+        }
+        if self.max_conn_bytes == 0 || self.max_total_bytes == 0 {
+            return Err(ConfigError::NoBytes);
+        }
+        if self.idle_timeout.is_some_and(|d| d.is_zero()) {
+            return Err(ConfigError::NoIdleTime);
+        }
+        if self.tcp.is_empty() && self.unix.is_empty() {
+            return Err(ConfigError::Nowhere);
+        }
+        let mut names: Vec<&str> = self.exports.iter().map(|e| e.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(ConfigError::SameName(w[0].to_string()));
+        }
+        Ok(())
+    }
+
     /// How many connection slots connections still in the handshake may hold
     /// at once: `max_connections` less a reserve of a quarter (at least one
     /// when `max_connections` is above 1) kept for clients past it.

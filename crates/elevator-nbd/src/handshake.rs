@@ -24,7 +24,7 @@ pub(crate) fn find(shared: &Shared, name: &str) -> Option<usize> {
 /// An export's transmission flags as this client sees them: with structured
 /// replies, reads honour DF (a read's reply is always one chunk).
 fn flags(c: &Conn, export_flags: u16) -> u16 {
-    if c.structured {
+    if c.negotiated.structured {
         export_flags | tflag::SEND_DF
     } else {
         export_flags
@@ -74,9 +74,14 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
             Some(e) => {
                 let ex = &shared.exports[e];
                 let mut out = Vec::new();
-                proto::export_name_reply(&mut out, ex.size, flags(c, ex.flags), c.no_zeroes);
+                proto::export_name_reply(
+                    &mut out,
+                    ex.size,
+                    flags(c, ex.flags),
+                    c.negotiated.no_zeroes,
+                );
                 c.send_bytes(out);
-                c.export_name = Some(ex.name.clone());
+                c.negotiated.export_name = Some(ex.name.clone());
                 c.phase = Phase::Transmission(e);
                 meta_context::export_chosen(c, e);
             }
@@ -137,13 +142,13 @@ pub(crate) fn option(c: &mut Conn, shared: &Shared, h: OptionHeader, data: &[u8]
             );
             reply(c, h.option, rep::ACK, &[]);
             if go {
-                c.export_name = Some(ex.name.clone());
+                c.negotiated.export_name = Some(ex.name.clone());
                 c.phase = Phase::Transmission(e);
                 meta_context::export_chosen(c, e);
             }
         }
         ClientOption::StructuredReply => {
-            c.structured = true;
+            c.negotiated.structured = true;
             reply(c, h.option, rep::ACK, &[]);
         }
         ClientOption::ListMetaContext(q) => meta_context::list(c, shared, &q),

@@ -52,5 +52,5 @@ mod worker;
 
 pub use config::MAX_THREADS;
 pub use export::{ExportError, ExportSpec};
-pub use server::{Log, Server, ServerConfig, ServerError};
+pub use server::{ConfigError, Log, Server, ServerConfig, ServerError};
 pub use tls::{TlsConfig, TlsError, TlsMode};

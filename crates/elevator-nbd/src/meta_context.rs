@@ -1,7 +1,7 @@
 //! Metadata contexts in the handshake: `NBD_OPT_LIST_META_CONTEXT` and
 //! `NBD_OPT_SET_META_CONTEXT`. The one context is `base:allocation`
 //! (holes and zeroes, answered by `NBD_CMD_BLOCK_STATUS`); the selection
-//! lives on the connection ([`Conn::meta_allocation`]).
+//! lives on the connection ([`Negotiated::meta_allocation`](crate::conn::Negotiated::meta_allocation)).
 //!
 //! As `doc/proto.md` has it: `SET` needs structured replies first
 //! (`ERR_INVALID`); a query naming no context this server has selects
@@ -42,9 +42,9 @@ pub(crate) fn list(c: &mut Conn, shared: &Shared, q: &MetaQuery) {
 
 /// Answer `SET_META_CONTEXT` with `q`, replacing the selection.
 pub(crate) fn set(c: &mut Conn, shared: &Shared, q: &MetaQuery) {
-    c.meta_allocation = None;
-    c.meta_export = None;
-    if !c.structured {
+    c.negotiated.meta_allocation = None;
+    c.negotiated.meta_export = None;
+    if !c.negotiated.structured {
         let msg = b"SET_META_CONTEXT needs structured replies first";
         reply(c, opt::SET_META_CONTEXT, rep::ERR_INVALID, msg);
         return;
@@ -54,9 +54,9 @@ pub(crate) fn set(c: &mut Conn, shared: &Shared, q: &MetaQuery) {
         reply(c, opt::SET_META_CONTEXT, rep::ERR_UNKNOWN, msg.as_bytes());
         return;
     };
-    c.meta_export = Some(e);
+    c.negotiated.meta_export = Some(e);
     if q.queries.iter().any(|s| s == BASE_ALLOCATION) {
-        c.meta_allocation = Some(ALLOCATION_ID);
+        c.negotiated.meta_allocation = Some(ALLOCATION_ID);
         let entry = meta_context_entry(ALLOCATION_ID, BASE_ALLOCATION);
         reply(c, opt::SET_META_CONTEXT, rep::META_CONTEXT, &entry);
     }
@@ -66,7 +66,7 @@ pub(crate) fn set(c: &mut Conn, shared: &Shared, q: &MetaQuery) {
 /// The client chose export `e` for transmission: a selection made for
 /// another export does not carry over.
 pub(crate) fn export_chosen(c: &mut Conn, e: usize) {
-    if c.meta_export != Some(e) {
-        c.meta_allocation = None;
+    if c.negotiated.meta_export != Some(e) {
+        c.negotiated.meta_allocation = None;
     }
 }

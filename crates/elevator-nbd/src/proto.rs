@@ -442,6 +442,21 @@ pub struct Request {
     pub len: u32,
 }
 
+impl Request {
+    /// Command `kind` with `cookie`, for `len` bytes at `offset`, without
+    /// flags: what a reply needs of its request, rebuilt when what the
+    /// server ran for it completes.
+    pub fn unflagged(kind: u16, cookie: u64, offset: u64, len: u32) -> Request {
+        Request {
+            flags: 0,
+            kind,
+            cookie,
+            offset,
+            len,
+        }
+    }
+}
+
 /// Parse a transmission request.
 pub fn request(b: &[u8; REQUEST_LEN]) -> Result<Request, ProtoError> {
     let magic = be32(b);

@@ -227,6 +227,17 @@ impl RmwOp {
         Some((block, self.offset.max(block), self.end()))
     }
 
+    /// The partial block the current step reads or writes (the head's for
+    /// the head's steps, else the tail's), as [`RmwOp::head`] gives it.
+    fn partial_block(&self) -> (u64, u64, u64) {
+        let part = if matches!(self.step, Step::ReadHead | Step::WriteHead) {
+            self.head()
+        } else {
+            self.tail()
+        };
+        part.unwrap_or_default()
+    }
+
     fn middle(&self) -> Option<(u64, u64)> {
         let (m0, m1) = inside(self.offset, self.end(), self.align);
         (m0 < m1).then_some((m0, m1))
@@ -294,49 +305,39 @@ impl RmwOp {
             }
         };
         let req = match self.step {
-            Step::ReadWhole => {
-                let (a0, a1) = aligned(self.offset, self.end(), self.align);
-                let Some(b) = block_buf(buf, pool, a1 - a0) else {
+            Step::ReadWhole
+            | Step::ReadHead
+            | Step::ReadTail
+            | Step::WriteHead
+            | Step::WriteTail => {
+                let (block, from, to) = self.partial_block();
+                let (at, len) = match self.step {
+                    Step::ReadWhole => {
+                        let (a0, a1) = aligned(self.offset, self.end(), self.align);
+                        (a0, a1 - a0)
+                    }
+                    _ => (block, self.align),
+                };
+                let Some(mut b) = block_buf(buf, pool, len) else {
                     pool.put_list(list);
                     return Next::NoMemory;
                 };
-                list.push(b);
-                DioRequest::read(a0, list, ud)
-            }
-            Step::ReadHead | Step::ReadTail => {
-                let part = if self.step == Step::ReadHead {
-                    self.head()
-                } else {
-                    self.tail()
-                };
-                let (block, _, _) = part.unwrap_or_default();
-                let Some(b) = block_buf(buf, pool, self.align) else {
-                    pool.put_list(list);
-                    return Next::NoMemory;
-                };
-                list.push(b);
-                DioRequest::read(block, list, ud)
-            }
-            Step::WriteHead | Step::WriteTail => {
-                let part = if self.step == Step::WriteHead {
-                    self.head()
-                } else {
-                    self.tail()
-                };
-                let (block, from, to) = part.unwrap_or_default();
-                let Some(mut b) = block_buf(buf, pool, self.align) else {
-                    pool.put_list(list);
-                    return Next::NoMemory;
-                };
-                let into = (from - block) as usize..(to - block) as usize;
-                match &self.payload {
-                    Some(p) => b[into].copy_from_slice(
-                        &p[(from - self.offset) as usize..(to - self.offset) as usize],
-                    ),
-                    None => b[into].fill(0),
+                let patch = matches!(self.step, Step::WriteHead | Step::WriteTail);
+                if patch {
+                    let into = (from - block) as usize..(to - block) as usize;
+                    match &self.payload {
+                        Some(p) => b[into].copy_from_slice(
+                            &p[(from - self.offset) as usize..(to - self.offset) as usize],
+                        ),
+                        None => b[into].fill(0),
+                    }
                 }
                 list.push(b);
-                DioRequest::write(block, list, ud).with_flags(fua)
+                if patch {
+                    DioRequest::write(block, list, ud).with_flags(fua)
+                } else {
+                    DioRequest::read(at, list, ud)
+                }
             }
             Step::Middle => {
                 if let Some(b) = buf {
@@ -378,13 +379,7 @@ mod tests {
     use crate::proto::Request;
 
     fn op(kind: u16, offset: u64, len: u32) -> RmwOp {
-        let r = Request {
-            flags: 0,
-            kind,
-            cookie: 1,
-            offset,
-            len,
-        };
+        let r = Request::unflagged(kind, 1, offset, len);
         RmwOp::new((0, IoContext(1)), 0, &r, 4096, None, None, 0)
     }
 

@@ -30,8 +30,7 @@ use elevator_io::write_log::{WriteLog, WriteLogOptions};
 use elevator_trace::tap::{CpuRule, SharedSink, TraceSummary, TraceTap, trace_dev};
 use thiserror::Error;
 
-use crate::config::MAX_THREADS;
-pub use crate::config::ServerConfig;
+pub use crate::config::{ConfigError, ServerConfig};
 use crate::export::{Export, ExportError, Opened};
 use crate::hub::Hub;
 use crate::pool::{Buf, Pool};
@@ -45,9 +44,14 @@ pub enum ServerError {
     /// An export cannot be opened.
     #[error(transparent)]
     Export(#[from] ExportError),
-    /// Nothing to serve, or nowhere to listen.
+    /// The configuration cannot be served with.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A step of setting up was asked for out of turn (an export that is
+    /// not there, a write log once the devices serve, a second run), or
+    /// the write log cannot be created.
     #[error("{0}")]
-    Config(String),
+    Setup(String),
     /// A listener cannot be set up.
     #[error("cannot listen on {addr}")]
     Listen {
@@ -130,55 +134,7 @@ impl Server {
         cfg: ServerConfig,
         log: Box<dyn FnMut(&str) + Send>,
     ) -> Result<Server, ServerError> {
-        if cfg.exports.is_empty() {
-            return Err(ServerError::Config(
-                "nothing to serve: give at least one --export".into(),
-            ));
-        }
-        if cfg.max_connections == 0 {
-            return Err(ServerError::Config(
-                "max_connections 0 would refuse every client: give at least 1".into(),
-            ));
-        }
-        if cfg.max_inflight == 0 {
-            return Err(ServerError::Config(
-                "max_inflight 0 would never read a request: give at least 1".into(),
-            ));
-        }
-        if cfg.handshake_timeout.is_zero() {
-            return Err(ServerError::Config(
-                "a handshake timeout of 0 would close every connection at once".into(),
-            ));
-        }
-        if cfg.threads == 0 || cfg.threads > MAX_THREADS {
-            return Err(ServerError::Config(format!(
-                "{} worker threads: give 1 to {MAX_THREADS}",
-                cfg.threads
-            )));
-        }
-        if cfg.max_conn_bytes == 0 || cfg.max_total_bytes == 0 {
-            return Err(ServerError::Config(
-                "a byte limit of 0 would never read a request: give at least 1".into(),
-            ));
-        }
-        if cfg.idle_timeout.is_some_and(|d| d.is_zero()) {
-            return Err(ServerError::Config(
-                "an idle timeout of 0 would close every connection at once".into(),
-            ));
-        }
-        if cfg.tcp.is_empty() && cfg.unix.is_empty() {
-            return Err(ServerError::Config(
-                "nowhere to listen: give --listen or --unix".into(),
-            ));
-        }
-        let mut names: Vec<&str> = cfg.exports.iter().map(|e| e.name.as_str()).collect();
-        names.sort_unstable();
-        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(ServerError::Config(format!(
-                "two exports are called '{}'",
-                w[0]
-            )));
-        }
+        cfg.check()?;
         let mut exports = Vec::new();
         let mut engines = Vec::new();
         let mut faults = Vec::new();
@@ -257,7 +213,7 @@ impl Server {
         opts: WriteLogOptions,
     ) -> Result<Arc<WriteLog>, ServerError> {
         let Some((_, handles)) = self.engines.get_mut(i) else {
-            return Err(ServerError::Config(format!("no export number {i}")));
+            return Err(ServerError::Setup(format!("no export number {i}")));
         };
         let Some(limits) = handles
             .iter()
@@ -265,12 +221,12 @@ impl Server {
             .next()
             .map(elevator_core::Device::limits)
         else {
-            return Err(ServerError::Config(
+            return Err(ServerError::Setup(
                 "the export's devices are already serving".into(),
             ));
         };
-        let log = WriteLog::create(path, &limits, opts)
-            .map_err(|e| ServerError::Config(e.to_string()))?;
+        let log =
+            WriteLog::create(path, &limits, opts).map_err(|e| ServerError::Setup(e.to_string()))?;
         for h in handles.iter_mut() {
             if let Some(dev) = h.take() {
                 *h = Some(dev.logged(Arc::clone(&log)));
@@ -325,7 +281,7 @@ impl Server {
     /// stops the server, and its error is returned.
     pub fn run(&mut self, stop: BorrowedFd<'_>) -> Result<(), ServerError> {
         let Some(log) = self.log.take() else {
-            return Err(ServerError::Config("the server has already run".into()));
+            return Err(ServerError::Setup("the server has already run".into()));
         };
         let threads = self.cfg.threads;
         let hub = Arc::new(

@@ -14,6 +14,7 @@ use crate::config::ServerConfig;
 use crate::export::Export;
 use crate::hub::Hub;
 use crate::pool::{Buf, Pool};
+use crate::proto::Request;
 use crate::rmw::{Held, RmwOp};
 
 /// A request at an engine: whom to answer and how.
@@ -33,6 +34,38 @@ pub(crate) struct InFlight {
     pub lock: Option<Held>,
     /// A step of read-modify-write `rmw - 1` (0: none).
     pub rmw: u32,
+}
+
+impl InFlight {
+    /// Request `r` of connection `conn` (slot generation `generation`) on
+    /// export `export`, holding nothing yet.
+    pub fn of(conn: u32, generation: u32, export: usize, r: &Request) -> InFlight {
+        InFlight {
+            conn,
+            generation,
+            cookie: r.cookie,
+            kind: r.kind,
+            offset: r.offset,
+            export: export as u32,
+            ..InFlight::default()
+        }
+    }
+}
+
+/// A free slot of `table`, from its free list `free` or else a new one
+/// made by `empty`: its index.
+pub(crate) fn free_slot<T>(
+    table: &mut Vec<T>,
+    free: &mut Vec<u32>,
+    empty: impl FnOnce() -> T,
+) -> u32 {
+    match free.pop() {
+        Some(i) => i,
+        None => {
+            table.push(empty());
+            table.len() as u32 - 1
+        }
+    }
 }
 
 /// The state every connection's handling needs, on one worker.

@@ -56,7 +56,7 @@ pub(crate) fn request(c: &mut Conn, shared: &Shared, e: usize, r: &Request) {
         c.send(&proto::simple_reply(0, r.cookie), None);
         return;
     }
-    let Some(context) = c.meta_allocation else {
+    let Some(context) = c.negotiated.meta_allocation else {
         error_reply(c, r, err::EINVAL);
         return;
     };
@@ -95,7 +95,7 @@ pub(crate) fn request(c: &mut Conn, shared: &Shared, e: usize, r: &Request) {
 /// holes too). Such a read counts in the connection's reads, not in its
 /// bytes read: no bytes were read.
 pub(crate) fn hole_read(c: &mut Conn, shared: &Shared, e: usize, r: &Request) -> bool {
-    if !c.structured || r.flags & cflag::DF != 0 {
+    if !c.negotiated.structured || r.flags & cflag::DF != 0 {
         return false;
     }
     let Some(device) = shared.engines[e].as_ref().map(|engine| engine.device()) else {

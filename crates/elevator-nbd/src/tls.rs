@@ -397,7 +397,7 @@ pub(crate) fn gate(
         return TlsGate::Pass;
     }
     if h.option == opt::ABORT {
-        if c.refused_for_tls {
+        if c.negotiated.refused_for_tls {
             handshake::reply(c, h.option, rep::ACK, &[]);
             c.closing = Some(
                 "client aborted the handshake after its options were refused: TLS is \
@@ -408,7 +408,7 @@ pub(crate) fn gate(
         }
         return TlsGate::Pass;
     }
-    c.refused_for_tls = true;
+    c.negotiated.refused_for_tls = true;
     if h.option == opt::EXPORT_NAME {
         c.fail("EXPORT_NAME without STARTTLS, and TLS is required (--tls=require)");
     } else {

@@ -32,7 +32,7 @@ use crate::export::Export;
 use crate::pool::{self, Buf};
 use crate::proto::{self, Request, cflag, chunk, cmd, err};
 use crate::rmw::{self, Held, Next, RmwOp};
-use crate::shared::{InFlight, Shared};
+use crate::shared::{InFlight, Shared, free_slot};
 use crate::status;
 
 /// A write that waits for its range (another write that overlaps it holds
@@ -131,7 +131,7 @@ pub(crate) fn request_range(ex: &Export, r: &Request) -> Result<ByteRange, u32> 
 /// otherwise.
 pub(crate) fn error_reply(c: &mut Conn, r: &Request, errno: u32) {
     c.stats.errors += 1;
-    if c.structured && matches!(r.kind, cmd::READ | cmd::BLOCK_STATUS) {
+    if c.negotiated.structured && matches!(r.kind, cmd::READ | cmd::BLOCK_STATUS) {
         let mut h = [0u8; proto::STRUCTURED_HEADER_LEN + 6];
         h[..proto::STRUCTURED_HEADER_LEN].copy_from_slice(&proto::structured_header(
             chunk::DONE,
@@ -280,13 +280,11 @@ pub(crate) fn retry_blocked(c: &mut Conn, index: u32, shared: &mut Shared) -> bo
 
 /// A slot in the table of requests in flight.
 fn slot(shared: &mut Shared) -> u32 {
-    match shared.free_inflight.pop() {
-        Some(i) => i,
-        None => {
-            shared.inflight.push(InFlight::default());
-            shared.inflight.len() as u32 - 1
-        }
-    }
+    free_slot(
+        &mut shared.inflight,
+        &mut shared.free_inflight,
+        InFlight::default,
+    )
 }
 
 /// Give back range `held` of export `e`, and wake whoever waits for it.
@@ -313,23 +311,10 @@ fn start_rmw(
     let align = u64::from(shared.exports[e].align);
     let mut op = RmwOp::new((c.generation, c.ctx), e, &r, align, payload, lock, reserved);
     let ud = slot(shared);
-    let id = match shared.free_rmw.pop() {
-        Some(i) => i,
-        None => {
-            shared.rmw.push(None);
-            shared.rmw.len() as u32 - 1
-        }
-    };
+    let id = free_slot(&mut shared.rmw, &mut shared.free_rmw, || None);
     shared.inflight[ud as usize] = InFlight {
-        conn: index,
-        generation: c.generation,
-        cookie: r.cookie,
-        kind: r.kind,
-        offset: r.offset,
-        reserved: 0,
-        export: e as u32,
-        lock: None,
         rmw: id + 1,
+        ..InFlight::of(index, c.generation, e, &r)
     };
     let first = op.first(&mut shared.pool, u64::from(ud));
     shared.rmw[id as usize] = Some(op);
@@ -383,13 +368,7 @@ fn finish_rmw(
         return;
     };
     c.inflight -= 1;
-    let r = Request {
-        flags: 0,
-        kind: op.kind,
-        cookie: op.cookie,
-        offset: op.offset,
-        len: op.len as u32,
-    };
+    let r = Request::unflagged(op.kind, op.cookie, op.offset, op.len as u32);
     match outcome {
         Ok(data) if op.kind == cmd::READ => {
             c.stats.reads += 1;
@@ -425,7 +404,7 @@ fn finish_rmw(
 /// Queue read `cookie`'s reply, its `data` from `offset`, the data counted
 /// as `held` bytes.
 fn read_reply(c: &mut Conn, cookie: u64, offset: u64, data: Buf, held: u64) {
-    if c.structured {
+    if c.negotiated.structured {
         let mut h = [0u8; proto::STRUCTURED_HEADER_LEN + 8];
         h[..proto::STRUCTURED_HEADER_LEN].copy_from_slice(&proto::structured_header(
             chunk::DONE,
@@ -518,15 +497,9 @@ fn submit(
     }
     let ud = slot(shared);
     shared.inflight[ud as usize] = InFlight {
-        conn: index,
-        generation: c.generation,
-        cookie: r.cookie,
-        kind: r.kind,
-        offset: r.offset,
         reserved,
-        export: e as u32,
         lock,
-        rmw: 0,
+        ..InFlight::of(index, c.generation, e, &r)
     };
     let mut list = shared.pool.list();
     if let Some(b) = buf {
@@ -637,13 +610,7 @@ pub(crate) fn completed(
         return;
     };
     c.inflight -= 1;
-    let r = Request {
-        flags: 0,
-        kind: rec.kind,
-        cookie: rec.cookie,
-        offset: rec.offset,
-        len: 0,
-    };
+    let r = Request::unflagged(rec.kind, rec.cookie, rec.offset, 0);
     let stats = &mut c.stats;
     match comp.op {
         Op::Read => stats.reads += 1,
@@ -691,7 +658,7 @@ pub(crate) fn summary(c: &Conn, reason: &str) -> String {
         "{} export '{}' after {:.3} s: {} reads ({} bytes), {} writes ({} bytes), {} flushes, \
          {} trims, {} write-zeroes, {} errors; {}",
         c.peer,
-        c.export_name.as_deref().unwrap_or("-"),
+        c.negotiated.export_name.as_deref().unwrap_or("-"),
         c.started.elapsed().as_secs_f64(),
         s.reads,
         s.read_bytes,

@@ -122,7 +122,9 @@ pub fn bind_unix(path: &Path) -> Result<(UnixListener, UnixSocketFile), UnixBind
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io("looking at what is there")(e)),
         Ok(m) if !m.file_type().is_socket() => {
-            return Err(UnixBindError::NotASocket(file_kind(&m.file_type())));
+            return Err(UnixBindError::NotASocket(elevator_io::file_kind::name(
+                &m.file_type(),
+            )));
         }
         Ok(before) => {
             if answers(path).map_err(io("probing the socket already there"))? {
@@ -172,23 +174,6 @@ fn answers(path: &Path) -> io::Result<bool> {
         Ok(()) | Err(Errno::AGAIN | Errno::INPROGRESS) => Ok(true),
         Err(Errno::CONNREFUSED | Errno::NOENT) => Ok(false),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// What a file that is not a socket is, in words.
-fn file_kind(t: &std::fs::FileType) -> &'static str {
-    if t.is_dir() {
-        "directory"
-    } else if t.is_symlink() {
-        "symbolic link"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_block_device() {
-        "block device"
-    } else if t.is_char_device() {
-        "character device"
-    } else {
-        "regular file"
     }
 }
 

@@ -268,7 +268,7 @@ impl Worker {
             if in_handshake(c) {
                 at_most(limit.saturating_sub(c.started.elapsed()));
             } else if let Some(idle) = self.shared.cfg.idle_timeout {
-                at_most(idle.saturating_sub(c.last_io.elapsed()));
+                at_most(idle.saturating_sub(c.worker.last_io.elapsed()));
             }
         }
         wait.map(|d| Timespec {
@@ -300,8 +300,8 @@ impl Worker {
 
     /// Whether a connection has work that needs no new event.
     fn can_progress(&self, c: &Conn) -> bool {
-        ((c.readable || c.parked) && !transmit::throttled(c, &self.shared))
-            || (c.writable && c.pending_output() > 0)
+        ((c.socket.readable || c.worker.parked) && !transmit::throttled(c, &self.shared))
+            || (c.socket.writable && c.pending_output() > 0)
     }
 
     /// Put connection `c` in a free slot and watch its socket. When the
@@ -338,8 +338,8 @@ impl Worker {
             let mut c = c.attach();
             // Whatever the socket had before it came here raised its
             // events elsewhere: look again.
-            c.readable = true;
-            c.writable = true;
+            c.socket.readable = true;
+            c.socket.writable = true;
             // One that cannot be watched has ended; the others go on.
             let _ = self.insert(c);
         }
@@ -366,7 +366,7 @@ impl Worker {
                     .unwrap_or(self.id),
             };
             seats[target].load.fetch_add(1, Ordering::Relaxed);
-            c.placed = true;
+            c.worker.placed = true;
             if target == self.id {
                 continue;
             }
@@ -409,7 +409,7 @@ impl Worker {
             }
             progress |= self.complete()?;
             for c in self.conns.iter_mut().flatten() {
-                if c.writable && c.pending_output() > 0 {
+                if c.socket.writable && c.pending_output() > 0 {
                     c.flush(&mut self.shared.pool);
                 }
             }
@@ -427,8 +427,8 @@ impl Worker {
     fn account(&mut self) {
         let mut now = None;
         for c in self.conns.iter_mut().flatten() {
-            if std::mem::take(&mut c.progressed) {
-                c.last_io = *now.get_or_insert_with(Instant::now);
+            if std::mem::take(&mut c.worker.progressed) {
+                c.worker.last_io = *now.get_or_insert_with(Instant::now);
             }
         }
     }
@@ -442,18 +442,18 @@ impl Worker {
             // more is read.
             if c.blocked.is_some() {
                 if !transmit::retry_blocked(c, index, &mut self.shared) {
-                    c.parked = c.buffered_input();
+                    c.worker.parked = c.buffered_input();
                     return progress;
                 }
                 progress = true;
             }
             if c.closing.is_some()
                 || transmit::throttled(c, &self.shared)
-                || (matches!(c.phase, Phase::Transmission(_)) && !c.placed)
+                || (matches!(c.phase, Phase::Transmission(_)) && !c.worker.placed)
             {
                 // (One that has chosen its export waits to be placed.) What
                 // it sent ahead waits in its buffer: no event will say so.
-                c.parked = c.buffered_input();
+                c.worker.parked = c.buffered_input();
                 return progress;
             }
             if let (Phase::Transmission(e), 0) = (c.phase, c.admitted)
@@ -462,7 +462,7 @@ impl Worker {
             {
                 // What it needs does not fit now: not read from until
                 // bytes drain (this worker is woken when they do).
-                c.parked = true;
+                c.worker.parked = true;
                 return progress;
             }
             match c.next_message() {
@@ -477,8 +477,8 @@ impl Worker {
                     }
                 }
                 None => {
-                    c.parked = false;
-                    if !(c.readable && c.fill()) {
+                    c.worker.parked = false;
+                    if !(c.socket.readable && c.fill()) {
                         return progress;
                     }
                 }
@@ -508,7 +508,7 @@ impl Worker {
         match m {
             Message::ClientFlags(f) => match proto::client_flags(f) {
                 Ok(no_zeroes) => {
-                    c.no_zeroes = no_zeroes;
+                    c.negotiated.no_zeroes = no_zeroes;
                     c.phase = Phase::Options;
                 }
                 Err(e) => c.fail(&format!("handshake: {e}")),
@@ -553,13 +553,13 @@ impl Worker {
         // A write whose payload will never arrive (the client is gone) is
         // no longer in flight.
         for c in self.conns.iter_mut().flatten() {
-            if c.eof
+            if c.socket.eof
                 && let Some(b) = c.take_payload()
             {
                 self.shared.pool.put(b);
                 c.inflight -= 1;
             }
-            if c.eof
+            if c.socket.eof
                 && let Some(b) = c.blocked.take()
             {
                 b.abandon(c, &mut self.shared);
@@ -570,8 +570,8 @@ impl Worker {
                 let quiet = c.inflight == 0 && !c.in_payload();
                 let flushed = c.pending_output() == 0;
                 quiet
-                    && (c.eof
-                        || (c.closing.is_some() && (flushed || !c.writable))
+                    && (c.socket.eof
+                        || (c.closing.is_some() && (flushed || !c.socket.writable))
                         || (c.disc && flushed))
             });
             if done {
@@ -598,7 +598,7 @@ impl Worker {
             if let Some(engine) = self.shared.engines[e].as_mut() {
                 engine.context_gone(c.ctx);
             }
-            if c.placed {
+            if c.worker.placed {
                 self.hub.seats[self.id].load.fetch_sub(1, Ordering::Relaxed);
             }
         }
@@ -628,7 +628,7 @@ impl Worker {
             } else if let Some(idle) = idle
                 && c.closing.is_none()
                 && (c.inflight == 0 || c.pending_output() > 0)
-                && c.last_io.elapsed() >= idle
+                && c.worker.last_io.elapsed() >= idle
             {
                 let what = if c.pending_output() > 0 {
                     "took none of its replies"
@@ -666,11 +666,9 @@ impl Worker {
     /// export through its own handle, close every connection, and report
     /// whether the worker is done.
     fn finish_stop(&mut self) -> Result<bool, ServerError> {
-        let busy = self
-            .conns
-            .iter()
-            .flatten()
-            .any(|c| c.inflight > 0 || (c.pending_output() > 0 && c.writable && !c.eof));
+        let busy = self.conns.iter().flatten().any(|c| {
+            c.inflight > 0 || (c.pending_output() > 0 && c.socket.writable && !c.socket.eof)
+        });
         if busy {
             if self.stop_since.is_some_and(|t| t.elapsed() > STOP_GRACE) {
                 for e in self.shared.engines.iter_mut().flatten() {
@@ -707,7 +705,7 @@ impl Worker {
         }
         for c in self.conns.iter_mut().flatten() {
             c.closing.get_or_insert_with(|| "server shut down".into());
-            c.eof = true;
+            c.socket.eof = true;
         }
         self.reap_closed();
         // Connections handed over after the stop began are closed too.
@@ -758,13 +756,13 @@ impl Worker {
 fn mark(c: &mut Conn, f: epoll::EventFlags) {
     use epoll::EventFlags as F;
     if f.intersects(F::HUP | F::RDHUP | F::ERR) {
-        c.hangup = true;
+        c.socket.hangup = true;
     }
     if f.intersects(F::IN | F::HUP | F::RDHUP | F::ERR) {
-        c.readable = true;
+        c.socket.readable = true;
     }
     if f.intersects(F::OUT | F::HUP | F::ERR) {
-        c.writable = true;
+        c.socket.writable = true;
     }
 }
 

@@ -15,8 +15,31 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{Client, TestServer, chain, pattern, wait_for};
-use elevator_nbd::proto::cmd;
+use elevator_nbd::proto::{self, cmd};
 use elevator_nbd::{ExportSpec, Server, ServerConfig};
+
+/// A client of `server`'s export `disk` that sends up to `count` reads of
+/// 1 MiB (over the first `span` MiB) and reads no reply, until a write of
+/// its requests blocks for 200 ms: the client, and how many it sent.
+fn read_without_reading_replies(server: &TestServer, count: u64, span: u64) -> (Client, u64) {
+    let mut c = Client::open(&server.sock, "disk");
+    c.s.set_write_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut sent = 0u64;
+    for i in 0..count {
+        let r = proto::encode_request(&proto::Request::unflagged(
+            cmd::READ,
+            i,
+            (i % span) << 20,
+            1 << 20,
+        ));
+        if c.s.write_all(&r).is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    (c, sent)
+}
 
 #[test]
 fn a_client_that_reads_no_replies_holds_its_cap_and_stalls_nobody() {
@@ -28,25 +51,7 @@ fn a_client_that_reads_no_replies_holds_its_cap_and_stalls_nobody() {
     // It asks for 1 MiB reads, one after another, and never reads: its
     // socket buffers fill, then the server holds replies up to its cap and
     // stops reading from it.
-    let mut greedy = Client::open(&server.sock, "disk");
-    greedy
-        .s
-        .set_write_timeout(Some(Duration::from_millis(200)))
-        .expect("timeout");
-    let mut sent = 0u64;
-    for i in 0..2000u64 {
-        let r = elevator_nbd::proto::encode_request(&elevator_nbd::proto::Request {
-            flags: 0,
-            kind: cmd::READ,
-            cookie: i,
-            offset: (i % 64) << 20,
-            len: 1 << 20,
-        });
-        if greedy.s.write_all(&r).is_err() {
-            break;
-        }
-        sent += 1;
-    }
+    let (greedy, sent) = read_without_reading_replies(&server, 2000, 64);
     assert!(
         sent < 2000,
         "the server read all {sent} requests of a client that takes no replies"
@@ -127,23 +132,7 @@ fn idle_and_stalled_connections_time_out_when_asked() {
     assert!(line.contains("idle timeout"), "{line}");
     idle.expect_closed("an idle connection past the idle timeout");
     // One that asks and never reads its replies.
-    let mut stalled = Client::open(&server.sock, "disk");
-    stalled
-        .s
-        .set_write_timeout(Some(Duration::from_millis(200)))
-        .expect("timeout");
-    for i in 0..256u64 {
-        let r = elevator_nbd::proto::encode_request(&elevator_nbd::proto::Request {
-            flags: 0,
-            kind: cmd::READ,
-            cookie: i,
-            offset: (i % 16) << 20,
-            len: 1 << 20,
-        });
-        if stalled.s.write_all(&r).is_err() {
-            break;
-        }
-    }
+    let (_stalled, _) = read_without_reading_replies(&server, 256, 16);
     let line = server.wait_log("took none of its replies");
     assert!(line.contains("idle timeout"), "{line}");
     // A busy one is not idle.

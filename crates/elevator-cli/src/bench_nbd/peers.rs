@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use elevator_core::rng::Rng;
 use serde_json::Value;
 
 /// How a client reaches a server.
@@ -184,33 +185,39 @@ impl Drop for Running {
     }
 }
 
+/// Run `cmd` (program `name`) to its end: its output, or what it said on
+/// stderr as the error if it failed.
+fn run_to_end(mut cmd: Command, name: &str) -> Result<std::process::Output> {
+    let out = cmd.output().with_context(|| format!("running {name}"))?;
+    if !out.status.success() {
+        bail!(
+            "{name} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out)
+}
+
 /// fio's `nbd` engine on `uri`: `rw` of 4 KiB blocks at depth 16 over
 /// `size` bytes for `runtime` s, with `jobs` jobs (each its own
 /// connection); their IOPS summed.
 pub fn fio(uri: &str, rw: &str, jobs: u32, size: u64, runtime: u32) -> Result<f64> {
-    let out = Command::new("fio")
-        .args([
-            "--name=bench",
-            "--ioengine=nbd",
-            &format!("--uri={uri}"),
-            &format!("--rw={rw}"),
-            "--bs=4k",
-            "--iodepth=16",
-            &format!("--numjobs={jobs}"),
-            "--group_reporting",
-            &format!("--size={size}"),
-            &format!("--runtime={runtime}"),
-            "--time_based",
-            "--output-format=json",
-        ])
-        .output()
-        .context("running fio")?;
-    if !out.status.success() {
-        bail!(
-            "fio failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    let mut cmd = Command::new("fio");
+    cmd.args([
+        "--name=bench",
+        "--ioengine=nbd",
+        &format!("--uri={uri}"),
+        &format!("--rw={rw}"),
+        "--bs=4k",
+        "--iodepth=16",
+        &format!("--numjobs={jobs}"),
+        "--group_reporting",
+        &format!("--size={size}"),
+        &format!("--runtime={runtime}"),
+        "--time_based",
+        "--output-format=json",
+    ]);
+    let out = run_to_end(cmd, "fio")?;
     let text = String::from_utf8_lossy(&out.stdout);
     let start = text.find('{').context("fio printed no JSON")?;
     let v: Value = serde_json::from_str(&text[start..]).context("reading fio's JSON")?;
@@ -222,35 +229,30 @@ pub fn fio(uri: &str, rw: &str, jobs: u32, size: u64, runtime: u32) -> Result<f6
 /// MB/s of `bytes`.
 pub fn nbdcopy(from: &str, to: &str, connections: u32, bytes: u64) -> Result<f64> {
     let t = Instant::now();
-    let out = Command::new("nbdcopy")
-        .arg(format!("--connections={connections}"))
+    let mut cmd = Command::new("nbdcopy");
+    cmd.arg(format!("--connections={connections}"))
         .arg(format!("--threads={connections}"))
-        .args([from, to])
-        .output()
-        .context("running nbdcopy")?;
-    if !out.status.success() {
-        bail!(
-            "nbdcopy failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+        .args([from, to]);
+    run_to_end(cmd, "nbdcopy")?;
     Ok(bytes as f64 / t.elapsed().as_secs_f64() / 1e6)
 }
 
-/// Write `size` bytes of random data (xorshift, from `seed`) to `path`.
+/// Fill `block` with random bytes from `rng`.
+fn fill_random(block: &mut [u8], rng: &mut Rng) {
+    for chunk in block.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes()[..chunk.len()]);
+    }
+}
+
+/// Write `size` bytes of random data (from `seed`) to `path`.
 pub fn write_random(path: &Path, size: u64, seed: u64) -> Result<()> {
     let mut f =
         std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ seed;
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15 ^ seed);
     let mut block = vec![0u8; 1 << 20];
     let mut left = size;
     while left > 0 {
-        for chunk in block.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-        }
+        fill_random(&mut block, &mut rng);
         let n = left.min(block.len() as u64) as usize;
         f.write_all(&block[..n])
             .with_context(|| format!("writing {}", path.display()))?;
@@ -267,16 +269,11 @@ pub fn write_sparse(path: &Path, size: u64, seed: u64) -> Result<u64> {
     let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     f.set_len(size)
         .with_context(|| format!("sizing {}", path.display()))?;
-    let mut x = 0x2545_F491_4F6C_DD1Du64 ^ seed;
+    let mut rng = Rng::new(0x2545_F491_4F6C_DD1D ^ seed);
     let mut block = vec![0u8; MIB as usize];
     let mut data = 0;
     for at in (0..size).step_by(10 * MIB as usize) {
-        for chunk in block.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-        }
+        fill_random(&mut block, &mut rng);
         let n = (size - at).min(MIB) as usize;
         f.write_all_at(&block[..n], at)
             .with_context(|| format!("writing {}", path.display()))?;

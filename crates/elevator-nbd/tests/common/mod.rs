@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use elevator_core::rng::Rng;
 use elevator_nbd::proto::{self, Request, cmd, info, opt, rep};
 use elevator_nbd::{ExportSpec, Server, ServerConfig};
 
@@ -342,22 +343,17 @@ pub fn run_fio(cmd: &mut Command) -> Json {
 // ---------------------------------------------------------------------------
 // Data.
 
-/// `len` pseudo-random bytes from `seed` (xorshift; deterministic).
+/// `len` pseudo-random bytes from `seed` (deterministic).
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
-    fill_random(&mut v, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    fill_random(&mut v, &mut Rng::new(seed));
     v
 }
 
-fn fill_random(buf: &mut [u8], mut state: u64) -> u64 {
+fn fill_random(buf: &mut [u8], rng: &mut Rng) {
     for chunk in buf.chunks_mut(8) {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let b = state.to_le_bytes();
-        chunk.copy_from_slice(&b[..chunk.len()]);
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes()[..chunk.len()]);
     }
-    state
 }
 
 /// Write a file of `size` bytes (a multiple of 1 MiB) of random data, with
@@ -368,13 +364,13 @@ pub fn write_image(path: &Path, size: u64, seed: u64) {
     assert_eq!(size % MIB as u64, 0);
     let mut w = BufWriter::new(File::create(path).expect("creating the image"));
     let mut chunk = vec![0u8; MIB];
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rng = Rng::new(seed);
     let count = size / MIB as u64;
     for i in 0..count {
         if i % 8 == 3 || i + 1 == count {
             chunk.fill(0);
         } else {
-            state = fill_random(&mut chunk, state);
+            fill_random(&mut chunk, &mut rng);
         }
         w.write_all(&chunk).expect("writing the image");
     }

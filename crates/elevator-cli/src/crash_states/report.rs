@@ -1,12 +1,12 @@
 //! What a crash-states run found, as text (stdout and report.txt) and
 //! JSON (report.json), with the command that rebuilds each failing state.
 
-use elevator_trace::write_log::Kind;
+use elevator_run::crash_states::{BuiltState as Built, Verdict, shell_quote};
 use elevator_trace::write_log::crash::StateId;
+use elevator_trace::write_log::{Kind, LoadedLog};
 use serde_json::{Value, json};
 
-use super::{Args, Built, Verdict};
-use crate::write_log_cmd::LoadedLog;
+use super::Args;
 
 /// The records a state kept, as `2: records 3, 5`, or `none`.
 fn kept_list(b: &Built) -> String {
@@ -21,18 +21,6 @@ fn kept_list(b: &Built) -> String {
     };
     let word = if b.kept == 1 { "record" } else { "records" };
     format!("{}: {word} {}{more}", b.kept, names.join(", "))
-}
-
-/// `s` as one shell word.
-pub(super) fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=@%".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 /// What the run found, as text and JSON.

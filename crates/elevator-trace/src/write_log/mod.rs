@@ -51,13 +51,19 @@
 //! dm-log-writes). A write with PREFLUSH is recorded as a flush and then the
 //! write. A FUA write is durable once recorded.
 //!
-//! [`Reader`] reads and checks a log, [`Writer`] writes one.
+//! [`Reader`] reads and checks a log, [`Writer`] writes one,
+//! [`LoadedLog`] holds a log's record heads for planning, [`LogSummary`]
+//! counts its records.
 
 pub mod crash;
+mod loaded;
 mod read;
+mod summary;
 mod write;
 
+pub use loaded::{LoadedLog, LoadedLogError};
 pub use read::{Reader, RecordRef, WriteLogError};
+pub use summary::{LISTED_MARKS, LogSummary, MARK_SHOWN_BYTES};
 pub use write::Writer;
 
 /// The file's magic.

@@ -1,7 +1,8 @@
 //! Crash states of a write log, built and checked: which states to explore
 //! ([`plan`], under the rules of `elevator_trace::write_log::crash`), each
 //! one's image on disk, and a checker run on it ([`build_and_check`]).
-//! What `elevator crash-states` runs; it keeps the options and the report.
+//! What `elevator crash-states` runs, and its [`Report`]; the command
+//! keeps its options and prints.
 //!
 //! Images are built in log order from one working image: it is brought up
 //! to a state's durable records, copied, and the state's surviving
@@ -25,10 +26,12 @@ use crate::write_log::{ImageError, RecordApplier, create_image};
 
 mod check;
 mod image;
+mod report;
 
 pub use check::OUTPUT_KEPT;
 use check::{CheckJob, Done};
 pub use image::CopyError;
+pub use report::{Asked, Report};
 
 /// Why crash states could not be planned, built or checked.
 #[derive(Debug, Error)]

@@ -8,15 +8,11 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
-use elevator_run::crash_states::{self, BuildOptions, Verdict};
+use elevator_run::crash_states::{self, Asked, BuildOptions, Report, Verdict};
 use elevator_trace::write_log::LoadedLog;
 use elevator_trace::write_log::crash::{PlanOptions, StateId};
 
 use crate::write_log_cmd::check_whole;
-
-mod report;
-
-use report::Report;
 
 /// `elevator crash-states ...`.
 #[derive(clap::Args, Debug)]
@@ -151,8 +147,19 @@ pub fn run(args: &Args) -> Result<()> {
                 b.state.id
             );
         })?;
+    let asked = Asked {
+        log: args.log.clone(),
+        out: args.out.clone(),
+        seed: args.seed,
+        between: args.between,
+        max_states: args.max_states,
+        check: args.check.clone(),
+        only: args.only.clone(),
+        base: args.base.clone(),
+        valid_prefix: args.valid_prefix,
+    };
     let report = Report {
-        args,
+        asked: &asked,
         log: &log,
         possible: planned.possible,
         planned: planned.planned,

@@ -1,12 +1,38 @@
-//! What a crash-states run found, as text (stdout and report.txt) and
-//! JSON (report.json), with the command that rebuilds each failing state.
+//! What a crash-states run found ([`Report`]), as text (`elevator
+//! crash-states` prints it and writes report.txt) and JSON (report.json),
+//! with the command that rebuilds each failing state.
 
-use elevator_run::crash_states::{BuiltState as Built, Verdict, shell_quote};
+use std::path::PathBuf;
+
 use elevator_trace::write_log::crash::StateId;
 use elevator_trace::write_log::{Kind, LoadedLog};
 use serde_json::{Value, json};
 
-use super::Args;
+use super::{BuiltState as Built, Verdict, shell_quote};
+
+/// What a run was asked, as `elevator crash-states` was given it: the
+/// report repeats it, and its rebuild commands use it.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    /// The write log.
+    pub log: PathBuf,
+    /// The output directory.
+    pub out: PathBuf,
+    /// The seed of the subsets explored.
+    pub seed: u64,
+    /// States between flush boundaries per epoch.
+    pub between: u64,
+    /// The most states explored.
+    pub max_states: usize,
+    /// The checker's command.
+    pub check: Option<String>,
+    /// The one state asked for, as given.
+    pub only: Option<String>,
+    /// The image the device started as.
+    pub base: Option<PathBuf>,
+    /// Whether a damaged log's whole records were used.
+    pub valid_prefix: bool,
+}
 
 /// The records a state kept, as `2: records 3, 5`, or `none`.
 fn kept_list(b: &Built) -> String {
@@ -24,18 +50,24 @@ fn kept_list(b: &Built) -> String {
 }
 
 /// What the run found, as text and JSON.
-pub(super) struct Report<'a> {
-    pub(super) args: &'a Args,
-    pub(super) log: &'a LoadedLog,
-    pub(super) possible: u128,
-    pub(super) planned: usize,
-    pub(super) built: &'a [Built],
+#[derive(Debug)]
+pub struct Report<'a> {
+    /// What the run was asked.
+    pub asked: &'a Asked,
+    /// The log.
+    pub log: &'a LoadedLog,
+    /// How many states the log allows.
+    pub possible: u128,
+    /// How many states the plan chose.
+    pub planned: usize,
+    /// The states built.
+    pub built: &'a [Built],
 }
 
 impl Report<'_> {
     /// The command that rebuilds `id`.
     fn rebuild_command(&self, id: StateId) -> String {
-        let a = self.args;
+        let a = self.asked;
         let mut cmd = format!(
             "elevator crash-states {} --only {id} --seed {} --out {}",
             shell_quote(&a.log.to_string_lossy()),
@@ -104,8 +136,9 @@ impl Report<'_> {
         }
     }
 
-    pub(super) fn text(&self) -> String {
-        let a = self.args;
+    /// The report as text.
+    pub fn text(&self) -> String {
+        let a = self.asked;
         let mut t = String::new();
         let count =
             |v: &dyn Fn(&Verdict) -> bool| self.built.iter().filter(|b| v(&b.verdict)).count();
@@ -195,8 +228,9 @@ impl Report<'_> {
         t
     }
 
-    pub(super) fn json(&self) -> Value {
-        let a = self.args;
+    /// The report as JSON.
+    pub fn json(&self) -> Value {
+        let a = self.asked;
         let states: Vec<Value> = self
             .built
             .iter()

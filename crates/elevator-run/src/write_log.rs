@@ -61,7 +61,10 @@ pub enum ImageError {
 }
 
 /// `result`'s error, said to be from doing `what`.
-fn doing<T>(result: io::Result<T>, what: impl FnOnce() -> String) -> Result<T, ImageError> {
+pub(crate) fn doing<T>(
+    result: io::Result<T>,
+    what: impl FnOnce() -> String,
+) -> Result<T, ImageError> {
     result.map_err(|source| ImageError::Io {
         what: what(),
         source,

@@ -12,7 +12,6 @@
 //! next images are built.
 
 use std::fs::File;
-use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
@@ -22,7 +21,7 @@ use elevator_trace::write_log::crash::{self, CrashState, PlanError, PlanOptions,
 use elevator_trace::write_log::{Kind, LoadedLog, RecordHead};
 use thiserror::Error;
 
-use crate::write_log::{ImageError, RecordApplier, create_image};
+use crate::write_log::{ImageError, RecordApplier, create_image, doing};
 
 mod check;
 mod image;
@@ -36,18 +35,10 @@ pub use report::{Asked, Report};
 /// Why crash states could not be planned, built or checked.
 #[derive(Debug, Error)]
 pub enum CrashStatesError {
-    /// Making an image or applying a record onto one failed.
+    /// Making an image, applying a record onto one or another file
+    /// operation failed.
     #[error(transparent)]
     Image(#[from] ImageError),
-    /// A file operation failed; `what` says which, on which file.
-    #[error("{what}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// Why it failed.
-        #[source]
-        source: io::Error,
-    },
     /// Copying the working image to a state's image failed.
     #[error("copying the working image to {}", to.display())]
     Copy {
@@ -125,14 +116,6 @@ pub enum CrashStatesError {
         /// The output directory.
         out: PathBuf,
     },
-}
-
-/// `result`'s error, said to be from doing `what`.
-fn doing<T>(result: io::Result<T>, what: impl FnOnce() -> String) -> Result<T, CrashStatesError> {
-    result.map_err(|source| CrashStatesError::Io {
-        what: what(),
-        source,
-    })
 }
 
 /// Which images stay after their check.

@@ -371,14 +371,7 @@ fn replay(args: &ReplayArgs) -> Result<()> {
     let end = last.map_or(records, |n| n + 1);
     let image = create_image(&args.out, log.capacity_bytes(), args.base.as_deref())?;
     let mut applier = RecordApplier::new(&log)?;
-    let mut applied = 0u64;
-    for i in 0..end as usize {
-        let head = &log.heads[i];
-        if head.kind.changes_content() {
-            applier.apply(&image, head, log.offsets[i])?;
-            applied += 1;
-        }
-    }
+    let applied = applier.apply_records(&image, &log, 0..end as usize)?;
     image
         .sync_all()
         .with_context(|| format!("syncing {}", args.out.display()))?;

@@ -147,6 +147,26 @@ impl RecordApplier {
         })
     }
 
+    /// Apply `log`'s records `records` (indices, in the order given) onto
+    /// `image`: how many of them change content (the others are passed
+    /// over).
+    pub fn apply_records(
+        &mut self,
+        image: &File,
+        log: &LoadedLog,
+        records: impl IntoIterator<Item = usize>,
+    ) -> Result<u64, ImageError> {
+        let mut applied = 0;
+        for i in records {
+            let head = &log.heads[i];
+            if head.kind.changes_content() {
+                self.apply(image, head, log.offsets[i])?;
+                applied += 1;
+            }
+        }
+        Ok(applied)
+    }
+
     /// Apply record `head` (starting at `offset` in the log) onto `image`;
     /// records that change no content are passed over. Write-zeroes and
     /// discards punch a hole (what reads as zeroes and takes no disk), so

@@ -264,9 +264,9 @@ pub fn build_and_check(
         );
         let durable = (state.durable as usize).min(log.heads.len());
         ensure_room(opts, log, state, &working, applied..durable)?;
-        while applied < durable {
-            applier.apply(&working, &log.heads[applied], log.offsets[applied])?;
-            applied += 1;
+        if applied < durable {
+            applier.apply_records(&working, log, applied..durable)?;
+            applied = durable;
         }
         if applied != synced {
             // SEEK_DATA below must see every write as data.
@@ -431,10 +431,7 @@ fn build_state(
         }
     })?;
     let kept = state.kept(&log.heads);
-    for &seq in &kept {
-        let i = seq as usize;
-        applier.apply(&file, &log.heads[i], log.offsets[i])?;
-    }
+    applier.apply_records(&file, log, kept.iter().map(|&seq| seq as usize))?;
     let marks = log.marks_before(state.cut);
     let marks_file = opts.out.join(format!("{id}.marks"));
     let mut text = String::new();

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
-use elevator_run::crash_states::{self, Asked, BuildOptions, Report, Verdict};
+use elevator_run::crash_states::{self, BuildOptions, Report, Verdict};
 use elevator_trace::write_log::LoadedLog;
 use elevator_trace::write_log::crash::{PlanOptions, StateId};
 
@@ -147,22 +147,13 @@ pub fn run(args: &Args) -> Result<()> {
                 b.state.id
             );
         })?;
-    let asked = Asked {
-        log: args.log.clone(),
-        out: args.out.clone(),
-        seed: args.seed,
-        between: args.between,
-        max_states: args.max_states,
-        check: args.check.clone(),
-        only: args.only.clone(),
-        base: args.base.clone(),
-        valid_prefix: args.valid_prefix,
-    };
     let report = Report {
-        asked: &asked,
         log: &log,
-        possible: planned.possible,
-        planned: planned.planned,
+        options: &opts,
+        plan: &planned,
+        build: &build,
+        only: args.only.as_deref(),
+        valid_prefix: args.valid_prefix,
         built: &built,
     };
     let text = report.text();

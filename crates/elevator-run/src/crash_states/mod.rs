@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use elevator_trace::write_log::crash::{self, CrashState, PlanError, PlanOptions, StateId};
+use elevator_trace::write_log::crash::{self, CrashState, Plan, PlanError, PlanOptions, StateId};
 use elevator_trace::write_log::{Kind, LoadedLog, RecordHead};
 use thiserror::Error;
 
@@ -30,7 +30,7 @@ mod report;
 pub use check::OUTPUT_KEPT;
 use check::{CheckJob, Done};
 pub use image::CopyError;
-pub use report::{Asked, Report};
+pub use report::Report;
 
 /// Why crash states could not be planned, built or checked.
 #[derive(Debug, Error)]
@@ -169,18 +169,6 @@ pub struct BuiltState {
 /// Kept records named in a state's description.
 pub const KEPT_SHOWN: usize = 8;
 
-/// The states to explore: those chosen, how many there are in all, and
-/// how many the plan had before it was spread to the most allowed.
-#[derive(Debug)]
-pub struct Planned {
-    /// The states, in log order.
-    pub states: Vec<CrashState>,
-    /// How many states the log allows.
-    pub possible: u128,
-    /// How many the plan chose.
-    pub planned: usize,
-}
-
 /// The states of `log` to explore: only `only` when given (rebuilt with
 /// `opts.seed`), else the plan under `opts`, which must fit in
 /// `opts.max_states` when unchecked (every state an image on disk).
@@ -189,7 +177,7 @@ pub fn plan(
     only: Option<StateId>,
     opts: &PlanOptions,
     checked: bool,
-) -> Result<Planned, CrashStatesError> {
+) -> Result<Plan, CrashStatesError> {
     if let Some(id) = only {
         let state = crash::rebuild(&log.heads, id, opts.seed).map_err(|source| {
             CrashStatesError::Rebuild {
@@ -198,10 +186,11 @@ pub fn plan(
                 source,
             }
         })?;
-        return Ok(Planned {
+        return Ok(Plan {
             states: vec![state],
             possible: 1,
             planned: 1,
+            ..Plan::default()
         });
     }
     let plan = crash::plan(&log.heads, opts);
@@ -213,11 +202,7 @@ pub fn plan(
             max_states: opts.max_states,
         });
     }
-    Ok(Planned {
-        states: plan.states,
-        possible: plan.possible,
-        planned: plan.planned,
-    })
+    Ok(plan)
 }
 
 /// How states are built and checked.

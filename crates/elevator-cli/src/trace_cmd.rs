@@ -1,6 +1,7 @@
 //! `elevator trace`: convert traces between formats (blktrace binary,
 //! blkparse text, tracefs text, fio iologs; plain, gzip or xz), and measure
-//! how fast the readers and writers are.
+//! how fast the readers and writers are: the options, the output file and
+//! the summary lines; `elevator_trace::convert` does the work.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -9,12 +10,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
 use elevator_core::TraceAction;
-use elevator_trace::blkparse::{BlkparseReader, TextWriter};
-use elevator_trace::blktrace_read::BlktraceReader;
+use elevator_trace::blkparse::TextWriter;
 use elevator_trace::blktrace_write::{BlktraceSet, BlktraceWriter};
-use elevator_trace::iolog::{IologReader, IologVersion, IologWriter};
-use elevator_trace::synthetic::{PROCESSES, SyntheticTrace};
-use elevator_trace::{Format, Item, TraceSink};
+use elevator_trace::convert::{Keep, bench_formats, copy};
+use elevator_trace::iolog::{IologVersion, IologWriter};
+use elevator_trace::{Format, TraceSink};
 
 use crate::cpu_time::thread_cpu_ns;
 
@@ -115,35 +115,6 @@ pub fn run(args: &Args) -> Result<()> {
     }
 }
 
-/// A sink that passes on only some events (and every process name).
-struct Filter<'a> {
-    inner: &'a mut dyn TraceSink,
-    keep: Option<TraceAction>,
-    no_trim: bool,
-    written: u64,
-}
-
-impl TraceSink for Filter<'_> {
-    fn record(&mut self, record: &elevator_trace::Record) -> io::Result<()> {
-        let e = &record.event;
-        if self.keep.is_some_and(|a| a != e.action)
-            || (self.no_trim && e.op == elevator_core::Op::Discard)
-        {
-            return Ok(());
-        }
-        self.written += 1;
-        self.inner.record(record)
-    }
-
-    fn process(&mut self, pid: u32, name: &str, time: u64) -> io::Result<()> {
-        self.inner.process(pid, name, time)
-    }
-
-    fn finish(&mut self) -> io::Result<()> {
-        self.inner.finish()
-    }
-}
-
 fn output(path: &Path) -> Result<Box<dyn Write>> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(BufWriter::with_capacity(
@@ -186,39 +157,24 @@ fn convert(a: &ConvertArgs) -> Result<()> {
             )
         }
     };
-    let keep = match a.to {
-        // An iolog holds one kind of event.
-        ToFormat::Iolog => Some(a.events.unwrap_or(EventKind::Q).action()),
-        _ => a.events.map(EventKind::action),
-    };
-    let mut filter = Filter {
-        inner: sink.as_mut(),
-        keep,
+    let keep = Keep {
+        action: match a.to {
+            // An iolog holds one kind of event.
+            ToFormat::Iolog => Some(a.events.unwrap_or(EventKind::Q).action()),
+            _ => a.events.map(EventKind::action),
+        },
         no_trim: a.no_trim,
-        written: 0,
     };
-    let mut read = 0u64;
-    for item in reader.by_ref() {
-        let written = match item? {
-            Item::Record(r) => {
-                read += 1;
-                filter.record(&r)
-            }
-            Item::Process { pid, name, time } => filter.process(pid, &name, time),
-        };
-        written.with_context(|| format!("cannot write {}", a.output.display()))?;
-    }
-    filter
-        .finish()
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    let copied = copy(reader.by_ref(), sink.as_mut(), keep, &a.output)?;
     let summary = format!(
-        "converted {} ({}) to {} ({}): {read} events read, {} written, {} bad skipped, {} not replayable dropped",
+        "converted {} ({}) to {} ({}): {} events read, {} written, {} bad skipped, {} not replayable dropped",
         a.input.display(),
         reader.format(),
         a.output.display(),
         a.to.to_possible_value()
             .map_or_else(String::new, |v| v.get_name().to_string()),
-        filter.written,
+        copied.read,
+        copied.written,
         reader.skipped(),
         reader.ignored()
     );
@@ -228,42 +184,6 @@ fn convert(a: &ConvertArgs) -> Result<()> {
         println!("{summary}");
     }
     Ok(())
-}
-
-/// Events per second of this thread's CPU for `work` over `events`.
-fn timed(events: u64, work: impl FnOnce() -> Result<u64>) -> Result<f64> {
-    let start = thread_cpu_ns();
-    let n = work()?;
-    let ns = thread_cpu_ns().saturating_sub(start).max(1);
-    if n != events {
-        bail!("expected {events} events, got {n}");
-    }
-    Ok(events as f64 * 1e9 / ns as f64)
-}
-
-fn count_records(
-    items: impl Iterator<Item = Result<Item, elevator_trace::TraceError>>,
-) -> Result<u64> {
-    let mut n = 0;
-    for item in items {
-        if let Item::Record(_) = item? {
-            n += 1;
-        }
-    }
-    Ok(n)
-}
-
-fn write_all(sink: &mut dyn TraceSink, events: u64) -> Result<u64> {
-    for (pid, name) in PROCESSES {
-        sink.process(pid, name, 0)?;
-    }
-    let mut n = 0;
-    for r in SyntheticTrace::new(events) {
-        sink.record(&r)?;
-        n += 1;
-    }
-    sink.finish()?;
-    Ok(n)
 }
 
 /// Events `bench-convert` generates at most: the trace is held in memory
@@ -279,57 +199,9 @@ fn bench(a: &BenchArgs) -> Result<()> {
              about 190 bytes an event)"
         );
     }
-    let mut binary = Vec::new();
-    let w_bin = timed(n, || write_all(&mut BlktraceWriter::new(&mut binary), n))?;
-    let r_bin = timed(n, || {
-        count_records(BlktraceReader::new(&binary[..], "memory", false))
-    })?;
-    let mut text = Vec::new();
-    let w_text = timed(n, || write_all(&mut TextWriter::new(&mut text), n))?;
-    let r_text = timed(n, || {
-        count_records(BlkparseReader::new(&text[..], "memory", false))
-    })?;
-    let mut converted = Vec::new();
-    let convert = timed(n, || {
-        let mut w = TextWriter::new(&mut converted);
-        let mut count = 0;
-        for item in BlktraceReader::new(&binary[..], "memory", false) {
-            match item? {
-                Item::Record(r) => {
-                    w.record(&r)?;
-                    count += 1;
-                }
-                Item::Process { pid, name, time } => w.process(pid, &name, time)?,
-            }
-        }
-        w.finish()?;
-        Ok(count)
-    })?;
-    if converted != text {
-        bail!("blktrace -> text differs from the text written directly");
-    }
-    drop(converted);
-    let mut log = Vec::new();
-    let queued = SyntheticTrace::new(n)
-        .filter(|r| r.event.action == TraceAction::Queue)
-        .count() as u64;
-    let w_log = timed(n, || {
-        let mut w = IologWriter::new(&mut log, IologVersion::V3, TraceAction::Queue, "/dev/sdb");
-        write_all(&mut w, n)
-    })?;
-    let r_log = timed(queued, || {
-        count_records(IologReader::new(&log[..], "memory", false))
-    })?;
+    let rates = bench_formats(n, thread_cpu_ns)?;
     println!("trace formats, {n} generated events, per second of CPU (in memory):");
-    for (what, rate) in [
-        ("blktrace binary write", w_bin),
-        ("blktrace binary read", r_bin),
-        ("blkparse text write", w_text),
-        ("blkparse text read", r_text),
-        ("convert blktrace -> text", convert),
-        ("iolog v3 write (all events offered)", w_log),
-        ("iolog v3 read (Q events)", r_log),
-    ] {
+    for (what, rate) in rates {
         println!("  {what:<38} {:>8.2} M events/s", rate / 1e6);
     }
     Ok(())

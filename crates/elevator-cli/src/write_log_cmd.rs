@@ -1,18 +1,17 @@
-//! `elevator write-log show|replay`: print a write log record by record,
-//! and apply its writes onto an image. Also what `crash-states` shares
-//! with them: loading a log's heads (the data stays in the file) and
-//! applying records onto an image file.
+//! `elevator write-log show|replay|mark`: print a write log record by
+//! record, apply its writes onto an image (with
+//! `elevator_run::write_log`), put a mark in a running server's log. Also
+//! [`check_whole`], the refusal of a damaged log `crash-states` shares.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufReader, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Subcommand, ValueEnum};
-use elevator_core::ByteRange;
+use elevator_run::write_log::{RecordApplier, create_image};
 use elevator_trace::write_log::{
-    FLAG_FUA, FLAG_PREFLUSH, Kind, LogHeader, Reader, RecordHead, RecordRef, WriteLogError,
+    FLAG_FUA, FLAG_PREFLUSH, Kind, LoadedLog, LogHeader, LogSummary, Reader, RecordRef,
 };
 use serde_json::{Value, json};
 
@@ -110,209 +109,24 @@ pub fn run(args: &Args) -> Result<()> {
     }
 }
 
-/// A log's heads, read whole; the data stays in the file.
-pub struct LoadedLog {
-    /// Where it is.
-    pub path: PathBuf,
-    /// What it is of.
-    pub header: LogHeader,
-    /// Every whole record's head, `heads[i].seq == i`.
-    pub heads: Vec<RecordHead>,
-    /// Where each record starts in the file.
-    pub offsets: Vec<u64>,
-    /// Each mark's sequence number and text.
-    pub marks: Vec<(u64, String)>,
-    /// Why the log could not be read past `heads`, if it could not.
-    pub error: Option<WriteLogError>,
-}
-
-impl LoadedLog {
-    /// Read `path`'s heads; an unreadable header is an error, a damaged
-    /// record is kept in `error`.
-    pub fn load(path: &Path) -> Result<LoadedLog> {
-        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let mut reader = Reader::new(BufReader::with_capacity(1 << 20, file))
-            .with_context(|| format!("reading {}", path.display()))?;
-        let mut log = LoadedLog {
-            path: path.to_path_buf(),
-            header: reader.header(),
-            heads: Vec::new(),
-            offsets: Vec::new(),
-            marks: Vec::new(),
-            error: None,
-        };
-        loop {
-            match reader.next_record() {
-                Ok(Some(rec)) => {
-                    if rec.head.kind == Kind::Mark {
-                        log.marks.push((rec.head.seq, rec.text()));
-                    }
-                    log.heads.push(rec.head);
-                    log.offsets.push(rec.offset);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    log.error = Some(e);
-                    break;
-                }
-            }
-        }
-        Ok(log)
-    }
-
-    /// Refuse a damaged log unless `valid_prefix`, which says on stderr how
-    /// many records it uses.
-    pub fn check_whole(&self, valid_prefix: bool) -> Result<()> {
-        if let Some(e) = &self.error {
-            if !valid_prefix {
-                bail!(
-                    "{}: {e} (pass --valid-prefix to use the {} records before it)",
-                    self.path.display(),
-                    self.heads.len()
-                );
-            }
-            eprintln!(
-                "elevator: {}: {e}; --valid-prefix: using the {} records before it",
-                self.path.display(),
-                self.heads.len()
-            );
-        }
-        Ok(())
-    }
-
-    /// Refuse a log without data (from a simulated device).
-    pub fn check_has_data(&self) -> Result<()> {
-        if !self.header.has_data {
+/// Refuse a damaged log unless `valid_prefix`, which says on stderr how
+/// many records it uses.
+pub fn check_whole(log: &LoadedLog, valid_prefix: bool) -> Result<()> {
+    if let Some(e) = &log.error {
+        if !valid_prefix {
             bail!(
-                "{}: the log carries no data (it was recorded on a simulated device, which moves none), so there is nothing to write onto an image",
-                self.path.display()
+                "{}: {e} (pass --valid-prefix to use the {} records before it)",
+                log.path.display(),
+                log.heads.len()
             );
         }
-        Ok(())
+        eprintln!(
+            "elevator: {}: {e}; --valid-prefix: using the {} records before it",
+            log.path.display(),
+            log.heads.len()
+        );
     }
-
-    /// The device's capacity in bytes.
-    pub fn capacity_bytes(&self) -> u64 {
-        self.header.capacity.saturating_mul(512)
-    }
-
-    /// The time of the last record before `cut`, in seconds.
-    pub fn time_before(&self, cut: u64) -> f64 {
-        cut.checked_sub(1)
-            .and_then(|i| self.heads.get(i as usize))
-            .map_or(0.0, |h| h.time_ns as f64 / 1e9)
-    }
-}
-
-/// Create `path` as the device's image: zeroes of `capacity` bytes, or a
-/// copy of `base` (extended to `capacity` if shorter).
-pub fn create_image(path: &Path, capacity: u64, base: Option<&Path>) -> Result<File> {
-    if let Some(base) = base {
-        let len = std::fs::metadata(base)
-            .with_context(|| format!("--base {}", base.display()))?
-            .len();
-        if len > capacity {
-            bail!(
-                "--base {} is {len} bytes, more than the log's device ({capacity} bytes)",
-                base.display()
-            );
-        }
-        std::fs::copy(base, path)
-            .with_context(|| format!("copying {} to {}", base.display(), path.display()))?;
-    } else if path.exists() {
-        std::fs::remove_file(path).with_context(|| format!("replacing {}", path.display()))?;
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    file.set_len(capacity)
-        .with_context(|| format!("sizing {} to {capacity} bytes", path.display()))?;
-    Ok(file)
-}
-
-/// Make `len` bytes at `at` of `image` a hole that reads as zeroes;
-/// whether the file system could.
-fn punch_hole(image: &File, at: u64, len: u64) -> bool {
-    use rustix::fs::{FallocateFlags, fallocate};
-    len == 0
-        || fallocate(
-            image,
-            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
-            at,
-            len,
-        )
-        .is_ok()
-}
-
-/// Applies records onto images, reading their data from the log with
-/// pread.
-pub struct RecordApplier {
-    log: File,
-    path: PathBuf,
-    buf: Vec<u8>,
-}
-
-/// Bytes moved at a time.
-const CHUNK: usize = 1 << 20;
-
-impl RecordApplier {
-    /// Read data from `log`'s file.
-    pub fn new(log: &LoadedLog) -> Result<RecordApplier> {
-        let file =
-            File::open(&log.path).with_context(|| format!("opening {}", log.path.display()))?;
-        Ok(RecordApplier {
-            log: file,
-            path: log.path.clone(),
-            buf: vec![0; CHUNK],
-        })
-    }
-
-    /// Apply record `head` (starting at `offset` in the log) onto `image`;
-    /// records that change no content are passed over. Write-zeroes and
-    /// discards punch a hole (what reads as zeroes and takes no disk), so
-    /// a log of a few bytes cannot make the image take terabytes; where
-    /// the file system cannot punch holes they write zeroes.
-    pub fn apply(&mut self, image: &File, head: &RecordHead, offset: u64) -> Result<()> {
-        if !head.kind.changes_content() {
-            return Ok(());
-        }
-        let range = ByteRange::from_sectors(head.sector, u64::from(head.sectors))
-            .with_context(|| format!("{}: record {}", self.path.display(), head.seq))?;
-        let (at, len) = (range.offset(), range.len());
-        let from_log = head.kind == Kind::Write;
-        if from_log && !head.has_data() {
-            bail!(
-                "{}: record {} is a write without its data",
-                self.path.display(),
-                head.seq
-            );
-        }
-        if !from_log && punch_hole(image, at, len) {
-            return Ok(());
-        }
-        let payload = offset + elevator_trace::write_log::RECORD_HEAD_LEN as u64;
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done).min(CHUNK as u64) as usize;
-            let buf = &mut self.buf[..n];
-            if from_log {
-                self.log
-                    .read_exact_at(buf, payload + done)
-                    .with_context(|| format!("reading record {}'s data", head.seq))?;
-            } else {
-                buf.fill(0);
-            }
-            image
-                .write_all_at(buf, at + done)
-                .with_context(|| format!("writing record {} onto the image", head.seq))?;
-            done += n as u64;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn show(args: &ShowArgs) -> Result<()> {
@@ -332,7 +146,7 @@ fn show(args: &ShowArgs) -> Result<()> {
             "seq", "time(s)", "op", "sector+sectors", "flags"
         )?;
     }
-    let mut summary = Summary::default();
+    let mut summary = LogSummary::default();
     // JSON is written as it is read (one record per line), never held
     // whole: a log of millions of records shows in bounded memory.
     if json {
@@ -373,10 +187,10 @@ fn show(args: &ShowArgs) -> Result<()> {
         writeln!(
             out,
             "\n],\n\"summary\": {},\n\"error\": {error_json}\n}}",
-            summary.json()
+            summary_json(&summary)
         )?;
     } else {
-        for line in summary.lines() {
+        for line in summary_lines(&summary) {
             writeln!(out, "{line}")?;
         }
     }
@@ -487,158 +301,66 @@ fn record_json(rec: &RecordRef<'_>, data: bool) -> Value {
     v
 }
 
-/// Counts over a log's records.
-#[derive(Default)]
-struct Summary {
-    records: u64,
-    by_kind: [u64; 5],
-    bytes_written: u64,
-    bytes_zeroed: u64,
-    bytes_discarded: u64,
-    epochs: u64,
-    content_since_flush: u64,
-    fua: u64,
-    /// The first [`LISTED_MARKS`] marks' texts, cut at [`MARK_SHOWN_BYTES`].
-    marks: Vec<String>,
-    /// Marks past those.
-    marks_not_listed: u64,
-    last_time_ns: u64,
+/// The summary's lines of text.
+fn summary_lines(summary: &LogSummary) -> Vec<String> {
+    let k = &summary.by_kind;
+    let mut lines = vec![
+        format!(
+            "summary: {} records over {:.6} s: {} write ({} FUA), {} discard, {} write-zeroes, {} flush, {} mark",
+            summary.records,
+            summary.last_time_ns as f64 / 1e9,
+            k[0],
+            summary.fua,
+            k[1],
+            k[2],
+            k[3],
+            k[4]
+        ),
+        format!(
+            "  bytes: {} written, {} zeroed, {} discarded",
+            summary.bytes_written, summary.bytes_zeroed, summary.bytes_discarded
+        ),
+        format!(
+            "  flush epochs: {} flushed, {} content records after the last flush",
+            summary.epochs, summary.content_since_flush
+        ),
+    ];
+    if !summary.marks.is_empty() {
+        let marks: Vec<String> = summary.marks.iter().map(|m| format!("{m:?}")).collect();
+        let more = match summary.marks_not_listed {
+            0 => String::new(),
+            n => format!(" (and {n} more)"),
+        };
+        lines.push(format!("  marks: {}{more}", marks.join(", ")));
+    }
+    lines
 }
 
-/// Marks a summary lists (the others are counted).
-const LISTED_MARKS: usize = 100;
-/// Bytes of a mark's text a summary shows.
-const MARK_SHOWN_BYTES: usize = 256;
-
-/// `text` cut at `max` bytes (on a character boundary), with "..." if cut.
-fn cut(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let end = (0..=max)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
-        text.truncate(end);
-        text.push_str("...");
-    }
-    text
-}
-
-impl Summary {
-    fn add(&mut self, rec: &RecordRef<'_>) {
-        let h = &rec.head;
-        self.records += 1;
-        self.by_kind[usize::from(h.kind.code() - 1)] += 1;
-        self.last_time_ns = h.time_ns;
-        let bytes = u64::from(h.sectors) * 512;
-        match h.kind {
-            Kind::Write => self.bytes_written += bytes,
-            Kind::WriteZeroes => self.bytes_zeroed += bytes,
-            Kind::Discard => self.bytes_discarded += bytes,
-            Kind::Flush => {
-                if self.content_since_flush > 0 {
-                    self.epochs += 1;
-                }
-                self.content_since_flush = 0;
-            }
-            Kind::Mark if self.marks.len() < LISTED_MARKS => {
-                let end = rec.payload.len().min(MARK_SHOWN_BYTES + 4);
-                let text = String::from_utf8_lossy(&rec.payload[..end]).into_owned();
-                self.marks.push(cut(text, MARK_SHOWN_BYTES));
-            }
-            Kind::Mark => self.marks_not_listed += 1,
-        }
-        if h.kind.changes_content() {
-            self.content_since_flush += 1;
-            if h.fua() {
-                self.fua += 1;
-            }
-        }
-    }
-
-    fn lines(&self) -> Vec<String> {
-        let k = &self.by_kind;
-        let mut lines = vec![
-            format!(
-                "summary: {} records over {:.6} s: {} write ({} FUA), {} discard, {} write-zeroes, {} flush, {} mark",
-                self.records,
-                self.last_time_ns as f64 / 1e9,
-                k[0],
-                self.fua,
-                k[1],
-                k[2],
-                k[3],
-                k[4]
-            ),
-            format!(
-                "  bytes: {} written, {} zeroed, {} discarded",
-                self.bytes_written, self.bytes_zeroed, self.bytes_discarded
-            ),
-            format!(
-                "  flush epochs: {} flushed, {} content records after the last flush",
-                self.epochs, self.content_since_flush
-            ),
-        ];
-        if !self.marks.is_empty() {
-            let marks: Vec<String> = self.marks.iter().map(|m| format!("{m:?}")).collect();
-            let more = match self.marks_not_listed {
-                0 => String::new(),
-                n => format!(" (and {n} more)"),
-            };
-            lines.push(format!("  marks: {}{more}", marks.join(", ")));
-        }
-        lines
-    }
-
-    fn json(&self) -> Value {
-        let k = &self.by_kind;
-        json!({
-            "records": self.records,
-            "write": k[0], "discard": k[1], "write_zeroes": k[2], "flush": k[3], "mark": k[4],
-            "fua": self.fua,
-            "bytes_written": self.bytes_written,
-            "bytes_zeroed": self.bytes_zeroed,
-            "bytes_discarded": self.bytes_discarded,
-            "flush_epochs": self.epochs,
-            "unflushed_at_end": self.content_since_flush,
-            "marks": self.marks,
-            "marks_not_listed": self.marks_not_listed,
-            "duration_ns": self.last_time_ns,
-        })
-    }
-}
-
-/// The last record `--to-mark TEXT` applies: the first mark whose text is
-/// TEXT, else the first that starts with it.
-pub fn find_mark(log: &LoadedLog, text: &str) -> Result<u64> {
-    let exact = log.marks.iter().find(|(_, t)| t == text);
-    let prefix = || log.marks.iter().find(|(_, t)| t.starts_with(text));
-    match exact.or_else(prefix) {
-        Some((seq, _)) => Ok(*seq),
-        None => {
-            let known: Vec<String> = log
-                .marks
-                .iter()
-                .take(10)
-                .map(|(_, t)| format!("{t:?}"))
-                .collect();
-            bail!(
-                "{}: no mark's text is or starts with {text:?} (the log has {} marks{}{})",
-                log.path.display(),
-                log.marks.len(),
-                if known.is_empty() { "" } else { ": " },
-                known.join(", ")
-            )
-        }
-    }
+/// The summary as JSON.
+fn summary_json(summary: &LogSummary) -> Value {
+    let k = &summary.by_kind;
+    json!({
+        "records": summary.records,
+        "write": k[0], "discard": k[1], "write_zeroes": k[2], "flush": k[3], "mark": k[4],
+        "fua": summary.fua,
+        "bytes_written": summary.bytes_written,
+        "bytes_zeroed": summary.bytes_zeroed,
+        "bytes_discarded": summary.bytes_discarded,
+        "flush_epochs": summary.epochs,
+        "unflushed_at_end": summary.content_since_flush,
+        "marks": summary.marks,
+        "marks_not_listed": summary.marks_not_listed,
+        "duration_ns": summary.last_time_ns,
+    })
 }
 
 fn replay(args: &ReplayArgs) -> Result<()> {
     let log = LoadedLog::load(&args.log)?;
     log.check_has_data()?;
-    log.check_whole(args.valid_prefix)?;
+    check_whole(&log, args.valid_prefix)?;
     let records = log.heads.len() as u64;
     let last = match (&args.to_mark, args.to_record) {
-        (Some(text), _) => Some(find_mark(&log, text)?),
+        (Some(text), _) => Some(log.find_mark(text)?),
         (None, Some(n)) if n >= records => bail!(
             "--to-record {n}: the log has {records} records (0 to {})",
             records.saturating_sub(1)
@@ -649,14 +371,7 @@ fn replay(args: &ReplayArgs) -> Result<()> {
     let end = last.map_or(records, |n| n + 1);
     let image = create_image(&args.out, log.capacity_bytes(), args.base.as_deref())?;
     let mut applier = RecordApplier::new(&log)?;
-    let mut applied = 0u64;
-    for i in 0..end as usize {
-        let head = &log.heads[i];
-        if head.kind.changes_content() {
-            applier.apply(&image, head, log.offsets[i])?;
-            applied += 1;
-        }
-    }
+    let applied = applier.apply_records(&image, &log, 0..end as usize)?;
     image
         .sync_all()
         .with_context(|| format!("syncing {}", args.out.display()))?;
@@ -665,13 +380,8 @@ fn replay(args: &ReplayArgs) -> Result<()> {
         args.out.display(),
         log.capacity_bytes(),
         match last {
-            Some(n) if log.heads[n as usize].kind == Kind::Mark => format!(
-                ", through mark {n} {:?}",
-                log.marks
-                    .iter()
-                    .find(|(s, _)| *s == n)
-                    .map_or("", |(_, t)| t.as_str())
-            ),
+            Some(n) if log.heads[n as usize].kind == Kind::Mark =>
+                format!(", through mark {n} {:?}", log.mark_text(n).unwrap_or("")),
             _ => String::new(),
         }
     );

@@ -14,6 +14,9 @@
 //! - [`iolog`]: fio's iolog v2/v3, read and written.
 //! - [`mod@open`]: one entry point, [`open()`], that finds the format (and gzip
 //!   or xz compression) from the content and returns a [`TraceReader`].
+//! - [`convert`]: a trace copied from a reader into a writer (one kind of
+//!   event kept, discards dropped, if asked), and the formats' speed
+//!   figures (the caller's CPU clock passed in).
 //! - [`synthetic`]: a generated trace of any length, for tests and speed
 //!   figures; [`text_fields`]: byte-level parsing and formatting shared by
 //!   the text formats.
@@ -45,6 +48,7 @@ pub mod blktrace_encode;
 pub mod blktrace_read;
 pub mod blktrace_set;
 pub mod blktrace_write;
+pub mod convert;
 pub mod error;
 pub mod fast_hash;
 pub mod iolog;

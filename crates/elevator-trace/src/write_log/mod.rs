@@ -51,16 +51,22 @@
 //! dm-log-writes). A write with PREFLUSH is recorded as a flush and then the
 //! write. A FUA write is durable once recorded.
 //!
-//! [`Reader`] reads and checks a log, [`Writer`] writes one; [`record_of`]
-//! and [`flush_on_submit`] say what a device's I/O becomes in one.
+//! [`Reader`] reads and checks a log, [`Writer`] writes one,
+//! [`LoadedLog`] holds a log's record heads for planning, [`LogSummary`]
+//! counts its records; [`record_of`] and [`flush_on_submit`] say what a
+//! device's I/O becomes in one.
 
 pub mod crash;
 mod device_io;
+mod loaded;
 mod read;
+mod summary;
 mod write;
 
 pub use device_io::{flush_on_submit, record_of};
+pub use loaded::{LoadedLog, LoadedLogError};
 pub use read::{Reader, RecordRef, WriteLogError};
+pub use summary::{LISTED_MARKS, LogSummary, MARK_SHOWN_BYTES};
 pub use write::Writer;
 
 /// The file's magic.

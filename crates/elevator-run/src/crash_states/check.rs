@@ -18,14 +18,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use thiserror::Error;
 
-use super::{Done, TAIL_LINES, Verdict};
+use super::Verdict;
 
 /// The bytes of a checker's output kept: its last ones.
-pub(super) const OUTPUT_KEPT: usize = 64 << 10;
+pub const OUTPUT_KEPT: usize = 64 << 10;
+
+/// Lines of a failing checker's output kept for the report.
+const TAIL_LINES: usize = 10;
 
 /// The longest line of a checker's output shown in the report (a longer
 /// one is cut, its end kept).
@@ -39,6 +42,59 @@ const AFTER_EXIT: u64 = 4 << 20;
 /// How often a check looks at its checker, its deadline and the stop flag
 /// while the checker is quiet.
 const TICK: Duration = Duration::from_millis(10);
+
+/// Why a checker could not be run or waited for (the state fails, with
+/// this as its reason).
+#[derive(Debug, Error)]
+enum CheckError {
+    /// Starting it or waiting for it failed.
+    #[error("{what}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Looking at whether it exited failed.
+    #[error("waiting for the checker (pid {pid})")]
+    Wait {
+        /// The checker's process.
+        pid: u32,
+        /// Why.
+        #[source]
+        source: rustix::io::Errno,
+    },
+}
+
+/// `result`'s error, said to be from doing `what`.
+fn doing<T>(result: std::io::Result<T>, what: &'static str) -> Result<T, CheckError> {
+    result.map_err(|source| CheckError::Io { what, source })
+}
+
+/// `e` and its sources, each after a colon.
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    text
+}
+
+/// A finished check.
+pub(super) struct Done {
+    /// The state's place in the run.
+    pub(super) index: usize,
+    /// How it ended.
+    pub(super) verdict: Verdict,
+    /// The last lines of a failing checker's output.
+    pub(super) tail: Vec<String>,
+    /// Bytes of the checker's output dropped before the tail kept in
+    /// ID.out.
+    pub(super) output_dropped: u64,
+}
 
 /// One check to run.
 pub(super) struct CheckJob {
@@ -130,7 +186,7 @@ impl CheckJob {
         let mut output = OutputTail::default();
         let verdict = match self.spawn_and_wait(&mut output) {
             Ok(v) => v,
-            Err(e) => Verdict::Fail(format!("{e:#}")),
+            Err(e) => Verdict::Fail(with_sources(&e)),
         };
         let verdict = match std::fs::write(&self.output, output.file_text()) {
             Err(e) if verdict == Verdict::Pass => Verdict::Fail(format!(
@@ -151,13 +207,14 @@ impl CheckJob {
         }
     }
 
-    fn spawn_and_wait(&self, output: &mut OutputTail) -> Result<Verdict> {
-        let (mut pipe, writer) = std::io::pipe().context("creating the checker's pipe")?;
+    fn spawn_and_wait(&self, output: &mut OutputTail) -> Result<Verdict, CheckError> {
+        let (mut pipe, writer) = doing(std::io::pipe(), "creating the checker's pipe")?;
         let mut child = {
             // The command (holding the pipe's write ends) is dropped
             // here: the checker's processes hold the only ones.
-            let err = writer.try_clone().context("creating the checker's pipe")?;
-            Command::new("sh")
+            let err = doing(writer.try_clone(), "creating the checker's pipe")?;
+            let mut command = Command::new("sh");
+            command
                 .arg("-c")
                 .arg(&self.command)
                 .env("ELEVATOR_CRASH_IMAGE", &self.image)
@@ -166,9 +223,8 @@ impl CheckJob {
                 .stdin(Stdio::null())
                 .stdout(writer)
                 .stderr(err)
-                .process_group(0)
-                .spawn()
-                .context("starting sh")?
+                .process_group(0);
+            doing(command.spawn(), "starting sh")?
         };
         let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
         let deadline = Instant::now() + self.timeout;
@@ -179,7 +235,7 @@ impl CheckJob {
                 // Whatever it left running goes with it (the group still
                 // exists: the checker is not reaped yet).
                 kill_group(group);
-                let status = child.wait().context("waiting for the checker")?;
+                let status = doing(child.wait(), "waiting for the checker")?;
                 // What the pipe holds now, and no more (a process that
                 // left the group may go on writing: [`AFTER_EXIT`] bounds
                 // what is taken from it).
@@ -225,7 +281,7 @@ impl CheckJob {
 
 /// Whether the checker has exited (it is not reaped: its process group
 /// cannot be reused until it is).
-fn exited(child: &Child, pid: Option<Pid>) -> Result<bool> {
+fn exited(child: &Child, pid: Option<Pid>) -> Result<bool, CheckError> {
     let Some(pid) = pid else {
         return Ok(false);
     };
@@ -233,7 +289,10 @@ fn exited(child: &Child, pid: Option<Pid>) -> Result<bool> {
         WaitId::Pid(pid),
         WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
     )
-    .with_context(|| format!("waiting for the checker (pid {})", child.id()))?;
+    .map_err(|source| CheckError::Wait {
+        pid: child.id(),
+        source,
+    })?;
     Ok(status.is_some())
 }
 

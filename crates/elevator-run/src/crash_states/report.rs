@@ -1,12 +1,12 @@
-//! What a crash-states run found, as text (stdout and report.txt) and
-//! JSON (report.json), with the command that rebuilds each failing state.
+//! What a crash-states run found ([`Report`]), as text (`elevator
+//! crash-states` prints it and writes report.txt) and JSON (report.json),
+//! with the command that rebuilds each failing state.
 
-use elevator_trace::write_log::Kind;
-use elevator_trace::write_log::crash::StateId;
+use elevator_trace::write_log::crash::{Plan, PlanOptions, StateId};
+use elevator_trace::write_log::{Kind, LoadedLog};
 use serde_json::{Value, json};
 
-use super::{Args, Built, Verdict};
-use crate::write_log_cmd::LoadedLog;
+use super::{BuildOptions, BuiltState as Built, Verdict, shell_quote};
 
 /// The records a state kept, as `2: records 3, 5`, or `none`.
 fn kept_list(b: &Built) -> String {
@@ -23,41 +23,38 @@ fn kept_list(b: &Built) -> String {
     format!("{}: {word} {}{more}", b.kept, names.join(", "))
 }
 
-/// `s` as one shell word.
-pub(super) fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:=@%".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 /// What the run found, as text and JSON.
-pub(super) struct Report<'a> {
-    pub(super) args: &'a Args,
-    pub(super) log: &'a LoadedLog,
-    pub(super) possible: u128,
-    pub(super) planned: usize,
-    pub(super) built: &'a [Built],
+#[derive(Debug)]
+pub struct Report<'a> {
+    /// The log.
+    pub log: &'a LoadedLog,
+    /// How the states were planned.
+    pub options: &'a PlanOptions,
+    /// What the plan chose (its states are `built`'s).
+    pub plan: &'a Plan,
+    /// How the states were built and checked.
+    pub build: &'a BuildOptions,
+    /// The one state asked for, as given.
+    pub only: Option<&'a str>,
+    /// Whether a damaged log's whole records were used.
+    pub valid_prefix: bool,
+    /// The states built.
+    pub built: &'a [Built],
 }
 
 impl Report<'_> {
     /// The command that rebuilds `id`.
     fn rebuild_command(&self, id: StateId) -> String {
-        let a = self.args;
         let mut cmd = format!(
             "elevator crash-states {} --only {id} --seed {} --out {}",
-            shell_quote(&a.log.to_string_lossy()),
-            a.seed,
-            shell_quote(&a.out.to_string_lossy())
+            shell_quote(&self.log.path.to_string_lossy()),
+            self.options.seed,
+            shell_quote(&self.build.out.to_string_lossy())
         );
-        if let Some(base) = &a.base {
+        if let Some(base) = &self.build.base {
             cmd.push_str(&format!(" --base {}", shell_quote(&base.to_string_lossy())));
         }
-        if a.valid_prefix {
+        if self.valid_prefix {
             cmd.push_str(" --valid-prefix");
         }
         cmd
@@ -109,15 +106,15 @@ impl Report<'_> {
     }
 
     fn possible_text(&self) -> String {
-        if self.possible > u128::from(u64::MAX) {
+        if self.plan.possible > u128::from(u64::MAX) {
             format!("over {}", u64::MAX)
         } else {
-            self.possible.to_string()
+            self.plan.possible.to_string()
         }
     }
 
-    pub(super) fn text(&self) -> String {
-        let a = self.args;
+    /// The report as text.
+    pub fn text(&self) -> String {
         let mut t = String::new();
         let count =
             |v: &dyn Fn(&Verdict) -> bool| self.built.iter().filter(|b| v(&b.verdict)).count();
@@ -126,21 +123,24 @@ impl Report<'_> {
         let checked = passed + failed;
         t.push_str(&format!(
             "crash states of {} ({} records), seed {}{}\n",
-            a.log.display(),
+            self.log.path.display(),
             self.log.heads.len(),
-            a.seed,
-            match a.only {
+            self.options.seed,
+            match self.only {
                 Some(_) => String::new(),
-                None => format!(", up to {} between boundaries per epoch", a.between),
+                None => format!(
+                    ", up to {} between boundaries per epoch",
+                    self.options.between
+                ),
             }
         ));
-        if let Some(id) = &a.only {
+        if let Some(id) = &self.only {
             t.push_str(&format!("state {id} only\n"));
         } else {
-            let cut = if self.planned > self.built.len() {
+            let cut = if self.plan.planned > self.built.len() {
                 format!(
                     " ({} chosen, spread over the log to --max-states {})",
-                    self.planned, a.max_states
+                    self.plan.planned, self.options.max_states
                 )
             } else {
                 String::new()
@@ -163,7 +163,7 @@ impl Report<'_> {
                 if boundaries == 1 { "boundary" } else { "boundaries" },
             ));
         }
-        if a.check.is_some() {
+        if self.build.check.is_some() {
             t.push_str(&format!(
                 "checked {checked}: {passed} passed, {failed} failed\n"
             ));
@@ -207,8 +207,8 @@ impl Report<'_> {
         t
     }
 
-    pub(super) fn json(&self) -> Value {
-        let a = self.args;
+    /// The report as JSON.
+    pub fn json(&self) -> Value {
         let states: Vec<Value> = self
             .built
             .iter()
@@ -240,15 +240,15 @@ impl Report<'_> {
             })
             .collect();
         json!({
-            "log": a.log.display().to_string(),
+            "log": self.log.path.display().to_string(),
             "records": self.log.heads.len(),
             "log_error": self.log.error.as_ref().map(|e| e.to_string()),
-            "seed": a.seed,
-            "between": a.between,
-            "max_states": a.max_states,
-            "check": a.check,
-            "possible": u64::try_from(self.possible).map_or_else(|_| json!(self.possible_text()), |p| json!(p)),
-            "planned": self.planned,
+            "seed": self.options.seed,
+            "between": self.options.between,
+            "max_states": self.options.max_states,
+            "check": self.build.check,
+            "possible": u64::try_from(self.plan.possible).map_or_else(|_| json!(self.possible_text()), |p| json!(p)),
+            "planned": self.plan.planned,
             "explored": self.built.len(),
             "passed": self.built.iter().filter(|b| b.verdict == Verdict::Pass).count(),
             "failed": self.built.iter().filter(|b| matches!(b.verdict, Verdict::Fail(_))).count(),

@@ -1,6 +1,6 @@
 //! Lock statistics of a run, as data, and their reports: lockmeter's table
-//! (the one seed 003 measured `io_request_lock` with), the counts of Linux's
-//! `/proc/lock_stat`, and JSON.
+//! (the one the 2001 lock-scaling report measured `io_request_lock` with),
+//! the counts of Linux's `/proc/lock_stat`, and JSON.
 //!
 //! This module owns the figures (a [`LockStat`] per lock, a [`LockReport`]
 //! per run) and every column derived from them; the locks that count live
@@ -24,14 +24,14 @@
 //! | TOTAL | `acquisitions + rejects` |
 //! | NOWAIT, SPIN, RJECT | `acquisitions − contentions`, `contentions`, `rejects`, as shares of TOTAL |
 //!
-//! HOLD MEAN is lockmeter's own: seed 003's `global_bh_lock`, held 24.6% of
-//! 38 s and asked for 114825 times of which 97.8% were rejected, shows
+//! HOLD MEAN is lockmeter's own: the lock-scaling report's `global_bh_lock`,
+//! held 24.6% of 38 s and asked for 114825 times of which 97.8% were rejected, shows
 //! `80us`, the hold time over all 114825 requests (over its 2526
 //! acquisitions it would be 3.7 ms). [`lockstat_table`] shows the mean per
 //! acquisition, as `/proc/lock_stat` does.
 //!
 //! The CPUs a lock costs are `UTIL + %CPU × cpus` (the time it is held plus
-//! the time spent waiting for it, in CPUs): seed 003's
+//! the time spent waiting for it, in CPUs): the lock-scaling report's
 //! `io_request_lock 57.7% + 47.9% * 4 = 2.49`. [`LockStat::cpus_spent`]
 //! gives it, and the report's last line adds them up: `Sum = 2.85 CPUs`.
 //!
@@ -287,7 +287,7 @@ fn mean_max(mean_ns: f64, max_ns: u64) -> String {
 /// ```
 /// use elevator_fio::locks::{LockReport, LockStat, lockmeter_table};
 ///
-/// // Seed 003's io_request_lock: 22 s on 4 CPUs.
+/// // The lock-scaling report's io_request_lock: 22 s on 4 CPUs.
 /// let io_request_lock = LockStat {
 ///     acquisitions: 6_914_223,
 ///     contentions: 4_107_049,
@@ -543,7 +543,7 @@ mod tests {
     const US: u64 = 1_000;
     const MS: u64 = 1_000_000;
 
-    /// Seed 003's `io_request_lock` of run (2), from counts chosen to give
+    /// The lock-scaling report's `io_request_lock` of run (2), from counts chosen to give
     /// its figures: 22 s on 4 CPUs, 6914223 acquisitions of which 59.4%
     /// waited, held 57.7% of the time, waiting 47.9% of the CPUs' time.
     fn io_request_lock_2() -> LockStat {
@@ -561,7 +561,7 @@ mod tests {
         }
     }
 
-    /// Seed 003's `global_bh_lock` of run (2): 8.9% of its 32543 requests
+    /// The lock-scaling report's `global_bh_lock` of run (2): 8.9% of its 32543 requests
     /// were rejected `try_lock`s.
     fn global_bh_lock_2() -> LockStat {
         LockStat {
@@ -583,7 +583,7 @@ mod tests {
         }
     }
 
-    /// Seed 003's run (1): 4 CPUs, "38 seconds", which the figures put
+    /// The lock-scaling report's run (1): 4 CPUs, "38 seconds", which the figures put
     /// between 37.26 and 37.65 s; 37.5 s gives every one of them.
     fn run_1() -> LockReport {
         let elapsed_ns = 37_500 * MS;

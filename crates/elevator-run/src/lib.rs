@@ -7,3 +7,6 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod experiment;
+pub mod microbench;

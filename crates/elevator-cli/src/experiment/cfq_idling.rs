@@ -1,5 +1,6 @@
-//! `elevator experiment cfq-idling` reproduces the 2011 report on CFQ's idling (LKML, "CFQ: fixing performance
-//! issues"): eight processes writing 4 KiB O_DIRECT blocks round-robin over
+//! `elevator experiment cfq-idling` reproduces the 2011 report on CFQ's
+//! idling (its source is `shared/seeds/004_a4bdfc9b2edd1d9c.txt`: LKML,
+//! "CFQ: fixing performance issues"): eight processes writing 4 KiB O_DIRECT blocks round-robin over
 //! four 16 MiB files each (`examples/seed004.fio`), once on a 7200 rpm disk
 //! with no think time, once on an eight-disk RAID-0 with 1 ms of think time
 //! per batch of four, under noop, CFQ as in 2011, CFQ with `slice_idle=0`,
@@ -17,14 +18,14 @@ use elevator_sim::engine::{HeadsOut, TraceOut, run_observed as simulate};
 use serde::Serialize;
 
 use super::Args;
-use super::outcome::{Opts, Outcome, Progress, Shape, versus};
-use crate::report::figure::{Axis, Figure, Mark, Series, XyPlot};
 use crate::report::observe::{Observer, latency_cdf, latency_plot};
 use crate::run::OutputFormat;
 use elevator_fio::report::rate;
+use elevator_run::experiment::figure::{Axis, Figure, Mark, Series, XyPlot};
+use elevator_run::experiment::{Opts, Outcome, Progress, Shape, versus};
 
 /// The shipped job file of the 2011 CFQ idling report's workload.
-const SEED004: (&str, &str) = (
+const CFQ_IDLING_JOB: (&str, &str) = (
     "examples/seed004.fio",
     include_str!("../../../../examples/seed004.fio"),
 );
@@ -282,7 +283,7 @@ fn simulate_variant(
 
 /// Run the experiment.
 pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
-    let base = JobFile::parse(SEED004.1, SEED004.0)?;
+    let base = JobFile::parse(CFQ_IDLING_JOB.1, CFQ_IDLING_JOB.0)?;
     let mut results = Vec::new();
     let mut figures = Vec::new();
     let steps = SCENARIOS.len() * (VARIANTS.len() + TRACED.len());
@@ -380,7 +381,7 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
     let table = table(&results);
     let data = serde_json::to_value(Report {
         experiment: "cfq-idling",
-        job: SEED004.0,
+        job: CFQ_IDLING_JOB.0,
         seed: opts.seed,
         scenarios: results,
     })?;
@@ -413,7 +414,7 @@ fn table(results: &[ScenarioResult]) -> String {
     let mut out = format!(
         "Seed 004: eight processes writing 4 KiB O_DIRECT blocks round-robin over four 16 MiB files each ({}),\n\
          each file once; nr_requests=128 as in the seed's single-queue kernel\n\n",
-        SEED004.0
+        CFQ_IDLING_JOB.0
     );
     for s in results {
         let think = if s.think_ns > 0 {

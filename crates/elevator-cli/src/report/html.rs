@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::figure::Figure;
 use super::svg;
-use crate::experiment::outcome::Shape;
+use elevator_run::experiment::Shape;
 
 /// One part of a page: a heading, plots, a table, checked shapes, notes.
 #[derive(Debug, Default)]

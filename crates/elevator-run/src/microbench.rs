@@ -30,12 +30,37 @@ const TICK_NS: u64 = 1_000;
 /// The most runs per case: each run's figures are kept for the median.
 pub const MAX_REPEAT: u32 = 1000;
 
-/// Why a case could not be measured.
+/// Why a case could not be measured: a [`MicrobenchErrorKind`], boxed so
+/// that the timed loop's `Result` stays one pointer wide.
 #[derive(Debug, thiserror::Error)]
-pub enum MicrobenchError {
+#[error(transparent)]
+pub struct MicrobenchError(Box<MicrobenchErrorKind>);
+
+impl MicrobenchError {
+    /// What went wrong.
+    pub fn kind(&self) -> &MicrobenchErrorKind {
+        &self.0
+    }
+}
+
+impl From<MicrobenchErrorKind> for MicrobenchError {
+    fn from(kind: MicrobenchErrorKind) -> MicrobenchError {
+        MicrobenchError(Box::new(kind))
+    }
+}
+
+impl From<UnknownScheduler> for MicrobenchError {
+    fn from(e: UnknownScheduler) -> MicrobenchError {
+        MicrobenchErrorKind::Scheduler(e).into()
+    }
+}
+
+/// What went wrong in a case.
+#[derive(Debug, thiserror::Error)]
+pub enum MicrobenchErrorKind {
     /// The case's scheduler is not one elevator-core has.
     #[error(transparent)]
-    Scheduler(#[from] UnknownScheduler),
+    Scheduler(UnknownScheduler),
     /// The queue refused the case's configuration.
     #[error("building the queue")]
     Queue(#[source] ConfigError),
@@ -225,7 +250,7 @@ impl Bench {
                     failed += 1;
                 }
             })
-            .map_err(MicrobenchError::Complete)?;
+            .map_err(|e| MicrobenchError::from(MicrobenchErrorKind::Complete(e)))?;
         self.completed += done;
         self.failed += failed;
         Ok(())
@@ -261,14 +286,14 @@ impl Bench {
                 Ok(_) => break,
                 Err(SubmitError::NoTag { .. } | SubmitError::NoBioSlot { .. }) => {
                     if !self.dispatch_one()? {
-                        return Err(MicrobenchError::Stuck {
+                        return Err(MicrobenchError::from(MicrobenchErrorKind::Stuck {
                             queued: self.queue.queued(),
                             inflight: self.inflight.len(),
                             nr_requests: self.queue.get("nr_requests").unwrap_or(0),
-                        });
+                        }));
                     }
                 }
-                Err(e) => return Err(MicrobenchError::Submit(e)),
+                Err(e) => return Err(MicrobenchErrorKind::Submit(e).into()),
             }
         }
         while self.queue.queued() > self.depth {
@@ -288,7 +313,7 @@ impl Bench {
                 continue;
             }
             if !self.dispatch_one()? {
-                return Err(MicrobenchError::NotIdle);
+                return Err(MicrobenchErrorKind::NotIdle.into());
             }
         }
         Ok(())
@@ -358,11 +383,12 @@ fn build_queue(
         rotational: false,
     };
     let scheduler = AnyScheduler::by_name(case.scheduler)?;
-    let mut queue = Queue::new(config, scheduler).map_err(MicrobenchError::Queue)?;
+    let mut queue = Queue::new(config, scheduler)
+        .map_err(|e| MicrobenchError::from(MicrobenchErrorKind::Queue(e)))?;
     for (name, value) in sets {
         queue
             .set_str(name, value)
-            .map_err(|source| MicrobenchError::Set {
+            .map_err(|source| MicrobenchErrorKind::Set {
                 name: name.clone(),
                 value: value.clone(),
                 scheduler: case.scheduler.to_string(),
@@ -374,14 +400,14 @@ fn build_queue(
     let needed = case.depth + case.inflight + 1;
     let nr_requests = queue
         .get("nr_requests")
-        .map_err(MicrobenchError::ReadNrRequests)?;
+        .map_err(|e| MicrobenchError::from(MicrobenchErrorKind::ReadNrRequests(e)))?;
     if nr_requests < u64::from(needed) {
-        return Err(MicrobenchError::TooFewTags {
+        return Err(MicrobenchError::from(MicrobenchErrorKind::TooFewTags {
             nr_requests,
             depth: case.depth,
             inflight: case.inflight,
             needed,
-        });
+        }));
     }
     Ok(queue)
 }
@@ -426,11 +452,11 @@ fn run_once(case: &Case, sets: &[(String, String)]) -> Result<Run, MicrobenchErr
     let stats = bench.queue.stats().clone();
     bench.drain()?;
     if bench.completed != bench.token || bench.failed != 0 {
-        return Err(MicrobenchError::Accounting {
+        return Err(MicrobenchError::from(MicrobenchErrorKind::Accounting {
             submitted: bench.token,
             completed: bench.completed,
             failed: bench.failed,
-        });
+        }));
     }
     Ok(Run {
         ns_per_io: (t1 - t0) as f64 / case.ios as f64,
@@ -451,10 +477,10 @@ pub fn measure(
     repeat: u32,
 ) -> Result<CaseResult, MicrobenchError> {
     if case.ios == 0 || repeat == 0 {
-        return Err(MicrobenchError::Empty);
+        return Err(MicrobenchErrorKind::Empty.into());
     }
     if case.bs == 0 || !case.bs.is_multiple_of(512) {
-        return Err(MicrobenchError::BioSize(case.bs));
+        return Err(MicrobenchErrorKind::BioSize(case.bs).into());
     }
     let mut runs = Vec::with_capacity(repeat as usize);
     for _ in 0..repeat {

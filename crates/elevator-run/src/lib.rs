@@ -10,3 +10,4 @@
 
 pub mod experiment;
 pub mod microbench;
+pub mod observe;

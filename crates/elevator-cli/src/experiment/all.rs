@@ -13,7 +13,9 @@ use anyhow::{Context, Result, bail};
 
 use super::Args;
 use crate::report::html::{Section, SummaryRow, page};
-use elevator_run::experiment::{Opts, Outcome, Progress, deadline_cost, lock_scaling, merging};
+use elevator_run::experiment::{
+    Opts, Outcome, Progress, cfq_idling, deadline_cost, lock_scaling, merging,
+};
 
 /// One experiment of the set.
 pub(super) struct Entry {
@@ -59,7 +61,7 @@ const ENTRIES: &[Entry] = &[
         name: "cfq-idling",
         seed: "004",
         secs: (2, 2),
-        run: |_, opts, p| super::cfq_idling::outcome(opts, p),
+        run: |_, opts, p| Ok(cfq_idling::outcome(opts, p)?),
     },
 ];
 

@@ -1,16 +1,13 @@
 //! `elevator experiment`: its options, one call per experiment, and the
 //! printing and files of what it returns. The experiments are
-//! [`elevator_run::experiment`]'s (merging, deadline-cost, lock-scaling),
-//! except two that still live here: [`cfq_idling`] (CFQ's idling on deep
-//! seeky queues, LKML 2011; it gathers its plots with the CLI's
-//! [`crate::report::observe::Observer`]) and [`direct_io`] (the O_DIRECT
-//! submission path's cost, LKML 2006; it races fio through
+//! [`elevator_run::experiment`]'s (merging, deadline-cost, lock-scaling,
+//! cfq-idling), except one that still lives here: [`direct_io`] (the
+//! O_DIRECT submission path's cost, LKML 2006; it races fio through
 //! `bench-vs-fio`'s [`crate::bench_fio::compare`]). `experiment all` runs
 //! every one and writes each one's table, JSON and verdicts, and one HTML
 //! report.
 
 mod all;
-mod cfq_idling;
 mod direct_io;
 mod print;
 
@@ -20,7 +17,9 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use crate::run::OutputFormat;
-use elevator_run::experiment::{Opts, Outcome, Progress, deadline_cost, lock_scaling, merging};
+use elevator_run::experiment::{
+    Opts, Outcome, Progress, cfq_idling, deadline_cost, lock_scaling, merging,
+};
 
 /// Which experiment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -90,7 +89,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     match args.which {
         Which::All => all::run(args),
-        Which::CfqIdling => cfq_idling::run(args),
+        Which::CfqIdling => run_outcome(args, cfq_idling::outcome),
         Which::LockScaling => run_outcome(args, |opts, p| {
             lock_scaling::outcome(&lock_scaling_params(args), opts, p)
         }),

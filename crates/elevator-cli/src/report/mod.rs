@@ -4,5 +4,5 @@
 
 pub use elevator_run::experiment::figure;
 pub mod html;
-pub mod observe;
+pub use elevator_run::observe;
 pub mod svg;

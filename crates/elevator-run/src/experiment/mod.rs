@@ -3,7 +3,8 @@
 //! against them ([`Shape`]), and its table, JSON and plots ([`Outcome`]):
 //! [`merging`] (the cost of merge attempts and `nomerges`, LKML 2008),
 //! [`deadline_cost`] (deadline's O(N) list against its red-black tree, LKML
-//! 2002) and [`lock_scaling`] (the global `io_request_lock`, LKML 2001,
+//! 2002), [`cfq_idling`] (CFQ's idling on deep seeky queues, LKML 2011) and
+//! [`lock_scaling`] (the global `io_request_lock`, LKML 2001,
 //! against a lock per queue and blk-mq, with [`lock_model`]'s predictions
 //! past this machine's CPUs). Each module's documentation names the seed
 //! file (`shared/seeds/...`) it reproduces.
@@ -13,6 +14,7 @@
 //! ([`ExperimentError`]). Plots are data ([`figure`]); drawing them and
 //! writing reports is the front end's.
 
+pub mod cfq_idling;
 pub mod deadline_cost;
 pub mod figure;
 pub mod lock_model;

@@ -16,8 +16,8 @@
 use serde_json::json;
 
 use super::figure::{Axis, Figure, Mark, Series, XyPlot};
-use super::{ExperimentError, Opts, Outcome, Progress, Shape, StepContext, round_to};
-use crate::microbench::{Case, CaseResult, Pattern, measure};
+use super::{ExperimentError, Opts, Outcome, Progress, Shape, measure_each, round_to};
+use crate::microbench::{Case, CaseResult, Pattern};
 
 /// The list: the seed's problem.
 const LIST: &str = "deadline-list";
@@ -122,12 +122,10 @@ pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, Experimen
             base_ios
         }
     };
-    let total = SCHEDULERS.len() * depths.len();
-    let mut cases: Vec<CaseResult> = Vec::with_capacity(total);
+    let mut plan = Vec::with_capacity(SCHEDULERS.len() * depths.len());
     for sched in SCHEDULERS {
         for &depth in depths {
-            progress(&format!("{sched} depth {depth}"), cases.len(), total);
-            let case = Case {
+            plan.push(Case {
                 scheduler: sched,
                 depth,
                 pattern: Pattern::Random,
@@ -136,14 +134,16 @@ pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, Experimen
                 ios: ios_for(sched, depth),
                 inflight: INFLIGHT,
                 seed: opts.seed.wrapping_add(1),
-            };
-            cases.push(
-                measure(&case, &[], repeat)
-                    .step(|| format!("measuring {sched} at depth {depth}"))?,
-            );
+            });
         }
     }
-    progress("done", total, total);
+    let cases = measure_each(&plan, repeat, progress, |c| {
+        let (sched, depth) = (c.scheduler, c.depth);
+        (
+            format!("{sched} depth {depth}"),
+            format!("measuring {sched} at depth {depth}"),
+        )
+    })?;
     Ok(Results {
         depths,
         base_ios,

@@ -17,8 +17,8 @@
 use serde_json::json;
 
 use super::figure::{Axis, Figure, Mark, Series, XyPlot};
-use super::{ExperimentError, Opts, Outcome, Progress, Shape, StepContext, round_to};
-use crate::microbench::{Case, CaseResult, Pattern, measure};
+use super::{ExperimentError, Opts, Outcome, Progress, Shape, measure_each, round_to};
+use crate::microbench::{Case, CaseResult, Pattern};
 
 /// The schedulers measured; `deadline-rbtree` is the seed's structure.
 const SCHEDULERS: [&str; 3] = ["none", "mq-deadline", "deadline-rbtree"];
@@ -86,17 +86,11 @@ fn sizes(opts: &Opts) -> (u64, u32) {
 /// Measure every scheduler, pattern and `nomerges`.
 pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, ExperimentError> {
     let (ios, repeat) = sizes(opts);
-    let total = SCHEDULERS.len() * PATTERNS.len() * 3;
-    let mut cases: Vec<CaseResult> = Vec::with_capacity(total);
+    let mut plan = Vec::with_capacity(SCHEDULERS.len() * PATTERNS.len() * 3);
     for sched in SCHEDULERS {
         for pattern in PATTERNS {
             for nomerges in 0..=2u8 {
-                progress(
-                    &format!("{sched} {} nomerges={nomerges}", pattern.name()),
-                    cases.len(),
-                    total,
-                );
-                let case = Case {
+                plan.push(Case {
                     scheduler: sched,
                     depth: DEPTH,
                     pattern,
@@ -105,14 +99,17 @@ pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, Experimen
                     ios,
                     inflight: INFLIGHT,
                     seed: opts.seed.wrapping_add(1),
-                };
-                cases.push(measure(&case, &[], repeat).step(|| {
-                    format!("measuring {sched}, {}, nomerges={nomerges}", pattern.name())
-                })?);
+                });
             }
         }
     }
-    progress("done", total, total);
+    let cases = measure_each(&plan, repeat, progress, |c| {
+        let (sched, pattern, nm) = (c.scheduler, c.pattern.name(), c.nomerges);
+        (
+            format!("{sched} {pattern} nomerges={nm}"),
+            format!("measuring {sched}, {pattern}, nomerges={nm}"),
+        )
+    })?;
     Ok(Results {
         ios,
         repeat,

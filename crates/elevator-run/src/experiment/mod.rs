@@ -25,6 +25,7 @@ pub mod merging;
 use serde::Serialize;
 
 use self::figure::Figure;
+use crate::microbench::{Case, CaseResult, measure};
 
 /// Why an experiment could not run: what it was doing, and the error of the
 /// layer below.
@@ -169,6 +170,26 @@ pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
 pub fn versus(a: f64, b: f64, unit: &str) -> String {
     let ratio = if b != 0.0 { a / b } else { f64::NAN };
     format!("{a:.2} vs {b:.2} {unit} ({ratio:.2}x)")
+}
+
+/// Measure microbench `cases` in turn, `repeat` runs each, telling
+/// `progress` which: `what(case)` gives its progress line and the step an
+/// error names.
+pub(crate) fn measure_each(
+    cases: &[Case],
+    repeat: u32,
+    progress: Progress,
+    what: impl Fn(&Case) -> (String, String),
+) -> Result<Vec<CaseResult>, ExperimentError> {
+    let total = cases.len();
+    let mut out = Vec::with_capacity(total);
+    for case in cases {
+        let (line, step) = what(case);
+        progress(&line, out.len(), total);
+        out.push(measure(case, &[], repeat).step(|| step)?);
+    }
+    progress("done", total, total);
+    Ok(out)
 }
 
 /// `x` to `places` decimals, as the JSON gives figures.

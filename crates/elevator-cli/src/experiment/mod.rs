@@ -101,7 +101,7 @@ pub fn run(args: &Args) -> Result<()> {
 
 /// Run `f` with a progress line on stderr (redrawn with `\r`, only when
 /// `show` and stderr is a terminal), cleared when `f` returns.
-pub(crate) fn with_progress<T>(show: bool, f: impl FnOnce(Progress) -> T) -> T {
+fn with_progress<T>(show: bool, f: impl FnOnce(Progress) -> T) -> T {
     let show = show && std::io::stderr().is_terminal();
     let mut line = |what: &str, done: usize, total: usize| {
         if show {
@@ -153,7 +153,7 @@ where
 
 /// Print one experiment's outcome, and with `--out DIR` also write its
 /// `NAME.txt`, `NAME.json` and a `report.html` of its own there.
-pub(crate) fn finish(args: &Args, o: &Outcome) -> Result<()> {
+fn finish(args: &Args, o: &Outcome) -> Result<()> {
     let json = args.output_format == OutputFormat::Json;
     print::print(o, json, &mut std::io::stdout().lock()).context("writing the outcome")?;
     if let Some(dir) = &args.out {

@@ -1,7 +1,7 @@
 //! `elevator experiment direct-io` reproduces Ken Chen's "optimize o_direct
-//! on block device" (its source is `shared/seeds/001_c3a11612cc59a530.txt`:
-//! LKML, November 2006): a tight submission loop
-//! for O_DIRECT on a block device took the kernel's submit-and-complete path
+//! on block device" (its source is `../shared/seeds/001_c3a11612cc59a530.txt`:
+//! LKML, November 2006): a tight submission loop for O_DIRECT on a block
+//! device took the kernel's submit-and-complete path
 //! for one 4 KiB I/O from 5.17 µs to 4.26 µs, about 20% in a micro-benchmark.
 //!
 //! elevator's direct-I/O path is such a loop in user space: a job's I/O

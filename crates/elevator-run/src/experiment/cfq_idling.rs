@@ -1,7 +1,9 @@
 //! The cfq-idling experiment (`elevator experiment cfq-idling`) reproduces
-//! the 2011 report on CFQ's idling (its source is `shared/seeds/004_a4bdfc9b2edd1d9c.txt`: LKML,
-//! "CFQ: fixing performance issues"): eight processes writing 4 KiB O_DIRECT blocks round-robin over
-//! four 16 MiB files each (`examples/seed004.fio`), once on a 7200 rpm disk
+//! the 2011 report on CFQ's idling (its source is
+//! `../shared/seeds/004_a4bdfc9b2edd1d9c.txt`: LKML, "CFQ: fixing
+//! performance issues"): eight processes writing 4 KiB O_DIRECT blocks
+//! round-robin over four 16 MiB files each (`examples/seed004.fio`), once
+//! on a 7200 rpm disk
 //! with no think time, once on an eight-disk RAID-0 with 1 ms of think time
 //! per batch of four, under noop, CFQ as in 2011, CFQ with `slice_idle=0`,
 //! CFQ with elevator's fix, BFQ, mq-deadline and Kyber.

@@ -1,5 +1,5 @@
 //! The deadline-cost experiment (`elevator experiment deadline-cost`; its
-//! source is `shared/seeds/002_1fb1eeb25f99bbfa.txt`: LKML, November 2002,
+//! source is `../shared/seeds/002_1fb1eeb25f99bbfa.txt`: LKML, November 2002,
 //! Jens Axboe's tiobench profiles of deadline with and without its
 //! red-black tree): deadline's sorted list costs O(N) per insertion and
 //! merge lookup, so its CPU grows with the queue (`deadline_merge` went from

@@ -1,5 +1,5 @@
 //! The lock-scaling experiment (`elevator experiment lock-scaling`; its
-//! source is `shared/seeds/003_85dd265750d52fad.txt`: the 2001 lockmeter
+//! source is `../shared/seeds/003_85dd265750d52fad.txt`: the 2001 lockmeter
 //! report on Linux 2.4's global `io_request_lock`, LKML, "Lockmeter
 //! Analysis of 2 DDs"): `dd` readers, 64 KiB sequential reads one at a time, each on its
 //! own device, and then all on one device, under one lock over every queue

@@ -1,5 +1,5 @@
 //! The merging experiment (`elevator experiment merging`; its source is
-//! `shared/seeds/000_c16799d7f3d78d37.txt`: LKML, April 2008, "Skip I/O
+//! `../shared/seeds/000_c16799d7f3d78d37.txt`: LKML, April 2008, "Skip I/O
 //! merges when disabled"): merge attempts cost a noticeable share of the
 //! block layer's CPU on random I/O, where they never succeed, and the
 //! `nomerges` tunable gets that share back (about 24% fewer cycles in the

@@ -7,7 +7,7 @@
 //! [`lock_scaling`] (the global `io_request_lock`, LKML 2001,
 //! against a lock per queue and blk-mq, with [`lock_model`]'s predictions
 //! past this machine's CPUs). Each module's documentation names the seed
-//! file (`shared/seeds/...`) it reproduces.
+//! file (`../shared/seeds/...`) it reproduces.
 //!
 //! This module owns what every experiment shares: how it runs ([`Opts`],
 //! [`Progress`]), what it returns ([`Outcome`], [`Shape`]) and its errors

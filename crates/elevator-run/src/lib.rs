@@ -9,4 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod crash_states;
+pub mod experiment;
+pub mod microbench;
+pub mod observe;
 pub mod write_log;

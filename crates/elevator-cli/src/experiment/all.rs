@@ -12,8 +12,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::Args;
-use super::outcome::{Opts, Outcome, Progress};
 use crate::report::html::{Section, SummaryRow, page};
+use elevator_run::experiment::{
+    Opts, Outcome, Progress, cfq_idling, deadline_cost, lock_scaling, merging,
+};
 
 /// One experiment of the set.
 pub(super) struct Entry {
@@ -29,7 +31,7 @@ const ENTRIES: &[Entry] = &[
         name: "merging",
         seed: "000",
         secs: (15, 4),
-        run: |_, opts, p| super::merging::outcome(opts, p),
+        run: |_, opts, p| Ok(merging::outcome(opts, p)?),
     },
     Entry {
         name: "direct-io",
@@ -41,21 +43,25 @@ const ENTRIES: &[Entry] = &[
         name: "deadline-cost",
         seed: "002",
         secs: (55, 7),
-        run: |_, opts, p| super::deadline_cost::outcome(opts, p),
+        run: |_, opts, p| Ok(deadline_cost::outcome(opts, p)?),
     },
     Entry {
         name: "lock-scaling",
         seed: "003",
         secs: (60, 8),
         run: |args, opts, p| {
-            super::lock_scaling::outcome(&super::lock_scaling::Params::from_args(args), opts, p)
+            Ok(lock_scaling::outcome(
+                &super::lock_scaling_params(args),
+                opts,
+                p,
+            )?)
         },
     },
     Entry {
         name: "cfq-idling",
         seed: "004",
         secs: (2, 2),
-        run: |_, opts, p| super::cfq_idling::outcome(opts, p),
+        run: |_, opts, p| Ok(cfq_idling::outcome(opts, p)?),
     },
 ];
 
@@ -153,7 +159,7 @@ fn duration(secs: f64) -> String {
 /// `NAME.txt` and `NAME.json`.
 pub(super) fn write_one(dir: &Path, o: &Outcome) -> Result<()> {
     let mut text = Vec::new();
-    o.print(false, &mut text)?;
+    super::print::print(o, false, &mut text)?;
     let txt = dir.join(format!("{}.txt", o.name));
     std::fs::write(&txt, text).with_context(|| format!("writing {}", txt.display()))?;
     let json = dir.join(format!("{}.json", o.name));

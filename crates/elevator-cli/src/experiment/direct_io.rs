@@ -1,6 +1,7 @@
-//! `elevator experiment direct-io` reproduces seed 001 (LKML, November 2006,
-//! Ken Chen's "optimize o_direct on block device"): a tight submission loop
-//! for O_DIRECT on a block device took the kernel's submit-and-complete path
+//! `elevator experiment direct-io` reproduces Ken Chen's "optimize o_direct
+//! on block device" (its source is `../shared/seeds/001_c3a11612cc59a530.txt`:
+//! LKML, November 2006): a tight submission loop for O_DIRECT on a block
+//! device took the kernel's submit-and-complete path
 //! for one 4 KiB I/O from 5.17 µs to 4.26 µs, about 20% in a micro-benchmark.
 //!
 //! elevator's direct-I/O path is such a loop in user space: a job's I/O
@@ -21,13 +22,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result};
+use elevator_core::rng::splitmix64;
 use elevator_io::DeviceSpec;
 use serde_json::json;
 
-use super::outcome::{Opts, Outcome, Progress, Shape};
 use crate::bench_fio::{Bench, Comparison, Figures, compare, table as fio_table};
-use crate::report::figure::{Axis, Figure, Mark, Series, XyPlot};
 use crate::run::ThreadArgs;
+use elevator_run::experiment::figure::{Axis, Figure, Mark, Series, XyPlot};
+use elevator_run::experiment::{Opts, Outcome, Progress, Shape};
 
 /// The fio binary.
 const FIO: &str = "fio";
@@ -128,19 +130,20 @@ fn scratch_dir() -> PathBuf {
     }
 }
 
+/// Mixed into `--seed` for the scratch file's data.
+const FILL_SALT: u64 = 0x5EED_0001;
+
 /// Write `bytes` of pseudo-random data to `path` (every page allocated, so
 /// reads cost what reads of real data cost).
 fn fill(path: &Path, bytes: u64, seed: u64) -> Result<()> {
     let mut f = std::fs::File::create(path)
         .with_context(|| format!("creating the scratch file {}", path.display()))?;
-    let mut state = seed ^ 0x5EED_0001;
+    let mut state = seed ^ FILL_SALT;
     let mut chunk = vec![0u8; 1 << 20];
     let mut left = bytes;
     while left > 0 {
         for word in chunk.chunks_exact_mut(8) {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let z = (state ^ (state >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            word.copy_from_slice(&z.to_le_bytes());
+            word.copy_from_slice(&splitmix64(&mut state).to_le_bytes());
         }
         let n = left.min(chunk.len() as u64) as usize;
         f.write_all(&chunk[..n])

@@ -1,30 +1,25 @@
-//! `elevator experiment`: experiments from the Linux discussions elevator
-//! grew from, each with its table and a check of the shape the original
-//! report found: [`merging`] (the cost of merge attempts and `nomerges`,
-//! LKML 2008), [`direct_io`] (the O_DIRECT submission path's cost, LKML
-//! 2006, as elevator's io_uring path beside fio's), [`deadline_cost`]
-//! (deadline's O(N) list against its red-black tree, LKML 2002),
-//! [`cfq_idling`] (CFQ's idling on deep seeky queues, LKML 2011) and
-//! [`lock_scaling`] (the global `io_request_lock`, LKML 2001, against a lock
-//! per queue and blk-mq). `experiment all` runs every one and writes each
-//! one's table, JSON and verdict, and one HTML report.
+//! `elevator experiment`: its options, one call per experiment, and the
+//! printing and files of what it returns. The experiments are
+//! [`elevator_run::experiment`]'s (merging, deadline-cost, lock-scaling,
+//! cfq-idling), except one that still lives here: [`direct_io`] (the
+//! O_DIRECT submission path's cost, LKML 2006; it races fio through
+//! `bench-vs-fio`'s [`crate::bench_fio::compare`]). `experiment all` runs
+//! every one and writes each one's table, JSON and verdicts, and one HTML
+//! report.
 
 mod all;
-mod cfq_idling;
-mod deadline_cost;
 mod direct_io;
-mod lock_model;
-mod lock_scaling;
-mod merging;
-pub mod outcome;
+mod print;
 
 use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 
-use self::outcome::{Opts, Outcome, Progress};
 use crate::run::OutputFormat;
+use elevator_run::experiment::{
+    Opts, Outcome, Progress, cfq_idling, deadline_cost, lock_scaling, merging,
+};
 
 /// Which experiment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -94,8 +89,10 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     match args.which {
         Which::All => all::run(args),
-        Which::CfqIdling => cfq_idling::run(args),
-        Which::LockScaling => lock_scaling::run(args),
+        Which::CfqIdling => run_outcome(args, cfq_idling::outcome),
+        Which::LockScaling => run_outcome(args, |opts, p| {
+            lock_scaling::outcome(&lock_scaling_params(args), opts, p)
+        }),
         Which::Merging => run_outcome(args, merging::outcome),
         Which::DirectIo => run_outcome(args, direct_io::outcome),
         Which::DeadlineCost => run_outcome(args, deadline_cost::outcome),
@@ -104,7 +101,7 @@ pub fn run(args: &Args) -> Result<()> {
 
 /// Run `f` with a progress line on stderr (redrawn with `\r`, only when
 /// `show` and stderr is a terminal), cleared when `f` returns.
-pub(crate) fn with_progress<T>(show: bool, f: impl FnOnce(Progress) -> T) -> T {
+fn with_progress<T>(show: bool, f: impl FnOnce(Progress) -> T) -> T {
     let show = show && std::io::stderr().is_terminal();
     let mut line = |what: &str, done: usize, total: usize| {
         if show {
@@ -124,12 +121,27 @@ pub(crate) fn with_progress<T>(show: bool, f: impl FnOnce(Progress) -> T) -> T {
     out
 }
 
-/// An experiment's `outcome` function.
-type OutcomeFn = fn(&Opts, Progress) -> Result<Outcome>;
+/// What lock-scaling runs, from the command line: `--quick` runs 1 and 2
+/// readers for 0.5 s unless `--threads` or `--runtime` say otherwise.
+fn lock_scaling_params(args: &Args) -> lock_scaling::Params {
+    let (threads, runtime) = lock_scaling::Params::defaults(args.quick);
+    lock_scaling::Params {
+        device: args.device.clone(),
+        threads: args.threads.clone().unwrap_or(threads),
+        runtime: args.runtime.unwrap_or(runtime),
+        scheduler: args.scheduler.clone(),
+    }
+}
 
 /// Run an experiment that returns an [`Outcome`] and print it
-/// ([`Outcome::print`]), with its progress on stderr.
-fn run_outcome(args: &Args, outcome: OutcomeFn) -> Result<()> {
+/// ([`print::print`]), with its progress on stderr.
+fn run_outcome<E>(
+    args: &Args,
+    outcome: impl FnOnce(&Opts, Progress) -> Result<Outcome, E>,
+) -> Result<()>
+where
+    anyhow::Error: From<E>,
+{
     let opts = Opts {
         quick: args.quick,
         seed: args.seed,
@@ -141,10 +153,9 @@ fn run_outcome(args: &Args, outcome: OutcomeFn) -> Result<()> {
 
 /// Print one experiment's outcome, and with `--out DIR` also write its
 /// `NAME.txt`, `NAME.json` and a `report.html` of its own there.
-pub(crate) fn finish(args: &Args, o: &Outcome) -> Result<()> {
+fn finish(args: &Args, o: &Outcome) -> Result<()> {
     let json = args.output_format == OutputFormat::Json;
-    o.print(json, &mut std::io::stdout().lock())
-        .context("writing the outcome")?;
+    print::print(o, json, &mut std::io::stdout().lock()).context("writing the outcome")?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         all::write_one(dir, o)?;

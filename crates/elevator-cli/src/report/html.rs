@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::figure::Figure;
 use super::svg;
-use crate::experiment::outcome::Shape;
+use elevator_run::experiment::Shape;
 
 /// One part of a page: a heading, plots, a table, checked shapes, notes.
 #[derive(Debug, Default)]
@@ -76,6 +76,22 @@ fn verdict(shape: &Shape) -> (&'static str, &'static str) {
     }
 }
 
+/// The header cells of a table of shapes, and the row's end.
+const SHAPE_HEADS: &str = "<th>shape</th><th>the seed's figure</th>\
+     <th>elevator's figure</th><th>verdict</th></tr>\n";
+
+/// A shape's cells (the claim, both figures, the verdict) and the row's end.
+fn shape_cells(h: &mut String, shape: &Shape) {
+    let (class, word) = verdict(shape);
+    let _ = writeln!(
+        h,
+        "<td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{word}</td></tr>",
+        escape(&shape.claim),
+        escape(&shape.seed),
+        escape(&shape.ours)
+    );
+}
+
 /// The page: a title, a lead paragraph, a summary table (if any rows), then
 /// the sections.
 pub fn page(
@@ -99,22 +115,17 @@ pub fn page(
         let _ = write!(
             h,
             "<h2 id=\"summary\">Summary</h2>\n<p>{held} of {} shapes hold.</p>\n<table>\
-             <tr><th>seed</th><th>shape</th><th>the seed's figure</th>\
-             <th>elevator's figure</th><th>verdict</th></tr>\n",
+             <tr><th>seed</th>{SHAPE_HEADS}",
             summary.len()
         );
         for r in summary {
-            let (class, word) = verdict(&r.shape);
-            let _ = writeln!(
+            let _ = write!(
                 h,
-                "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td class=\"{class}\">{word}</td></tr>",
+                "<tr><td><a href=\"#{}\">{}</a></td>",
                 escape(&r.id),
-                escape(&r.seed),
-                escape(&r.shape.claim),
-                escape(&r.shape.seed),
-                escape(&r.shape.ours)
+                escape(&r.seed)
             );
+            shape_cells(&mut h, &r.shape);
         }
         h.push_str("</table>\n");
     }
@@ -136,19 +147,10 @@ fn section(h: &mut String, s: &Section) -> Result<()> {
         let _ = writeln!(h, "<p>{}</p>", escape(&s.lead));
     }
     if !s.shapes.is_empty() {
-        h.push_str(
-            "<table><tr><th>shape</th><th>the seed's figure</th>\
-             <th>elevator's figure</th><th>verdict</th></tr>\n",
-        );
+        let _ = write!(h, "<table><tr>{SHAPE_HEADS}");
         for sh in &s.shapes {
-            let (class, word) = verdict(sh);
-            let _ = writeln!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{word}</td></tr>",
-                escape(&sh.claim),
-                escape(&sh.seed),
-                escape(&sh.ours)
-            );
+            h.push_str("<tr>");
+            shape_cells(h, sh);
         }
         h.push_str("</table>\n");
     }

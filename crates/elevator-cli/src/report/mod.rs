@@ -1,8 +1,8 @@
-//! Reports people look at: the data of plots ([`figure`]), drawn as SVG,
-//! and self-contained HTML pages (inline SVG, no scripts, no network) for
+//! Reports people look at: the data of plots ([`figure`], elevator-run's),
+//! drawn as SVG, and self-contained HTML pages (inline SVG, no scripts, no network) for
 //! `experiment all` and `run`/`compare --report`.
 
-pub mod figure;
+pub use elevator_run::experiment::figure;
 pub mod html;
-pub mod observe;
+pub use elevator_run::observe;
 pub mod svg;

@@ -70,6 +70,24 @@ fn plot_err(title: &str) -> impl Fn(&dyn Display) -> anyhow::Error + '_ {
     move |e| anyhow!("drawing plot '{title}': {e}")
 }
 
+/// Draw on a white page of `size` with `title` at its top: `body` draws on
+/// the area below the title.
+fn titled_page(
+    svg: &mut String,
+    size: (u32, u32),
+    title: &str,
+    body: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<()>,
+) -> Result<()> {
+    let root = SVGBackend::with_string(svg, size).into_drawing_area();
+    let err = plot_err(title);
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let area = root
+        .titled(title, ("sans-serif", 18))
+        .map_err(|e| err(&e))?;
+    body(&area)?;
+    root.present().map_err(|e| err(&e))
+}
+
 /// Draw `figure` as a complete SVG document.
 pub fn render(figure: &Figure) -> Result<String> {
     let mut svg = String::new();
@@ -77,13 +95,7 @@ pub fn render(figure: &Figure) -> Result<String> {
         Figure::Xy(p) if p.panels => {
             let rows = p.series.len().div_ceil(2).max(1) as u32;
             let size = (SIZE.0, 40 + rows * 280);
-            {
-                let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-                let err = plot_err(&p.title);
-                root.fill(&WHITE).map_err(|e| err(&e))?;
-                let body = root
-                    .titled(&p.title, ("sans-serif", 18))
-                    .map_err(|e| err(&e))?;
+            titled_page(&mut svg, size, &p.title, |body| {
                 let cells = body.split_evenly((rows as usize, 2));
                 let (xr, yr) = ranges(p, &p.series);
                 for (i, (s, cell)) in p.series.iter().zip(cells.iter()).enumerate() {
@@ -97,21 +109,20 @@ pub fn render(figure: &Figure) -> Result<String> {
                         true,
                     )?;
                 }
-                root.present().map_err(|e| err(&e))?;
-            }
+                Ok(())
+            })?;
         }
-        Figure::Xy(p) => {
-            let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-            let err = plot_err(&p.title);
-            root.fill(&WHITE).map_err(|e| err(&e))?;
-            let body = root
-                .titled(&p.title, ("sans-serif", 18))
-                .map_err(|e| err(&e))?;
+        Figure::Xy(p) => titled_page(&mut svg, SIZE, &p.title, |body| {
             let (xr, yr) = ranges(p, &p.series);
-            xy_chart(&body, p, &p.series, xr, yr, 0, false)?;
-            root.present().map_err(|e| err(&e))?;
+            xy_chart(body, p, &p.series, xr, yr, 0, false)
+        })?,
+        Figure::Timeline(t) => {
+            let rows = t.rows.len().max(1);
+            let height = (90 + 26 * rows as u32).max(200);
+            titled_page(&mut svg, (SIZE.0, height), &t.title, |body| {
+                timeline(body, t)
+            })?
         }
-        Figure::Timeline(t) => timeline(&mut svg, t)?,
     }
     Ok(svg)
 }
@@ -370,15 +381,9 @@ fn trim(v: f64) -> String {
 
 /// A timeline: one row per name, served spans in the row's colour, idle
 /// spans hatched grey with a red edge.
-fn timeline(svg: &mut String, t: &Timeline) -> Result<()> {
+fn timeline(body: &DrawingArea<SVGBackend<'_>, Shift>, t: &Timeline) -> Result<()> {
     let err = plot_err(&t.title);
     let rows = t.rows.len().max(1);
-    let height = (90 + 26 * rows as u32).max(200);
-    let root = SVGBackend::with_string(svg, (SIZE.0, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let body = root
-        .titled(&t.title, ("sans-serif", 18))
-        .map_err(|e| err(&e))?;
     let (lo, hi) = t
         .spans
         .iter()
@@ -387,7 +392,7 @@ fn timeline(svg: &mut String, t: &Timeline) -> Result<()> {
         });
     let xr = span((lo, hi), false, false);
     let xr_lo = xr.start;
-    let mut chart = ChartBuilder::on(&body)
+    let mut chart = ChartBuilder::on(body)
         .margin(8)
         .margin_right(24)
         .x_label_area_size(38)
@@ -444,7 +449,6 @@ fn timeline(svg: &mut String, t: &Timeline) -> Result<()> {
         ))
         .map_err(|e| err(&e))?;
     }
-    root.present().map_err(|e| err(&e))?;
     Ok(())
 }
 

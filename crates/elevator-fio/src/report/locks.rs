@@ -1,5 +1,5 @@
 //! Lock statistics printed: lockmeter's table ([`lockmeter_table`], the one
-//! the lock-scaling measurement of `seeds/003` took of `io_request_lock`),
+//! the 2001 lock-scaling report took of `io_request_lock`),
 //! the counts of Linux's `/proc/lock_stat` ([`lockstat_table`]), and JSON
 //! ([`to_json`]). The figures and the columns derived from them are
 //! [`elevator_core::lockstat`]'s; this module owns how they print.
@@ -90,7 +90,7 @@ fn mean_max(mean_ns: f64, max_ns: u64) -> String {
 /// use elevator_core::lockstat::{LockReport, LockStat};
 /// use elevator_fio::report::locks::lockmeter_table;
 ///
-/// // Seed 003's io_request_lock: 22 s on 4 CPUs.
+/// // The lock-scaling report's io_request_lock: 22 s on 4 CPUs.
 /// let io_request_lock = LockStat {
 ///     acquisitions: 6_914_223,
 ///     contentions: 4_107_049,
@@ -348,7 +348,7 @@ mod tests {
     const US: u64 = 1_000;
     const MS: u64 = 1_000_000;
 
-    /// Seed 003's `io_request_lock` of run (2), from counts chosen to give
+    /// The lock-scaling report's `io_request_lock` of run (2), from counts chosen to give
     /// its figures: 22 s on 4 CPUs, 6914223 acquisitions of which 59.4%
     /// waited, held 57.7% of the time, waiting 47.9% of the CPUs' time.
     fn io_request_lock_2() -> LockStat {
@@ -366,7 +366,7 @@ mod tests {
         }
     }
 
-    /// Seed 003's `global_bh_lock` of run (2): 8.9% of its 32543 requests
+    /// The lock-scaling report's `global_bh_lock` of run (2): 8.9% of its 32543 requests
     /// were rejected `try_lock`s.
     fn global_bh_lock_2() -> LockStat {
         LockStat {
@@ -397,7 +397,7 @@ mod tests {
         }
     }
 
-    /// Seed 003's run (1): 4 CPUs, "38 seconds", which the figures put
+    /// The lock-scaling report's run (1): 4 CPUs, "38 seconds", which the figures put
     /// between 37.26 and 37.65 s; 37.5 s gives every one of them.
     fn run_1() -> LockReport {
         let elapsed_ns = 37_500 * MS;

@@ -1,7 +1,7 @@
 //! The `hdd-sata-2011` preset: a commodity 7200 rpm SATA disk of 2011, the
-//! kind of "single slow SATA hdd" seed 004 measured CFQ on (LKML, August 2011,
-//! "CFQ: fixing performance issues"), with the bounded, segmented write cache
-//! such a drive has.
+//! kind of "single slow SATA hdd" the cfq-idling report measured CFQ on
+//! (LKML, August 2011, "CFQ: fixing performance issues"), with the bounded,
+//! segmented write cache such a drive has.
 //!
 //! # The drive
 //!
@@ -43,14 +43,14 @@
 //! is full"), and DIXtrac (Schindler and Ganger, CMU-CS-99-176) extracted
 //! segment counts and replacement policies from SCSI drives of the late
 //! 1990s. No datasheet of a 2011 SATA drive gives its segment count; 16 is an
-//! assumption of that order, not a fit. What it means for seed 004: 32
+//! assumption of that order, not a fit. What it means for cfq-idling: 32
 //! interleaved streams do not fit in 16 segments, so without a scheduler
 //! that groups them the cache holds short extents and destages them with
 //! seeks; with one process's four streams at a time they fit and coalesce.
 //!
 //! # Against the seed
 //!
-//! `elevator experiment cfq-idling` runs seed 004's job on this preset, with
+//! `elevator experiment cfq-idling` runs the report's job on this preset, with
 //! the batches aio-stress submits (`examples/seed004.fio`: four at a time,
 //! the next four once all are back). Noop 1.89 MB/s (the seed: 2.49), CFQ as
 //! in 2011 9.88 (3.59), CFQ fixed 73.0 (5.46): the seed's shapes hold (2011

@@ -1,24 +1,23 @@
-//! `elevator experiment deadline-cost` reproduces seed 002 (LKML, November
-//! 2002, Jens Axboe's tiobench profiles of deadline with and without its
+//! The deadline-cost experiment (`elevator experiment deadline-cost`; its
+//! source is `../shared/seeds/002_1fb1eeb25f99bbfa.txt`: LKML, November 2002,
+//! Jens Axboe's tiobench profiles of deadline with and without its
 //! red-black tree): deadline's sorted list costs O(N) per insertion and
 //! merge lookup, so its CPU grows with the queue (`deadline_merge` went from
 //! 1,972 oprofile samples at 128 requests per list to 11,753 at 4,096), while
 //! the rbtree version stays "basically the same".
 //!
 //! This module owns the experiment's depths, table, shapes and plot. The
-//! measuring is `elevator microbench`'s ([`crate::microbench::measure`]): the
-//! CPU time per bio of elevator-core's whole path, random 4 KiB reads, no
-//! device, with `nomerges=0` (the seed's kernels tried every merge), for
-//! `deadline-list` (2.5.45's sorted list), `deadline-rbtree` (the seed's
-//! patch) and `mq-deadline` (elevator's B+tree), at queue depths from 16 to
-//! 4,096.
+//! measuring is [`crate::microbench::measure`]'s: the CPU time per bio of
+//! elevator-core's whole path, random 4 KiB reads, no device, with
+//! `nomerges=0` (the seed's kernels tried every merge), for `deadline-list`
+//! (2.5.45's sorted list), `deadline-rbtree` (the seed's patch) and
+//! `mq-deadline` (elevator's B+tree), at queue depths from 16 to 4,096.
 
-use anyhow::{Context, Result};
 use serde_json::json;
 
-use super::outcome::{Opts, Outcome, Progress, Shape};
-use crate::microbench::{Case, CaseResult, Pattern, measure};
-use crate::report::figure::{Axis, Figure, Mark, Series, XyPlot};
+use super::figure::{Axis, Figure, Mark, Series, XyPlot};
+use super::{ExperimentError, Opts, Outcome, Progress, Shape, measure_each, round_to};
+use crate::microbench::{Case, CaseResult, Pattern};
 
 /// The list: the seed's problem.
 const LIST: &str = "deadline-list";
@@ -67,9 +66,45 @@ const TREE_GROWTH_512: f64 = 1.3;
 /// The most a tree may grow from 128 to 4,096.
 const TREE_GROWTH_4096: f64 = 1.5;
 
-/// Run the experiment: every scheduler at every depth.
-pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
-    let (depths, base_ios, min_ios, repeat): (&[u32], u64, u64, u32) = if opts.quick {
+/// What the experiment measured: every scheduler at every depth.
+#[derive(Clone, Debug)]
+pub struct Results {
+    depths: &'static [u32],
+    base_ios: u64,
+    min_ios: u64,
+    repeat: u32,
+    random_seed: u64,
+    cases: Vec<CaseResult>,
+}
+
+impl Results {
+    /// Every case, by scheduler (list, rbtree, mq-deadline), then depth.
+    pub fn cases(&self) -> &[CaseResult] {
+        &self.cases
+    }
+
+    /// The depths measured.
+    pub fn depths(&self) -> &[u32] {
+        self.depths
+    }
+
+    /// CPU per I/O of `sched` at `depth`, ns (NaN if it was not measured).
+    pub fn ns(&self, sched: &str, depth: u32) -> f64 {
+        self.cases
+            .iter()
+            .find(|c| c.scheduler == sched && c.depth == depth)
+            .map_or(f64::NAN, |c| c.ns_per_io)
+    }
+
+    /// The cost per I/O of `sched` at `depth` over its cost at 128.
+    pub fn growth(&self, sched: &str, depth: u32) -> f64 {
+        self.ns(sched, depth) / self.ns(sched, 128).max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Measure every scheduler at every depth.
+pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, ExperimentError> {
+    let (depths, base_ios, min_ios, repeat): (&'static [u32], u64, u64, u32) = if opts.quick {
         (&[16, 64, 128, 512, 1024, 4096], 300_000, 30_000, 3)
     } else {
         (
@@ -87,12 +122,10 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
             base_ios
         }
     };
-    let total = SCHEDULERS.len() * depths.len();
-    let mut cases: Vec<CaseResult> = Vec::with_capacity(total);
+    let mut plan = Vec::with_capacity(SCHEDULERS.len() * depths.len());
     for sched in SCHEDULERS {
         for &depth in depths {
-            progress(&format!("{sched} depth {depth}"), cases.len(), total);
-            let case = Case {
+            plan.push(Case {
                 scheduler: sched,
                 depth,
                 pattern: Pattern::Random,
@@ -101,26 +134,50 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
                 ios: ios_for(sched, depth),
                 inflight: INFLIGHT,
                 seed: opts.seed.wrapping_add(1),
-            };
-            cases.push(
-                measure(&case, &[], repeat)
-                    .with_context(|| format!("measuring {sched} at depth {depth}"))?,
-            );
+            });
         }
     }
-    progress("done", total, total);
+    let cases = measure_each(&plan, repeat, progress, |c| {
+        let (sched, depth) = (c.scheduler, c.depth);
+        (
+            format!("{sched} depth {depth}"),
+            format!("measuring {sched} at depth {depth}"),
+        )
+    })?;
+    Ok(Results {
+        depths,
+        base_ios,
+        min_ios,
+        repeat,
+        random_seed: opts.seed,
+        cases,
+    })
+}
 
-    let ns = |sched: &str, depth: u32| -> Result<f64> {
-        cases
-            .iter()
-            .find(|c| c.scheduler == sched && c.depth == depth)
-            .map(|c| c.ns_per_io)
-            .with_context(|| format!("no case {sched} at depth {depth}"))
-    };
-    let growth = |sched: &str, depth: u32| -> Result<f64> {
-        Ok(ns(sched, depth)? / ns(sched, 128)?.max(f64::MIN_POSITIVE))
-    };
+/// Run the experiment: measure, then check and render.
+pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome, ExperimentError> {
+    Ok(outcome_of(&measure_all(opts, progress)?))
+}
 
+/// The outcome of measured results: table, JSON, shapes, plot and notes.
+pub fn outcome_of(r: &Results) -> Outcome {
+    let shapes = shapes(r);
+    let notes = notes(r, &shapes);
+    Outcome {
+        name: "deadline-cost",
+        seed: "002",
+        title: "Deadline's sorted list against its trees: CPU per I/O by queue depth".to_string(),
+        table: table(r),
+        data: data(r),
+        shapes,
+        figures: figures(r),
+        notes,
+    }
+}
+
+/// The table: CPU per I/O of each scheduler at each depth, and its growth.
+pub fn table(r: &Results) -> String {
+    let (repeat, base_ios, min_ios) = (r.repeat, r.base_ios, r.min_ios);
     let mut table = format!(
         "elevator experiment deadline-cost (seed 002): core path CPU per I/O against queue depth\n\
          {BS}-byte random reads, nomerges=0, up to {INFLIGHT} in flight, no device; \
@@ -133,25 +190,33 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
         table.push_str(&format!(" {s:>16}"));
     }
     table.push_str("   (ns per I/O)\n");
-    for &d in depths {
+    for &d in r.depths {
         table.push_str(&format!("{d:>11}"));
         for s in SCHEDULERS {
-            table.push_str(&format!(" {:>16.1}", ns(s, d)?));
+            table.push_str(&format!(" {:>16.1}", r.ns(s, d)));
         }
         table.push('\n');
     }
     for d in [512, 4096] {
         table.push_str(&format!("{:>11}", format!("{d} vs 128")));
         for s in SCHEDULERS {
-            table.push_str(&format!(" {:>15.2}x", growth(s, d)?));
+            table.push_str(&format!(" {:>15.2}x", r.growth(s, d)));
         }
         table.push('\n');
     }
+    table
+}
 
-    let ratio = |a: u32, b: u32| f64::from(a) / f64::from(b);
-    let (l128, l512, l4096) = (ns(LIST, 128)?, ns(LIST, 512)?, ns(LIST, 4096)?);
-    let (r128, r512, r4096) = (ns(RBTREE, 128)?, ns(RBTREE, 512)?, ns(RBTREE, 4096)?);
-    let (m128, m4096) = (ns(MQ, 128)?, ns(MQ, 4096)?);
+fn ratio(a: u32, b: u32) -> f64 {
+    f64::from(a) / f64::from(b)
+}
+
+/// The shapes the seed reported, checked.
+pub fn shapes(r: &Results) -> Vec<Shape> {
+    let ns = |s, d| r.ns(s, d);
+    let (l128, l512, l4096) = (ns(LIST, 128), ns(LIST, 512), ns(LIST, 4096));
+    let (r128, r512, r4096) = (ns(RBTREE, 128), ns(RBTREE, 512), ns(RBTREE, 4096));
+    let (m128, m4096) = (ns(MQ, 128), ns(MQ, 4096));
     let mut shapes = vec![
         Shape {
             claim: format!(
@@ -228,7 +293,12 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
         ),
         holds: r128 < l128,
     });
+    shapes
+}
 
+/// What a reader needs to know beside the shapes (`shapes`: this run's).
+pub fn notes(r: &Results, shapes: &[Shape]) -> Vec<String> {
+    let (r128, r4096) = (r.ns(RBTREE, 128), r.ns(RBTREE, 4096));
     let mut notes = vec![
         "The seed's figures are oprofile samples of the scheduler's functions over whole \
          tiobench runs (128 threads, ext2 on a 9 GB SCSI disk), not CPU per I/O, and its \
@@ -256,59 +326,53 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
                 .to_string(),
         );
     }
+    notes
+}
 
+/// The plot: CPU per I/O against queue depth, a line per scheduler.
+pub fn figures(r: &Results) -> Vec<Figure> {
     let series = SCHEDULERS
         .iter()
-        .map(|s| {
-            Ok(Series {
-                label: (*s).to_string(),
-                points: depths
-                    .iter()
-                    .map(|&d| Ok((f64::from(d), ns(s, d)?)))
-                    .collect::<Result<_>>()?,
-            })
+        .map(|s| Series {
+            label: (*s).to_string(),
+            points: r
+                .depths
+                .iter()
+                .map(|&d| (f64::from(d), r.ns(s, d)))
+                .collect(),
         })
-        .collect::<Result<Vec<_>>>()?;
-    let data = json!({
+        .collect();
+    vec![Figure::Xy(XyPlot {
+        title: "Cost per I/O against queue depth (list vs tree)".to_string(),
+        x: Axis::log("queue depth (requests)"),
+        y: Axis::log("CPU per I/O (ns)"),
+        mark: Mark::LinesPoints,
+        panels: false,
+        series,
+    })]
+}
+
+/// Every figure measured, and the seed's, as JSON.
+pub fn data(r: &Results) -> serde_json::Value {
+    json!({
         "inflight": INFLIGHT,
         "bs": BS,
-        "repeat": repeat,
-        "depths": depths,
-        "random_seed": opts.seed,
-        "cases": cases,
+        "repeat": r.repeat,
+        "depths": r.depths,
+        "random_seed": r.random_seed,
+        "cases": r.cases,
         "growth_vs_128": SCHEDULERS
             .iter()
-            .map(|s| Ok((s.to_string(), json!({
-                "512": round2(growth(s, 512)?),
-                "4096": round2(growth(s, 4096)?),
-            }))))
-            .collect::<Result<serde_json::Map<_, _>>>()?,
+            .map(|s| (s.to_string(), json!({
+                "512": round_to(r.growth(s, 512), 2),
+                "4096": round_to(r.growth(s, 4096), 2),
+            })))
+            .collect::<serde_json::Map<_, _>>(),
         "seed_figures": {
             "requests_per_list": seed::DEPTHS,
             "list_deadline_merge_samples": seed::LIST_MERGE,
             "list_deadline_samples": seed::LIST_ALL,
             "rbtree_deadline_samples": seed::RBTREE_ALL,
         },
-    });
-    Ok(Outcome {
-        name: "deadline-cost",
-        seed: "002",
-        title: "Deadline's sorted list against its trees: CPU per I/O by queue depth".to_string(),
-        table,
-        data,
-        shapes,
-        figures: vec![Figure::Xy(XyPlot {
-            title: "Cost per I/O against queue depth (list vs tree)".to_string(),
-            x: Axis::log("queue depth (requests)"),
-            y: Axis::log("CPU per I/O (ns)"),
-            mark: Mark::LinesPoints,
-            panels: false,
-            series,
-        })],
-        notes,
     })
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }

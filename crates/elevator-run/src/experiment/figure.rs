@@ -1,7 +1,7 @@
 //! The data of a plot, apart from how it is drawn: an x-y plot of named
 //! series (lines or points, either axis linear or logarithmic), or a
 //! timeline of spans in rows. Experiments and `run`/`compare --report` build
-//! [`Figure`]s; [`super::svg`] draws them.
+//! [`Figure`]s; the `elevator` command draws them as SVG.
 
 use serde::Serialize;
 

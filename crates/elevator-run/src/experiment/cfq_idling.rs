@@ -1,13 +1,15 @@
-//! `elevator experiment cfq-idling` reproduces the 2011 report on CFQ's idling (LKML, "CFQ: fixing performance
-//! issues"): eight processes writing 4 KiB O_DIRECT blocks round-robin over
-//! four 16 MiB files each (`examples/seed004.fio`), once on a 7200 rpm disk
+//! The cfq-idling experiment (`elevator experiment cfq-idling`) reproduces
+//! the 2011 report on CFQ's idling (its source is
+//! `../shared/seeds/004_a4bdfc9b2edd1d9c.txt`: LKML, "CFQ: fixing
+//! performance issues"): eight processes writing 4 KiB O_DIRECT blocks
+//! round-robin over four 16 MiB files each (`examples/seed004.fio`), once
+//! on a 7200 rpm disk
 //! with no think time, once on an eight-disk RAID-0 with 1 ms of think time
 //! per batch of four, under noop, CFQ as in 2011, CFQ with `slice_idle=0`,
 //! CFQ with elevator's fix, BFQ, mq-deadline and Kyber.
 
 use std::collections::BTreeMap;
 
-use anyhow::{Context, Result};
 use elevator_core::{Histogram, Nanos};
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
@@ -16,15 +18,14 @@ use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::{HeadsOut, TraceOut, run_observed as simulate};
 use serde::Serialize;
 
-use super::Args;
-use super::outcome::{Opts, Outcome, Progress, Shape, versus};
-use crate::report::figure::{Axis, Figure, Mark, Series, XyPlot};
-use crate::report::observe::{Observer, latency_cdf, latency_plot};
-use crate::run::OutputFormat;
 use elevator_fio::report::rate;
 
+use super::figure::{Axis, Figure, Mark, Series, XyPlot};
+use super::{ExperimentError, Opts, Outcome, Progress, Shape, StepContext, versus};
+use crate::observe::{Observer, latency_cdf, latency_plot};
+
 /// The shipped job file of the 2011 CFQ idling report's workload.
-const SEED004: (&str, &str) = (
+const CFQ_IDLING_JOB: (&str, &str) = (
     "examples/seed004.fio",
     include_str!("../../../../examples/seed004.fio"),
 );
@@ -95,37 +96,59 @@ const SCENARIOS: [Scenario; 2] = [
     },
 ];
 
-#[derive(Serialize)]
-struct Row {
-    label: &'static str,
-    scheduler: &'static str,
-    tunables: Vec<String>,
+/// One scheduler's run on one scenario.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// The variant: `cfq (2011)`.
+    pub label: &'static str,
+    /// The scheduler.
+    pub scheduler: &'static str,
+    /// Its tunables, `name=value`.
+    pub tunables: Vec<String>,
     /// Aggregate throughput, MB/s (10^6 bytes).
-    mb_s: f64,
+    pub mb_s: f64,
     /// Completion latency p99 of each job clone, ns.
-    p99_ns_by_job: Vec<u64>,
+    pub p99_ns_by_job: Vec<u64>,
     /// The worst of them.
-    p99_ns_worst: u64,
+    pub p99_ns_worst: u64,
     /// The slowest and fastest job's share of the throughput, MB/s.
-    job_mb_s_min: f64,
+    pub job_mb_s_min: f64,
     /// See `job_mb_s_min`.
-    job_mb_s_max: f64,
+    pub job_mb_s_max: f64,
 }
 
-#[derive(Serialize)]
-struct ScenarioResult {
-    name: &'static str,
-    device: &'static str,
-    think_ns: Nanos,
-    rows: Vec<Row>,
+/// Every scheduler's run on one scenario (the disk, or the RAID).
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioResult {
+    /// `hdd` or `raid`.
+    pub name: &'static str,
+    /// The device model.
+    pub device: &'static str,
+    /// Think time per batch of four, ns.
+    pub think_ns: Nanos,
+    /// One row per scheduler.
+    pub rows: Vec<Row>,
 }
 
+/// The JSON of the experiment's data.
 #[derive(Serialize)]
-struct Report {
+struct Report<'a> {
     experiment: &'static str,
     job: &'static str,
     seed: u64,
-    scenarios: Vec<ScenarioResult>,
+    scenarios: &'a [ScenarioResult],
+}
+
+/// What the experiment measured: every scenario's rows, and the plots
+/// gathered while it ran (latency, head positions, slices).
+#[derive(Clone, Debug)]
+pub struct Results {
+    /// The seed every run used.
+    pub seed: u64,
+    /// Both scenarios.
+    pub scenarios: Vec<ScenarioResult>,
+    /// The plots.
+    pub figures: Vec<Figure>,
 }
 
 fn row(v: &Variant, run: &RunResult) -> Row {
@@ -163,7 +186,8 @@ fn mb(rows: &[Row], label: &str) -> f64 {
 
 /// The shapes the 2011 report found, checked against the rows: (claim, the
 /// seed's figures (value, reference), ours, comparison, factor).
-fn shapes(results: &[ScenarioResult]) -> Vec<Shape> {
+/// The shapes the seed reported, checked.
+pub fn shapes(results: &[ScenarioResult]) -> Vec<Shape> {
     let mut out = Vec::new();
     let mut check = |claim: &str, seed: (f64, f64), ours: (f64, f64), cmp: &str, factor: f64| {
         let bound = factor * ours.1;
@@ -258,7 +282,7 @@ fn simulate_variant(
     seed: u64,
     observer: Option<&mut Observer>,
     heads: Option<&mut HeadsOut>,
-) -> Result<RunResult> {
+) -> Result<RunResult, ExperimentError> {
     // The 2011 report's kernel (3.1) predates blk-mq: its request queue had
     // 128 requests whatever the device's depth.
     let tunables = std::iter::once(("nr_requests", "128"))
@@ -277,12 +301,14 @@ fn simulate_variant(
         }
         None => simulate(jobs, device, &cfg, &mut |_| {}, None, heads),
     };
-    result.with_context(|| format!("{} on {}", v.label, sc.device))
+    result.step(|| format!("{} on {}", v.label, sc.device))
 }
 
-/// Run the experiment.
-pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
-    let base = JobFile::parse(SEED004.1, SEED004.0)?;
+/// Run every scheduler on both scenarios, and the traced ones again
+/// observed.
+pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, ExperimentError> {
+    let base =
+        JobFile::parse(CFQ_IDLING_JOB.1, CFQ_IDLING_JOB.0).map_err(ExperimentError::from_source)?;
     let mut results = Vec::new();
     let mut figures = Vec::new();
     let steps = SCENARIOS.len() * (VARIANTS.len() + TRACED.len());
@@ -299,7 +325,7 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
                 j.thinktime_blocks_type = elevator_fio::job::ThinkBlocks::Issue;
             }
         }
-        let device = ModelSpec::parse(sc.device)?;
+        let device = ModelSpec::parse(sc.device).map_err(ExperimentError::from_source)?;
         let mut rows = Vec::new();
         let mut cdfs = Vec::new();
         let mut elapsed = BTreeMap::new();
@@ -376,24 +402,41 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
             rows,
         });
     }
-    let shapes = shapes(&results);
-    let table = table(&results);
-    let data = serde_json::to_value(Report {
-        experiment: "cfq-idling",
-        job: SEED004.0,
+    Ok(Results {
         seed: opts.seed,
         scenarios: results,
-    })?;
+        figures,
+    })
+}
+
+/// Run the experiment: measure, then check and render.
+pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome, ExperimentError> {
+    outcome_of(measure_all(opts, progress)?)
+}
+
+/// The JSON of measured results.
+pub fn data(r: &Results) -> Result<serde_json::Value, ExperimentError> {
+    serde_json::to_value(Report {
+        experiment: "cfq-idling",
+        job: CFQ_IDLING_JOB.0,
+        seed: r.seed,
+        scenarios: &r.scenarios,
+    })
+    .map_err(ExperimentError::from_source)
+}
+
+/// The outcome of measured results: table, JSON, shapes, plots and notes.
+pub fn outcome_of(r: Results) -> Result<Outcome, ExperimentError> {
     Ok(Outcome {
         name: "cfq-idling",
         seed: "004",
         title: "CFQ idling on deep seeky queues (LKML 2011): eight aio-stress writers on a slow \
                 disk and on a fast RAID"
             .into(),
-        table,
-        data,
-        shapes,
-        figures,
+        table: table(&r.scenarios),
+        data: data(&r)?,
+        shapes: shapes(&r.scenarios),
+        figures: r.figures,
         notes: vec![
             "On the disk the seed's order holds but not its ratios: the model's 16-segment write \
              cache merges one process's four streams into runs of about 200 KB written at media \
@@ -409,11 +452,11 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
 }
 
 /// The table as the terminal shows it.
-fn table(results: &[ScenarioResult]) -> String {
+pub fn table(results: &[ScenarioResult]) -> String {
     let mut out = format!(
         "Seed 004: eight processes writing 4 KiB O_DIRECT blocks round-robin over four 16 MiB files each ({}),\n\
          each file once; nr_requests=128 as in the seed's single-queue kernel\n\n",
-        SEED004.0
+        CFQ_IDLING_JOB.0
     );
     for s in results {
         let think = if s.think_ns > 0 {
@@ -439,19 +482,4 @@ fn table(results: &[ScenarioResult]) -> String {
         out += "\n";
     }
     out
-}
-
-/// Run `elevator experiment cfq-idling`.
-pub fn run(args: &Args) -> Result<()> {
-    let json = args.output_format == OutputFormat::Json;
-    let o = super::with_progress(!json, |p| {
-        outcome(
-            &Opts {
-                quick: args.quick,
-                seed: args.seed,
-            },
-            p,
-        )
-    })?;
-    super::finish(args, &o)
 }

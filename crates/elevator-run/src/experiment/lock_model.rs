@@ -26,6 +26,9 @@ use elevator_io::mq::LockMode;
 /// How long a blocking lock's waiter spins before it sleeps (the std
 /// mutex's spin, about a hundred tries of the lock).
 const SPIN_NS: u64 = 500;
+/// The seed of the model's jitter (fixed: a prediction is the same every
+/// time).
+const MODEL_SEED: u64 = 0x5EED_0003;
 /// Virtual time each prediction runs.
 const RUN_NS: u64 = 200_000_000;
 /// The bytes each I/O moves.
@@ -131,7 +134,7 @@ fn model(fit: &Fit, cpus: u32, readers: usize, devices: usize, seed: u64) -> Loc
 /// Run the model of `fit`; `None` if the model refuses it (it says why in
 /// its error, which a prediction has no room for).
 fn predict(fit: &Fit, cpus: u32, readers: usize, devices: usize) -> Option<Prediction> {
-    let m = model(fit, cpus, readers, devices, 0x5EED_0003);
+    let m = model(fit, cpus, readers, devices, MODEL_SEED);
     let r = lockmodel::run(&m, RUN_NS).ok()?;
     let secs = r.elapsed_ns.max(1) as f64 / 1e9;
     Some(Prediction {

@@ -13,7 +13,7 @@ use elevator_core::TraceAction;
 use elevator_trace::record::Record;
 use elevator_trace::sink::TraceSink;
 
-use super::figure::{Axis, Figure, Mark, Series, Span, SpanKind, Timeline, XyPlot};
+use crate::experiment::figure::{Axis, Figure, Mark, Series, Span, SpanKind, Timeline, XyPlot};
 
 /// Spans kept for the timeline.
 pub const MAX_SPANS: usize = 4000;

@@ -1,6 +1,7 @@
-//! `elevator experiment lock-scaling` reproduces the 2001 lockmeter report
-//! on Linux 2.4's global `io_request_lock` (LKML, "Lockmeter Analysis of 2
-//! DDs"): `dd` readers, 64 KiB sequential reads one at a time, each on its
+//! The lock-scaling experiment (`elevator experiment lock-scaling`; its
+//! source is `../shared/seeds/003_85dd265750d52fad.txt`: the 2001 lockmeter
+//! report on Linux 2.4's global `io_request_lock`, LKML, "Lockmeter
+//! Analysis of 2 DDs"): `dd` readers, 64 KiB sequential reads one at a time, each on its
 //! own device, and then all on one device, under one lock over every queue
 //! (`global`), a lock per queue (`queue`) and blk-mq (`mq`), for 1, 2, 4
 //! and 8 readers. It prints the throughput, the lockmeter table of each
@@ -8,9 +9,8 @@
 //! flattens as readers are added, `queue` removes the contention across
 //! devices but not within one, `mq` scales within one device.
 
-use std::io::Write;
+use std::fmt::Write;
 
-use anyhow::{Context, Result, bail};
 use elevator_core::lockstat::{LockReport, LockStat};
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
@@ -20,15 +20,13 @@ use elevator_io::DeviceSpec;
 use elevator_io::mq::{LockMode, MAX_THREADS, ThreadConfig, run_threads};
 use serde::Serialize;
 
-use super::outcome::{Opts, Outcome, Progress, Shape};
-use super::{Args, lock_model};
-use crate::report::figure::{Axis, Figure, Mark, Series, XyPlot};
-use crate::run::OutputFormat;
+use super::figure::{Axis, Figure, Mark, Series, XyPlot};
+use super::{ExperimentError, Opts, Outcome, Progress, Shape, StepContext, lock_model};
 
 /// Where the readers' devices are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(super) enum Layout {
+pub enum Layout {
     /// Each reader on a device of its own.
     OwnDevices,
     /// Every reader on one device.
@@ -52,18 +50,25 @@ impl Layout {
 }
 
 /// One run: a layout, a lock mode, a reader count.
-#[derive(Serialize)]
-pub(super) struct Cell {
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    /// Where the readers' devices are.
     pub layout: Layout,
+    /// The lock mode's name.
     pub lock: &'static str,
+    /// Readers.
     pub readers: usize,
+    /// Their throughput, MB/s.
     pub mb_per_s: f64,
+    /// I/Os done.
     pub ios: u64,
+    /// How long the run took, ns.
     pub elapsed_ns: u64,
     /// The whole process's CPU per I/O.
     pub cpu_ns_per_io: f64,
     /// The reader threads' CPU per I/O (their sum over the I/Os of all).
     pub thread_cpu_ns_per_io: f64,
+    /// The shared locks' statistics.
     #[serde(skip)]
     pub locks: Vec<LockStat>,
     /// The locks in lockmeter's and lock_stat's terms.
@@ -72,12 +77,12 @@ pub(super) struct Cell {
 
 /// The seed's workload for `readers` readers: `dd if=/dev/rawN bs=64k`,
 /// reading the device from its start again and again for `runtime_ms`.
-fn job(readers: usize, runtime_ms: u64) -> Result<JobFile> {
+fn job(readers: usize, runtime_ms: u64) -> Result<JobFile, ExperimentError> {
     let text = format!(
         "[global]\nrw=read\nbs=64k\niodepth=1\ntime_based\nruntime={runtime_ms}ms\n\
          [dd]\nnumjobs={readers}\nfilename=/dev/elevator\n"
     );
-    Ok(JobFile::parse(&text, "lock-scaling")?)
+    JobFile::parse(&text, "lock-scaling").map_err(ExperimentError::from_source)
 }
 
 fn cpus() -> u32 {
@@ -85,7 +90,12 @@ fn cpus() -> u32 {
 }
 
 /// Run every cell.
-fn measure(args: &Params, spec: &DeviceSpec, seed: u64, progress: Progress) -> Result<Vec<Cell>> {
+fn measure(
+    args: &Params,
+    spec: &DeviceSpec,
+    seed: u64,
+    progress: Progress,
+) -> Result<Vec<Cell>, ExperimentError> {
     let runtime_ms = (args.runtime * 1000.0).round() as u64;
     let mut cells = Vec::new();
     let total = 2 * args.threads.len() * LockMode::ALL.len();
@@ -104,7 +114,7 @@ fn measure(args: &Params, spec: &DeviceSpec, seed: u64, progress: Progress) -> R
                 let devices = (0..ndev)
                     .map(|_| spec.open())
                     .collect::<Result<Vec<_>, _>>()
-                    .with_context(|| format!("opening {}", args.device))?;
+                    .step(|| format!("opening {}", args.device))?;
                 let cfg = ThreadConfig {
                     run: RunConfig {
                         scheduler: args.scheduler.clone(),
@@ -116,9 +126,7 @@ fn measure(args: &Params, spec: &DeviceSpec, seed: u64, progress: Progress) -> R
                 };
                 let jobs = job(readers, runtime_ms)?;
                 let run = run_threads(&jobs, devices, |d| d.share(), &cfg, &mut |_| {})
-                    .with_context(|| {
-                        format!("{} readers, {} lock, {}", readers, lock, layout.title())
-                    })?;
+                    .step(|| format!("{} readers, {} lock, {}", readers, lock, layout.title()))?;
                 let r = &run.result;
                 let bytes: u64 = r.jobs.iter().map(|j| j.dirs[READ].bytes).sum();
                 let secs = r.elapsed.max(1) as f64 / 1e9;
@@ -220,70 +228,155 @@ fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
 
 /// What lock-scaling runs: the readers' device, reader counts, seconds per
 /// run, the scheduler.
-pub(super) struct Params {
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// The device each reader reads, as `DeviceSpec::parse` takes it.
     pub device: String,
+    /// Reader counts, each 1 to `MAX_THREADS`.
     pub threads: Vec<usize>,
+    /// Seconds each run lasts, more than 0 and at most 3600.
     pub runtime: f64,
+    /// The scheduler every queue runs.
     pub scheduler: String,
 }
 
 impl Params {
-    /// From the command line; `--quick` runs 1 and 2 readers for 0.5 s
-    /// unless `--threads` or `--runtime` say otherwise.
-    pub fn from_args(args: &Args) -> Params {
-        let (threads, runtime) = if args.quick {
+    /// The reader counts and seconds per run when none are given: 1, 2, 4
+    /// and 8 readers for 2 s, or with `quick` 1 and 2 readers for 0.5 s.
+    pub fn defaults(quick: bool) -> (Vec<usize>, f64) {
+        if quick {
             (vec![1, 2], 0.5)
         } else {
             (vec![1, 2, 4, 8], 2.0)
-        };
-        Params {
-            device: args.device.clone(),
-            threads: args.threads.clone().unwrap_or(threads),
-            runtime: args.runtime.unwrap_or(runtime),
-            scheduler: args.scheduler.clone(),
         }
     }
 }
 
-/// Run the experiment.
-pub(super) fn outcome(args: &Params, opts: &Opts, progress: Progress) -> Result<Outcome> {
+/// What the experiment measured: every layout, lock mode and reader count.
+#[derive(Clone, Debug)]
+pub struct Results {
+    /// What ran.
+    pub params: Params,
+    /// This machine's CPUs.
+    pub cpus: u32,
+    /// Every run.
+    pub cells: Vec<Cell>,
+}
+
+impl Results {
+    /// The fewest and most readers run.
+    fn range(&self) -> (usize, usize) {
+        let t = &self.params.threads;
+        (
+            t.iter().copied().min().unwrap_or(1),
+            t.iter().copied().max().unwrap_or(1),
+        )
+    }
+}
+
+/// Measure every layout, lock mode and reader count.
+pub fn measure_all(
+    args: &Params,
+    opts: &Opts,
+    progress: Progress,
+) -> Result<Results, ExperimentError> {
     if args.threads.is_empty() || args.threads.iter().any(|&n| n == 0 || n > MAX_THREADS) {
-        bail!("--threads takes reader counts of 1 to {MAX_THREADS}, e.g. 1,2,4,8");
+        return Err(ExperimentError::Params(format!(
+            "--threads takes reader counts of 1 to {MAX_THREADS}, e.g. 1,2,4,8"
+        )));
     }
     if !(args.runtime > 0.0 && args.runtime <= 3600.0) {
-        bail!("--runtime takes seconds, more than 0 and at most 3600");
+        return Err(ExperimentError::Params(
+            "--runtime takes seconds, more than 0 and at most 3600".to_string(),
+        ));
     }
-    let spec = DeviceSpec::parse(&args.device)?;
+    let spec = DeviceSpec::parse(&args.device).map_err(ExperimentError::from_source)?;
     let cells = measure(args, &spec, opts.seed, progress)?;
-    let lo = args.threads.iter().copied().min().unwrap_or(1);
-    let hi = args.threads.iter().copied().max().unwrap_or(1);
-    let shapes = shapes(&cells, lo, hi);
-    let fits = lock_model::fit(&cells);
-    let checks = lock_model::checks(&fits, &cells, cpus());
+    Ok(Results {
+        params: args.clone(),
+        cpus: cpus(),
+        cells,
+    })
+}
+
+/// Run the experiment: measure, then check, fit the model and render.
+pub fn outcome(args: &Params, opts: &Opts, progress: Progress) -> Result<Outcome, ExperimentError> {
+    Ok(outcome_of(&measure_all(args, opts, progress)?))
+}
+
+/// The model fitted to measured results: its fits, its checks against this
+/// machine's runs, and its predictions.
+#[derive(Clone, Debug, Serialize)]
+pub struct Model {
+    /// Each mode's fit.
+    pub fits: Vec<lock_model::Fit>,
+    /// The model against the runs it can be checked against.
+    pub checks: Vec<lock_model::Prediction>,
+    /// Predictions for more CPUs.
+    pub predictions: Vec<lock_model::Prediction>,
+}
+
+/// Fit the model to measured results and ask it for more CPUs.
+pub fn model(r: &Results) -> Model {
+    let fits = lock_model::fit(&r.cells);
+    let checks = lock_model::checks(&fits, &r.cells, r.cpus);
     let predictions = lock_model::predictions(&fits);
-    let data = serde_json::json!({
+    Model {
+        fits,
+        checks,
+        predictions,
+    }
+}
+
+/// The outcome of measured results: table, JSON, shapes and plots.
+pub fn outcome_of(r: &Results) -> Outcome {
+    let model = model(r);
+    let (lo, hi) = r.range();
+    Outcome {
+        name: "lock-scaling",
+        seed: "003",
+        title: "The global io_request_lock (LKML 2001): dd readers under one lock, a lock per \
+                queue and blk-mq"
+            .into(),
+        table: table(r, &model),
+        data: data(r, &model),
+        shapes: shapes(&r.cells, lo, hi),
+        figures: figures(&r.cells, &r.params.threads),
+        notes: Vec::new(),
+    }
+}
+
+/// Every run and the model, as JSON.
+pub fn data(r: &Results, model: &Model) -> serde_json::Value {
+    let args = &r.params;
+    serde_json::json!({
         "experiment": "lock-scaling",
         "device": args.device,
         "scheduler": args.scheduler,
         "runtime_s": args.runtime,
-        "cpus": cpus(),
-        "runs": cells,
-        "model": {
-            "fits": fits,
-            "checks": checks,
-            "predictions": predictions,
-        },
-    });
-    let mut buf = Vec::new();
-    let out = &mut buf;
+        "cpus": r.cpus,
+        "runs": r.cells,
+        "model": model,
+    })
+}
+
+/// The table: MB/s per layout, lock mode and readers, each mode's
+/// lockmeter table at the most readers, and the model's part.
+pub fn table(r: &Results, model: &Model) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_table(&mut out, r, model);
+    out
+}
+
+fn write_table(out: &mut String, r: &Results, model: &Model) -> std::fmt::Result {
+    let (args, cells, cpus) = (&r.params, &r.cells, r.cpus);
+    let (_, hi) = r.range();
     writeln!(
         out,
         "Seed 003: dd readers (64 KiB sequential reads, one at a time) under one global lock, a lock per\n\
          queue and blk-mq; device {}, scheduler {}, {} s per run, {} CPUs here",
-        args.device,
-        args.scheduler,
-        args.runtime,
-        cpus()
+        args.device, args.scheduler, args.runtime, cpus
     )?;
     for layout in [Layout::OwnDevices, Layout::OneDevice] {
         writeln!(out, "\n{} (MB/s):", layout.title())?;
@@ -296,17 +389,17 @@ pub(super) fn outcome(args: &Params, opts: &Opts, progress: Progress) -> Result<
         for lock in LockMode::ALL {
             let mut line = format!("  {:<8}", lock.name());
             for &n in &args.threads {
-                let v = cell(&cells, layout, lock, n).map_or(0.0, |c| c.mb_per_s);
+                let v = cell(cells, layout, lock, n).map_or(0.0, |c| c.mb_per_s);
                 line.push_str(&format!("{v:>10.0}"));
             }
-            let c = cell(&cells, layout, lock, hi).map_or(0.0, con);
+            let c = cell(cells, layout, lock, hi).map_or(0.0, con);
             line.push_str(&format!("{:>11.1}%", 100.0 * c));
             writeln!(out, "{line}")?;
         }
     }
     for layout in [Layout::OwnDevices, Layout::OneDevice] {
         for lock in LockMode::ALL {
-            let Some(c) = cell(&cells, layout, lock, hi) else {
+            let Some(c) = cell(cells, layout, lock, hi) else {
                 continue;
             };
             writeln!(out, "\nlockmeter, {lock}, {hi} {}:", layout.title())?;
@@ -319,26 +412,14 @@ pub(super) fn outcome(args: &Params, opts: &Opts, progress: Progress) -> Result<
             }
             let report = LockReport {
                 elapsed_ns: c.elapsed_ns,
-                cpus: cpus(),
+                cpus,
                 locks: c.locks.clone(),
             };
             write!(out, "{}", lockmeter_table(&report))?;
         }
     }
-    write_model(out, &fits, &checks, &predictions)?;
-    writeln!(out)?;
-    Ok(Outcome {
-        name: "lock-scaling",
-        seed: "003",
-        title: "The global io_request_lock (LKML 2001): dd readers under one lock, a lock per \
-                queue and blk-mq"
-            .into(),
-        table: String::from_utf8_lossy(&buf).into_owned(),
-        data,
-        shapes,
-        figures: figures(&cells, &args.threads),
-        notes: Vec::new(),
-    })
+    write_model(out, &model.fits, &model.checks, &model.predictions)?;
+    writeln!(out)
 }
 
 /// Throughput against readers per lock mode, and the busiest lock's mean
@@ -404,25 +485,14 @@ fn figures(cells: &[Cell], threads: &[usize]) -> Vec<Figure> {
     out
 }
 
-/// Run `elevator experiment lock-scaling`.
-pub fn run(args: &Args) -> Result<()> {
-    let json = args.output_format == OutputFormat::Json;
-    let opts = Opts {
-        quick: args.quick,
-        seed: args.seed,
-    };
-    let o = super::with_progress(!json, |p| outcome(&Params::from_args(args), &opts, p))?;
-    super::finish(args, &o)
-}
-
 /// The model's part of the report: its fit, its check against this
 /// machine's runs, its predictions.
 fn write_model(
-    out: &mut impl Write,
+    out: &mut String,
     fits: &[lock_model::Fit],
     checks: &[lock_model::Prediction],
     predictions: &[lock_model::Prediction],
-) -> Result<()> {
+) -> std::fmt::Result {
     writeln!(
         out,
         "\nModel (elevator-sim's CPUs contending for locks on a virtual clock), fitted per mode to its\n\

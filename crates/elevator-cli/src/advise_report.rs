@@ -9,7 +9,7 @@ use clap::ValueEnum;
 use elevator_fio::report::text::iec;
 use serde_json::{Value, json};
 
-use crate::advise::Measured;
+use elevator_run::advise::Measured;
 
 /// Differences smaller than this share of a figure are within noise.
 const NOISE: f64 = 0.02;

@@ -20,7 +20,7 @@ use elevator_core::{
 };
 use serde::Serialize;
 
-use crate::cpu_time::thread_cpu_ns;
+use elevator_run::cpu_time::thread_cpu_ns;
 
 /// Size of the pretend device, in sectors (1 TiB): random 4 KiB I/O over it
 /// almost never lands next to a queued request.

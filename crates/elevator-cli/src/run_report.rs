@@ -12,7 +12,7 @@ use elevator_fio::result::{DIR_NAMES as DIRS, RunResult};
 
 use crate::report::figure::{Axis, Figure, Mark, XyPlot};
 use crate::report::html::{Section, page};
-use crate::report::observe::{SharedObserver, heads_plot, latency_cdf, latency_plot};
+use crate::report::observe::{MAX_HEADS, SharedObserver, heads_plot, latency_cdf, latency_plot};
 
 /// The observer a reported run feeds: throughput in 10 ms intervals (wider
 /// for long runs), the timeline over 1.0-1.1 s of the run, or over its first
@@ -22,6 +22,21 @@ pub fn observer() -> SharedObserver {
         10_000_000,
         &[(0, 100_000_000), (1_000_000_000, 1_100_000_000)],
     )
+}
+
+/// A run's taps feed the shared observer; a disk model's heads are kept.
+impl elevator_run::Observer for SharedObserver {
+    fn sink(&self) -> Box<dyn elevator_trace::TraceSink + Send> {
+        Box::new(self.clone())
+    }
+
+    fn max_heads(&self) -> usize {
+        MAX_HEADS
+    }
+
+    fn set_heads(&self, heads: &mut dyn Iterator<Item = (u64, u32)>) {
+        self.with(|o| o.set_heads(heads));
+    }
 }
 
 /// Completion latency per job and direction.

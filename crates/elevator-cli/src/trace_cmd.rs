@@ -16,7 +16,7 @@ use elevator_trace::iolog::{IologReader, IologVersion, IologWriter};
 use elevator_trace::synthetic::{PROCESSES, SyntheticTrace};
 use elevator_trace::{Format, Item, TraceSink};
 
-use crate::cpu_time::thread_cpu_ns;
+use elevator_run::cpu_time::thread_cpu_ns;
 
 /// `elevator trace ...`.
 #[derive(clap::Args, Debug)]

@@ -297,21 +297,6 @@ impl TraceSink for SharedObserver {
     }
 }
 
-/// `sink`, and `observer` beside it if given.
-pub fn beside(
-    sink: Option<Box<dyn TraceSink + Send>>,
-    observer: Option<&SharedObserver>,
-) -> Option<Box<dyn TraceSink + Send>> {
-    match (sink, observer) {
-        (Some(first), Some(o)) => Some(Box::new(elevator_trace::sink::Tee {
-            first,
-            second: o.clone(),
-        })),
-        (None, Some(o)) => Some(Box::new(o.clone())),
-        (s, None) => s,
-    }
-}
-
 impl TraceSink for Observer {
     fn record(&mut self, record: &Record) -> std::io::Result<()> {
         self.event(record);

@@ -54,14 +54,11 @@ pub enum RunError {
         why: String,
     },
     /// A tunable given with `--set` is wrong for a scheduler.
-    #[error("--set {name}={value}{under}: {error}")]
+    #[error("--set {setting}: {error}")]
     Tunable {
-        /// The tunable.
-        name: String,
-        /// Its value as given.
-        value: String,
-        /// ` under SCHEDULER`, or nothing.
-        under: String,
+        /// `NAME=VALUE` as given, with ` under SCHEDULER` when the
+        /// scheduler is why.
+        setting: String,
         /// What is wrong with it.
         error: elevator_core::TunableError,
     },

@@ -120,9 +120,7 @@ impl Target {
             if self.is_real() && name == elevator_io::engine::SUBMIT_BATCH {
                 elevator_io::engine::parse_batch(name, value).map_err(|error| {
                     RunError::Tunable {
-                        name: name.clone(),
-                        value: value.clone(),
-                        under: String::new(),
+                        setting: format!("{name}={value}"),
                         error,
                     }
                 })?;
@@ -139,9 +137,7 @@ impl Target {
             Queue::for_device(shape, sched, &queue_tunables).map_err(|e| match e {
                 BuildError::Config(e) => RunError::from(e),
                 BuildError::Tunable { name, value, error } => RunError::Tunable {
-                    name,
-                    value,
-                    under: format!(" under {sched}"),
+                    setting: format!("{name}={value} under {sched}"),
                     error,
                 },
             })?;

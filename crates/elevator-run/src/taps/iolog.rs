@@ -20,6 +20,9 @@ use elevator_sim::iolog_out::JobIologs;
 
 use crate::error::RunError;
 
+/// The jobs' iologs, one buffered file per clone.
+pub type Iologs = JobIologs<BufWriter<File>>;
+
 /// Scratch files to append to their logs once the run's sink is finished.
 #[must_use = "the logs of clones after the first are only appended by finish()"]
 pub struct Appends(Vec<(PathBuf, String)>);
@@ -30,7 +33,7 @@ pub struct Appends(Vec<(PathBuf, String)>);
 pub fn open(
     jobs: &JobFile,
     device_bytes: impl FnOnce() -> Result<u64, RunError>,
-) -> Result<Option<(JobIologs<BufWriter<File>>, Appends)>, RunError> {
+) -> Result<Option<(Iologs, Appends)>, RunError> {
     if jobs.jobs.iter().all(|j| j.write_iolog.is_none()) {
         return Ok(None);
     }

@@ -8,12 +8,9 @@ pub mod blktrace;
 pub mod iolog;
 pub mod write_log;
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::Path;
 
 use elevator_fio::job::JobFile;
-use elevator_sim::iolog_out::JobIologs;
 use elevator_trace::{Tee, TraceSink};
 
 use crate::error::RunError;
@@ -88,7 +85,7 @@ impl Taps<'_> {
 /// `--trace-out`'s blktrace files, the jobs' iologs, both, or none.
 fn combine(
     blktrace: Option<Box<dyn TraceSink + Send>>,
-    iologs: Option<JobIologs<BufWriter<File>>>,
+    iologs: Option<iolog::Iologs>,
 ) -> Option<Box<dyn TraceSink + Send>> {
     match (blktrace, iologs) {
         (Some(first), Some(second)) => Some(Box::new(Tee { first, second })),

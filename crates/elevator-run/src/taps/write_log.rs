@@ -20,7 +20,7 @@ pub(crate) enum SimLogged {
     /// The model alone.
     Plain(Box<dyn SimDevice + Send>),
     /// The model behind its tap.
-    Tapped(WriteLogTap<Box<dyn Write + Send>>),
+    Tapped(Box<WriteLogTap<Box<dyn Write + Send>>>),
 }
 
 impl SimLogged {
@@ -42,14 +42,14 @@ impl SimLogged {
             None => Box::new(std::io::sink()),
         };
         let tap = WriteLogTap::new(model.build_sim()?, file).map_err(RunError::io(WRITING))?;
-        Ok(SimLogged::Tapped(tap))
+        Ok(SimLogged::Tapped(Box::new(tap)))
     }
 
     /// The device to run on.
     pub(crate) fn device(&mut self) -> &mut dyn SimDevice {
         match self {
             SimLogged::Plain(d) => &mut **d,
-            SimLogged::Tapped(t) => t,
+            SimLogged::Tapped(t) => &mut **t,
         }
     }
 

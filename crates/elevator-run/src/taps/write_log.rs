@@ -1,8 +1,8 @@
 //! The device's write log, set up once for every entry point: on a model,
 //! a [`WriteLogTap`] in front of it (also without a file when the model has
 //! faults, whose counts and check it gives) and the check of the media at
-//! the end ([`SimLogged`]); on a real device, a [`WriteLog`] every handle
-//! on the device records into ([`RealLogged`]).
+//! the end (`SimLogged`); on a real device, a [`WriteLog`] every handle
+//! on the device records into (`RealLogged`).
 
 use std::io::Write;
 use std::path::Path;

@@ -29,7 +29,6 @@ mod mark;
 mod microbench;
 mod progress;
 mod replay;
-mod replay_gen;
 mod replay_report;
 mod report;
 mod run;

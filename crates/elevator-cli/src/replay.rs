@@ -7,12 +7,13 @@
 //! blkparse text, tracefs text or fio iologs, plain or xz/gzip compressed,
 //! recognised from the content ([`elevator_trace::open()`]). With
 //! `--generate N` it writes a synthetic tracefs trace of N events instead
-//! (for the speed and memory benchmarks). `--trace-out NAME` writes what the
+//! (for the speed and memory benchmarks,
+//! [`elevator_trace::synthetic::kernel_text`]). `--trace-out NAME` writes what the
 //! replay did as blktrace files.
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::ValueEnum;
 use elevator_run::replay::{ReplayOptions, parse_dev, replay, timing};
 use elevator_run::target::parse_tunables;
@@ -144,7 +145,7 @@ pub struct Args {
 /// Run `elevator replay`.
 pub fn run(args: &Args) -> Result<()> {
     if let Some(n) = args.generate {
-        return crate::replay_gen::generate(&args.trace, n);
+        return generate(&args.trace, n);
     }
     let target = Target::parse(&args.device)?;
     let tunables = parse_tunables(&args.set)?;
@@ -208,4 +209,18 @@ pub fn run(args: &Args) -> Result<()> {
         Some(failure) => Err(elevator_run::RunError::Failed(failure).into()),
         None => Ok(()),
     }
+}
+
+/// Write a synthetic tracefs trace of `events` lines to `path` (`-`:
+/// stdout): [`elevator_trace::synthetic::kernel_text`].
+fn generate(path: &str, events: u64) -> Result<()> {
+    let out: Box<dyn Write> = if path == "-" {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(std::fs::File::create(path).with_context(|| format!("creating {path}"))?)
+    };
+    let mut w = BufWriter::with_capacity(1 << 16, out);
+    elevator_trace::synthetic::kernel_text::write(&mut w, events)
+        .with_context(|| format!("writing {path}"))?;
+    w.flush().with_context(|| format!("writing {path}"))
 }

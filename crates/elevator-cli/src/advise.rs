@@ -1,7 +1,8 @@
 //! `elevator advise WORKLOAD --device D`: run one workload under every
 //! scheduler (and each `nomerges` setting asked for) on a simulated device
 //! ([`elevator_run::advise`] runs and measures), and rank the runs by the
-//! user's goal ([`crate::advise_report`] ranks, prints and explains).
+//! user's goal ([`elevator_run::advise::ranking`]; [`crate::advise_report`]
+//! prints).
 //!
 //! The workload is a fio job (a job file, fio options on the command line,
 //! or both, as `elevator run` takes them) or a recorded block trace in any
@@ -14,7 +15,9 @@ use anyhow::Result;
 use elevator_run::Target;
 use elevator_run::advise::{AdviseOptions, Workload, advise, workload};
 
-use crate::advise_report::{Advice, Goal};
+use elevator_run::advise::ranking::Advice;
+
+use crate::advise_report::GoalArg;
 use crate::progress::Stderr;
 use crate::run::{OutputFormat, print_warnings};
 
@@ -43,7 +46,7 @@ pub struct Args {
     /// throughput relative to its throughput alone on the device; over the
     /// submitters' mean latencies for a trace).
     #[arg(long, value_enum, default_value = "throughput")]
-    goal: Goal,
+    goal: GoalArg,
     /// Schedulers to try, comma-separated (default: every one).
     #[arg(long, value_delimiter = ',')]
     schedulers: Vec<String>,
@@ -90,7 +93,7 @@ pub fn run(args: &Args) -> Result<()> {
         workload.name(),
         workload.kind(),
         &args.device,
-        args.goal,
+        args.goal.into(),
         runs,
     );
     let mut out = std::io::stdout().lock();

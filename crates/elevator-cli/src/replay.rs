@@ -9,7 +9,8 @@
 //! `--generate N` it writes a synthetic tracefs trace of N events instead
 //! (for the speed and memory benchmarks,
 //! [`elevator_trace::synthetic::kernel_text`]). `--trace-out NAME` writes what the
-//! replay did as blktrace files.
+//! replay did as blktrace files. The options and the printing:
+//! [`elevator_run::replay`] replays.
 
 use std::io::{BufWriter, Write};
 

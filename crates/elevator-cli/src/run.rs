@@ -1,6 +1,7 @@
 //! `elevator run`, `elevator compare` and `elevator devices`: fio job files
 //! on simulated devices (virtual clock) or real ones (`file:PATH`, `mem:SIZE`,
-//! through io_uring on the real clock).
+//! through io_uring on the real clock). The options and the printing:
+//! [`elevator_run::jobs`] runs.
 
 use std::io::Write;
 

@@ -7,7 +7,10 @@
 //! A file is taken as a trace when its content is one (blktrace's magic, a
 //! blkparse, tracefs or iolog line, or gzip/xz compression), when a per-CPU
 //! set `NAME.blktrace.0` is beside it, or when asked; as a fio job file
-//! otherwise ([`workload`]).
+//! otherwise ([`workload`]). [`ranking`] orders the runs by a goal and
+//! explains the choice.
+
+pub mod ranking;
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -13,10 +13,13 @@ use elevator_fio::workload::{IoError, JobFailure, Layout};
 use elevator_io::{DeviceSpec, FaultTally, RealDevice};
 use elevator_sim::device::{ModelSpec, WriteLogReport};
 use elevator_sim::engine::{HeadsOut, SimError, TraceOut};
+use elevator_sim::trace_out::TraceSummary;
+use elevator_trace::TraceSink;
 
 use crate::cpu_time::thread_cpu_ns;
 use crate::error::{Failure, RunError};
 use crate::listener::{Listener, Progress};
+use crate::taps::iolog::Appends;
 use crate::taps::write_log::{RealLogged, SimLogged};
 use crate::taps::{Taps, blktrace};
 use crate::target::Target;
@@ -125,18 +128,13 @@ fn run_model(
     }
     listener.finished();
     let summary = out.and_then(|o| o.summary);
-    if let Some(sink) = sink.as_mut() {
-        sink.finish()
-            .map_err(RunError::io("writing the trace (--trace-out, write_iolog)"))?;
-    }
-    if let Some(appends) = appends {
-        appends.finish()?;
-    }
-    if let (Some(prefix), Some(summary)) = (taps.trace_out, summary) {
-        for note in blktrace::summary_notes(prefix, &summary) {
-            listener.note(&note);
-        }
-    }
+    close_taps(
+        sink.as_mut(),
+        appends,
+        taps.trace_out,
+        summary.as_ref(),
+        listener,
+    )?;
     let check = write_log
         .as_ref()
         .and_then(|r| r.verdict().err())
@@ -241,23 +239,17 @@ fn run_real(
         };
         listener.note(&format!("faults injected{which}: {}", tally.get()));
     }
-    if let Some(sink) = &sink {
-        let mut guard = sink.lock().unwrap_or_else(|e| e.into_inner());
-        guard
-            .finish()
-            .map_err(RunError::io("writing the trace (--trace-out, write_iolog)"))?;
-    }
-    if let Some(appends) = appends {
-        appends.finish()?;
-    }
-    if let Some(prefix) = taps.trace_out
-        && let Ok(run) = &result
-        && let Some(summary) = &run.trace
-    {
-        for note in blktrace::summary_notes(prefix, summary) {
-            listener.note(&note);
-        }
-    }
+    let mut guard = sink
+        .as_ref()
+        .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()));
+    close_taps(
+        guard.as_deref_mut(),
+        appends,
+        taps.trace_out,
+        result.as_ref().ok().and_then(|run| run.trace.as_ref()),
+        listener,
+    )?;
+    drop(guard);
     let (result, failure) = match result {
         Ok(run) => (run.result, None),
         Err(elevator_io::jobs::JobRunError::JobFailed {
@@ -275,6 +267,30 @@ fn run_real(
         failure,
         write_log: None,
     })
+}
+
+/// Close a run's trace sink and iolog files, and note what went into the
+/// blktrace files (`trace_out`) if the run got that far (`summary`).
+fn close_taps(
+    sink: Option<&mut Box<dyn TraceSink + Send>>,
+    appends: Option<Appends>,
+    trace_out: Option<&str>,
+    summary: Option<&TraceSummary>,
+    listener: &mut dyn Listener,
+) -> Result<(), RunError> {
+    if let Some(sink) = sink {
+        sink.finish()
+            .map_err(RunError::io("writing the trace (--trace-out, write_iolog)"))?;
+    }
+    if let Some(appends) = appends {
+        appends.finish()?;
+    }
+    if let (Some(prefix), Some(summary)) = (trace_out, summary) {
+        for note in blktrace::summary_notes(prefix, summary) {
+            listener.note(&note);
+        }
+    }
+    Ok(())
 }
 
 /// fio's line for each I/O error it reports: the one that ended each

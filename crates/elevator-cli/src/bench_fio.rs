@@ -30,7 +30,7 @@ use elevator_io::{DeviceKind, DeviceSpec};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::run::{Bar, execute};
+use crate::run::execute;
 
 /// Options of `elevator bench-vs-fio`.
 #[derive(clap::Args, Debug)]
@@ -197,8 +197,7 @@ fn run_elevator(
     cfg: &RunConfig,
     threads: &crate::run::ThreadArgs,
 ) -> Result<Figures> {
-    let mut bar = Bar::new(false, String::new());
-    let (run, _) = execute(jobs, spec, cfg, threads, &mut bar, &Default::default())?;
+    let run = execute(jobs, spec, cfg, threads)?;
     let cpu = run.cpu.unwrap_or_default();
     let secs = run.elapsed.max(1) as f64 / 1e9;
     let bytes = run.bytes();
@@ -221,7 +220,7 @@ pub fn run(args: &Args) -> Result<()> {
     let DeviceKind::File { path, .. } = &spec.kind else {
         bail!("--device: bench-vs-fio needs file:PATH (fio cannot open elevator's memory)");
     };
-    let text = crate::fio_args::read_job_text(std::path::Path::new(&args.jobfile), false)
+    let text = elevator_run::job_text::read_job_text(std::path::Path::new(&args.jobfile), false)
         .map_err(|why| anyhow::anyhow!("reading job file {}: {why}", args.jobfile))?;
     let tunables = args
         .set

@@ -368,16 +368,3 @@ fn connect_by(socket: &Path, deadline: Instant) -> Result<Option<UnixStream>> {
         }
     }
 }
-/// One line on what a write log holds, for the end of a run or a server.
-pub fn counts_line(path: &Path, c: &elevator_io::WriteLogCounts) -> String {
-    format!(
-        "write log {}: {} writes, {} discards, {} write-zeroes, {} flushes, {} marks, {} bytes",
-        path.display(),
-        c.writes,
-        c.discards,
-        c.write_zeroes,
-        c.flushes,
-        c.marks,
-        c.bytes
-    )
-}

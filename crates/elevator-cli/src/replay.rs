@@ -7,28 +7,24 @@
 //! blkparse text, tracefs text or fio iologs, plain or xz/gzip compressed,
 //! recognised from the content ([`elevator_trace::open()`]). With
 //! `--generate N` it writes a synthetic tracefs trace of N events instead
-//! (for the speed and memory benchmarks). `--trace-out NAME` writes what the
-//! replay did as blktrace files.
+//! (for the speed and memory benchmarks,
+//! [`elevator_trace::synthetic::kernel_text`]). `--trace-out NAME` writes what the
+//! replay did as blktrace files. The options and the printing:
+//! [`elevator_run::replay`] replays.
 
-use std::cell::RefCell;
-use std::io::{IsTerminal, Write};
-use std::path::Path;
-use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::io::{BufWriter, Write};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::ValueEnum;
-use elevator_io::DeviceSpec;
-use elevator_io::engine::EngineConfig;
-use elevator_io::replay::{RealReplayConfig, replay as replay_real};
-use elevator_sim::device::WriteLogDevice;
-use elevator_sim::replay::{ReplayConfig, ReplayProgress, replay as replay_sim, replay_on};
-use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
-use elevator_trace::{DevT, Format, Item, TraceError, TraceReader, TraceSink, dev_t};
+use elevator_run::replay::{ReplayOptions, parse_dev, replay, timing};
+use elevator_run::target::parse_tunables;
+use elevator_run::{Taps, Target};
+use elevator_trace::Format;
+use elevator_trace::replay::{Events, FlushModel};
 
-use crate::cpu_time::thread_cpu_ns;
+use crate::progress::Stderr;
 use crate::replay_report::{Report, print_json, print_text};
-use crate::run::{OutputFormat, check_schedulers, parse_sets};
+use crate::run::OutputFormat;
 
 /// Which events to replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,6 +57,15 @@ pub enum FormatArg {
     Tracefs,
     /// fio's iolog (version 2 or 3).
     Iolog,
+}
+
+impl EventsArg {
+    fn events(self) -> Events {
+        match self {
+            EventsArg::Q => Events::Queued,
+            EventsArg::D => Events::Issued,
+        }
+    }
 }
 
 impl FormatArg {
@@ -141,161 +146,45 @@ pub struct Args {
 /// Run `elevator replay`.
 pub fn run(args: &Args) -> Result<()> {
     if let Some(n) = args.generate {
-        return crate::replay_gen::generate(&args.trace, n);
+        return generate(&args.trace, n);
     }
-    let target = DeviceSpec::parse(&args.device)?;
-    let tunables = parse_sets(&args.set)?;
-    check_schedulers(&target, std::slice::from_ref(&args.scheduler), &tunables)?;
-    let timing = match (args.depth, args.timing) {
-        (Some(n), _) => Timing::Depth(n),
-        (None, TimingArg::Asap) => Timing::Asap,
-        (None, TimingArg::Recorded) => {
-            if !(1e-6..=1e6).contains(&args.speed) {
-                bail!("--speed {:?}: must be from 0.000001 to 1000000", args.speed);
-            }
-            Timing::Recorded(args.speed)
-        }
+    let target = Target::parse(&args.device)?;
+    let tunables = parse_tunables(&args.set)?;
+    target.check_schedulers(std::slice::from_ref(&args.scheduler), &tunables)?;
+    let opts = ReplayOptions {
+        trace: args.trace.clone(),
+        format: args.format.map(FormatArg::format),
+        scheduler: args.scheduler.clone(),
+        tunables,
+        events: args.events.events(),
+        timing: timing(args.depth, args.timing == TimingArg::Asap, args.speed)?,
+        dev: args.dev.as_deref().map(parse_dev).transpose()?,
+        skip_bad: args.skip_bad,
+        flush: FlushModel {
+            write_cache: !args.write_through,
+            fua: args.fua,
+        },
     };
-    let dev = args.dev.as_deref().map(parse_dev).transpose()?;
-    let events = match args.events {
-        EventsArg::Q => Events::Queued,
-        EventsArg::D => Events::Issued,
+    let taps = Taps {
+        trace_out: args.trace_out.as_deref(),
+        observer: None,
+        write_log: args.write_log.as_deref(),
     };
-    let reader = elevator_trace::open(
-        Path::new(&args.trace),
-        args.format.map(FormatArg::format),
-        args.skip_bad,
-    )?;
-    let mut trace_out = args
-        .trace_out
-        .as_deref()
-        .map(crate::trace_out::open_sink)
-        .transpose()?;
-    let tap = Tap {
-        inner: reader,
-        skipped: Rc::default(),
-    };
-    let skipped = tap.skipped.clone();
-    // The recording's own events are analysed by the planner, which knows
-    // the device replayed: other devices' events cost nothing.
-    let plan = Planner::new(tap, events, dev).analyze_recorded();
-    let flush = FlushModel {
-        write_cache: !args.write_through,
-        fua: args.fua,
-    };
-    let mut bar = Bar::new(args.output_format == OutputFormat::Normal);
-    let mut write_log_check = None;
-    let mut write_log = None;
-    let mut real_log = None;
-    let cpu0 = thread_cpu_ns();
-    let (result, device_name) = match target.model() {
-        Some(model) => {
-            let cfg = ReplayConfig {
-                scheduler: args.scheduler.clone(),
-                tunables,
-                timing,
-                flush,
-                skip_bad: args.skip_bad,
-                source_name: args.trace.clone(),
-            };
-            let sink = trace_out.as_mut().map(|s| s.as_mut() as &mut dyn TraceSink);
-            let r = if args.write_log.is_some() || model.has_faults() {
-                let file: Box<dyn Write + Send> = match &args.write_log {
-                    Some(path) => Box::new(std::io::BufWriter::new(
-                        std::fs::File::create(path)
-                            .with_context(|| format!("--write-log {}", path.display()))?,
-                    )),
-                    None => Box::new(std::io::sink()),
-                };
-                let mut tap = WriteLogDevice::new(model.build_sim()?, file)
-                    .context("writing the write log (--write-log)")?;
-                let r = replay_on(plan, &mut tap, &cfg, sink, &mut |p| bar.update(p));
-                let (report, _) = tap
-                    .finish(0)
-                    .context("writing the write log (--write-log)")?;
-                eprintln!("elevator: {}", report.summary());
-                if let Some(line) = report.fault_line() {
-                    eprintln!("elevator: {line}");
-                }
-                write_log_check = report.verdict().err();
-                write_log = Some(report);
-                r
-            } else {
-                replay_sim(plan, model, &cfg, sink, &mut |p| bar.update(p))
-            };
-            (
-                r.map_err(anyhow::Error::from),
-                model_name(&args.device, model),
-            )
-        }
-        None => {
-            bar.real = true;
-            let mut device = target.open()?;
-            if let Some(path) = &args.write_log {
-                let limits = elevator_core::Device::limits(&device);
-                let log = elevator_io::WriteLog::create(path, &limits, Default::default())?;
-                device = device.logged(std::sync::Arc::clone(&log));
-                real_log = Some((path, log));
-            }
-            let cfg = RealReplayConfig {
-                engine: EngineConfig {
-                    scheduler: args.scheduler.clone(),
-                    tunables,
-                    ..EngineConfig::default()
-                },
-                timing,
-                flush,
-                skip_bad: args.skip_bad,
-                source_name: args.trace.clone(),
-            };
-            let sink = trace_out.as_mut().map(|s| s.as_mut() as &mut dyn TraceSink);
-            let r = replay_real(plan, device, &cfg, sink, &mut |records, bios| {
-                bar.update(ReplayProgress {
-                    records,
-                    bios,
-                    now: 0,
-                })
-            });
-            (r.map_err(anyhow::Error::from), args.device.clone())
-        }
-    };
-    if let Some((path, log)) = &real_log {
-        let c = log
-            .finish()
-            .with_context(|| format!("--write-log {}", path.display()))?;
-        eprintln!("elevator: {}", crate::mark::counts_line(path, &c));
-    }
-    let cpu = thread_cpu_ns().saturating_sub(cpu0);
-    bar.finish();
-    let result = result.with_context(|| format!("replaying {}", args.trace))?;
-    if let (Some(sink), Some(prefix)) = (trace_out.as_mut(), args.trace_out.as_deref()) {
-        sink.finish()
-            .with_context(|| format!("--trace-out {prefix}: writing the trace"))?;
-    }
-    let recorded = result.recorded.clone().unwrap_or_default();
-    let records = recorded.records;
-    let dev = result.device;
-    let recorded_analysis = recorded.device;
-    let plugs = recorded.deviceless;
+    let normal = args.output_format == OutputFormat::Normal;
+    let mut stderr = Stderr::new(normal, target.is_real(), String::new());
+    let run = replay(&opts, &target, &taps, &mut stderr)?;
     let report = Report {
         trace: args.trace.clone(),
-        device: device_name,
         scheduler: args.scheduler.clone(),
         tunables: args.set.clone(),
         events: args.events,
-        timing,
-        dev,
-        records,
-        skipped_lines: *skipped.borrow(),
-        result,
-        recorded: recorded_analysis,
-        recorded_plugs: plugs,
-        cpu_ns: cpu,
-        real: target.model().is_none(),
+        timing: opts.timing,
+        dev: run.result.device,
+        run,
     };
     let printed = match args.output_format {
         OutputFormat::Normal => print_text(&report, &mut std::io::stdout().lock()),
-        OutputFormat::Json => match &write_log {
+        OutputFormat::Json => match &report.run.write_log {
             Some(wl) => {
                 let mut json = Vec::new();
                 print_json(&report, &mut json).and_then(|()| {
@@ -317,87 +206,22 @@ pub fn run(args: &Args) -> Result<()> {
                 == Some(std::io::ErrorKind::BrokenPipe) => {}
         r => r?,
     }
-    match write_log_check {
-        Some(e) => Err(e.into()),
+    match report.run.failure {
+        Some(failure) => Err(elevator_run::RunError::Failed(failure).into()),
         None => Ok(()),
     }
 }
 
-fn model_name(spec: &str, model: &elevator_sim::device::ModelSpec) -> String {
-    match model.build() {
-        Ok(d) => format!("{spec} ({})", d.describe()),
-        Err(_) => spec.to_string(),
-    }
-}
-
-fn parse_dev(text: &str) -> Result<DevT> {
-    let (a, b) = text
-        .split_once([',', ':'])
-        .with_context(|| format!("--dev {text}: expected MAJ,MIN"))?;
-    let major: u32 = a.trim().parse().with_context(|| format!("--dev {text}"))?;
-    let minor: u32 = b.trim().parse().with_context(|| format!("--dev {text}"))?;
-    Ok(dev_t(major, minor))
-}
-
-/// Passes trace items on to the planner, and the count of lines skipped
-/// as bad at the end.
-struct Tap<I> {
-    inner: I,
-    skipped: Rc<RefCell<u64>>,
-}
-
-impl Iterator for Tap<TraceReader> {
-    type Item = Result<Item, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let item = self.inner.next();
-        if item.is_none() {
-            *self.skipped.borrow_mut() = self.inner.skipped();
-        }
-        item
-    }
-}
-
-/// A progress bar on stderr (when it is a terminal), after a second.
-struct Bar {
-    enabled: bool,
-    real: bool,
-    started: Instant,
-    shown: bool,
-}
-
-impl Bar {
-    fn new(enabled: bool) -> Bar {
-        Bar {
-            enabled: enabled && std::io::stderr().is_terminal(),
-            real: false,
-            started: Instant::now(),
-            shown: false,
-        }
-    }
-
-    fn update(&mut self, p: ReplayProgress) {
-        if !self.enabled || self.started.elapsed() < Duration::from_secs(1) {
-            return;
-        }
-        if self.real {
-            eprint!("\rreplay: {} records, {} bios ", p.records, p.bios);
-        } else {
-            eprint!(
-                "\rreplay: {} records, {} bios, {:.3} s simulated ",
-                p.records,
-                p.bios,
-                p.now as f64 / 1e9
-            );
-        }
-        let _ = std::io::stderr().flush();
-        self.shown = true;
-    }
-
-    fn finish(&mut self) {
-        if self.shown {
-            eprint!("\r{}\r", " ".repeat(72));
-            let _ = std::io::stderr().flush();
-        }
-    }
+/// Write a synthetic tracefs trace of `events` lines to `path` (`-`:
+/// stdout): [`elevator_trace::synthetic::kernel_text`].
+fn generate(path: &str, events: u64) -> Result<()> {
+    let out: Box<dyn Write> = if path == "-" {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(std::fs::File::create(path).with_context(|| format!("creating {path}"))?)
+    };
+    let mut w = BufWriter::with_capacity(1 << 16, out);
+    elevator_trace::synthetic::kernel_text::write(&mut w, events)
+        .with_context(|| format!("writing {path}"))?;
+    w.flush().with_context(|| format!("writing {path}"))
 }

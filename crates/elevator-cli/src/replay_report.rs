@@ -7,20 +7,18 @@ use std::io::Write;
 
 use anyhow::Result;
 use elevator_core::{Op, Summary, TraceAction};
+use elevator_run::replay::ReplayRun;
 use elevator_trace::DevT;
 use elevator_trace::analyze::Analysis;
-use elevator_trace::replay::ReplayResult;
 use elevator_trace::replay::Timing;
 use serde_json::{Value, json};
 
 use crate::replay::EventsArg;
 
-/// Everything the report shows.
+/// Everything the report shows: the replay's options and what it gave.
 pub struct Report {
     /// The trace's name.
     pub trace: String,
-    /// The device replayed on.
-    pub device: String,
     /// The scheduler.
     pub scheduler: String,
     /// `--set` options as given.
@@ -31,20 +29,8 @@ pub struct Report {
     pub timing: Timing,
     /// The trace's device replayed.
     pub dev: DevT,
-    /// Trace records read.
-    pub records: u64,
-    /// Trace lines skipped as bad.
-    pub skipped_lines: u64,
-    /// What elevator did.
-    pub result: ReplayResult,
-    /// The recording system's own events on that device, if any.
-    pub recorded: Option<Analysis>,
-    /// The recording's plugs and unplugs (they name no device).
-    pub recorded_plugs: Option<Analysis>,
-    /// Host CPU time of the replay, ns.
-    pub cpu_ns: u64,
-    /// Whether the device was real (times are then the real clock's).
-    pub real: bool,
+    /// What the replay gave.
+    pub run: ReplayRun,
 }
 
 /// A row of the side-by-side table: label and how to count it.
@@ -99,9 +85,9 @@ fn timing_text(t: &Timing) -> String {
 fn recorded_value(r: &Report, i: usize) -> Option<u64> {
     let (label, f) = ROWS[i];
     if label.starts_with('P') || label.starts_with('U') {
-        return r.recorded_plugs.as_ref().map(f);
+        return r.run.recorded_plugs.as_ref().map(f);
     }
-    r.recorded.as_ref().map(f)
+    r.run.recorded.as_ref().map(f)
 }
 
 fn secs(ns: f64) -> f64 {
@@ -110,14 +96,14 @@ fn secs(ns: f64) -> f64 {
 
 /// Print the report as text.
 pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
-    let res = &r.result;
+    let res = &r.run.result;
     let a = &res.analysis;
     writeln!(
         out,
         "replay: {} (device {}, {} records), {} events, timing {}",
         r.trace,
         dev_text(r.dev),
-        r.records,
+        r.run.records,
         match r.events {
             EventsArg::Q => "Q",
             EventsArg::D => "D",
@@ -129,15 +115,19 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
     } else {
         format!(", {}", r.tunables.join(" "))
     };
-    writeln!(out, "  on {}, scheduler {}{}", r.device, r.scheduler, sets)?;
+    writeln!(
+        out,
+        "  on {}, scheduler {}{}",
+        r.run.device, r.scheduler, sets
+    )?;
     writeln!(
         out,
         "  bios {} (left out as bad: {} bios, {} lines), {:.6} s {}, {} queue events",
         res.bios,
         res.skipped,
-        r.skipped_lines,
+        r.run.skipped_lines,
         secs(res.elapsed as f64),
-        if r.real { "real" } else { "simulated" },
+        if r.run.real { "real" } else { "simulated" },
         res.events
     )?;
     writeln!(
@@ -145,16 +135,16 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
         "  the recording's plugs replayed: {} ({} steps waited behind another task's plug)",
         res.plugs, res.waited
     )?;
-    let cpu = r.cpu_ns.max(1) as f64 / 1e9;
+    let cpu = r.run.cpu_ns.max(1) as f64 / 1e9;
     writeln!(
         out,
         "  host CPU {:.3} s: {:.2} M trace records/s, {:.2} M queue events/s",
         cpu,
-        r.records as f64 / cpu / 1e6,
+        r.run.records as f64 / cpu / 1e6,
         res.events as f64 / cpu / 1e6
     )?;
     writeln!(out)?;
-    if r.recorded.is_some() {
+    if r.run.recorded.is_some() {
         writeln!(
             out,
             "  {:<24} {:>10} {:>10} {:>7}",
@@ -226,7 +216,7 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
             secs(s.max() as f64),
             s.count
         )?;
-        if let Some(k) = &r.recorded {
+        if let Some(k) = &r.run.recorded {
             let s = f(k);
             if s.count > 0 {
                 writeln!(
@@ -328,9 +318,9 @@ fn analysis_json(a: &Analysis) -> Value {
 
 /// Print the report as JSON.
 pub fn print_json(r: &Report, out: &mut dyn Write) -> Result<()> {
-    let res = &r.result;
-    let mut recorded = r.recorded.as_ref().map(analysis_json);
-    if let (Some(Value::Object(m)), Some(p)) = (recorded.as_mut(), &r.recorded_plugs) {
+    let res = &r.run.result;
+    let mut recorded = r.run.recorded.as_ref().map(analysis_json);
+    if let (Some(Value::Object(m)), Some(p)) = (recorded.as_mut(), &r.run.recorded_plugs) {
         m.insert(
             "plugs_all_devices".into(),
             json!({"P": p.count(TraceAction::Plug), "U": p.count(TraceAction::Unplug)}),
@@ -339,9 +329,9 @@ pub fn print_json(r: &Report, out: &mut dyn Write) -> Result<()> {
     let v = json!({
         "trace": r.trace,
         "dev": dev_text(r.dev),
-        "records": r.records,
-        "skipped_lines": r.skipped_lines,
-        "device": r.device,
+        "records": r.run.records,
+        "skipped_lines": r.run.skipped_lines,
+        "device": r.run.device,
         "scheduler": r.scheduler,
         "set": r.tunables,
         "events": match r.events { EventsArg::Q => "Q", EventsArg::D => "D" },
@@ -352,8 +342,8 @@ pub fn print_json(r: &Report, out: &mut dyn Write) -> Result<()> {
         "queue_events": res.events,
         "plugs_replayed": res.plugs,
         "steps_waited_behind_plugs": res.waited,
-        "host_cpu_s": r.cpu_ns as f64 / 1e9,
-        "clock": if r.real { "real" } else { "simulated" },
+        "host_cpu_s": r.run.cpu_ns as f64 / 1e9,
+        "clock": if r.run.real { "real" } else { "simulated" },
         "elevator": analysis_json(&res.analysis),
         "recorded": recorded,
     });

@@ -281,7 +281,7 @@ pub fn run(args: &Args) -> Result<()> {
             } else {
                 format!("{name}-{}", export.name)
             };
-            let sink = crate::trace_out::open_shared(&prefix)?;
+            let sink = elevator_run::taps::blktrace::open_shared(&prefix)?;
             server.trace_to(i, sink.clone());
             traces.push((prefix, sink));
         }
@@ -360,9 +360,12 @@ pub fn run(args: &Args) -> Result<()> {
     // there is.
     let summaries = server.trace_summaries();
     for (i, (prefix, sink)) in traces.iter().enumerate() {
-        crate::trace_out::finish_shared(sink, prefix)?;
+        elevator_run::taps::blktrace::finish_shared(sink, prefix)?;
         if let Some(Some(summary)) = summaries.get(i) {
-            log_line!("{}", crate::trace_out::summary_line(prefix, summary));
+            log_line!(
+                "{}",
+                elevator_run::taps::blktrace::summary_line(prefix, summary)
+            );
         }
     }
     let names = cfg.exports.iter().map(|e| e.name.as_str());
@@ -376,7 +379,10 @@ pub fn run(args: &Args) -> Result<()> {
         let c = log
             .finish()
             .with_context(|| format!("--write-log {}", path.display()))?;
-        log_line!("elevator serve: {}", crate::mark::counts_line(path, &c));
+        log_line!(
+            "elevator serve: {}",
+            elevator_run::taps::write_log::counts_line(path, &c)
+        );
     }
     served?;
     log_line!("elevator serve: stopped: in-flight requests finished, exports flushed");

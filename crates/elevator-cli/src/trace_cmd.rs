@@ -16,7 +16,7 @@ use elevator_trace::convert::{Keep, bench_formats, copy};
 use elevator_trace::iolog::{IologVersion, IologWriter};
 use elevator_trace::{Format, TraceSink};
 
-use crate::cpu_time::thread_cpu_ns;
+use elevator_run::cpu_time::thread_cpu_ns;
 
 /// `elevator trace ...`.
 #[derive(clap::Args, Debug)]

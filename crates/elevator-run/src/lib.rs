@@ -1,15 +1,39 @@
 //! elevator-run: run a workload on a target.
 //!
 //! The one layer every front end (the `elevator` command, the Python
-//! bindings) calls to run fio jobs, replay a trace, advise on a scheduler or
-//! run an experiment, on a device model (virtual clock) or on real devices
-//! (io_uring), with the same taps either way.
+//! bindings) calls to run fio jobs ([`jobs::run_jobs`]), replay a trace
+//! ([`replay::replay`]) or advise on a scheduler ([`advise::advise`]), on a
+//! device model (virtual clock) or on real devices (io_uring), the
+//! [`Target`], with the same [`Taps`] either way. Plain types go in, result
+//! structs come out; nothing is printed: progress and notes go to a
+//! [`Listener`]; every failure is a [`RunError`].
+//!
+//! - [`target`]: where a workload runs, and the checks before it does.
+//! - [`job_text`]: the job a user gives (file, command-line options).
+//! - [`taps`]: blktrace files, an observer, iologs, the write log.
+//! - [`jobs`], [`replay`], [`advise`]: the entry points.
+//! - [`listener`]: progress and notes; [`error`]: what can fail.
+//! - [`cpu_time`]: the host CPU a run took.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod advise;
+pub mod cpu_time;
 pub mod crash_states;
+pub mod error;
 pub mod experiment;
+pub mod job_text;
+pub mod jobs;
+pub mod listener;
 pub mod microbench;
 pub mod observe;
+pub mod replay;
+pub mod taps;
+pub mod target;
 pub mod write_log;
+
+pub use error::{Failure, RunError};
+pub use listener::{Listener, Progress, Quiet};
+pub use taps::{Observer, Taps};
+pub use target::{Target, Threads};

@@ -297,21 +297,6 @@ impl TraceSink for SharedObserver {
     }
 }
 
-/// `sink`, and `observer` beside it if given.
-pub fn beside(
-    sink: Option<Box<dyn TraceSink + Send>>,
-    observer: Option<&SharedObserver>,
-) -> Option<Box<dyn TraceSink + Send>> {
-    match (sink, observer) {
-        (Some(first), Some(o)) => Some(Box::new(elevator_trace::sink::Tee {
-            first,
-            second: o.clone(),
-        })),
-        (None, Some(o)) => Some(Box::new(o.clone())),
-        (s, None) => s,
-    }
-}
-
 impl TraceSink for Observer {
     fn record(&mut self, record: &Record) -> std::io::Result<()> {
         self.event(record);
@@ -434,5 +419,20 @@ mod tests {
         let s = latency_cdf("x", &h);
         assert_eq!(s.points.len(), 3);
         assert!((s.points[2].1 - 1.0).abs() < 1e-12);
+    }
+}
+
+/// A run's taps feed the shared observer; a disk model's heads are kept.
+impl crate::taps::Observer for SharedObserver {
+    fn sink(&self) -> Box<dyn TraceSink + Send> {
+        Box::new(self.clone())
+    }
+
+    fn max_heads(&self) -> usize {
+        MAX_HEADS
+    }
+
+    fn set_heads(&self, heads: &mut dyn Iterator<Item = (u64, u32)>) {
+        self.with(|o| o.set_heads(heads));
     }
 }

@@ -14,11 +14,14 @@ use std::fs::{File, OpenOptions};
 use std::io::BufWriter;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
 use elevator_fio::job::JobFile;
 use elevator_fio::workload;
 use elevator_trace::write_iolog::JobIologs;
-use elevator_trace::{Tee, TraceSink};
+
+use crate::error::RunError;
+
+/// The jobs' iologs, one buffered file per clone.
+pub type Iologs = JobIologs<BufWriter<File>>;
 
 /// Scratch files to append to their logs once the run's sink is finished.
 #[must_use = "the logs of clones after the first are only appended by finish()"]
@@ -29,8 +32,8 @@ pub struct Appends(Vec<(PathBuf, String)>);
 /// places the clones' files, as the engines do).
 pub fn open(
     jobs: &JobFile,
-    device_bytes: impl FnOnce() -> Result<u64>,
-) -> Result<Option<(JobIologs<BufWriter<File>>, Appends)>> {
+    device_bytes: impl FnOnce() -> Result<u64, RunError>,
+) -> Result<Option<(Iologs, Appends)>, RunError> {
     if jobs.jobs.iter().all(|j| j.write_iolog.is_none()) {
         return Ok(None);
     }
@@ -44,9 +47,10 @@ pub fn open(
         };
         let file = if opened.contains(&path) {
             let scratch = PathBuf::from(format!("{path}.elevator-clone-{}", clone.ctx));
-            let f = File::create(&scratch).with_context(|| {
-                format!("write_iolog={path}: cannot create {}", scratch.display())
-            })?;
+            let f = File::create(&scratch).map_err(RunError::io(format!(
+                "write_iolog={path}: cannot create {}",
+                scratch.display()
+            )))?;
             appends.push((scratch, path.to_string()));
             f
         } else {
@@ -55,10 +59,12 @@ pub fn open(
                 .create(true)
                 .append(true)
                 .open(path)
-                .with_context(|| format!("write_iolog={path}: cannot open it for writing"))?
+                .map_err(RunError::io(format!(
+                    "write_iolog={path}: cannot open it for writing"
+                )))?
         };
         sink.add(clone, BufWriter::with_capacity(1 << 16, file))
-            .with_context(|| format!("write_iolog={path}"))?;
+            .map_err(RunError::io(format!("write_iolog={path}")))?;
     }
     Ok(Some((sink, Appends(appends))))
 }
@@ -66,32 +72,25 @@ pub fn open(
 impl Appends {
     /// Append each scratch file to its log and remove it (once the sink is
     /// finished, which flushed them).
-    pub fn finish(self) -> Result<()> {
+    pub fn finish(self) -> Result<(), RunError> {
         for (scratch, path) in &self.0 {
-            let mut from = File::open(scratch)
-                .with_context(|| format!("write_iolog={path}: reading {}", scratch.display()))?;
+            let mut from = File::open(scratch).map_err(RunError::io(format!(
+                "write_iolog={path}: reading {}",
+                scratch.display()
+            )))?;
             let mut to = OpenOptions::new()
                 .append(true)
                 .open(path)
-                .with_context(|| format!("write_iolog={path}: cannot open it for writing"))?;
-            std::io::copy(&mut from, &mut to).with_context(|| format!("write_iolog={path}"))?;
-            std::fs::remove_file(scratch)
-                .with_context(|| format!("write_iolog={path}: removing {}", scratch.display()))?;
+                .map_err(RunError::io(format!(
+                    "write_iolog={path}: cannot open it for writing"
+                )))?;
+            std::io::copy(&mut from, &mut to)
+                .map_err(RunError::io(format!("write_iolog={path}")))?;
+            std::fs::remove_file(scratch).map_err(RunError::io(format!(
+                "write_iolog={path}: removing {}",
+                scratch.display()
+            )))?;
         }
         Ok(())
-    }
-}
-
-/// The sink of a run: `--trace-out`'s blktrace files, the jobs' iologs,
-/// both, or none.
-pub fn combine(
-    blktrace: Option<Box<dyn TraceSink + Send>>,
-    iologs: Option<JobIologs<BufWriter<File>>>,
-) -> Option<Box<dyn TraceSink + Send>> {
-    match (blktrace, iologs) {
-        (Some(first), Some(second)) => Some(Box::new(Tee { first, second })),
-        (Some(b), None) => Some(b),
-        (None, Some(i)) => Some(Box::new(i)),
-        (None, None) => None,
     }
 }

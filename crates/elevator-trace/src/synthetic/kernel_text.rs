@@ -1,27 +1,15 @@
-//! `elevator replay --generate N OUT`: a synthetic tracefs trace of N
-//! events (rounded up to a whole batch), streamed to a file or standard output, for the replay speed and
-//! memory benchmarks. It looks like a kernel's: four tasks on device 8,0
-//! write batches of 1 to 8 contiguous 4 KiB bios under a plug (Q, G, P, then
-//! Q and M for each further bio, U, I, D, C), every 50th batch a random
-//! read, every 64th an fsync's empty flush (Q, G, D, C). Deterministic.
+//! A tracefs text trace that looks like a kernel's, of any length, written
+//! as it is generated: four tasks on device 8,0 write batches of 1 to 8
+//! contiguous 4 KiB bios under a plug (Q, G, P, then Q and M for each
+//! further bio, U, I, D, C), every 50th batch a random read, every 64th an
+//! fsync's empty flush (Q, G, D, C). The replay speed and memory
+//! benchmarks read it (`elevator replay --generate N`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 
-use anyhow::{Context, Result};
-
-/// Write `events` lines of synthetic trace to `path` (`-`: stdout).
-pub fn generate(path: &str, events: u64) -> Result<()> {
-    let out: Box<dyn Write> = if path == "-" {
-        Box::new(std::io::stdout().lock())
-    } else {
-        Box::new(std::fs::File::create(path).with_context(|| format!("creating {path}"))?)
-    };
-    let mut w = BufWriter::with_capacity(1 << 16, out);
-    write_trace(&mut w, events).with_context(|| format!("writing {path}"))?;
-    w.flush().with_context(|| format!("writing {path}"))
-}
+use elevator_core::rng::Rng;
 
 const TASKS: [(&str, u32); 4] = [
     ("postgres", 4100),
@@ -129,14 +117,11 @@ impl Writer<'_> {
     }
 }
 
-fn write_trace(w: &mut dyn Write, events: u64) -> std::io::Result<()> {
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut rand = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+/// Write `events` lines of the trace to `w` (rounded up to a whole batch).
+/// Deterministic.
+pub fn write(w: &mut dyn Write, events: u64) -> std::io::Result<()> {
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
+    let mut rand = move || rng.next_u64();
     let mut out = Writer {
         w,
         written: 0,

@@ -1,4 +1,4 @@
-//! CPU time of the calling thread, for benchmarks: what the work cost, not
+//! CPU time of the calling thread: what a run or benchmark cost, not
 //! how long the (shared, noisy) machine took to get round to it.
 
 use rustix::time::{ClockId, clock_gettime};

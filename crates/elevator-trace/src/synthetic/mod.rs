@@ -1,7 +1,12 @@
-//! A generated trace of any length, in O(1) memory: every kind of event
-//! (Q, X, M, G, I, D, C, P, U; reads, writes, sync, FUA, flushes, discards,
-//! an error completion now and then) from three processes on two CPUs,
-//! times increasing. For tests, benchmarks and converters' speed figures.
+//! Generated traces of any length, for tests, benchmarks and speed
+//! figures: [`SyntheticTrace`], records in O(1) memory with every kind of
+//! event (Q, X, M, G, I, D, C, P, U; reads, writes, sync, FUA, flushes,
+//! discards, an error completion now and then) from three processes on two
+//! CPUs, times increasing; and [`kernel_text::write`], tracefs text that
+//! looks like a kernel's (plugged batches that merge as they were
+//! recorded), for the replay benchmarks.
+
+pub mod kernel_text;
 
 use elevator_core::{BioFlags, IoContext, Op, TraceAction, TraceEvent};
 

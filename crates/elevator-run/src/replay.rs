@@ -1,0 +1,227 @@
+//! Replaying a recorded block trace (blktrace, blkparse or tracefs text, fio
+//! iolog; plain, xz or gzip, recognised from the content) through a
+//! scheduler on a [`Target`]: a model on the virtual clock or a real device
+//! through io_uring, with the same taps; what elevator did is given back
+//! beside what the recording system did ([`ReplayRun`]).
+
+use std::cell::Cell;
+use std::path::Path;
+use std::rc::Rc;
+
+use elevator_io::engine::EngineConfig;
+use elevator_io::replay::RealReplayConfig;
+use elevator_sim::device::WriteLogReport;
+use elevator_sim::replay::{ReplayConfig, ReplayProgress, SimReplayError};
+use elevator_trace::analyze::Analysis;
+use elevator_trace::replay::ReplayResult;
+use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
+use elevator_trace::{DevT, Format, Item, TraceError, TraceReader, TraceSink, dev_t};
+
+use crate::cpu_time::thread_cpu_ns;
+use crate::error::{Failure, RunError};
+use crate::listener::{Listener, Progress};
+use crate::taps::Taps;
+use crate::taps::blktrace;
+use crate::taps::write_log::{RealLogged, SimLogged};
+use crate::target::Target;
+
+/// What to replay, and how.
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// The trace's path (`-`: standard input).
+    pub trace: String,
+    /// Its format (`None`: recognised from the content).
+    pub format: Option<Format>,
+    /// The scheduler.
+    pub scheduler: String,
+    /// Queue and scheduler tunables.
+    pub tunables: Vec<(String, String)>,
+    /// The bios (Q) or the issued requests (D).
+    pub events: Events,
+    /// When each bio is submitted ([`timing`] builds it from options).
+    pub timing: Timing,
+    /// The trace's device to replay (`None`: the most common among the
+    /// first bios).
+    pub dev: Option<DevT>,
+    /// Count and leave out bad lines and records instead of stopping.
+    pub skip_bad: bool,
+    /// The device's write cache and FUA.
+    pub flush: FlushModel,
+}
+
+/// What a replay gave.
+#[derive(Debug)]
+pub struct ReplayRun {
+    /// What elevator did.
+    pub result: ReplayResult,
+    /// The device replayed on, described (a model's parameters after its
+    /// spec).
+    pub device: String,
+    /// Trace records read.
+    pub records: u64,
+    /// Trace lines skipped as bad.
+    pub skipped_lines: u64,
+    /// The recording system's own events on the device replayed, if any.
+    pub recorded: Option<Analysis>,
+    /// The recording's plugs and unplugs (they name no device).
+    pub recorded_plugs: Option<Analysis>,
+    /// Host CPU time of the replay, ns.
+    pub cpu_ns: u64,
+    /// Whether the device was real (times are then the real clock's).
+    pub real: bool,
+    /// What the write log's check found, on a model.
+    pub write_log: Option<WriteLogReport>,
+    /// The write log's check, if the media disagrees with the log.
+    pub failure: Option<Failure>,
+}
+
+/// The timing options: a closed loop of at most `depth` bios, else as fast
+/// as the queue takes them (`asap`), else open loop at the recorded times
+/// sped up `speed` times.
+pub fn timing(depth: Option<u32>, asap: bool, speed: f64) -> Result<Timing, RunError> {
+    Ok(match (depth, asap) {
+        (Some(n), _) => Timing::Depth(n),
+        (None, true) => Timing::Asap,
+        (None, false) => {
+            if !(1e-6..=1e6).contains(&speed) {
+                return Err(RunError::Usage(format!(
+                    "--speed {speed:?}: must be from 0.000001 to 1000000"
+                )));
+            }
+            Timing::Recorded(speed)
+        }
+    })
+}
+
+/// A trace's device as `MAJ,MIN` (or `MAJ:MIN`).
+pub fn parse_dev(text: &str) -> Result<DevT, RunError> {
+    let (a, b) = text
+        .split_once([',', ':'])
+        .ok_or_else(|| RunError::Usage(format!("--dev {text}: expected MAJ,MIN")))?;
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|e| RunError::Usage(format!("--dev {text}: {e}")))
+    };
+    Ok(dev_t(number(a)?, number(b)?))
+}
+
+/// Replay the trace `opts` names on `target`. `taps.trace_out` gets what
+/// the replay did, `taps.write_log` what the device received; the notes
+/// are the write log's.
+pub fn replay(
+    opts: &ReplayOptions,
+    target: &Target,
+    taps: &Taps<'_>,
+    listener: &mut dyn Listener,
+) -> Result<ReplayRun, RunError> {
+    let reader = elevator_trace::open(Path::new(&opts.trace), opts.format, opts.skip_bad)?;
+    let mut trace_out = taps.trace_out.map(blktrace::open_sink).transpose()?;
+    let skipped = Rc::default();
+    let tap = Skipped {
+        inner: reader,
+        skipped: Rc::clone(&skipped),
+    };
+    // The recording's own events are analysed by the planner, which knows
+    // the device replayed: other devices' events cost nothing.
+    let plan = Planner::new(tap, opts.events, opts.dev).analyze_recorded();
+    let replaying = || format!("replaying {}", opts.trace);
+    let mut write_log = None;
+    let mut real_log = None;
+    let cpu0 = thread_cpu_ns();
+    let sink = trace_out.as_mut().map(|s| s.as_mut() as &mut dyn TraceSink);
+    let result = match target.model() {
+        Some(model) => {
+            let cfg = ReplayConfig {
+                scheduler: opts.scheduler.clone(),
+                tunables: opts.tunables.clone(),
+                timing: opts.timing,
+                flush: opts.flush,
+                skip_bad: opts.skip_bad,
+                source_name: opts.trace.clone(),
+            };
+            let mut device = SimLogged::build(model, taps.write_log, |e| {
+                RunError::from(SimReplayError::from(e)).during(replaying())
+            })?;
+            let r = elevator_sim::replay::replay_on(plan, device.device(), &cfg, sink, &mut |p| {
+                listener.progress(Progress::Replay(p))
+            });
+            write_log = device.finish(listener)?;
+            r.map_err(RunError::from)
+        }
+        None => {
+            let mut device = target.spec().open()?;
+            if let Some(path) = taps.write_log {
+                let (log, logged) = RealLogged::create(path, device)?;
+                device = logged;
+                real_log = Some(log);
+            }
+            let cfg = RealReplayConfig {
+                engine: EngineConfig {
+                    scheduler: opts.scheduler.clone(),
+                    tunables: opts.tunables.clone(),
+                    ..EngineConfig::default()
+                },
+                timing: opts.timing,
+                flush: opts.flush,
+                skip_bad: opts.skip_bad,
+                source_name: opts.trace.clone(),
+            };
+            let r = elevator_io::replay::replay(plan, device, &cfg, sink, &mut |records, bios| {
+                listener.progress(Progress::Replay(ReplayProgress {
+                    records,
+                    bios,
+                    now: 0,
+                }))
+            });
+            r.map_err(RunError::from)
+        }
+    };
+    if let Some(log) = &real_log {
+        log.finish(listener)?;
+    }
+    let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    listener.finished();
+    let result = result.map_err(|e| e.during(replaying()))?;
+    if let (Some(sink), Some(prefix)) = (trace_out.as_mut(), taps.trace_out) {
+        sink.finish().map_err(RunError::io(format!(
+            "--trace-out {prefix}: writing the trace"
+        )))?;
+    }
+    let recorded = result.recorded.clone().unwrap_or_default();
+    let failure = write_log
+        .as_ref()
+        .and_then(|r| r.verdict().err())
+        .map(Failure::Check);
+    Ok(ReplayRun {
+        device: target.described(),
+        records: recorded.records,
+        skipped_lines: skipped.get(),
+        recorded: recorded.device,
+        recorded_plugs: recorded.deviceless,
+        cpu_ns,
+        real: target.is_real(),
+        write_log,
+        failure,
+        result,
+    })
+}
+
+/// Passes trace items on to the planner, and the count of lines skipped
+/// as bad at the end.
+struct Skipped {
+    inner: TraceReader,
+    skipped: Rc<Cell<u64>>,
+}
+
+impl Iterator for Skipped {
+    type Item = Result<Item, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next();
+        if item.is_none() {
+            self.skipped.set(self.inner.skipped());
+        }
+        item
+    }
+}

@@ -94,7 +94,6 @@
 
 use super::{MergeKind, MergeLookup, SchedDispatch, Scheduler};
 use crate::bio::{Nanos, Op};
-use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks};
 use crate::request::{RequestId, Requests};
 use crate::tunable::{self, Tunable, TunableSpec, Unit, specs, tunable};
@@ -469,20 +468,5 @@ impl Scheduler for Kyber {
         }
     }
 
-    #[inline]
-    fn queued(&self) -> u32 {
-        self.queued
-    }
-
-    fn tunables(&self) -> &'static [TunableSpec] {
-        &TUNABLES
-    }
-
-    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        tunable::get(&TABLE, "kyber", self, name)
-    }
-
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        tunable::set(&TABLE, "kyber", self, name, value)
-    }
+    table_tunables!(TABLE, TUNABLES);
 }

@@ -19,6 +19,33 @@
 //! | `bfq` | `bfq/` | per-process budgets served by B-WF2Q+ in virtual time, weighted by priority |
 //! | `kyber` | `kyber.rs` | latency targets per operation class, enforced by token depths |
 
+/// The [`Scheduler`] methods every scheduler writes alike, from its tunable
+/// table and its `queued` count: `queued`, `tunables`, `get_tunable` and
+/// `set_tunable`. `$table` is the [`crate::tunable::Tunable`] table, `$specs`
+/// its [`TunableSpec`] listing; `$owner` (a field, default the scheduler) is
+/// what the table's accessors read and write. Errors name the scheduler by
+/// [`Scheduler::name`].
+macro_rules! table_tunables {
+    ($table:expr, $specs:expr $(, $owner:ident)?) => {
+        #[inline]
+        fn queued(&self) -> u32 {
+            self.queued
+        }
+
+        fn tunables(&self) -> &'static [$crate::tunable::TunableSpec] {
+            &$specs
+        }
+
+        fn get_tunable(&self, name: &str) -> Result<u64, $crate::error::TunableError> {
+            $crate::tunable::get(&$table, self.name(), &(*self)$(.$owner)?, name)
+        }
+
+        fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), $crate::error::TunableError> {
+            $crate::tunable::set(&$table, self.name(), &mut (*self)$(.$owner)?, name, value)
+        }
+    };
+}
+
 pub mod bfq;
 pub mod cfq;
 pub mod deadline;

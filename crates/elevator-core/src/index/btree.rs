@@ -82,25 +82,9 @@ impl BTreeRoot {
         height: 0,
         len: 0,
     };
-
-    /// Whether the tree is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Number of handles in the tree.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
 }
 
-impl Default for BTreeRoot {
-    fn default() -> BTreeRoot {
-        BTreeRoot::EMPTY
-    }
-}
+counted_root!(BTreeRoot, "in the tree");
 
 /// Node pools and per-handle records shared by many [`BTreeRoot`]s.
 #[derive(Clone, Debug)]

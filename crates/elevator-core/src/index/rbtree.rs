@@ -287,21 +287,19 @@ impl RbForest {
     /// The node with the smallest key (earliest inserted among equals), if any.
     #[inline]
     pub fn first(&self, root: &RbRoot) -> Option<u32> {
-        if root.root == NIL {
-            None
-        } else {
-            Some(self.extreme(root.root, LEFT))
-        }
+        self.end(root, LEFT)
     }
 
     /// The node with the largest key (latest inserted among equals), if any.
     #[inline]
     pub fn last(&self, root: &RbRoot) -> Option<u32> {
-        if root.root == NIL {
-            None
-        } else {
-            Some(self.extreme(root.root, RIGHT))
-        }
+        self.end(root, RIGHT)
+    }
+
+    /// The node at the `side` end of the tree, if any.
+    #[inline]
+    fn end(&self, root: &RbRoot, side: usize) -> Option<u32> {
+        (root.root != NIL).then(|| self.extreme(root.root, side))
     }
 
     /// In-order successor of linked `id` within its tree.

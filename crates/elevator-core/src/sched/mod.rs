@@ -32,6 +32,9 @@ macro_rules! table_tunables {
             self.queued
         }
 
+        table_tunables!(lookup_only: $table, $specs $(, $owner)?);
+    };
+    (lookup_only: $table:expr, $specs:expr $(, $owner:ident)?) => {
         fn tunables(&self) -> &'static [$crate::tunable::TunableSpec] {
             &$specs
         }
@@ -40,8 +43,35 @@ macro_rules! table_tunables {
             $crate::tunable::get(&$table, self.name(), &(*self)$(.$owner)?, name)
         }
 
-        fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), $crate::error::TunableError> {
+        fn set_tunable(
+            &mut self,
+            name: &str,
+            value: u64,
+        ) -> Result<(), $crate::error::TunableError> {
             $crate::tunable::set(&$table, self.name(), &mut (*self)$(.$owner)?, name, value)
+        }
+    };
+}
+
+/// The [`Scheduler`] methods of a scheduler whose merge candidates are its
+/// most recent requests (Linux without an elevator): `merge_lookup` scans
+/// [`none::SCAN_DEPTH`] of them, newest first, along `$fifo` (a
+/// [`crate::index::ListHead`] in arrival order) threaded through `$links`.
+macro_rules! scan_recent_merges {
+    ($fifo:ident, $links:ident) => {
+        #[inline]
+        fn merge_lookup(&self) -> MergeLookup {
+            MergeLookup::ScanRecent($crate::sched::none::SCAN_DEPTH)
+        }
+
+        #[inline]
+        fn newest(&self) -> Option<RequestId> {
+            self.$fifo.back().map(RequestId::from_raw)
+        }
+
+        #[inline]
+        fn older(&self, rq: RequestId) -> Option<RequestId> {
+            self.$links.prev(rq.raw()).map(RequestId::from_raw)
         }
     };
 }

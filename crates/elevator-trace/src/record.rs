@@ -1,7 +1,8 @@
 //! One item of a trace, whatever format it came from; the one checked
 //! boundary where a record's stated sector and length become an event's
 //! ([`Extent`], [`traced_event`]); and the rwbs text that blkparse and
-//! tracefs use for an operation and its flags.
+//! tracefs use for an operation and its flags. Also the readers' common
+//! `ItemSource` and `Iterator` impls, written once by `item_reader!`.
 
 use elevator_core::range::{ByteRange, RangeError};
 use elevator_core::{BioFlags, IoContext, Op, Sector, TraceAction, TraceEvent};

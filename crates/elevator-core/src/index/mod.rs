@@ -3,6 +3,8 @@
 //!
 //! Handles are dense indexes (request tags, bio slots). Link storage is owned
 //! by the structure and sized once, so no operation on the hot path allocates.
+//! What the roots have alike (`len`, `is_empty`, `Default`) comes from one
+//! macro here, `counted_root!`.
 
 /// What every root here (a list's head, a tree's root) has alike: `len` and
 /// `is_empty` from its `len` count of handles, and `Default` as its `EMPTY`.

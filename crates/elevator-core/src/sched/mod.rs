@@ -9,6 +9,11 @@
 //! [`RequestId::index`], sized by [`Scheduler::resize`], so nothing allocates
 //! per I/O.
 //!
+//! The [`Scheduler`] methods that several schedulers write alike come from
+//! two macros here: `table_tunables!` (`queued` and the tunable lookups from
+//! a scheduler's table) and `scan_recent_merges!` (merge candidates by
+//! scanning the newest requests).
+//!
 //! | name | file | what it does |
 //! |---|---|---|
 //! | `none` | `none.rs` | FIFO, no sorting (Linux `none`) |

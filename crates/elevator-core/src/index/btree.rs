@@ -825,13 +825,8 @@ mod tests {
             let mut root = BTreeRoot::EMPTY;
             let mut model: BTreeMap<(u64, u64), u32> = BTreeMap::new();
             let mut at: Vec<Option<(u64, u64)>> = vec![None; n as usize];
-            let mut x = seed | 1;
-            let mut rand = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
+            let mut rng = crate::rng::Rng::new(seed);
+            let mut rand = move || rng.next_u64();
             for step in 0..12_000u64 {
                 let id = (rand() % u64::from(n)) as u32;
                 match at[id as usize] {

@@ -1040,14 +1040,9 @@ mod tests {
 
     #[test]
     fn pseudo_random_churn() {
-        // Deterministic xorshift churn over a larger tree than the proptest uses.
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut rnd = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        // Deterministic seeded churn over a larger tree than the proptest uses.
+        let mut rng = crate::rng::Rng::new(0x9E37_79B9_7F4A_7C15);
+        let mut rnd = move || rng.next_u64();
         let n = 2048u32;
         let mut f = RbForest::new(n as usize);
         let mut r = RbRoot::EMPTY;

@@ -79,8 +79,9 @@ pub struct LockReport {
     pub locks: Vec<LockStat>,
 }
 
-/// `num / den`, and 0 for an empty denominator.
-fn ratio(num: u64, den: u64) -> f64 {
+/// `num / den`, and 0 for an empty denominator: a mean or share of counts
+/// that may be empty.
+pub fn ratio(num: u64, den: u64) -> f64 {
     if den == 0 {
         0.0
     } else {

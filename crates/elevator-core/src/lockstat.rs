@@ -79,8 +79,9 @@ pub struct LockReport {
     pub locks: Vec<LockStat>,
 }
 
-/// `num / den`, and 0 for an empty denominator.
-fn ratio(num: u64, den: u64) -> f64 {
+/// `num / den`, and 0 for an empty denominator: a mean or share of counts
+/// that may be empty.
+pub fn ratio(num: u64, den: u64) -> f64 {
     if den == 0 {
         0.0
     } else {
@@ -89,6 +90,7 @@ fn ratio(num: u64, den: u64) -> f64 {
 }
 
 /// The smaller of two minimums, each counted only if its samples exist.
+#[inline]
 fn merged_min(a: u64, a_count: u64, b: u64, b_count: u64) -> u64 {
     match (a_count, b_count) {
         (0, _) => b,
@@ -110,20 +112,12 @@ impl LockStat {
     /// `wait_ns` if it was contended (sums saturate).
     #[inline]
     pub fn record(&mut self, hold_ns: u64, wait_ns: Option<u64>) {
-        self.hold_min_ns = if self.acquisitions == 0 {
-            hold_ns
-        } else {
-            self.hold_min_ns.min(hold_ns)
-        };
+        self.hold_min_ns = merged_min(self.hold_min_ns, self.acquisitions, hold_ns, 1);
         self.acquisitions += 1;
         self.hold_total_ns = self.hold_total_ns.saturating_add(hold_ns);
         self.hold_max_ns = self.hold_max_ns.max(hold_ns);
         if let Some(wait_ns) = wait_ns {
-            self.wait_min_ns = if self.contentions == 0 {
-                wait_ns
-            } else {
-                self.wait_min_ns.min(wait_ns)
-            };
+            self.wait_min_ns = merged_min(self.wait_min_ns, self.contentions, wait_ns, 1);
             self.contentions += 1;
             self.wait_total_ns = self.wait_total_ns.saturating_add(wait_ns);
             self.wait_max_ns = self.wait_max_ns.max(wait_ns);

@@ -54,7 +54,7 @@ struct BioState {
     issued: bool,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct RqState {
     end: u64,
     allocated: Option<Nanos>,
@@ -189,6 +189,12 @@ impl Analyzer {
         (dev, sector, self.seq)
     }
 
+    /// Start tracking a request first seen at (dev, sector) in `state`.
+    fn track_rq(&mut self, dev: DevT, sector: u64, state: RqState) {
+        let key = self.next_key(dev, sector);
+        self.rqs.insert(key, state);
+    }
+
     /// The first bio at (dev, sector) that `pred` accepts.
     fn find_bio(&self, dev: DevT, sector: u64, pred: impl Fn(&BioState) -> bool) -> Option<Key> {
         self.bios
@@ -303,14 +309,13 @@ impl Analyzer {
                     b.got_request = true;
                     self.out.q2g.record(e.time.saturating_sub(b.queued));
                 }
-                let key = self.next_key(dev, e.sector);
-                self.rqs.insert(
-                    key,
+                self.track_rq(
+                    dev,
+                    e.sector,
                     RqState {
                         end,
                         allocated: Some(e.time),
-                        inserted: None,
-                        issued: None,
+                        ..RqState::default()
                     },
                 );
             }
@@ -326,14 +331,13 @@ impl Analyzer {
                         }
                     }
                     None => {
-                        let key = self.next_key(dev, e.sector);
-                        self.rqs.insert(
-                            key,
+                        self.track_rq(
+                            dev,
+                            e.sector,
                             RqState {
                                 end,
-                                allocated: None,
                                 inserted: Some(e.time),
-                                issued: None,
+                                ..RqState::default()
                             },
                         );
                     }
@@ -396,14 +400,13 @@ impl Analyzer {
                 }
             }
             None => {
-                let key = self.next_key(dev, e.sector);
-                self.rqs.insert(
-                    key,
+                self.track_rq(
+                    dev,
+                    e.sector,
                     RqState {
                         end,
-                        allocated: None,
-                        inserted: None,
                         issued: Some(e.time),
+                        ..RqState::default()
                     },
                 );
             }

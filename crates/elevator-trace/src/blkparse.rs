@@ -39,10 +39,10 @@ use std::io::{self, BufRead, Write};
 use elevator_core::{BioFlags, Op, TraceAction};
 
 use crate::blktrace::{action_word, category};
-use crate::error::{BadLine, ItemSource, TraceError, TraceErrorKind, next_item};
+use crate::error::{BadLine, TraceError, TraceErrorKind};
 use crate::record::{
-    Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, name_prefix, parse_rwbs, process_name,
-    traced_event,
+    Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, item_reader, name_prefix, parse_rwbs,
+    process_name, traced_event,
 };
 use crate::sink::TraceSink;
 use crate::text_fields::{
@@ -198,23 +198,7 @@ impl<R: BufRead> BlkparseReader<R> {
     }
 }
 
-impl<R: BufRead> ItemSource for BlkparseReader<R> {
-    fn read_next(&mut self) -> Result<Option<Item>, TraceError> {
-        self.read_item()
-    }
-
-    fn read_state(&mut self) -> (&mut bool, bool, &mut u64) {
-        (&mut self.done, self.skip_bad, &mut self.skipped)
-    }
-}
-
-impl<R: BufRead> Iterator for BlkparseReader<R> {
-    type Item = Result<Item, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        next_item(self)
-    }
-}
+item_reader!(BlkparseReader<R: BufRead>);
 
 /// Whether `line` starts blkparse's summary (`CPU0 (name):`, `Total (name):`).
 fn is_summary(line: &[u8]) -> bool {

@@ -29,9 +29,9 @@ use std::path::{Path, PathBuf};
 use elevator_core::TraceAction;
 
 use crate::blktrace::{Endian, RECORD_BYTES, RawRecord, VERSION, category, code, decode_action};
-use crate::error::{ItemSource, TraceError, TraceErrorKind, next_item};
+use crate::error::{TraceError, TraceErrorKind};
 use crate::fast_hash::IntMap;
-use crate::record::{Extent, Item, Record, process_name, traced_event};
+use crate::record::{Extent, Item, Record, item_reader, process_name, traced_event};
 
 /// Bytes read from the input at a time (the buffer grows for a record
 /// whose payload is larger).
@@ -311,23 +311,7 @@ impl<R: Read> BlktraceReader<R> {
     }
 }
 
-impl<R: Read> ItemSource for BlktraceReader<R> {
-    fn read_next(&mut self) -> Result<Option<Item>, TraceError> {
-        self.read_item()
-    }
-
-    fn read_state(&mut self) -> (&mut bool, bool, &mut u64) {
-        (&mut self.done, self.skip_bad, &mut self.skipped)
-    }
-}
-
-impl<R: Read> Iterator for BlktraceReader<R> {
-    type Item = Result<Item, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        next_item(self)
-    }
-}
+item_reader!(BlktraceReader<R: Read>);
 
 /// The time an item sorts by.
 fn item_time(item: &Item) -> u64 {

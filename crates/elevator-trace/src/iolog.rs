@@ -37,8 +37,8 @@ use std::io::{self, BufRead, Write};
 
 use elevator_core::{BioFlags, Op, TraceAction};
 
-use crate::error::{BadLine, ItemSource, TraceError, TraceErrorKind, next_item};
-use crate::record::{Extent, Item, Record, traced_event};
+use crate::error::{BadLine, TraceError, TraceErrorKind};
+use crate::record::{Extent, Item, Record, item_reader, traced_event};
 use crate::sink::TraceSink;
 use crate::text_fields::{Fields, LineRead, MAX_LINE_BYTES, parse_uint, push_uint, read_line};
 
@@ -303,23 +303,7 @@ impl<R: BufRead> IologReader<R> {
     }
 }
 
-impl<R: BufRead> ItemSource for IologReader<R> {
-    fn read_next(&mut self) -> Result<Option<Item>, TraceError> {
-        self.read_item()
-    }
-
-    fn read_state(&mut self) -> (&mut bool, bool, &mut u64) {
-        (&mut self.done, self.skip_bad, &mut self.skipped)
-    }
-}
-
-impl<R: BufRead> Iterator for IologReader<R> {
-    type Item = Result<Item, TraceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        next_item(self)
-    }
-}
+item_reader!(IologReader<R: BufRead>);
 
 /// Writes one kind of event as an iolog that `fio --read_iolog` replays.
 ///

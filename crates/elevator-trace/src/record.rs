@@ -1,7 +1,8 @@
 //! One item of a trace, whatever format it came from; the one checked
 //! boundary where a record's stated sector and length become an event's
 //! ([`Extent`], [`traced_event`]); and the rwbs text that blkparse and
-//! tracefs use for an operation and its flags.
+//! tracefs use for an operation and its flags. Also the readers' common
+//! `ItemSource` and `Iterator` impls, written once by `item_reader!`.
 
 use elevator_core::range::{ByteRange, RangeError};
 use elevator_core::{BioFlags, IoContext, Op, Sector, TraceAction, TraceEvent};
@@ -325,6 +326,34 @@ pub fn event(
         extra: 0,
     }
 }
+
+/// A trace reader's `ItemSource` and `Iterator` impls, the same for every
+/// reader: `item_reader!(Reader<R: Bound>)` for a reader with an inherent
+/// `read_item`, and `done`, `skip_bad` and `skipped` fields.
+macro_rules! item_reader {
+    ($reader:ident<R: $bound:path>) => {
+        impl<R: $bound> $crate::error::ItemSource for $reader<R> {
+            fn read_next(
+                &mut self,
+            ) -> Result<Option<$crate::record::Item>, $crate::error::TraceError> {
+                self.read_item()
+            }
+
+            fn read_state(&mut self) -> (&mut bool, bool, &mut u64) {
+                (&mut self.done, self.skip_bad, &mut self.skipped)
+            }
+        }
+
+        impl<R: $bound> Iterator for $reader<R> {
+            type Item = Result<$crate::record::Item, $crate::error::TraceError>;
+
+            fn next(&mut self) -> Option<Self::Item> {
+                $crate::error::next_item(self)
+            }
+        }
+    };
+}
+pub(crate) use item_reader;
 
 #[cfg(test)]
 mod tests {

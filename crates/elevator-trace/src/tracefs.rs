@@ -44,7 +44,7 @@ use crate::fast_hash::IntMap;
 use crate::record::{
     DevT, Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, parse_rwbs, process_name, traced_event,
 };
-use crate::text_fields::{LineRead, MAX_LINE_BYTES, read_line};
+use crate::text_fields::{LineRead, MAX_LINE_BYTES, parse_uint, read_line};
 
 /// Block tracepoints read and passed over: elevator records no such event.
 const PASSED_OVER: [&str; 7] = [
@@ -244,18 +244,12 @@ fn bad(why: &str, text: &[u8]) -> TraceErrorKind {
     }
 }
 
+/// [`parse_uint`] of at most 20 digits.
 fn digits(b: &[u8]) -> Option<u64> {
-    if b.is_empty() || b.len() > 20 {
+    if b.len() > 20 {
         return None;
     }
-    let mut v: u64 = 0;
-    for &c in b {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    Some(v)
+    parse_uint(b)
 }
 
 /// Split `TASK-PID [CPU] FLAGS TIME: TRACEPOINT: FIELDS`.

@@ -82,25 +82,9 @@ impl BTreeRoot {
         height: 0,
         len: 0,
     };
-
-    /// Whether the tree is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Number of handles in the tree.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
 }
 
-impl Default for BTreeRoot {
-    fn default() -> BTreeRoot {
-        BTreeRoot::EMPTY
-    }
-}
+counted_root!(BTreeRoot, "in the tree");
 
 /// Node pools and per-handle records shared by many [`BTreeRoot`]s.
 #[derive(Clone, Debug)]
@@ -841,13 +825,8 @@ mod tests {
             let mut root = BTreeRoot::EMPTY;
             let mut model: BTreeMap<(u64, u64), u32> = BTreeMap::new();
             let mut at: Vec<Option<(u64, u64)>> = vec![None; n as usize];
-            let mut x = seed | 1;
-            let mut rand = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
+            let mut rng = crate::rng::Rng::new(seed);
+            let mut rand = move || rng.next_u64();
             for step in 0..12_000u64 {
                 let id = (rand() % u64::from(n)) as u32;
                 match at[id as usize] {

@@ -142,12 +142,9 @@ mod tests {
     fn behaves_like_a_map() {
         let mut m = IdMap::new();
         let mut model = BTreeMap::new();
-        let mut x = 12345u32;
+        let mut rng = crate::rng::Rng::new(12345);
         for step in 0..20_000u32 {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            let key = x % 300;
+            let key = rng.below(300) as u32;
             if step % 3 == 0 {
                 assert_eq!(m.remove(key), model.remove(&key));
             } else {

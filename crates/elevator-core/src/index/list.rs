@@ -37,18 +37,6 @@ impl ListHead {
         len: 0,
     };
 
-    /// Whether the list is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Number of handles on the list.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
-
     /// First handle.
     #[inline]
     pub fn front(&self) -> Option<u32> {
@@ -62,11 +50,7 @@ impl ListHead {
     }
 }
 
-impl Default for ListHead {
-    fn default() -> ListHead {
-        ListHead::EMPTY
-    }
-}
+counted_root!(ListHead, "on the list");
 
 /// The link storage shared by a set of lists.
 #[derive(Clone, Debug)]

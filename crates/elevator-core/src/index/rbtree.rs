@@ -287,21 +287,19 @@ impl RbForest {
     /// The node with the smallest key (earliest inserted among equals), if any.
     #[inline]
     pub fn first(&self, root: &RbRoot) -> Option<u32> {
-        if root.root == NIL {
-            None
-        } else {
-            Some(self.extreme(root.root, LEFT))
-        }
+        self.end(root, LEFT)
     }
 
     /// The node with the largest key (latest inserted among equals), if any.
     #[inline]
     pub fn last(&self, root: &RbRoot) -> Option<u32> {
-        if root.root == NIL {
-            None
-        } else {
-            Some(self.extreme(root.root, RIGHT))
-        }
+        self.end(root, RIGHT)
+    }
+
+    /// The node at the `side` end of the tree, if any.
+    #[inline]
+    fn end(&self, root: &RbRoot, side: usize) -> Option<u32> {
+        (root.root != NIL).then(|| self.extreme(root.root, side))
     }
 
     /// In-order successor of linked `id` within its tree.
@@ -822,50 +820,54 @@ mod tests {
         (f, r)
     }
 
+    /// Build a tree of `n` nodes, then remove the node `pick` names until it
+    /// names none, checking the tree and its order after each removal.
+    /// Gives the tree and the removed nodes, in order.
+    fn remove_picked(
+        n: u32,
+        pick: impl Fn(&RbForest, &RbRoot) -> Option<u32>,
+    ) -> (RbForest, RbRoot, Vec<u32>) {
+        let (mut f, mut r) = build(n);
+        let mut expect: Vec<u32> = (0..n).collect();
+        let mut removed = Vec::new();
+        while let Some(id) = pick(&f, &r) {
+            f.remove(&mut r, id);
+            f.check(&r);
+            removed.push(id);
+            expect.retain(|&x| x != id);
+            assert_eq!(inorder(&f, &r), expect);
+        }
+        (f, r, removed)
+    }
+
     #[test]
     fn remove_root_repeatedly() {
-        let (mut f, mut r) = build(200);
-        let mut expect: Vec<u32> = (0..200).collect();
-        while !r.is_empty() {
-            let root = r.root;
-            f.remove(&mut r, root);
-            f.check(&r);
+        let (f, _, removed) = remove_picked(200, |_, r| (!r.is_empty()).then_some(r.root));
+        for root in removed {
             assert!(!f.is_linked(root));
-            expect.retain(|&x| x != root);
-            assert_eq!(inorder(&f, &r), expect);
         }
     }
 
     #[test]
     fn remove_leaves() {
-        let (mut f, mut r) = build(100);
-        let mut expect: Vec<u32> = (0..100).collect();
-        while !r.is_empty() {
+        remove_picked(100, |f, r| {
             // Find some leaf.
-            let leaf = inorder(&f, &r)
-                .into_iter()
-                .find(|&id| f.node(id).child == [NIL, NIL])
-                .unwrap();
-            f.remove(&mut r, leaf);
-            f.check(&r);
-            expect.retain(|&x| x != leaf);
-            assert_eq!(inorder(&f, &r), expect);
-        }
+            (!r.is_empty()).then(|| {
+                inorder(f, r)
+                    .into_iter()
+                    .find(|&id| f.node(id).child == [NIL, NIL])
+                    .unwrap()
+            })
+        });
     }
 
     #[test]
     fn remove_two_child_nodes() {
-        let (mut f, mut r) = build(300);
-        let mut expect: Vec<u32> = (0..300).collect();
-        while let Some(id) = inorder(&f, &r)
-            .into_iter()
-            .find(|&id| f.node(id).child.iter().all(|&c| c != NIL))
-        {
-            f.remove(&mut r, id);
-            f.check(&r);
-            expect.retain(|&x| x != id);
-            assert_eq!(inorder(&f, &r), expect);
-        }
+        let (_, r, _) = remove_picked(300, |f, r| {
+            inorder(f, r)
+                .into_iter()
+                .find(|&id| f.node(id).child.iter().all(|&c| c != NIL))
+        });
         assert!(!r.is_empty());
     }
 
@@ -1038,14 +1040,9 @@ mod tests {
 
     #[test]
     fn pseudo_random_churn() {
-        // Deterministic xorshift churn over a larger tree than the proptest uses.
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut rnd = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        // Deterministic seeded churn over a larger tree than the proptest uses.
+        let mut rng = crate::rng::Rng::new(0x9E37_79B9_7F4A_7C15);
+        let mut rnd = move || rng.next_u64();
         let n = 2048u32;
         let mut f = RbForest::new(n as usize);
         let mut r = RbRoot::EMPTY;

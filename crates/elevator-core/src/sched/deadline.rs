@@ -56,7 +56,6 @@
 
 use super::{MergeKind, SchedDispatch, Scheduler};
 use crate::bio::{Bio, Dir, Nanos, Sector};
-use crate::error::TunableError;
 use crate::index::{BTreeForest, BTreeRoot, ListHead, ListLinks, NIL, RbForest, RbRoot};
 use crate::request::{RequestId, Requests};
 use crate::tunable::{self, Tunable, TunableSpec, Unit, specs, tunable};
@@ -93,85 +92,59 @@ pub trait SortIndex: Clone + std::fmt::Debug {
     }
 }
 
-impl SortIndex for RbForest {
-    type Root = RbRoot;
-    fn with_capacity(capacity: usize) -> Self {
-        RbForest::new(capacity)
-    }
-    fn grow(&mut self, capacity: usize) {
-        RbForest::grow(self, capacity)
-    }
-    #[inline]
-    fn insert(&mut self, root: &mut RbRoot, id: u32, key: u64) {
-        RbForest::insert(self, root, id, key)
-    }
-    #[inline]
-    fn remove(&mut self, root: &mut RbRoot, id: u32) {
-        RbForest::remove(self, root, id)
-    }
-    #[inline]
-    fn find(&self, root: &RbRoot, key: u64) -> Option<u32> {
-        RbForest::find(self, root, key)
-    }
-    #[inline]
-    fn lower_bound(&self, root: &RbRoot, key: u64) -> Option<u32> {
-        RbForest::lower_bound(self, root, key)
-    }
-    #[inline]
-    fn next(&self, id: u32) -> Option<u32> {
-        RbForest::next(self, id)
-    }
-    #[inline]
-    fn prev(&self, id: u32) -> Option<u32> {
-        RbForest::prev(self, id)
-    }
-    #[inline]
-    fn key(&self, id: u32) -> u64 {
-        RbForest::key(self, id)
-    }
+/// [`SortIndex`] for an index type whose inherent methods already have the
+/// trait's names and signatures: each trait method calls the inherent one.
+macro_rules! sort_index_by_inherent {
+    ($forest:ident, $root:ident $(, $extra:ident)*) => {
+        impl SortIndex for $forest {
+            type Root = $root;
+            fn with_capacity(capacity: usize) -> Self {
+                $forest::new(capacity)
+            }
+            fn grow(&mut self, capacity: usize) {
+                $forest::grow(self, capacity)
+            }
+            #[inline]
+            fn insert(&mut self, root: &mut $root, id: u32, key: u64) {
+                $forest::insert(self, root, id, key)
+            }
+            #[inline]
+            fn remove(&mut self, root: &mut $root, id: u32) {
+                $forest::remove(self, root, id)
+            }
+            #[inline]
+            fn find(&self, root: &$root, key: u64) -> Option<u32> {
+                $forest::find(self, root, key)
+            }
+            #[inline]
+            fn lower_bound(&self, root: &$root, key: u64) -> Option<u32> {
+                $forest::lower_bound(self, root, key)
+            }
+            #[inline]
+            fn next(&self, id: u32) -> Option<u32> {
+                $forest::next(self, id)
+            }
+            #[inline]
+            fn prev(&self, id: u32) -> Option<u32> {
+                $forest::prev(self, id)
+            }
+            #[inline]
+            fn key(&self, id: u32) -> u64 {
+                $forest::key(self, id)
+            }
+            $(sort_index_by_inherent!(@$extra $forest, $root);)*
+        }
+    };
+    (@remove_then_next $forest:ident, $root:ident) => {
+        #[inline]
+        fn remove_then_next(&mut self, root: &mut $root, id: u32) -> Option<u32> {
+            $forest::remove_then_next(self, root, id)
+        }
+    };
 }
 
-impl SortIndex for BTreeForest {
-    type Root = BTreeRoot;
-    fn with_capacity(capacity: usize) -> Self {
-        BTreeForest::new(capacity)
-    }
-    fn grow(&mut self, capacity: usize) {
-        BTreeForest::grow(self, capacity)
-    }
-    #[inline]
-    fn insert(&mut self, root: &mut BTreeRoot, id: u32, key: u64) {
-        BTreeForest::insert(self, root, id, key)
-    }
-    #[inline]
-    fn remove(&mut self, root: &mut BTreeRoot, id: u32) {
-        BTreeForest::remove(self, root, id)
-    }
-    #[inline]
-    fn find(&self, root: &BTreeRoot, key: u64) -> Option<u32> {
-        BTreeForest::find(self, root, key)
-    }
-    #[inline]
-    fn lower_bound(&self, root: &BTreeRoot, key: u64) -> Option<u32> {
-        BTreeForest::lower_bound(self, root, key)
-    }
-    #[inline]
-    fn next(&self, id: u32) -> Option<u32> {
-        BTreeForest::next(self, id)
-    }
-    #[inline]
-    fn prev(&self, id: u32) -> Option<u32> {
-        BTreeForest::prev(self, id)
-    }
-    #[inline]
-    fn key(&self, id: u32) -> u64 {
-        BTreeForest::key(self, id)
-    }
-    #[inline]
-    fn remove_then_next(&mut self, root: &mut BTreeRoot, id: u32) -> Option<u32> {
-        BTreeForest::remove_then_next(self, root, id)
-    }
-}
+sort_index_by_inherent!(RbForest, RbRoot);
+sort_index_by_inherent!(BTreeForest, BTreeRoot, remove_then_next);
 
 /// `mq-deadline`: deadline over B+trees.
 pub type MqDeadline = Deadline<BTreeForest>;
@@ -586,20 +559,5 @@ impl<I: SortIndex> Scheduler for Deadline<I> {
         lvl.outstanding -= 1;
     }
 
-    #[inline]
-    fn queued(&self) -> u32 {
-        self.queued
-    }
-
-    fn tunables(&self) -> &'static [TunableSpec] {
-        &TUNABLES
-    }
-
-    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        tunable::get(&Self::TABLE, self.name, self, name)
-    }
-
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        tunable::set(&Self::TABLE, self.name, self, name, value)
-    }
+    table_tunables!(Self::TABLE, TUNABLES);
 }

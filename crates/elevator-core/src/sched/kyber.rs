@@ -94,13 +94,12 @@
 
 use super::{MergeKind, MergeLookup, SchedDispatch, Scheduler};
 use crate::bio::{Nanos, Op};
-use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks};
 use crate::request::{RequestId, Requests};
 use crate::tunable::{self, Tunable, TunableSpec, Unit, specs, tunable};
 
-/// How many recent requests a bio is tried against (as `none`: Linux 8).
-pub const SCAN_DEPTH: u8 = 8;
+/// How many recent requests a bio is tried against: `none`'s (Linux 8).
+pub use super::none::SCAN_DEPTH;
 
 /// Number of scheduling domains.
 pub const DOMAINS: usize = 4;
@@ -390,20 +389,7 @@ impl Scheduler for Kyber {
         }
     }
 
-    #[inline]
-    fn merge_lookup(&self) -> MergeLookup {
-        MergeLookup::ScanRecent(SCAN_DEPTH)
-    }
-
-    #[inline]
-    fn newest(&self) -> Option<RequestId> {
-        self.arrival.back().map(RequestId::from_raw)
-    }
-
-    #[inline]
-    fn older(&self, rq: RequestId) -> Option<RequestId> {
-        self.arrival_links.prev(rq.raw()).map(RequestId::from_raw)
-    }
+    scan_recent_merges!(arrival, arrival_links);
 
     #[inline]
     fn insert(&mut self, rqs: &Requests, rq: RequestId, _now: Nanos) {
@@ -469,20 +455,5 @@ impl Scheduler for Kyber {
         }
     }
 
-    #[inline]
-    fn queued(&self) -> u32 {
-        self.queued
-    }
-
-    fn tunables(&self) -> &'static [TunableSpec] {
-        &TUNABLES
-    }
-
-    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        tunable::get(&TABLE, "kyber", self, name)
-    }
-
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        tunable::set(&TABLE, "kyber", self, name, value)
-    }
+    table_tunables!(TABLE, TUNABLES);
 }

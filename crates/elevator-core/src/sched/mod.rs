@@ -9,6 +9,11 @@
 //! [`RequestId::index`], sized by [`Scheduler::resize`], so nothing allocates
 //! per I/O.
 //!
+//! The [`Scheduler`] methods that several schedulers write alike come from
+//! two macros here: `table_tunables!` (`queued` and the tunable lookups from
+//! a scheduler's table) and `scan_recent_merges!` (merge candidates by
+//! scanning the newest requests).
+//!
 //! | name | file | what it does |
 //! |---|---|---|
 //! | `none` | `none.rs` | FIFO, no sorting (Linux `none`) |
@@ -18,6 +23,63 @@
 //! | `cfq` | `cfq/` | per-process time slices with idling (Linux 3.x/4.x CFQ), and a fix for its idling on deep seeky queues |
 //! | `bfq` | `bfq/` | per-process budgets served by B-WF2Q+ in virtual time, weighted by priority |
 //! | `kyber` | `kyber.rs` | latency targets per operation class, enforced by token depths |
+
+/// The [`Scheduler`] methods every scheduler writes alike, from its tunable
+/// table and its `queued` count: `queued`, `tunables`, `get_tunable` and
+/// `set_tunable`. `$table` is the [`crate::tunable::Tunable`] table, `$specs`
+/// its [`TunableSpec`] listing; `$owner` (a field, default the scheduler) is
+/// what the table's accessors read and write. Errors name the scheduler by
+/// [`Scheduler::name`].
+macro_rules! table_tunables {
+    ($table:expr, $specs:expr $(, $owner:ident)?) => {
+        #[inline]
+        fn queued(&self) -> u32 {
+            self.queued
+        }
+
+        table_tunables!(lookup_only: $table, $specs $(, $owner)?);
+    };
+    (lookup_only: $table:expr, $specs:expr $(, $owner:ident)?) => {
+        fn tunables(&self) -> &'static [$crate::tunable::TunableSpec] {
+            &$specs
+        }
+
+        fn get_tunable(&self, name: &str) -> Result<u64, $crate::error::TunableError> {
+            $crate::tunable::get(&$table, self.name(), &(*self)$(.$owner)?, name)
+        }
+
+        fn set_tunable(
+            &mut self,
+            name: &str,
+            value: u64,
+        ) -> Result<(), $crate::error::TunableError> {
+            $crate::tunable::set(&$table, self.name(), &mut (*self)$(.$owner)?, name, value)
+        }
+    };
+}
+
+/// The [`Scheduler`] methods of a scheduler whose merge candidates are its
+/// most recent requests (Linux without an elevator): `merge_lookup` scans
+/// [`none::SCAN_DEPTH`] of them, newest first, along `$fifo` (a
+/// [`crate::index::ListHead`] in arrival order) threaded through `$links`.
+macro_rules! scan_recent_merges {
+    ($fifo:ident, $links:ident) => {
+        #[inline]
+        fn merge_lookup(&self) -> MergeLookup {
+            MergeLookup::ScanRecent($crate::sched::none::SCAN_DEPTH)
+        }
+
+        #[inline]
+        fn newest(&self) -> Option<RequestId> {
+            self.$fifo.back().map(RequestId::from_raw)
+        }
+
+        #[inline]
+        fn older(&self, rq: RequestId) -> Option<RequestId> {
+            self.$links.prev(rq.raw()).map(RequestId::from_raw)
+        }
+    };
+}
 
 pub mod bfq;
 pub mod cfq;

@@ -16,10 +16,9 @@
 
 use super::{MergeKind, MergeLookup, SchedDispatch, Scheduler};
 use crate::bio::Nanos;
-use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{self, Tunable, TunableSpec};
+use crate::tunable::{Tunable, TunableSpec, specs};
 
 /// How many recent requests a bio is tried against (Linux: 8).
 pub const SCAN_DEPTH: u8 = 8;
@@ -27,6 +26,9 @@ pub const SCAN_DEPTH: u8 = 8;
 /// `none` has no tunables: an empty table, so that reading or setting a name
 /// says which names exist (none).
 const TABLE: [Tunable<Noop>; 0] = [];
+
+/// `none`'s tunables: none.
+const TUNABLES: [TunableSpec; 0] = specs(&TABLE);
 
 /// The `none` scheduler: a FIFO.
 #[derive(Clone, Debug)]
@@ -60,20 +62,7 @@ impl Scheduler for Noop {
         self.links.grow(nr_requests as usize);
     }
 
-    #[inline]
-    fn merge_lookup(&self) -> MergeLookup {
-        MergeLookup::ScanRecent(SCAN_DEPTH)
-    }
-
-    #[inline]
-    fn newest(&self) -> Option<RequestId> {
-        self.fifo.back().map(RequestId::from_raw)
-    }
-
-    #[inline]
-    fn older(&self, rq: RequestId) -> Option<RequestId> {
-        self.links.prev(rq.raw()).map(RequestId::from_raw)
-    }
+    scan_recent_merges!(fifo, links);
 
     #[inline]
     fn insert(&mut self, _rqs: &Requests, rq: RequestId, _now: Nanos) {
@@ -102,15 +91,5 @@ impl Scheduler for Noop {
         self.fifo.len() as u32
     }
 
-    fn tunables(&self) -> &'static [TunableSpec] {
-        &[]
-    }
-
-    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        tunable::get(&TABLE, "none", self, name)
-    }
-
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        tunable::set(&TABLE, "none", self, name, value)
-    }
+    table_tunables!(lookup_only: TABLE, TUNABLES);
 }

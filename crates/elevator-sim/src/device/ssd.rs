@@ -569,14 +569,11 @@ mod tests {
     fn iops(p: &SsdParams, depth: u32, bytes: u32, random: bool, n: u64) -> f64 {
         let mut d = Ssd::new(p).unwrap();
         let blocks = d.limits().capacity / u64::from(bytes / 512);
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = elevator_core::rng::Rng::new(0x2545_F491_4F6C_DD1D);
         let mut next = 0u64;
         let mut pos = move || {
             if random {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % blocks) * u64::from(bytes / 512)
+                rng.below(blocks) * u64::from(bytes / 512)
             } else {
                 next += u64::from(bytes / 512);
                 next

@@ -110,6 +110,7 @@ mod sim;
 
 use std::sync::Arc;
 
+use elevator_core::lockstat::ratio;
 use elevator_core::rng::Rng;
 use thiserror::Error;
 
@@ -602,10 +603,6 @@ impl LockStats {
     pub fn contention(&self) -> f64 {
         ratio(self.contentions, self.acquisitions)
     }
-}
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
 /// Where one CPU's time went, ns.

@@ -12,11 +12,19 @@ fn rec(time: u64, action: TraceAction, op: Op, sector: u64, sectors: u32) -> Rec
     )
 }
 
+/// An analyzer that has recorded `records`, in order.
+fn analyzed(records: impl IntoIterator<Item = Record>) -> Analyzer {
+    let mut a = Analyzer::new();
+    for r in records {
+        a.record(&r);
+    }
+    a
+}
+
 #[test]
 fn a_merged_pair_and_a_flush() {
     use TraceAction::*;
-    let mut a = Analyzer::new();
-    for r in [
+    let mut a = analyzed([
         rec(0, Queue, Op::Write, 100, 8),
         rec(1, GetRq, Op::Write, 100, 8),
         rec(2, Queue, Op::Write, 108, 8),
@@ -28,9 +36,7 @@ fn a_merged_pair_and_a_flush() {
         rec(22, GetRq, Op::Flush, 0, 0),
         rec(23, Issue, Op::Flush, 0, 0),
         rec(30, Complete, Op::Flush, 0, 0),
-    ] {
-        a.record(&r);
-    }
+    ]);
     a.record(&Record::new(
         TraceEvent::plug(Unplug, 31, elevator_core::IoContext(7), 2),
         0,
@@ -61,10 +67,9 @@ fn a_merged_pair_and_a_flush() {
 #[test]
 fn split_pieces_complete_separately() {
     use TraceAction::*;
-    let mut a = Analyzer::new();
     let mut x = rec(1, Split, Op::Write, 0, 16);
     x.event.extra = 8;
-    for r in [
+    let a = analyzed([
         rec(0, Queue, Op::Write, 0, 16),
         x,
         rec(2, GetRq, Op::Write, 0, 8),
@@ -73,9 +78,7 @@ fn split_pieces_complete_separately() {
         rec(5, Issue, Op::Write, 8, 8),
         rec(6, Complete, Op::Write, 0, 8),
         rec(8, Complete, Op::Write, 8, 8),
-    ] {
-        a.record(&r);
-    }
+    ]);
     let x = a.analysis();
     assert_eq!(x.q2g.count, 2);
     assert_eq!(x.q2c.count, 2);

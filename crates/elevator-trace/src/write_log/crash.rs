@@ -199,12 +199,9 @@ pub struct Plan {
     pub epochs: usize,
 }
 
-/// One step of splitmix64.
+/// One step of splitmix64 from state `z`: its 64 mixed bits.
 fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    elevator_core::rng::splitmix64(&mut z)
 }
 
 /// The key that picks subsets at `cut`.

@@ -131,10 +131,9 @@ mod wf2q;
 
 use super::{MergeKind, SchedDispatch, Scheduler};
 use crate::bio::{Bio, IoContext, Nanos, Sector};
-use crate::error::TunableError;
 use crate::index::{ListHead, ListLinks, NIL, RbForest};
 use crate::request::{RequestId, Requests};
-use crate::tunable::{self, TunableSpec};
+use crate::tunable::{self};
 
 use bfqq::{Bfqq, NEVER, Place};
 use queues::{EXTRA_QUEUES, bio_is_sync, key_of, queue_key, rq_key};
@@ -514,20 +513,5 @@ impl Scheduler for Bfq {
         }
     }
 
-    #[inline]
-    fn queued(&self) -> u32 {
-        self.queued
-    }
-
-    fn tunables(&self) -> &'static [TunableSpec] {
-        &TUNABLES
-    }
-
-    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        tunable::get(&TABLE, "bfq", self, name)
-    }
-
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        tunable::set(&TABLE, "bfq", self, name, value)
-    }
+    table_tunables!(TABLE, TUNABLES);
 }

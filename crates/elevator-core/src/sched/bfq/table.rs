@@ -147,11 +147,9 @@ mod tests {
     fn matches_a_hash_map_under_churn() {
         let mut t = QueueTable::with_capacity(64);
         let mut m = HashMap::new();
-        let mut x = 0x1234_5678_9ABC_DEF0u64;
+        let mut rng = crate::rng::Rng::new(0x1234_5678_9ABC_DEF0);
         for step in 0..20_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             // Few distinct keys, some colliding in the low bits, some huge.
             let key = match x % 3 {
                 0 => x % 97,

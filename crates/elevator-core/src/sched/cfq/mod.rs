@@ -91,7 +91,6 @@ use queue::{CfqQueue, SECT_THR_NONROT, SEEK_THR};
 
 use super::{MergeKind, SchedDispatch, Scheduler};
 use crate::bio::{Bio, BioFlags, IoContext, Nanos, PrioClass};
-use crate::error::TunableError;
 use crate::index::{IdMap, ListLinks, NIL, RbForest, RbRoot};
 use crate::request::{RequestId, Requests};
 use crate::tunable::{self, Tunable, TunableSpec, Unit, specs, tunable};
@@ -670,21 +669,7 @@ impl Scheduler for Cfq {
         self.maybe_free(q);
     }
 
-    fn queued(&self) -> u32 {
-        self.queued
-    }
-
-    fn tunables(&self) -> &'static [TunableSpec] {
-        &TUNABLES
-    }
-
-    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        tunable::get(&TABLE, "cfq", &self.t, name)
-    }
-
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        tunable::set(&TABLE, "cfq", &mut self.t, name, value)
-    }
+    table_tunables!(TABLE, TUNABLES, t);
 }
 
 #[cfg(test)]

@@ -78,6 +78,21 @@ impl Rig {
         self.cfq.completed(&self.rqs, id, now);
         self.rqs.free(id);
     }
+
+    /// Ctx 1 reads at sector 1000 at 0, is dispatched and completes at 1 ms:
+    /// CFQ idles for ctx 1's next request.
+    fn one_read_then_idle(&mut self) {
+        let a = self.read(1, 1000, 0);
+        let SchedDispatch::Request(d) = self.dispatch(0) else {
+            panic!("dispatch")
+        };
+        assert_eq!(d, a);
+        self.complete(d, MS);
+        assert!(
+            self.cfq.idle_until.is_some(),
+            "idling after the last completion"
+        );
+    }
 }
 
 fn be() -> IoPrio {
@@ -302,16 +317,7 @@ fn preemption_of_an_empty_or_waiting_queue() {
     //     the head: preempt; far: do not.
     for (sector, expect) in [(1100u64, true), (900_000, false)] {
         let mut r = Rig::new();
-        let a = r.read(1, 1000, 0);
-        let SchedDispatch::Request(d) = r.dispatch(0) else {
-            panic!("dispatch")
-        };
-        assert_eq!(d, a);
-        r.complete(d, MS);
-        assert!(
-            r.cfq.idle_until.is_some(),
-            "idling after the last completion"
-        );
+        r.one_read_then_idle();
         assert!(r.queue(1).flags.wait_request);
         assert_eq!(
             preempts(&mut r, 2, sector, Op::Read, BioFlags::SYNC, be()),
@@ -409,13 +415,7 @@ fn idle_timer_expires_the_queue_and_clears_deep() {
 #[test]
 fn a_request_during_the_idle_wait_ends_it() {
     let mut r = Rig::new();
-    let a = r.read(1, 1000, 0);
-    let SchedDispatch::Request(d) = r.dispatch(0) else {
-        panic!("dispatch")
-    };
-    assert_eq!(d, a);
-    r.complete(d, MS);
-    assert!(r.cfq.idle_until.is_some());
+    r.one_read_then_idle();
     let b = r.add(1, 1008, Op::Read, BioFlags::SYNC, be(), 2 * MS);
     // A small request with nobody else busy: dispatched right away.
     assert_eq!(r.dispatch(2 * MS), SchedDispatch::Request(b));
@@ -424,13 +424,7 @@ fn a_request_during_the_idle_wait_ends_it() {
 #[test]
 fn an_idle_timer_never_fires_after_its_queue_is_gone() {
     let mut r = Rig::new();
-    let a = r.read(1, 1000, 0);
-    let SchedDispatch::Request(d) = r.dispatch(0) else {
-        panic!("dispatch")
-    };
-    assert_eq!(d, a);
-    r.complete(d, MS);
-    assert!(r.cfq.idle_until.is_some());
+    r.one_read_then_idle();
     let q = r.q(1);
     r.cfq.context_gone(IoContext(1), 2 * MS);
     assert_eq!(r.cfq.idle_until, None, "the timer went with the queue");

@@ -521,13 +521,8 @@ mod tests {
         p.set("cache_segments", "6").unwrap();
         p.set("cache_size", "40k").unwrap();
         let g = Geo::new(&p).unwrap();
-        let mut x = 0x1234_5678_9abc_def1u64;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = elevator_core::rng::Rng::new(0x1234_5678_9abc_def1);
+        let mut rnd = move |n: u64| rng.below(n);
         let mut d = Dirty {
             ext: Vec::new(),
             sectors: 0,

@@ -108,43 +108,41 @@ impl HddParams {
             interface_rate: 600.0,
             max_sectors: 2560,
         };
+        // What the SAS presets share apart from their spindle, platters and
+        // seeks: two platters, TCQ 64, write cache off, a faster link.
+        let sas = HddParams {
+            heads: 4,
+            write_settle: 0.5,
+            overhead: 50.0,
+            ncq: 64,
+            write_cache: false,
+            cache_size: 16 << 20,
+            interface_rate: 1200.0,
+            ..sata
+        };
         match name {
             "hdd-7200" => Some(sata),
             "hdd-sas-10k" => Some(HddParams {
                 rpm: 10_000.0,
                 cylinders: 209_000,
-                heads: 4,
                 outer_rate: 150.0,
                 inner_rate: 90.0,
                 capacity: 1_172_123_568 * 512,
                 seek_t2t: 0.3,
                 seek_avg: 4.5,
                 seek_full: 10.6,
-                write_settle: 0.5,
-                overhead: 50.0,
-                ncq: 64,
-                write_cache: false,
-                cache_size: 16 << 20,
-                interface_rate: 1200.0,
-                ..sata
+                ..sas
             }),
             "hdd-sas-15k" => Some(HddParams {
                 rpm: 15_000.0,
                 cylinders: 118_000,
-                heads: 4,
                 outer_rate: 200.0,
                 inner_rate: 120.0,
                 capacity: 586_072_368 * 512,
                 seek_t2t: 0.2,
                 seek_avg: 3.5,
                 seek_full: 6.5,
-                write_settle: 0.5,
-                overhead: 50.0,
-                ncq: 64,
-                write_cache: false,
-                cache_size: 16 << 20,
-                interface_rate: 1200.0,
-                ..sata
+                ..sas
             }),
             sata_2011::NAME => Some(sata_2011::params(&sata)),
             _ => None,

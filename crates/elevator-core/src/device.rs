@@ -201,6 +201,39 @@ macro_rules! forward_device {
     };
 }
 
+/// Writes the [`Device`] methods that read a device's shape off its own
+/// fields: `limits` and `queue_depth` from fields of those names, and
+/// `rotational` from a field of that name or, given `rotational: false`
+/// (or `true`), a constant for a device that never (or always) has moving
+/// parts.
+#[macro_export]
+macro_rules! device_shape_fields {
+    () => {
+        $crate::device_shape_fields!(@sizes);
+        #[inline]
+        fn rotational(&self) -> bool {
+            self.rotational
+        }
+    };
+    (rotational: $rotational:literal) => {
+        $crate::device_shape_fields!(@sizes);
+        #[inline]
+        fn rotational(&self) -> bool {
+            $rotational
+        }
+    };
+    (@sizes) => {
+        #[inline]
+        fn limits(&self) -> $crate::Limits {
+            self.limits
+        }
+        #[inline]
+        fn queue_depth(&self) -> u32 {
+            self.queue_depth
+        }
+    };
+}
+
 /// One method that passes the call on to `self.$inner`, unchanged: the
 /// building block of [`forward_device!`](crate::forward_device) and the
 /// engines' macros like it.

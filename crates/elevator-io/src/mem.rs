@@ -652,17 +652,7 @@ impl Device for MemDevice {
         )
     }
 
-    fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
-    }
-
-    fn rotational(&self) -> bool {
-        false
-    }
+    elevator_core::device_shape_fields!(rotational: false);
 
     fn submit(&mut self, io: DeviceIo, _now: Nanos) {
         let outcome = self.no_data(&io).unwrap_or(failed(Status::NotSupported));

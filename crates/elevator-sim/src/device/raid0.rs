@@ -378,17 +378,7 @@ impl Device for Raid0 {
         self.describe.clone()
     }
 
-    fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
-    }
-
-    fn rotational(&self) -> bool {
-        self.rotational
-    }
+    elevator_core::device_shape_fields!();
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         if numbered(io.op) {

@@ -17,7 +17,7 @@
 
 use crate::bio::{BioFlags, Nanos, Op, Sector};
 use crate::limits::Limits;
-use crate::queue::Outcome;
+use crate::queue::{DeviceShape, Outcome};
 
 /// One I/O for the device: a dispatched request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +98,17 @@ pub trait Device {
     /// Whether it has moving parts (Linux `rotational`): schedulers that idle
     /// use it for their defaults.
     fn rotational(&self) -> bool;
+
+    /// What the device tells the queue about itself, to build one for it
+    /// ([`Queue::for_device`](crate::Queue::for_device)): its limits, depth
+    /// and whether it rotates.
+    fn shape(&self) -> DeviceShape {
+        DeviceShape {
+            limits: self.limits(),
+            queue_depth: self.queue_depth(),
+            rotational: self.rotational(),
+        }
+    }
 
     /// Accept `io` at time `now`.
     fn submit(&mut self, io: DeviceIo, now: Nanos);

@@ -17,7 +17,7 @@
 
 use crate::bio::{BioFlags, Nanos, Op, Sector};
 use crate::limits::Limits;
-use crate::queue::Outcome;
+use crate::queue::{DeviceShape, Outcome};
 
 /// One I/O for the device: a dispatched request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +98,17 @@ pub trait Device {
     /// Whether it has moving parts (Linux `rotational`): schedulers that idle
     /// use it for their defaults.
     fn rotational(&self) -> bool;
+
+    /// What the device tells the queue about itself, to build one for it
+    /// ([`Queue::for_device`](crate::Queue::for_device)): its limits, depth
+    /// and whether it rotates.
+    fn shape(&self) -> DeviceShape {
+        DeviceShape {
+            limits: self.limits(),
+            queue_depth: self.queue_depth(),
+            rotational: self.rotational(),
+        }
+    }
 
     /// Accept `io` at time `now`.
     fn submit(&mut self, io: DeviceIo, now: Nanos);
@@ -198,6 +209,39 @@ macro_rules! forward_device {
             &mut self,
             out: &mut ::std::vec::Vec<$crate::HeadSample>,
         ) -> u64);
+    };
+}
+
+/// Writes the [`Device`] methods that read a device's shape off its own
+/// fields: `limits` and `queue_depth` from fields of those names, and
+/// `rotational` from a field of that name or, given `rotational: false`
+/// (or `true`), a constant for a device that never (or always) has moving
+/// parts.
+#[macro_export]
+macro_rules! device_shape_fields {
+    () => {
+        $crate::device_shape_fields!(@sizes);
+        #[inline]
+        fn rotational(&self) -> bool {
+            self.rotational
+        }
+    };
+    (rotational: $rotational:literal) => {
+        $crate::device_shape_fields!(@sizes);
+        #[inline]
+        fn rotational(&self) -> bool {
+            $rotational
+        }
+    };
+    (@sizes) => {
+        #[inline]
+        fn limits(&self) -> $crate::Limits {
+            self.limits
+        }
+        #[inline]
+        fn queue_depth(&self) -> u32 {
+            self.queue_depth
+        }
     };
 }
 

@@ -97,6 +97,16 @@ impl CpuTime {
         self.user + self.system
     }
 
+    /// The CPU figures of a run whose engine thread (or threads) used this,
+    /// and the whole process `process` in all.
+    pub fn run_use(&self, process: Duration) -> elevator_fio::result::CpuUse {
+        elevator_fio::result::CpuUse {
+            process_ns: process.as_nanos() as u64,
+            thread_user_ns: self.user.as_nanos() as u64,
+            thread_system_ns: self.system.as_nanos() as u64,
+        }
+    }
+
     /// The time used since `earlier`.
     pub fn since(&self, earlier: &CpuTime) -> CpuTime {
         CpuTime {

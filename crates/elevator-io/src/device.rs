@@ -213,6 +213,23 @@ pub(crate) fn watchable(fd: std::os::fd::RawFd) -> Result<(), DeviceError> {
     poll_readable(fd, Some(Duration::ZERO)).map(|_| ())
 }
 
+/// The wait of a device that completes I/O without the kernel: with a
+/// descriptor to `watch`, until it is readable or `timeout` passes (`None`:
+/// no limit); without one, a sleep of `timeout` (`None`: no wait at all).
+pub(crate) fn sleep_or_watch(
+    watch: Option<std::os::fd::RawFd>,
+    timeout: Option<Duration>,
+) -> Result<(), DeviceError> {
+    match (watch, timeout) {
+        (Some(fd), t) => {
+            poll_readable(fd, t)?;
+        }
+        (None, Some(t)) => std::thread::sleep(t),
+        (None, None) => {}
+    }
+    Ok(())
+}
+
 /// Wait until `fd` is readable or `timeout` passes (`None`: no limit), as
 /// `poll(2)` does; `Ok(true)` if it is readable. A signal ends the wait
 /// early (`Ok(false)`), as any spurious wake-up may.

@@ -344,17 +344,7 @@ impl Device for FileDevice {
         )
     }
 
-    fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
-    }
-
-    fn rotational(&self) -> bool {
-        self.rotational
-    }
+    elevator_core::device_shape_fields!();
 
     elevator_core::forward_device!(ring: submit, complete, outstanding, stats);
 

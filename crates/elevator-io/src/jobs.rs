@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use elevator_core::rng::Rng;
 use elevator_core::{Nanos, Op, Scheduler, Status};
 use elevator_fio::job::{JobError, JobFile};
-use elevator_fio::result::{CpuUse, RunResult};
+use elevator_fio::result::RunResult;
 use elevator_fio::verify::{self, SpecError};
 use elevator_fio::workload::{self, JobFailure, Pending, State, VerifyIo, Worker};
 use elevator_fio::{Progress, RunConfig};
@@ -259,20 +259,11 @@ pub fn run_traced<D: DataDevice>(
         events: polls,
         ios,
         locks: Vec::new(),
-        cpu: Some(CpuUse {
-            process_ns: process.as_nanos() as u64,
-            thread_user_ns: thread.user.as_nanos() as u64,
-            thread_system_ns: thread.system.as_nanos() as u64,
-        }),
+        cpu: Some(thread.run_use(process)),
         jobs: workload::job_results(workers),
     };
     match failed {
-        Some((job, clone, failure)) => Err(JobRunError::JobFailed {
-            job,
-            clone,
-            failure: Box::new(failure),
-            partial: Box::new(result),
-        }),
+        Some(failed) => Err(JobRunError::job_failed(failed, result)),
         None => Ok((result, summary)),
     }
 }
@@ -626,5 +617,19 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
 impl From<crate::mq::MqError> for JobRunError {
     fn from(e: crate::mq::MqError) -> JobRunError {
         JobRunError::Mq(Box::new(e))
+    }
+}
+
+impl JobRunError {
+    /// The run's error for `failed`, the first failed worker ([`workload::first_failure`]:
+    /// job, clone, failure), with the run's `partial` result.
+    pub(crate) fn job_failed(failed: (String, u32, JobFailure), partial: RunResult) -> JobRunError {
+        let (job, clone, failure) = failed;
+        JobRunError::JobFailed {
+            job,
+            clone,
+            failure: Box::new(failure),
+            partial: Box::new(partial),
+        }
     }
 }

@@ -49,7 +49,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crate::buf::{AlignedBuf, BufError, IoBuf, Slice};
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, poll_readable, watchable};
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, sleep_or_watch, watchable};
 use crate::extent::Extent;
 use crate::written::{PAGE, WrittenPages};
 
@@ -652,17 +652,7 @@ impl Device for MemDevice {
         )
     }
 
-    fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
-    }
-
-    fn rotational(&self) -> bool {
-        false
-    }
+    elevator_core::device_shape_fields!(rotational: false);
 
     fn submit(&mut self, io: DeviceIo, _now: Nanos) {
         let outcome = self.no_data(&io).unwrap_or(failed(Status::NotSupported));
@@ -789,14 +779,7 @@ impl DataDevice for MemDevice {
         if !self.ready.is_empty() {
             return Ok(());
         }
-        match (self.watch, timeout) {
-            (Some(fd), t) => {
-                poll_readable(fd, t)?;
-            }
-            (None, Some(t)) => std::thread::sleep(t),
-            (None, None) => {}
-        }
-        Ok(())
+        sleep_or_watch(self.watch, timeout)
     }
 
     fn cancel_all(&mut self) {}

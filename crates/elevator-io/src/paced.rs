@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use elevator_core::{Device, DeviceIo, Nanos, Op, Outcome};
 
-use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, poll_readable, watchable};
+use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, sleep_or_watch, watchable};
 
 /// Bytes per chunk of the sparse store.
 const CHUNK: usize = 64 << 10;
@@ -187,14 +187,7 @@ impl DataDevice for PacedDevice {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        match (self.watch, sleep) {
-            (Some(fd), d) => {
-                poll_readable(fd, d)?;
-            }
-            (None, Some(d)) => std::thread::sleep(d),
-            (None, None) => {}
-        }
-        Ok(())
+        sleep_or_watch(self.watch, sleep)
     }
 
     /// `wait` then waits with `poll(2)` on `fd` (until the model's next

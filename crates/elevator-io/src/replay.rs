@@ -26,7 +26,7 @@ use elevator_trace::replay::{
 use elevator_trace::{Item, TraceSink};
 use thiserror::Error;
 
-use crate::buf::AlignedBuf;
+use crate::buf::{AlignedBuf, BufError};
 use crate::device::DataDevice;
 use crate::dio::{Completion, DioRequest};
 use crate::engine::{Engine, EngineConfig, EngineError};
@@ -41,12 +41,12 @@ pub enum RealReplayError {
     #[error(transparent)]
     Replay(#[from] ReplayError),
     /// A buffer could not be allocated.
-    #[error("allocating a {len}-byte buffer: {why}")]
+    #[error("allocating a {len}-byte buffer: {error}")]
     Buffer {
         /// Its size.
         len: usize,
         /// Why not.
-        why: String,
+        error: BufError,
     },
 }
 
@@ -259,10 +259,8 @@ impl<D: DataDevice> Replayer<'_, D> {
     fn buffer(&mut self, len: usize) -> Result<AlignedBuf, RealReplayError> {
         let b = match self.bufs.take(len) {
             Some(b) => b,
-            None => AlignedBuf::new(len, self.align).map_err(|e| RealReplayError::Buffer {
-                len,
-                why: e.to_string(),
-            })?,
+            None => AlignedBuf::new(len, self.align)
+                .map_err(|error| RealReplayError::Buffer { len, error })?,
         };
         self.in_flight_bytes += len as u64;
         Ok(b)

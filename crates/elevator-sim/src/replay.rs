@@ -7,7 +7,7 @@
 //! [`session`]'s, on elevator-trace's replay core (the plan, when a step is
 //! due, the bios in flight, the result).
 
-use elevator_core::{BuildError, DeviceShape, Dispatch, Nanos, Queue};
+use elevator_core::{BuildError, Dispatch, Nanos, Queue};
 use elevator_trace::error::TraceError;
 use elevator_trace::replay::{FlushModel, Planner, ReplayError, ReplayResult, Step, Timing};
 use elevator_trace::{Item, TraceSink};
@@ -90,12 +90,7 @@ pub fn replay_on<I>(
 where
     I: Iterator<Item = Result<Item, TraceError>>,
 {
-    let shape = DeviceShape {
-        limits: device.limits(),
-        queue_depth: device.queue_depth(),
-        rotational: device.rotational(),
-    };
-    let queue = Queue::for_device(shape, &cfg.scheduler, &cfg.tunables)?;
+    let queue = Queue::for_device(device.shape(), &cfg.scheduler, &cfg.tunables)?;
     let mut next = plan.next().transpose().map_err(ReplayError::from)?;
     let dev = plan.device().unwrap_or(0);
     let mut s = Session::new(queue, dev, &cfg.source_name, cfg.flush, cfg.skip_bad, sink);

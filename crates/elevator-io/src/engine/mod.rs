@@ -42,9 +42,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use elevator_core::{
-    Bio, BioCompletion, BioFlags, BuildError, ConfigError, DeviceIo, DeviceShape, Dispatch,
-    IoContext, IoPrio, Nanos, Op, Outcome, Queue, RequestError, RequestId, Status, SubmitError,
-    TunableError,
+    Bio, BioCompletion, BioFlags, BuildError, ConfigError, DeviceIo, Dispatch, IoContext, IoPrio,
+    Nanos, Op, Outcome, Queue, RequestError, RequestId, Status, SubmitError, TunableError,
 };
 use thiserror::Error;
 
@@ -267,12 +266,7 @@ fn split_tunables(cfg: &EngineConfig) -> Result<(u32, Vec<(String, String)>), En
 /// (see [`Engine::with_access`]).
 pub fn build_queue<D: DataDevice>(device: &D, cfg: &EngineConfig) -> Result<Queue, EngineError> {
     let (_, queue_tunables) = split_tunables(cfg)?;
-    let shape = DeviceShape {
-        limits: device.limits(),
-        queue_depth: device.queue_depth(),
-        rotational: device.rotational(),
-    };
-    Queue::for_device(shape, &cfg.scheduler, &queue_tunables).map_err(|e| match e {
+    Queue::for_device(device.shape(), &cfg.scheduler, &queue_tunables).map_err(|e| match e {
         BuildError::Config(e) => EngineError::Queue(e),
         BuildError::Tunable { name, value, error } => EngineError::Tunable { name, value, error },
     })

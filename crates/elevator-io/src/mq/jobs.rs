@@ -18,7 +18,7 @@ use elevator_core::Nanos;
 use elevator_core::lockstat::LockStat;
 use elevator_core::{DeviceStats, QueueStats};
 use elevator_fio::job::JobFile;
-use elevator_fio::result::{CpuUse, RunResult};
+use elevator_fio::result::RunResult;
 use elevator_fio::workload::{self, Worker};
 use elevator_fio::{Progress, RunConfig};
 
@@ -411,11 +411,7 @@ fn finish(
         device_stats,
         events: polls,
         ios,
-        cpu: Some(CpuUse {
-            process_ns: process.as_nanos() as u64,
-            thread_user_ns: user.as_nanos() as u64,
-            thread_system_ns: system.as_nanos() as u64,
-        }),
+        cpu: Some(CpuTime { user, system }.run_use(process)),
         jobs: workload::job_results(workers),
         locks: if cfg.lock_stats {
             locks.clone()
@@ -428,12 +424,7 @@ fn finish(
             error: Box::new(error),
             partial: Box::new(result),
         }),
-        (None, Some((job, clone, failure))) => Err(JobRunError::JobFailed {
-            job,
-            clone,
-            failure: Box::new(failure),
-            partial: Box::new(result),
-        }),
+        (None, Some(failed)) => Err(JobRunError::job_failed(failed, result)),
         (None, None) => Ok(ThreadedRun {
             result,
             threads: mq.threads(),

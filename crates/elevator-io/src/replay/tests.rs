@@ -19,20 +19,7 @@ const TRACE: &str = "\
 ";
 
 fn run(timing: Timing) -> ReplayResult {
-    let plan = Planner::new(
-        TracefsReader::new(TRACE.as_bytes(), "t", false),
-        Events::Queued,
-        None,
-    );
-    let cfg = RealReplayConfig {
-        engine: EngineConfig::default(),
-        timing,
-        flush: FlushModel::default(),
-        skip_bad: false,
-        source_name: "t".into(),
-    };
-    let dev = MemDevice::new(64 << 20, MemOptions::default()).expect("memory");
-    replay(plan, dev, &cfg, None, &mut |_, _| {}).expect("replays")
+    replay_text(TRACE, timing, 64 << 20).expect("replays")
 }
 
 #[test]
@@ -66,7 +53,11 @@ fn reads(n: u64, len: impl Fn(u64) -> u64) -> String {
     text
 }
 
-fn replay_text(text: &str, device_bytes: u64) -> Result<ReplayResult, RealReplayError> {
+fn replay_text(
+    text: &str,
+    timing: Timing,
+    device_bytes: u64,
+) -> Result<ReplayResult, RealReplayError> {
     let plan = Planner::new(
         TracefsReader::new(text.as_bytes(), "t", false),
         Events::Queued,
@@ -74,7 +65,7 @@ fn replay_text(text: &str, device_bytes: u64) -> Result<ReplayResult, RealReplay
     );
     let cfg = RealReplayConfig {
         engine: EngineConfig::default(),
-        timing: Timing::Asap,
+        timing,
         flush: FlushModel::default(),
         skip_bad: false,
         source_name: "t".into(),
@@ -88,7 +79,7 @@ fn replay_text(text: &str, device_bytes: u64) -> Result<ReplayResult, RealReplay
 #[test]
 fn asap_waits_for_the_engine_to_have_room() {
     let n = 3 * u64::from(EngineConfig::default().max_requests);
-    let r = replay_text(&reads(n, |_| 4096), 1 << 30).expect("replays");
+    let r = replay_text(&reads(n, |_| 4096), Timing::Asap, 1 << 30).expect("replays");
     assert_eq!(r.bios, n);
 }
 
@@ -113,6 +104,7 @@ fn the_buffer_pool_is_bounded() {
     // Its list stays, empty, for the next give of that size.
     assert!(pool.by_len.get(&512).is_some_and(Vec::is_empty));
     // Replays of many sizes read through the bounded pool.
-    let r = replay_text(&reads(600, |i| (i % 300 + 1) * 512), 1 << 30).expect("replays");
+    let r =
+        replay_text(&reads(600, |i| (i % 300 + 1) * 512), Timing::Asap, 1 << 30).expect("replays");
     assert_eq!(r.bios, 600);
 }

@@ -185,17 +185,7 @@ impl Device for NullDevice {
         )
     }
 
-    fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
-    }
-
-    fn rotational(&self) -> bool {
-        false
-    }
+    elevator_core::device_shape_fields!(rotational: false);
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         if self.pending.is_empty() {

@@ -378,17 +378,7 @@ impl Device for Raid0 {
         self.describe.clone()
     }
 
-    fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
-    }
-
-    fn rotational(&self) -> bool {
-        self.rotational
-    }
+    elevator_core::device_shape_fields!();
 
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         if numbered(io.op) {
@@ -665,24 +655,15 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_named() {
+        let refusal = |p: &Raid0Params| Raid0::new(p).unwrap_err().to_string();
         let mut p = Raid0Params::preset("raid0-8x-sas-10k").unwrap();
         p.set("chunk", "3k").unwrap();
-        assert!(Raid0::new(&p).unwrap_err().to_string().contains("chunk"));
+        assert!(refusal(&p).contains("chunk"));
         let mut p = Raid0Params::preset("raid0-8x-sas-10k").unwrap();
         p.set("member", "raid0-8x-sas-10k").unwrap();
-        assert!(
-            Raid0::new(&p)
-                .unwrap_err()
-                .to_string()
-                .contains("cannot be a member")
-        );
+        assert!(refusal(&p).contains("cannot be a member"));
         p.set("member", "floppy").unwrap();
-        assert!(
-            Raid0::new(&p)
-                .unwrap_err()
-                .to_string()
-                .contains("unknown device 'floppy'")
-        );
+        assert!(refusal(&p).contains("unknown device 'floppy'"));
         assert!(
             p.set("stripes", "4")
                 .unwrap_err()

@@ -29,8 +29,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use elevator_core::{
-    BioCompletion, BuildError, ConfigError, DeviceIo, DeviceShape, Dispatch, HeadSample, Nanos, Op,
-    Outcome, Queue, RequestId, Scheduler, SubmitError, TunableError,
+    BioCompletion, BuildError, ConfigError, DeviceIo, Dispatch, HeadSample, Nanos, Op, Outcome,
+    Queue, RequestId, Scheduler, SubmitError, TunableError,
 };
 use thiserror::Error;
 
@@ -335,12 +335,8 @@ impl<'d> Engine<'d> {
         device: &'d mut dyn SimDevice,
         cfg: &RunConfig,
     ) -> Result<Engine<'d>, SimError> {
-        let limits = device.limits();
-        let shape = DeviceShape {
-            limits,
-            queue_depth: device.queue_depth(),
-            rotational: device.rotational(),
-        };
+        let shape = device.shape();
+        let limits = shape.limits;
         let queue =
             Queue::for_device(shape, &cfg.scheduler, &cfg.tunables).map_err(|e| match e {
                 BuildError::Config(e) => SimError::Queue(e),

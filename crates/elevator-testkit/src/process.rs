@@ -1,0 +1,65 @@
+//! Outside commands run by the tests: started (a program that is not
+//! installed fails the test, naming its package; never a skip) and waited
+//! for with a deadline that only bounds a hang.
+
+use std::io::Read;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::programs::missing;
+
+/// Start `cmd`. A program that is not installed fails the test with
+/// [`missing`]'s message; any other failure to start it fails it too.
+pub fn spawn(cmd: &mut Command) -> Child {
+    match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            panic!("{}", missing(&cmd.get_program().to_string_lossy()))
+        }
+        Err(e) => panic!("cannot run {cmd:?}: {e}"),
+    }
+}
+
+/// Run `cmd` (stdin closed, its output collected) to completion; killed,
+/// and the test failed, after `deadline`. A program that is not installed
+/// fails the test, naming its package.
+pub fn run_with_deadline(cmd: &mut Command, deadline: Duration) -> Output {
+    let mut child = spawn(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let what = format!("{cmd:?}");
+    let out_t = collect(child.stdout.take());
+    let err_t = collect(child.stderr.take());
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => panic!("waiting for {what}: {e}"),
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {deadline:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+    }
+}
+
+/// Read `pipe` to its end on a thread of its own.
+fn collect(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut v);
+        }
+        v
+    })
+}

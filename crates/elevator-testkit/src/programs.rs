@@ -30,6 +30,20 @@ pub fn missing(program: &str) -> String {
     )
 }
 
+/// Whether `program` (a name looked up in `PATH`, or a path) is an
+/// executable file here.
+pub fn installed(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return runnable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| runnable(&dir.join(program))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,6 +53,8 @@ mod tests {
         assert_eq!(package_of("nbdcopy"), Some("libnbd-bin"));
         assert_eq!(package_of("btt"), Some("blktrace"));
         assert_eq!(package_of("cargo"), None);
+        assert!(installed("/bin/sh") || !std::path::Path::new("/bin/sh").exists());
+        assert!(!installed("elevator-no-such-program"));
         for line in TABLE.lines().filter(|l| !l.starts_with('#')) {
             assert_eq!(line.split(' ').count(), 2, "{line:?}");
         }

@@ -5,7 +5,7 @@
 //! CI (`CI` set, as `.ci/run` runs) nothing may be skipped: a skip fails
 //! the test instead, so a green CI means every test ran.
 
-use crate::programs::package_of;
+use crate::programs::{installed, missing, package_of};
 
 /// The environment variable that selects the full tier (`scripts/test`
 /// sets it): tests that need outside programs, and slow ones, run.
@@ -27,11 +27,15 @@ pub fn skip(test: &str, why: &str) {
 }
 
 /// Whether `test`, which runs the outside `programs`, runs in this tier:
-/// always in the full tier (where a program that is not installed fails
-/// the test, naming its package); in the fast tier it is skipped with a
-/// line naming the programs and their packages, and `false` returned.
+/// always in the full tier, where a program that is not installed fails
+/// the test at once, naming its package (never a skip); in the fast tier
+/// it is skipped with a line naming the programs and their packages, and
+/// `false` returned. [`needs!`](crate::needs!) calls it with the test's name.
 pub fn needs(test: &str, programs: &[&str]) -> bool {
     if full_tier() {
+        if let Some(p) = programs.iter().find(|p| !installed(p)) {
+            panic!("{}", missing(p));
+        }
         return true;
     }
     let named: Vec<String> = programs
@@ -59,4 +63,40 @@ pub fn slow(test: &str) -> bool {
     }
     skip(test, &format!("slow; scripts/test ({FULL_TIER}=1) runs it"));
     false
+}
+
+/// The name of the function this is expanded in (a test's path in its
+/// binary, such as `fio_compat::terse_lines_match_fio`).
+#[macro_export]
+macro_rules! test_name {
+    () => {{
+        fn here() {}
+        let name = ::std::any::type_name_of_val(&here);
+        let name = name.strip_suffix("::here").unwrap_or(name);
+        name.split_once("::").map_or(name, |(_, rest)| rest)
+    }};
+}
+
+/// At the top of a test that runs outside programs: `needs!("fio",
+/// "python3");` returns from the test, skipped with its reason, in the fast
+/// tier (see [`needs`]).
+#[macro_export]
+macro_rules! needs {
+    ($($program:expr),+ $(,)?) => {
+        if !$crate::needs($crate::test_name!(), &[$($program),+]) {
+            return;
+        }
+    };
+}
+
+/// At the top of a test too slow for the fast tier: `slow!();` returns from
+/// the test, skipped (reason "slow"), unless the full tier runs (see
+/// [`slow`]).
+#[macro_export]
+macro_rules! slow {
+    () => {
+        if !$crate::slow($crate::test_name!()) {
+            return;
+        }
+    };
 }

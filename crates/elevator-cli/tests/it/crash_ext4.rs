@@ -38,6 +38,15 @@ fn text(out: &Output) -> String {
 
 #[test]
 fn every_flush_boundary_of_ext4_passes_fsck_and_keeps_fsynced_files() {
+    elevator_testkit::needs!(
+        "bash",
+        "nbdfuse",
+        "fusermount3",
+        "mkfs.ext4",
+        "fsck.ext4",
+        "debugfs",
+        "losetup"
+    );
     let Some(out) = crash_ext4(&["--files", "8", "--between", "0", "--jobs", "2"]) else {
         return;
     };
@@ -48,6 +57,15 @@ fn every_flush_boundary_of_ext4_passes_fsck_and_keeps_fsynced_files() {
 
 #[test]
 fn a_device_that_acknowledges_flushes_early_fails_the_check() {
+    elevator_testkit::needs!(
+        "bash",
+        "nbdfuse",
+        "fusermount3",
+        "mkfs.ext4",
+        "fsck.ext4",
+        "debugfs",
+        "losetup"
+    );
     let Some(out) = crash_ext4(&["--files", "8", "--between", "0", "--jobs", "2", "--broken"])
     else {
         return;

@@ -464,6 +464,7 @@ fn a_truncated_log_names_the_record_and_valid_prefix_uses_the_rest() {
 
 #[test]
 fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
+    elevator_testkit::needs!("prlimit");
     let (dir, log, checker) = setup(true);
     let mut base = vec![0u8; 48 * 512];
     base[40 * 512..40 * 512 + 4].copy_from_slice(b"BASE");
@@ -609,6 +610,7 @@ fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
 /// group (setsid) holding the output pipe is not waited for.
 #[test]
 fn a_checkers_leftovers_are_killed_or_not_waited_for() {
+    elevator_testkit::needs!("kill");
     let (dir, log, _) = setup(true);
     let out = dir.file("states");
     let pids = dir.file("pids");
@@ -690,6 +692,7 @@ impl Drop for Tmpfs {
 /// twentieth of it free, at most 64 MiB), instead of filling it.
 #[test]
 fn images_stop_before_the_out_file_system_is_full() {
+    elevator_testkit::needs!("mount", "umount");
     let dir = TempDir::new("crash-disk");
     // A 32 MiB device: 16 writes of 2 MiB, each flushed; the states'
     // images hold 2 to 32 MiB each, 272 MiB in all.

@@ -13,7 +13,7 @@ use crate::common;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use common::fio::{Rng, TempDir, elevator, fio, json, repo_root, require_fio, stdout_ok};
+use common::fio::{Rng, TempDir, elevator, fio, json, repo_root, stdout_ok};
 use serde_json::Value;
 
 /// The simulated device elevator runs the comparison jobs on: completes
@@ -187,7 +187,7 @@ const STRUCTURAL_JOBS: &[(&str, &str)] = &[
 /// direction within 5 % of it), and the job's options.
 #[test]
 fn json_plus_has_every_key_fio_writes() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let dir = TempDir::new("structure");
     let mut failures = Vec::new();
     for (name, job) in STRUCTURAL_JOBS {
@@ -271,7 +271,7 @@ fn counts_total(report: &Value, job: usize) -> (u64, u64) {
 /// (fio 3.33 lets the job file's own value win over the command line's.)
 #[test]
 fn command_line_jobs_match_fio() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let dir = TempDir::new("cmdline");
     let jobs = [
         "--name=x",
@@ -455,7 +455,7 @@ fn bs_shares(log: &[LogEntry]) -> BTreeMap<u64, f64> {
 /// I/Os, within 3 percentage points.
 #[test]
 fn block_size_mix_matches_fio() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let job = "[bsmix]\nrw=randread\nbssplit=4k/50:64k/50\nnorandommap\nsize=256m\n\
                number_ios=20000\nio_size=1g\nwrite_lat_log=bsmix\nlog_offset=1\n";
     let (flog, olog) = both_logs("bsmix", job);
@@ -519,7 +519,7 @@ fn hot_set_curve(log: &[LogEntry]) -> Vec<f64> {
 /// and 1000 hottest blocks, within 0.05.
 #[test]
 fn zipf_concentration_matches_fio() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let job = "[zipf]\nrw=randread\nbs=4k\nsize=64m\nrandom_distribution=zipf:1.2\n\
                norandommap\nnumber_ios=20000\nio_size=1g\nwrite_lat_log=zipf\nlog_offset=1\n";
     let (flog, olog) = both_logs("zipf", job);
@@ -545,7 +545,7 @@ fn zipf_concentration_matches_fio() {
 /// a 20-bucket histogram over the file agrees within 0.05 in every bucket.
 #[test]
 fn zoned_histogram_matches_fio() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let size = 128u64 << 20;
     let job = "[zoned]\nrw=randread\nbs=4k\nsize=128m\n\
                random_distribution=zoned:50/5:30/15:20/80\nnorandommap\nnumber_ios=20000\nio_size=1g\n\
@@ -895,7 +895,7 @@ fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R>
 /// file made only of VALID lines and refuse every file with an INVALID one.
 #[test]
 fn parse_verdicts_match_fio() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let dir = TempDir::new("verdicts");
     let mut rng = Rng::new(0x5eed_0014);
     let files: Vec<(PathBuf, Generated)> = (0..320)
@@ -1032,7 +1032,7 @@ fn clat2csv(dir: &TempDir, source: &Path, stub: &str) -> Vec<(String, usize)> {
 /// writes a CSV of latency bins with rows in it, as it does for fio's.
 #[test]
 fn fio_jsonplus_clat2csv_reads_elevators_json_plus() {
-    require_fio();
+    elevator_testkit::needs!("fio", "python3");
     assert!(
         Path::new("/usr/bin/fio_jsonplus_clat2csv").exists(),
         "fio_jsonplus_clat2csv is missing: install Debian's package fio (apt-get install fio)"
@@ -1075,7 +1075,7 @@ fn terse_lines(text: &str) -> Vec<Vec<String>> {
 /// and the same read and write KiB.
 #[test]
 fn terse_lines_match_fio() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let dir = TempDir::new("terse");
     let job = "[global]\nbs=4k\n[reader]\nrw=read\nsize=8m\n[writer]\nrw=randwrite\nsize=4m\n";
     let f = terse_lines(&fio_null(&dir, "terse", job, "terse"));
@@ -1139,7 +1139,7 @@ fn corrupt(path: &Path, offset: u64) {
         .expect("open the file to corrupt");
     f.seek(SeekFrom::Start(offset)).expect("seek");
     let mut rng = Rng::new(0xbad_b10c);
-    let junk: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+    let junk: Vec<u8> = (0..4096).map(|_| rng.next_u64() as u8).collect();
     f.write_all(&junk).expect("corrupt a block");
     f.sync_all().expect("sync");
 }
@@ -1154,7 +1154,7 @@ fn names_offset(message: &str, offset: u64) -> bool {
 /// the good case passes and the corrupted block is reported at its offset.
 #[test]
 fn fio_verify_pair_catches_a_corrupted_block() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let dir = TempDir::new("verify-fio");
     let data = dir.path().join("data");
     let file = format!("--filename={}", data.display());
@@ -1240,7 +1240,7 @@ fn corpus_files(dir: &Path) -> Vec<PathBuf> {
 /// written on a simulated SSD.
 #[test]
 fn corpus_runs_as_written() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let corpus = repo_root().join("tests/fio-corpus");
     let files = corpus_files(&corpus);
     assert!(files.len() >= 40, "the corpus has {} files", files.len());
@@ -1294,7 +1294,7 @@ fn corpus_runs_as_written() {
 /// elevator, by name: the message says which engine or option.
 #[test]
 fn corpus_refusals_name_the_engine_or_option() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let names: &[(&str, &[&str])] = &[
         ("cpuio-burner.fio", &["cpuio"]),
         ("exec-engine.fio", &["exec"]),
@@ -1380,7 +1380,7 @@ fn error_figures(what: &str, out: &std::process::Output) -> (bool, i64, u64, Opt
 /// text of both has the same `errors` line.
 #[test]
 fn io_errors_end_jobs_as_fios_do() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let dir = TempDir::new("io-errors");
     let job = [
         "--name=x",

@@ -795,6 +795,7 @@ fn table(cases: &[Case]) -> String {
 
 #[test]
 fn every_command_on_hostile_input_stays_bounded_and_says_why() {
+    elevator_testkit::needs!("prlimit");
     let s = Scratch::new();
     let all = cases(&s);
     let next = std::sync::atomic::AtomicUsize::new(0);

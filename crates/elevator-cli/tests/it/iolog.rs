@@ -12,7 +12,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::fio::{TempDir, elevator, fio, json, require_fio, stdout_ok};
+use common::fio::{TempDir, elevator, fio, json, stdout_ok};
 use elevator_core::{Op, TraceAction};
 use elevator_trace::Item;
 
@@ -61,7 +61,7 @@ fn real_device(dir: &TempDir, bytes: u64) -> String {
 
 #[test]
 fn fio_replays_what_elevator_logs() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     for real in [false, true] {
         fio_replays_what_elevator_logs_on(real);
     }
@@ -120,7 +120,7 @@ fn fio_replays_what_elevator_logs_on(real: bool) {
 
 #[test]
 fn elevator_replays_what_fio_logs() {
-    require_fio();
+    elevator_testkit::needs!("fio");
     let dir = TempDir::new("iolog-b");
     let out = fio(
         dir.path(),

@@ -2,9 +2,9 @@
 //! One test binary for the crate (linking one is faster than one per file);
 //! each module below was a test file of its own.
 
-mod common;
 mod advise;
 mod cli;
+mod common;
 mod crash_ext4;
 mod crash_states;
 mod experiment_seeds;

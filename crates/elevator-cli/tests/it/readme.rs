@@ -225,6 +225,7 @@ fn wait_for(path: &Path, server: &mut Child) {
 
 #[test]
 fn every_command_in_the_readme_works_as_shown() {
+    elevator_testkit::needs!("sh", "dd", "fio", "nbdinfo", "nbdcopy", "blkparse", "btt");
     let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
     let blocks = commands(&readme);
     let scratch =

@@ -4,7 +4,6 @@
 use crate::common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::{elevator, fails_with, ok};
 
@@ -156,12 +155,7 @@ fn bad_devices_say_what_is_wrong() {
 /// installs it); without it the test fails and says so.
 #[test]
 fn bench_vs_fio_prints_both() {
-    if let Err(e) = Command::new("fio").arg("--version").output() {
-        panic!(
-            "cannot run fio ({e}): install Debian's package fio (apt-get install fio), \
-             or run the tests with scripts/test, which installs what they need"
-        );
-    }
+    elevator_testkit::needs!("fio");
     let file = Scratch::new("/dev/shm", "bench", 64);
     let job = std::env::temp_dir().join(format!("elevator-bench-test-{}.fio", std::process::id()));
     std::fs::write(

@@ -169,6 +169,7 @@ fn a_generated_trace_replays_asap() {
 /// gives back the same merges and requests.
 #[test]
 fn a_replay_writes_a_trace_that_replays_the_same() {
+    elevator_testkit::needs!("blkparse");
     let dir = TempDir::new("replay-out");
     let trace = traces().join("pgbench-init-mq-deadline.trace.xz");
     let trace = trace.to_string_lossy().into_owned();
@@ -237,6 +238,7 @@ fn a_replay_writes_a_trace_that_replays_the_same() {
 /// untouched; with --skip-bad the record is counted and left out.
 #[test]
 fn a_bio_past_2_64_bytes_is_refused_and_the_target_is_untouched() {
+    elevator_testkit::needs!("prlimit");
     let dir = TempDir::new("replay-wrap");
     let victim = dir.path().join("victim.img");
     let content: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8 + 1).collect();

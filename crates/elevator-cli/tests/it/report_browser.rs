@@ -62,6 +62,7 @@ fn chromium(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn every_plot_of_the_quick_report_renders_in_chromium() {
+    elevator_testkit::needs!("chromium");
     let dir = TempDir::new("report-browser");
     let out = dir.file("report");
     ok(&["experiment", "all", "--quick", "--out", &out]);

@@ -479,6 +479,7 @@ fn ignore_error_lets_the_listed_errors_go_on() {
 /// report is still there.
 #[test]
 fn a_power_cut_ends_the_job_with_enodev() {
+    elevator_testkit::needs!("prlimit");
     let out = common::elevator(&[
         "run",
         "--name=db",

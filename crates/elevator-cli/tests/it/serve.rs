@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use elevator_testkit as tools;
 use elevator_nbd::proto::{self, Request, cmd, info, opt, rep};
+use elevator_testkit as tools;
 
 const DEADLINE: Duration = Duration::from_secs(120);
 
@@ -286,15 +286,9 @@ impl Client {
     }
 }
 
-fn random_bytes(len: usize, mut state: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(len + 8);
-    while v.len() < len {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        v.extend_from_slice(&state.to_le_bytes());
-    }
-    v.truncate(len);
+fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    elevator_testkit::TestRng::new(seed).fill(&mut v);
     v
 }
 
@@ -336,6 +330,7 @@ fn counter(line: &str, after: &str) -> u64 {
 
 #[test]
 fn serves_until_sigterm_and_logs_each_connection() {
+    elevator_testkit::needs!("nbdinfo", "nbdcopy", "kill");
     let mut s = Serve::start(&[
         "--export",
         "disk=mem:8m",
@@ -456,6 +451,7 @@ fn serves_until_sigterm_and_logs_each_connection() {
 
 #[test]
 fn sigint_stops_too() {
+    elevator_testkit::needs!("kill");
     let mut s = Serve::start(&["--export", "disk=hdd-7200"]);
     let mut c = Client::open(&s.sock, "disk");
     assert_eq!(c.call(cmd::READ, 1, 1 << 30, 4096, &[]).0, 0);
@@ -647,6 +643,7 @@ fn handshake_timeout_closes_silent_connections() {
 
 #[test]
 fn running_out_of_file_descriptors_pauses_accepting_instead_of_spinning() {
+    elevator_testkit::needs!("prlimit");
     // 40 descriptors: about two dozen for the server's own (the listener,
     // the epoll, the ring, the export, eventfds), the rest for clients.
     let s = Serve::start_with_nofile(40, &["--export", "disk=mem:1m", "--threads", "1"]);
@@ -681,6 +678,7 @@ fn running_out_of_file_descriptors_pauses_accepting_instead_of_spinning() {
 
 #[test]
 fn a_closed_stderr_loses_log_lines_not_the_write_log() {
+    elevator_testkit::needs!("kill");
     // `elevator serve ... 2>&1 | head -1`: stderr's reader is gone after
     // the first line. The server must go on, and stop in order: every
     // write it acknowledged in its write log.
@@ -726,6 +724,7 @@ fn a_closed_stderr_loses_log_lines_not_the_write_log() {
 
 #[test]
 fn partial_blocks_are_refused_or_reported() {
+    elevator_testkit::needs!("nbdkit");
     let dir = TempDir::new("partial");
     let sock = dir.join("s.sock");
     let sock = sock.to_str().expect("UTF-8 path");
@@ -798,6 +797,7 @@ impl Drop for Nbdkit {
 /// socket (its server gone) is replaced.
 #[test]
 fn a_unix_socket_a_live_server_holds_is_refused() {
+    elevator_testkit::needs!("kill");
     let first = Serve::start(&["--export", "disk=mem:1m"]);
     let sock = first.sock.to_str().expect("UTF-8 path");
     let (code, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", sock]);
@@ -855,6 +855,7 @@ fn a_unix_socket_a_live_server_holds_is_refused() {
 /// still its socket: one that another server has put there stays.
 #[test]
 fn a_stopping_server_leaves_a_socket_that_is_not_its_own() {
+    elevator_testkit::needs!("kill");
     let mut s = Serve::start(&["--export", "disk=mem:1m"]);
     // Another socket takes the path: bound beside it and renamed over it
     // (so that it cannot have the first one's inode number).

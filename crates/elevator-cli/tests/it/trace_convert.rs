@@ -52,6 +52,7 @@ fn tool(name: &str, args: &[&str], dir: &Path) -> String {
 
 #[test]
 fn blkparse_and_btt_read_what_convert_writes() {
+    elevator_testkit::needs!("blkparse", "btt");
     let dir = TempDir::new("trace-blkparse");
     let input = text_trace(&dir, 3000);
     let out_prefix = dir.path().join("conv");
@@ -129,6 +130,7 @@ fn fio_bytes(json: &str) -> (u64, u64, u64) {
 
 #[test]
 fn fio_replays_the_iologs_convert_writes() {
+    elevator_testkit::needs!("fio");
     let dir = TempDir::new("trace-fio");
     // A binary trace from a single stream (as `blktrace -o -` writes).
     let input = dir.path().join("in.bin");
@@ -197,6 +199,7 @@ fn fio_replays_the_iologs_convert_writes() {
 
 #[test]
 fn conversions_round_trip_through_the_command() {
+    elevator_testkit::needs!("xz");
     let dir = TempDir::new("trace-rt");
     let input = text_trace(&dir, 5000);
     let d = dir.path();
@@ -285,6 +288,7 @@ fn bad_input_names_its_line_and_skip_bad_counts_it() {
 /// is bounded.
 #[test]
 fn converting_a_trace_of_many_cpus_and_processes_is_bounded() {
+    elevator_testkit::needs!("prlimit");
     let dir = TempDir::new("convert-many");
     let input = dir.path().join("many.txt");
     let mut text = String::new();

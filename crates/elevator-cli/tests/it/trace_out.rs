@@ -174,6 +174,7 @@ fn check_counts(json: &Value, stderr: &str, prefix: &str, files: u64) {
 
 #[test]
 fn a_simulated_run_is_read_by_blkparse_btt_and_fio() {
+    elevator_testkit::needs!("blkparse", "btt", "fio");
     let dir = TempDir::new("sim");
     let prefix = dir.file("t");
     // Two writers whose 4k writes merge, and a reader whose 2 MiB reads
@@ -211,6 +212,7 @@ fn a_simulated_run_is_read_by_blkparse_btt_and_fio() {
 
 #[test]
 fn btt_q2c_is_elevators_latency() {
+    elevator_testkit::needs!("blkparse", "btt");
     let dir = TempDir::new("btt");
     let prefix = dir.file("t");
     let (json, stderr) = traced_run(
@@ -250,6 +252,7 @@ fn assert_close(a: f64, b: f64, share: f64, what: &str) {
 
 #[test]
 fn a_real_file_and_memory_are_traced_a_file_per_thread() {
+    elevator_testkit::needs!("blkparse", "fio");
     let dir = TempDir::new("real");
     let img = dir.file("disk.img");
     std::fs::File::create(&img)
@@ -294,6 +297,7 @@ fn a_real_file_and_memory_are_traced_a_file_per_thread() {
 
 #[test]
 fn compare_writes_a_trace_per_scheduler() {
+    elevator_testkit::needs!("blkparse");
     let dir = TempDir::new("compare");
     let prefix = dir.file("c");
     let out = common::ok(&[
@@ -362,6 +366,7 @@ fn blkparse_queued_kib(prefix: &str) -> (u64, u64) {
 
 #[test]
 fn serve_traces_each_worker_and_connection() {
+    elevator_testkit::needs!("nbdcopy", "kill", "blkparse");
     let dir = TempDir::new("serve");
     let sock = dir.file("nbd.sock");
     let prefix = dir.file("s");

@@ -229,6 +229,7 @@ fn a_real_device_logs_one_device_only() {
 /// 256 bytes, and counts the rest.
 #[test]
 fn show_streams_a_large_log_in_bounded_memory() {
+    elevator_testkit::needs!("prlimit");
     use elevator_trace::write_log::{LogHeader, Writer};
     let dir = TempDir::new("show-large");
     let path = dir.path().join("large.wlog");
@@ -285,6 +286,7 @@ fn show_streams_a_large_log_in_bounded_memory() {
 
 #[test]
 fn devices_lists_the_fault_options() {
+    elevator_testkit::needs!("kill");
     let out = ok(&["devices"]);
     let text = String::from_utf8_lossy(&out.stdout);
     for name in [

@@ -8,6 +8,7 @@ use elevator_core::{
     Bio, BioFlags, Dispatch, IoContext, IoPrio, Outcome, PrioClass, Queue, QueueConfig, RequestId,
     TunableError,
 };
+use elevator_testkit::TestRng;
 
 const MS: u64 = 1_000_000;
 
@@ -622,21 +623,6 @@ fn merges_stay_within_a_queue() {
     );
 }
 
-/// A small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Random streams from many contexts (arbitrary `u32` ids, more of them than
 /// BFQ has queue slots, so freed queues get reused), mixed priorities and
 /// operations, requeues, tunable changes, contexts going away: the queue's
@@ -644,7 +630,7 @@ impl Rng {
 #[test]
 fn random_streams_keep_the_invariants() {
     for seed in 1..=100u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut rng = TestRng::new(seed);
         let nr = 4 + rng.below(40) as u32;
         let cfg = QueueConfig {
             nr_requests: nr,
@@ -659,7 +645,7 @@ fn random_streams_keep_the_invariants() {
                 0 => i,
                 1 => u32::MAX - i,
                 2 => i << 20,
-                _ => rng.next() as u32,
+                _ => rng.next_u64() as u32,
             })
             .collect();
         let mut cursor = vec![0u64; contexts.len()];
@@ -758,7 +744,7 @@ fn many_contexts_do_not_allocate_once_warm() {
         ..QueueConfig::default()
     };
     let mut q = Queue::new(cfg, Bfq::new()).unwrap();
-    let mut rng = Rng(0x1234_5678);
+    let mut rng = TestRng::new(0x1234_5678);
     let mut in_flight: Vec<RequestId> = Vec::with_capacity(64);
     let mut now = 0u64;
     let mut token = 0u64;

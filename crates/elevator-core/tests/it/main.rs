@@ -2,8 +2,8 @@
 //! One test binary for the crate (linking one is faster than one per file);
 //! each module below was a test file of its own.
 
-mod common;
 mod bfq;
+mod common;
 mod deadline_order;
 mod disk_stats;
 mod kyber;

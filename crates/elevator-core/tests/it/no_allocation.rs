@@ -3,18 +3,16 @@
 //! value, random and sequential.
 
 use elevator_core::{Bio, Dispatch, Limits, Outcome, Queue, QueueConfig, SCHEDULER_NAMES};
+use elevator_testkit::TestRng;
 
 /// Drive `ios` bios through `q`, keeping about `depth` requests queued.
-fn drive(q: &mut Queue, ios: u64, depth: u32, sequential: bool, seed: &mut u64, now: &mut u64) {
+fn drive(q: &mut Queue, ios: u64, depth: u32, sequential: bool, rng: &mut TestRng, now: &mut u64) {
     let mut completed = 0u64;
     for i in 0..ios {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
         let sector = if sequential {
             i * 8
         } else {
-            (*seed % (1 << 24)) * 8
+            rng.below(1 << 24) * 8
         };
         let bio = Bio::read(sector, 4096, i);
         while q.submit(&bio, *now).is_err() {
@@ -53,14 +51,14 @@ fn warm_hot_path_does_not_allocate() {
                     rotational: true,
                 };
                 let mut q = Queue::with_scheduler(cfg, sched).unwrap();
-                let (mut seed, mut now) = (0x9E37_79B9u64, 0u64);
+                let (mut rng, mut now) = (TestRng::new(0x9E37_79B9), 0u64);
                 // Warm up: run the measured pattern until every pool and free
                 // list has reached its working size.
                 for _ in 0..4 {
-                    drive(&mut q, 50_000, depth, sequential, &mut seed, &mut now);
+                    drive(&mut q, 50_000, depth, sequential, &mut rng, &mut now);
                 }
                 let info = allocation_counter::measure(|| {
-                    drive(&mut q, 50_000, depth, sequential, &mut seed, &mut now);
+                    drive(&mut q, 50_000, depth, sequential, &mut rng, &mut now);
                 });
                 assert_eq!(
                     info.count_total, 0,

@@ -17,6 +17,7 @@
 use std::collections::VecDeque;
 
 use elevator_core::{Bio, Dispatch, IoContext, Limits, Outcome, Queue, QueueConfig, SubmitError};
+use elevator_testkit::TestRng;
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
@@ -54,14 +55,9 @@ fn run(scheduler: &str, nr_requests: u32, sets: &[(&str, u64)]) -> Run {
     for &(name, value) in sets {
         q.set(name, value).unwrap();
     }
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut sector = move || {
-        // xorshift: a fixed random walk over the first 8 GiB, 4 KiB aligned.
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng % (1 << 21)) * 8
-    };
+    let mut rng = TestRng::new(0x2545_f491_4f6c_dd1d);
+    // A fixed random walk over the first 8 GiB, 4 KiB aligned.
+    let mut sector = move || rng.below(1 << 21) * 8;
     // I/Os waiting for a tag, by process, first come first served.
     let mut line: VecDeque<usize> = VecDeque::new();
     // Requests in the device: (done at, tag), in completion order (fixed

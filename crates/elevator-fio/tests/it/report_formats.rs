@@ -331,6 +331,7 @@ fn json_plus_bins_sum_to_ios() {
 
 #[test]
 fn json_plus_read_by_fio_jsonplus_clat2csv() {
+    elevator_testkit::needs!("python3");
     let script = "/usr/bin/fio_jsonplus_clat2csv";
     if !std::path::Path::new(script).exists() {
         return;

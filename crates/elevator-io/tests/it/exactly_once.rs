@@ -18,12 +18,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome, Status};
+use elevator_core::{Device, DeviceIo, Nanos, Outcome, Status};
 use elevator_io::mq::{LockMode, MultiQueue};
 use elevator_io::{
     AlignedBuf, Alignment, DataDevice, DataSegment, DeviceError, DioRequest, EngineConfig,
     FaultCounts, FaultDevice, FaultSpec, MemDevice, MemOptions,
 };
+use elevator_testkit::TagLedger;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
@@ -126,7 +127,7 @@ fn allowed(faults: &FaultSpec, cancel: bool) -> Vec<Status> {
 /// an engine being dropped).
 struct Checked<D> {
     inner: D,
-    in_flight: HashMap<u32, u64>,
+    ledger: TagLedger,
     allowed: Vec<Status>,
     wrong: Arc<Mutex<Vec<String>>>,
 }
@@ -137,7 +138,7 @@ impl<D: DataDevice> Checked<D> {
     }
 
     fn submitted(&mut self, io: &DeviceIo) {
-        if self.in_flight.insert(io.tag, io.bytes()).is_some() {
+        if !self.ledger.submit(io) {
             self.note(format!("tag {} submitted while in flight", io.tag));
         }
     }
@@ -145,38 +146,32 @@ impl<D: DataDevice> Checked<D> {
 
 impl<D> Drop for Checked<D> {
     fn drop(&mut self) {
-        if !self.in_flight.is_empty() {
-            let what = format!("dropped with {} tags unreported", self.in_flight.len());
+        if self.ledger.in_flight() != 0 {
+            let what = format!("dropped with {} tags unreported", self.ledger.in_flight());
             self.wrong.lock().unwrap().push(what);
         }
     }
 }
 
 impl<D: DataDevice> Device for Checked<D> {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+    elevator_testkit::pass_through_device!(
+        inner: describe,
+        limits,
+        queue_depth,
+        rotational,
+        next_completion,
+        outstanding,
+        stats,
+    );
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
         self.submitted(&io);
         self.inner.submit(io, now)
-    }
-    fn next_completion(&self) -> Option<Nanos> {
-        self.inner.next_completion()
     }
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
         let mut got = Vec::new();
         self.inner.complete(now, &mut |tag, o| got.push((tag, o)));
         for (tag, o) in got {
-            match self.in_flight.remove(&tag) {
+            match self.ledger.complete(tag) {
                 None => self.note(format!("tag {tag} completed but not in flight: {o:?}")),
                 Some(bytes) => {
                     if let Outcome::Failed { status, good_bytes } = o {
@@ -191,12 +186,6 @@ impl<D: DataDevice> Device for Checked<D> {
             }
             done(tag, o);
         }
-    }
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
     }
 }
 
@@ -253,7 +242,7 @@ fn run(
     let second = first.share_with(first.inner().share().expect("share"));
     let checked = |inner| Checked {
         inner,
-        in_flight: HashMap::new(),
+        ledger: TagLedger::default(),
         allowed: allowed.clone(),
         wrong: Arc::clone(&wrong),
     };

@@ -12,6 +12,7 @@ use elevator_core::{BioFlags, Device, DeviceIo, Op, Outcome, Status};
 use elevator_io::{
     AlignedBuf, DataDevice, DataSegment, DeviceError, FileDevice, FileKind, FileOptions, IoBuf,
 };
+use elevator_testkit::TestRng;
 use tempfile::TempPath;
 
 const MIB: u64 = 1 << 20;
@@ -43,23 +44,6 @@ fn dio(tag: u32, op: Op, offset: u64, bytes: u64, flags: BioFlags) -> DeviceIo {
         sector: offset >> 9,
         sectors: (bytes >> 9) as u32,
         flags,
-    }
-}
-
-/// xorshift64*: reproducible noise without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn fill(&mut self, buf: &mut [u8]) {
-        for b in buf {
-            *b = self.next() as u8;
-        }
     }
 }
 
@@ -129,12 +113,12 @@ fn writev_then_read_back() {
         let file = temp_file(&dir, "writev", 8 * MIB);
         let mut dev = open(&file);
         let lbs = u64::from(dev.limits().logical_block_size);
-        let mut rng = Rng(0x1234_5678);
+        let mut rng = TestRng::new(0x1234_5678);
         for round in 0..8u32 {
             // Three segments of different lengths, in separate buffers.
             let lens = [lbs as usize, 3 * lbs as usize, 8192];
             let total: usize = lens.iter().sum();
-            let offset = rng.next() % (8 * MIB - total as u64) / lbs * lbs;
+            let offset = rng.next_u64() % (8 * MIB - total as u64) / lbs * lbs;
             let mut bufs: Vec<AlignedBuf> = lens.iter().map(|&l| buffer(&dev, l)).collect();
             let mut expect = Vec::new();
             for b in &mut bufs {
@@ -190,7 +174,7 @@ fn fua_and_preflush_writes() {
     for dir in dirs() {
         let file = temp_file(&dir, "fua", MIB);
         let mut dev = open(&file);
-        let mut rng = Rng(7);
+        let mut rng = TestRng::new(7);
         for (i, flags) in [
             BioFlags::FUA,
             BioFlags::PREFLUSH,
@@ -360,6 +344,7 @@ fn read_only_refuses_writes() {
 
 #[test]
 fn open_errors_name_the_path() {
+    elevator_testkit::needs!("mkfifo");
     let missing = Path::new("/dev/shm/elevator-io-no-such-file");
     let e = FileDevice::open(missing, &FileOptions::default()).unwrap_err();
     assert!(matches!(e, DeviceError::Open { .. }), "{e}");
@@ -606,6 +591,7 @@ impl Drop for Loop {
 
 #[test]
 fn loop_block_device() {
+    elevator_testkit::needs!("losetup");
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         common::skip("loop_block_device", "loop devices need root");
@@ -661,7 +647,7 @@ fn loop_block_device() {
     assert_eq!(dev.rotational(), sysfs("rotational") == 1);
     println!("{} [ring: {}]", dev.describe(), dev.ring_setup());
 
-    let mut rng = Rng(99);
+    let mut rng = TestRng::new(99);
     let mut data = vec![0u8; 3 * 65536];
     rng.fill(&mut data);
     let mut bufs: Vec<AlignedBuf> = data

@@ -2,8 +2,8 @@
 //! One test binary for the crate (linking one is faster than one per file);
 //! each module below was a test file of its own.
 
-mod common;
 mod allocation;
+mod common;
 mod completion;
 mod engine;
 mod exactly_once;

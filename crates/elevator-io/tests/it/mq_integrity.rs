@@ -18,6 +18,7 @@ use elevator_io::{
     AlignedBuf, Completion, DataDevice, DioRequest, EngineConfig, FileDevice, FileOptions,
     MemDevice, MemOptions,
 };
+use elevator_testkit::TestRng;
 
 const BLOCK: usize = 4096;
 const BLOCKS: u64 = 96;
@@ -25,13 +26,7 @@ const BLOCKS: u64 = 96;
 /// The bytes block `b` holds after the writes (`b` and a checksum of the
 /// pattern in its first bytes, so that a misplaced block shows).
 fn pattern(b: u64, out: &mut [u8]) {
-    let mut x = b.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
-    for chunk in out.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-    }
+    TestRng::new(b).fill(out);
     out[..8].copy_from_slice(&b.to_le_bytes());
 }
 

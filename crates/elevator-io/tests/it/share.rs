@@ -19,6 +19,7 @@ use elevator_io::{
     AlignedBuf, DataDevice, DataSegment, DeviceError, DeviceSpec, FileDevice, FileOptions, IoBuf,
     MemDevice, MemOptions, OpenError, RealDevice,
 };
+use elevator_testkit::TestRng;
 use tempfile::TempPath;
 
 const BLOCKS: u64 = 64;
@@ -26,15 +27,8 @@ const BLOCKS: u64 = 64;
 /// Bytes of block `n` as written by `writer`: noise from both, its last 8
 /// bytes a checksum (FNV-1a) of the rest.
 fn block(n: u64, writer: u64, len: usize) -> Vec<u8> {
-    let mut x = (n + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (writer + 1);
-    let mut b: Vec<u8> = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let mut b = vec![0u8; len];
+    TestRng::new((n << 32) ^ writer).fill(&mut b);
     let sum = checksum(&b[..len - 8]);
     b[len - 8..].copy_from_slice(&sum.to_le_bytes());
     b

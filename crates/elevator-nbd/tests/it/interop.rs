@@ -105,6 +105,7 @@ fn check_export(e: &Json, want: &Expect) {
 
 #[test]
 fn nbdinfo_describes_every_export() {
+    elevator_testkit::needs!("nbdinfo");
     let server = TestServer::start(&[
         "disk=mem:64m",
         "slow=hdd-7200,scheduler=bfq",
@@ -188,6 +189,7 @@ fn nbdinfo_describes_every_export() {
 
 #[test]
 fn tcp_listener_serves_nbdinfo_and_nbdcopy() {
+    elevator_testkit::needs!("nbdcopy", "nbdinfo", "qemu-img");
     let server = TestServer::start_with(&["disk=mem:32m"], |cfg| {
         cfg.tcp = vec!["127.0.0.1:0".parse().expect("address")];
     });
@@ -238,6 +240,7 @@ fn qemu_img_in_and_out(img: &Path, uri: &str, out: &Path) {
 
 #[test]
 fn qemu_img_round_trip_mem() {
+    elevator_testkit::needs!("qemu-img");
     let server = TestServer::start(&["a=mem:256m"]);
     let dir = temp_dir("qemu");
     let (img, out) = (dir.path().join("in.img"), dir.path().join("out.img"));
@@ -251,6 +254,7 @@ fn qemu_img_round_trip_mem() {
 
 #[test]
 fn nbdcopy_round_trip_mem() {
+    elevator_testkit::needs!("nbdcopy");
     let server = TestServer::start(&["b=mem:256m,scheduler=bfq"]);
     let dir = temp_dir("nbdcopy");
     let (img, out) = (dir.path().join("in.img"), dir.path().join("out.img"));
@@ -268,6 +272,7 @@ fn nbdcopy_round_trip_mem() {
 
 #[test]
 fn file_export_round_trip() {
+    elevator_testkit::needs!("nbdcopy", "nbdinfo", "qemu-img", "fio");
     // O_DIRECT wants a real filesystem: /var/tmp, not a tmpfs.
     let dir = temp_dir_in(Path::new("/var/tmp"), "file-export");
     let backing = dir.path().join("disk.img");
@@ -358,16 +363,19 @@ fn fio_write_then_read_verify(scheduler: &str) {
 
 #[test]
 fn fio_verify_mq_deadline() {
+    elevator_testkit::needs!("fio");
     fio_write_then_read_verify("mq-deadline");
 }
 
 #[test]
 fn fio_verify_bfq() {
+    elevator_testkit::needs!("fio");
     fio_write_then_read_verify("bfq");
 }
 
 #[test]
 fn concurrent_multi_connection_copies() {
+    elevator_testkit::needs!("nbdcopy");
     let server = TestServer::start(&["a=mem:64m", "b=mem:64m,scheduler=bfq"]);
     let dir = temp_dir("multi");
     let (img_a, img_b) = (dir.path().join("a.img"), dir.path().join("b.img"));
@@ -420,6 +428,7 @@ fn concurrent_multi_connection_copies() {
 
 #[test]
 fn read_only_export_refuses_writes() {
+    elevator_testkit::needs!("nbdcopy", "qemu-img");
     let server = TestServer::start(&["ro=mem:16m,ro", "disk=mem:16m"]);
     let dir = temp_dir("ro");
     let img = dir.path().join("in.img");
@@ -451,6 +460,15 @@ fn read_only_export_refuses_writes() {
 
 #[test]
 fn nbdfuse_loop_ext4() {
+    elevator_testkit::needs!(
+        "nbdfuse",
+        "fusermount3",
+        "mkfs.ext4",
+        "fsck.ext4",
+        "losetup",
+        "mount",
+        "umount"
+    );
     // Dropped last: after the server.
     let work = temp_dir("fuse");
     let server = TestServer::start(&["disk=mem:64m"]);
@@ -468,6 +486,16 @@ fn nbdfuse_loop_ext4() {
 
 #[test]
 fn a_tmpfs_file_export_takes_512_byte_direct_io_through_a_loop_device() {
+    elevator_testkit::needs!(
+        "nbdinfo",
+        "nbdfuse",
+        "fusermount3",
+        "mkfs.ext4",
+        "fsck.ext4",
+        "losetup",
+        "mount",
+        "umount"
+    );
     let test = "a_tmpfs_file_export_takes_512_byte_direct_io_through_a_loop_device";
     let shm = Path::new("/dev/shm");
     if !shm.is_dir() {

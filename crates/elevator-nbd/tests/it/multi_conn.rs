@@ -90,6 +90,7 @@ fn nbdcopy_in_and_out(uri: &str, tag: &str) {
 
 #[test]
 fn nbdcopy_four_connections_mem_and_file() {
+    elevator_testkit::needs!("nbdcopy");
     let work = temp_dir_in(Path::new("/var/tmp"), "multi-copy");
     let file = file_export(work.path(), "f");
     let server = two_thread_server(&["m=mem:64m", &file]);
@@ -149,6 +150,7 @@ fn fio_four_jobs_verify(uri: &str) -> u64 {
 
 #[test]
 fn fio_four_jobs_verify_mem_and_file() {
+    elevator_testkit::needs!("fio");
     let work = temp_dir_in(Path::new("/var/tmp"), "multi-fio");
     let file = file_export(work.path(), "f");
     let server = two_thread_server(&["m=mem:64m", &file]);
@@ -164,6 +166,15 @@ fn fio_four_jobs_verify_mem_and_file() {
 
 #[test]
 fn ext4_round_trip_two_threads() {
+    elevator_testkit::needs!(
+        "nbdfuse",
+        "fusermount3",
+        "mkfs.ext4",
+        "fsck.ext4",
+        "losetup",
+        "mount",
+        "umount"
+    );
     // Dropped last: after the server.
     let work = temp_dir("multi-ext4");
     let server = two_thread_server(&["disk=mem:64m"]);

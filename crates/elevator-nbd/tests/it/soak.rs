@@ -105,6 +105,7 @@ fn count(report: &Json, key: &str) -> u64 {
 
 #[test]
 fn sixty_four_clients_come_and_go() {
+    elevator_testkit::needs!("/usr/bin/python3", "nbdinfo");
     require_python_libnbd();
     let seconds = std::env::var("ELEVATOR_SOAK_SECONDS")
         .ok()

@@ -97,6 +97,7 @@ fn qemu_map(uri: &str) -> Vec<(u64, u64, bool)> {
 
 #[test]
 fn maps_of_a_sparse_file_export_show_its_layout() {
+    elevator_testkit::needs!("nbdinfo", "qemu-img");
     // A real file system for O_DIRECT and SEEK_HOLE: /var/tmp, not tmpfs.
     let dir = temp_dir_in(Path::new("/var/tmp"), "sparse-map");
     let backing = dir.path().join("disk.img");
@@ -111,6 +112,7 @@ fn maps_of_a_sparse_file_export_show_its_layout() {
 
 #[test]
 fn maps_of_a_memory_export_follow_writes_and_zeroes() {
+    elevator_testkit::needs!("nbdinfo", "qemu-img");
     let server = TestServer::start(&["m=mem:64m"]);
     let uri = server.uri("m");
     assert_eq!(nbdinfo_map(&uri), vec![(0, 64 * MIB, false)]);
@@ -175,6 +177,7 @@ fn tenth_data() -> Vec<(u64, u64)> {
 
 #[test]
 fn copies_of_a_sparse_file_export_read_only_its_data() {
+    elevator_testkit::needs!("nbdcopy", "nbdinfo");
     let dir = temp_dir_in(Path::new("/var/tmp"), "sparse-copy");
     let backing = dir.path().join("disk.img");
     sparse_file(&backing, 256 * MIB, &tenth_data());
@@ -185,6 +188,7 @@ fn copies_of_a_sparse_file_export_read_only_its_data() {
 
 #[test]
 fn copies_of_a_sparse_memory_export_read_only_its_data() {
+    elevator_testkit::needs!("nbdcopy", "nbdinfo");
     let dir = temp_dir_in(Path::new("/var/tmp"), "sparse-mem");
     let image = dir.path().join("in.img");
     let data = tenth_data();

@@ -6,7 +6,8 @@
 //! not trust, a client certificate the server does not), each closing its
 //! connection with a logged reason while the server goes on serving.
 //!
-//! Without `openssl` the tests are skipped, saying so (under CI they fail).
+//! They need `openssl` (and the NBD tools): the fast tier skips them, saying
+//! so; the full tier (`scripts/test`) runs them.
 
 use crate::common;
 
@@ -17,10 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use common::{
-    Client, TempDir, TestServer, assert_same_file, have, missing, run, run_ok, skip, temp_dir,
-    write_image,
-};
+use common::{Client, TempDir, TestServer, assert_same_file, run, run_ok, temp_dir, write_image};
 use elevator_nbd::proto::{self, opt, rep};
 use elevator_nbd::{ServerConfig, TlsConfig, TlsMode};
 
@@ -134,8 +132,7 @@ fn make_cert(dir: &Path, ca: &str, role: &str, out: &Path, serial: u32) {
 /// Fresh certificates, or `None` (the test skipped, saying why) without
 /// `openssl`.
 fn certs(test: &str) -> Option<Certs> {
-    if !have("openssl") {
-        skip(test, &missing("openssl"));
+    if !elevator_testkit::needs(test, &["openssl", "nbdinfo", "nbdcopy"]) {
         return None;
     }
     let dir = temp_dir("tls");

@@ -11,13 +11,12 @@ use crate::common;
 
 use std::collections::HashSet;
 
-use elevator_core::{
-    BioFlags, Device, DeviceIo, DeviceStats, HeadSample, Limits, Nanos, Op, Outcome, Status,
-};
+use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome, Status};
 use elevator_fio::RunConfig;
 use elevator_fio::job::RwMode;
 use elevator_sim::device::{ExtentMap, ModelSpec, SimDevice, WriteLogTap};
 use elevator_sim::engine::run_on;
+use elevator_testkit::TagLedger;
 use proptest::prelude::*;
 
 const MODELS: [&str; 8] = [
@@ -180,62 +179,31 @@ proptest! {
 /// reports was in flight, once.
 struct Counting {
     inner: Box<dyn SimDevice + Send>,
-    flying: HashSet<u32>,
-    submitted: u64,
-    completed: u64,
-    twice: u64,
+    ledger: TagLedger,
 }
 
 impl Device for Counting {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        self.inner.rotational()
-    }
+    elevator_testkit::pass_through_device!(
+        inner: describe,
+        limits,
+        queue_depth,
+        rotational,
+        next_completion,
+        outstanding,
+        stats,
+        record_heads,
+        take_heads,
+    );
     fn submit(&mut self, io: DeviceIo, now: Nanos) {
-        if !self.flying.insert(io.tag) {
-            self.twice += 1;
-        }
-        self.submitted += 1;
+        self.ledger.submit(&io);
         self.inner.submit(io, now);
     }
-    fn next_completion(&self) -> Option<Nanos> {
-        self.inner.next_completion()
-    }
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
-        let Counting {
-            inner,
-            flying,
-            completed,
-            twice,
-            ..
-        } = self;
+        let Counting { inner, ledger } = self;
         inner.complete(now, &mut |tag, o| {
-            if !flying.remove(&tag) {
-                *twice += 1;
-            }
-            *completed += 1;
+            ledger.complete(tag);
             done(tag, o);
         });
-    }
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
-    }
-    fn record_heads(&mut self, cap: usize) {
-        self.inner.record_heads(cap);
-    }
-    fn take_heads(&mut self, out: &mut Vec<HeadSample>) -> u64 {
-        self.inner.take_heads(out)
     }
 }
 
@@ -269,10 +237,7 @@ proptest! {
         let jobs = common::file("p.fio", vec![j]);
         let mut dev = Counting {
             inner: spec.build_sim().unwrap(),
-            flying: HashSet::new(),
-            submitted: 0,
-            completed: 0,
-            twice: 0,
+            ledger: TagLedger::default(),
         };
         let cfg = RunConfig { scheduler: sched.into(), ..RunConfig::default() };
         let r = run_on(&jobs, &mut dev, &cfg, &mut |_| {}, None, None);
@@ -283,8 +248,8 @@ proptest! {
             Err(elevator_sim::engine::SimError::JobFailed { .. }) if !go_on => {}
             Err(e) => prop_assert!(false, "{e}"),
         }
-        prop_assert_eq!(dev.twice, 0);
-        prop_assert!(dev.flying.is_empty());
-        prop_assert_eq!(dev.submitted, dev.completed);
+        prop_assert_eq!(dev.ledger.twice, 0);
+        prop_assert!(dev.ledger.in_flight() == 0);
+        prop_assert_eq!(dev.ledger.submitted, dev.ledger.completed);
     }
 }

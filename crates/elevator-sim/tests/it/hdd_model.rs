@@ -5,24 +5,9 @@
 
 use elevator_core::{BioFlags, Device, DeviceIo, Nanos, Op, Outcome};
 use elevator_sim::device::{Hdd, HddParams, ModelSpec, ParamError};
+use elevator_testkit::TestRng;
 
 const MS: Nanos = 1_000_000;
-
-/// xorshift64*: deterministic offsets.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn hdd(preset: &str, overrides: &[(&str, &str)]) -> Hdd {
     let mut p = HddParams::preset(preset).expect("preset");
@@ -94,7 +79,7 @@ fn closed_loop(
 /// 4 KiB random reads over the whole disk at `depth`: IOPS.
 fn random_read_iops(d: &mut Hdd, depth: u32, n: u32, seed: u64) -> f64 {
     let blocks = d.limits().capacity / 8;
-    let mut rng = Rng(seed);
+    let mut rng = TestRng::new(seed);
     let (_, end) = closed_loop(d, depth, n, |_| (Op::Read, rng.below(blocks) * 8, 8));
     f64::from(n) / (end as f64 / 1e9)
 }
@@ -396,7 +381,7 @@ fn crossing_a_track_costs_the_switch_not_a_revolution() {
 fn same_inputs_give_identical_completions() {
     let run = || {
         let mut d = hdd("hdd-7200", &[("cache_size", "1m")]);
-        let mut rng = Rng(99);
+        let mut rng = TestRng::new(99);
         let cap = d.limits().capacity;
         let (log, _) = closed_loop(&mut d, 32, 3000, |i| {
             let op = match i % 5 {
@@ -424,7 +409,7 @@ fn same_inputs_give_identical_completions() {
 fn cached_writes_complete_at_the_interface_and_a_flush_waits_for_the_media() {
     let mut d = hdd("hdd-7200", &[]);
     let mut log = vec![];
-    let mut rng = Rng(5);
+    let mut rng = TestRng::new(5);
     let blocks = d.limits().capacity / 8;
     for tag in 0..8 {
         d.submit(
@@ -463,7 +448,7 @@ fn cached_writes_complete_at_the_interface_and_a_flush_waits_for_the_media() {
 
 #[test]
 fn fua_and_uncached_writes_take_media_time() {
-    let mut rng = Rng(6);
+    let mut rng = TestRng::new(6);
     for (cache, flags, media) in [
         ("1", BioFlags::NONE, false),
         ("1", BioFlags::FUA, true),
@@ -529,7 +514,7 @@ fn the_age_limit_serves_a_far_request() {
     let run = |age: &str| -> Option<Nanos> {
         let mut d = hdd("hdd-7200", &[("age_limit", age)]);
         let cap = d.limits().capacity;
-        let mut rng = Rng(7);
+        let mut rng = TestRng::new(7);
         let mut log = vec![];
         for tag in 0..31 {
             d.submit(
@@ -565,7 +550,7 @@ fn the_age_limit_serves_a_far_request() {
 fn fifo_without_ncq_and_reordering_with_it() {
     let order = |ncq: &str| {
         let mut d = hdd("hdd-7200", &[("ncq", ncq)]);
-        let mut rng = Rng(8);
+        let mut rng = TestRng::new(8);
         let blocks = d.limits().capacity / 8;
         let mut log = vec![];
         // More than the FIFO drive's depth, only to see the order it keeps.
@@ -621,7 +606,7 @@ fn mixed_commands_complete_exactly_once_at_announced_times() {
             let mut d = hdd("hdd-7200", over);
             let depth = d.queue_depth();
             let cap = d.limits().capacity;
-            let mut rng = Rng(1000 * c as u64 + seed + 1);
+            let mut rng = TestRng::new(1000 * c as u64 + seed + 1);
             let mut log = vec![];
             let mut outstanding = std::collections::HashSet::new();
             let mut t: Nanos = 0;

@@ -204,8 +204,11 @@ fn seed_004_shapes_hold_on_the_2011_disk() {
     use elevator_sim::device::ModelSpec;
     use elevator_sim::engine::run;
 
-    let jobs = JobFile::parse(include_str!("../../../../examples/seed004.fio"), "seed004.fio")
-        .expect("job file");
+    let jobs = JobFile::parse(
+        include_str!("../../../../examples/seed004.fio"),
+        "seed004.fio",
+    )
+    .expect("job file");
     let dev = ModelSpec::parse("hdd-sata-2011").expect("preset");
     let mb_s = |sched: &str, tunables: &[(&str, &str)]| {
         let cfg = RunConfig {

@@ -2,9 +2,9 @@
 //! One test binary for the crate (linking one is faster than one per file);
 //! each module below was a test file of its own.
 
-mod common;
 mod bfq_fairness;
 mod cfq;
+mod common;
 mod engine;
 mod fault_props;
 mod faults;

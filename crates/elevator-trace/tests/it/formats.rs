@@ -156,6 +156,7 @@ fn batches_write_what_single_records_write() {
 
 #[test]
 fn cpu_numbers_with_gaps_are_all_read() {
+    elevator_testkit::needs!("blkparse");
     let dir = Scratch::new("gaps");
     let prefix = dir.join("g");
     // Records on CPUs 0 and 3 only.
@@ -233,6 +234,7 @@ fn blkparse_events(prefix: &Path) -> String {
 
 #[test]
 fn text_writer_prints_what_blkparse_prints() {
+    elevator_testkit::needs!("blkparse");
     let dir = Scratch::new("blkparse");
     let prefix = dir.join("t");
     write_set(&prefix, &synthetic_items(3000));

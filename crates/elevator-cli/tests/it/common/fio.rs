@@ -2,7 +2,7 @@
 //! with a deadline, and fio's JSON.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 /// How long one fio or elevator run may take before the test fails.
@@ -50,19 +50,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// Fail the test, naming Debian's package, unless fio (and the tool
-/// shipped with it) can be run. Nothing here is skipped: `scripts/test`
-/// installs fio.
-pub fn require_fio() {
-    let _ = elevator_testkit::spawn(
-        Command::new("fio")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-    )
-    .wait();
 }
 
 /// Run `cmd` (stdin closed) and wait for it, failing the test after

@@ -37,7 +37,6 @@ pub fn fails_with(args: &[&str], needle: &str) {
     );
 }
 
-
 pub use elevator_testkit::skip;
 
 /// CRC-32 (IEEE), bit by bit: the tests' own, independent of the crate

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
-use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
+use elevator_core::{Device, DeviceIo, Nanos, Op, Outcome};
 use elevator_io::{
     AlignedBuf, Alignment, Completion, DataDevice, DataSegment, DeviceError, Engine, EngineConfig,
     FileDevice, FileOptions, IoBuf, MemDevice, MemOptions,
@@ -75,15 +75,7 @@ impl<H: Hook> Hooked<H> {
 }
 
 impl<H: Hook> Device for Hooked<H> {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
+    elevator_testkit::pass_through_device!(inner: describe, limits, queue_depth, outstanding, stats);
     fn rotational(&self) -> bool {
         false
     }
@@ -95,12 +87,6 @@ impl<H: Hook> Device for Hooked<H> {
     }
     fn complete(&mut self, now: Nanos, done: &mut dyn FnMut(u32, Outcome)) {
         self.hook.complete(&mut self.inner, now, done)
-    }
-    fn outstanding(&self) -> u32 {
-        self.inner.outstanding()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.inner.stats()
     }
 }
 
@@ -237,4 +223,3 @@ pub fn engine_on_shm(
     let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     Some((file, engine(dev, sched, tunables)))
 }
-

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use elevator_nbd::proto::{self, Request, cmd, info, opt, rep};
 use elevator_nbd::{ExportSpec, Server, ServerConfig};
+use elevator_testkit::TestRng;
 
 /// How long anything may take before the test gives up on it (the machine
 /// is shared and slow; this only bounds a hang).
@@ -231,7 +232,7 @@ impl Drop for TestServer {
 // ---------------------------------------------------------------------------
 // External commands.
 
-pub use elevator_testkit::{missing, skip, spawn};
+pub use elevator_testkit::{skip, spawn};
 
 pub mod ext4;
 
@@ -245,7 +246,7 @@ pub fn have(program: &str) -> bool {
         .is_ok()
 }
 
-/// Fail the test, with [`missing`]'s message, unless `program` is installed
+/// Fail the test, naming its package, unless `program` is installed
 /// (for a tool that a test runs only in its clean-up).
 pub fn require(program: &str) {
     spawn(
@@ -293,22 +294,11 @@ pub fn run_fio(cmd: &mut Command) -> Json {
 // ---------------------------------------------------------------------------
 // Data.
 
-/// `len` pseudo-random bytes from `seed` (xorshift; deterministic).
+/// `len` pseudo-random bytes from `seed` (deterministic).
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
-    fill_random(&mut v, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    TestRng::new(seed).fill(&mut v);
     v
-}
-
-fn fill_random(buf: &mut [u8], mut state: u64) -> u64 {
-    for chunk in buf.chunks_mut(8) {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let b = state.to_le_bytes();
-        chunk.copy_from_slice(&b[..chunk.len()]);
-    }
-    state
 }
 
 /// Write a file of `size` bytes (a multiple of 1 MiB) of random data, with
@@ -319,13 +309,13 @@ pub fn write_image(path: &Path, size: u64, seed: u64) {
     assert_eq!(size % MIB as u64, 0);
     let mut w = BufWriter::new(File::create(path).expect("creating the image"));
     let mut chunk = vec![0u8; MIB];
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rng = TestRng::new(seed);
     let count = size / MIB as u64;
     for i in 0..count {
         if i % 8 == 3 || i + 1 == count {
             chunk.fill(0);
         } else {
-            state = fill_random(&mut chunk, state);
+            rng.fill(&mut chunk);
         }
         w.write_all(&chunk).expect("writing the image");
     }
@@ -1012,4 +1002,3 @@ impl JsonExt for Json {
             .unwrap_or_else(|| panic!("not an array: {self:?}"))
     }
 }
-

@@ -1,9 +1,9 @@
-//! Outside commands run by the tests: started (a program that is not
-//! installed fails the test, naming its package; never a skip) and waited
-//! for with a deadline that only bounds a hang.
+//! Outside commands and child processes run by the tests: started (a
+//! program that is not installed fails the test, naming its package; never
+//! a skip) and waited for with a deadline that only bounds a hang.
 
 use std::io::Read;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::programs::missing;
@@ -32,10 +32,21 @@ pub fn run_with_deadline(cmd: &mut Command, deadline: Duration) -> Output {
     let what = format!("{cmd:?}");
     let out_t = collect(child.stdout.take());
     let err_t = collect(child.stderr.take());
+    let status = wait_with_deadline(&mut child, deadline, &what);
+    Output {
+        status,
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+    }
+}
+
+/// Wait for `child` (`what`, for the message) to exit; past `deadline` it
+/// is killed and the test fails.
+pub fn wait_with_deadline(child: &mut Child, deadline: Duration, what: &str) -> ExitStatus {
     let start = Instant::now();
-    let status = loop {
+    loop {
         match child.try_wait() {
-            Ok(Some(s)) => break s,
+            Ok(Some(status)) => return status,
             Ok(None) => {}
             Err(e) => panic!("waiting for {what}: {e}"),
         }
@@ -45,11 +56,25 @@ pub fn run_with_deadline(cmd: &mut Command, deadline: Duration) -> Output {
             panic!("{what} did not finish within {deadline:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
-    };
-    Output {
-        status,
-        stdout: out_t.join().unwrap_or_default(),
-        stderr: err_t.join().unwrap_or_default(),
+    }
+}
+
+/// Poll `f` until it gives a value, pausing a little longer each time (up
+/// to 50 ms); past `deadline` the test fails, saying what was awaited.
+/// Nothing sleeps for correctness: the deadline only bounds a hang.
+pub fn wait_for<T>(what: &str, deadline: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < deadline,
+            "timed out after {deadline:?} waiting for {what}"
+        );
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 

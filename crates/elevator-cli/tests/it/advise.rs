@@ -179,26 +179,31 @@ fn a_trace_is_advised_on_per_submitter() {
 
 #[test]
 fn bad_input_is_a_clear_error() {
-    fails_with(
-        &["advise", RANDREAD_QD32, "--goal", "speed"],
-        "invalid value 'speed' for '--goal",
-    );
-    fails_with(
-        &["advise", RANDREAD_QD32, "--schedulers", "none,elevator9"],
-        "elevator9",
-    );
-    fails_with(
-        &["advise", RANDREAD_QD32, "--device", "floppy"],
-        "unknown device 'floppy'",
-    );
-    fails_with(
-        &["advise", RANDREAD_QD32, "--device", "mem:64m"],
-        "simulated devices only",
-    );
-    fails_with(
-        &["advise", RANDREAD_QD32, "--nomerges", "3"],
-        "--nomerges 3",
-    );
-    fails_with(&["advise", "no/such/job.fio"], "no/such/job.fio");
-    fails_with(&["advise", "-"], "not standard input");
+    let refused: [(&[&str], &str); 7] = [
+        (
+            &["advise", RANDREAD_QD32, "--goal", "speed"],
+            "invalid value 'speed' for '--goal",
+        ),
+        (
+            &["advise", RANDREAD_QD32, "--schedulers", "none,elevator9"],
+            "elevator9",
+        ),
+        (
+            &["advise", RANDREAD_QD32, "--device", "floppy"],
+            "unknown device 'floppy'",
+        ),
+        (
+            &["advise", RANDREAD_QD32, "--device", "mem:64m"],
+            "simulated devices only",
+        ),
+        (
+            &["advise", RANDREAD_QD32, "--nomerges", "3"],
+            "--nomerges 3",
+        ),
+        (&["advise", "no/such/job.fio"], "no/such/job.fio"),
+        (&["advise", "-"], "not standard input"),
+    ];
+    for (args, needle) in refused {
+        fails_with(args, needle);
+    }
 }

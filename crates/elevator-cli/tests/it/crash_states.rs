@@ -80,6 +80,11 @@ fn setup(correct: bool) -> (TempDir, String, String) {
     (dir, log, CHECKER.to_string())
 }
 
+/// `elevator crash-states LOG ARGS`.
+fn crash_states(log: &str, args: &[&str]) -> std::process::Output {
+    elevator(&[&["crash-states", log], args].concat())
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -91,21 +96,23 @@ fn report(dir: &str) -> Value {
 
 #[test]
 fn the_correct_application_passes_every_state() {
+    elevator_testkit::needs!("sh");
     let (dir, log, checker) = setup(true);
     let out = dir.file("states");
     let check = format!("sh {checker} {{}}");
-    let o = elevator(&[
-        "crash-states",
+    let o = crash_states(
         &log,
-        "--out",
-        &out,
-        "--check",
-        &check,
-        "--between",
-        "100",
-        "--jobs",
-        "2",
-    ]);
+        &[
+            "--out",
+            &out,
+            "--check",
+            &check,
+            "--between",
+            "100",
+            "--jobs",
+            "2",
+        ],
+    );
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let r = report(&out);
     assert_eq!(r["failed"], 0);
@@ -131,21 +138,23 @@ fn the_correct_application_passes_every_state() {
 
 #[test]
 fn the_broken_application_fails_and_only_rebuilds_the_image() {
+    elevator_testkit::needs!("sh");
     let (dir, log, checker) = setup(false);
     let out = dir.file("states");
     let check = format!("sh {checker} {{}}");
-    let o = elevator(&[
-        "crash-states",
+    let o = crash_states(
         &log,
-        "--out",
-        &out,
-        "--check",
-        &check,
-        "--between",
-        "100",
-        "--seed",
-        "7",
-    ]);
+        &[
+            "--out",
+            &out,
+            "--check",
+            &check,
+            "--between",
+            "100",
+            "--seed",
+            "7",
+        ],
+    );
     assert!(!o.status.success());
     let stdout = text(&o.stdout);
     assert!(
@@ -173,48 +182,24 @@ fn the_broken_application_fails_and_only_rebuilds_the_image() {
         );
         // --only rebuilds it byte for byte, elsewhere.
         let again = dir.file(&format!("again-{id}"));
-        let o = elevator(&[
-            "crash-states",
-            &log,
-            "--only",
-            id,
-            "--seed",
-            "7",
-            "--out",
-            &again,
-        ]);
+        let o = crash_states(&log, &["--only", id, "--seed", "7", "--out", &again]);
         assert!(o.status.success(), "{}", text(&o.stderr));
         let first = std::fs::read(Path::new(&out).join(format!("{id}.img"))).unwrap();
         let second = std::fs::read(Path::new(&again).join(format!("{id}.img"))).unwrap();
         assert!(first == second, "{id} rebuilt differently");
         // ... and the checker fails it again.
-        let o = elevator(&[
-            "crash-states",
+        let o = crash_states(
             &log,
-            "--only",
-            id,
-            "--seed",
-            "7",
-            "--out",
-            &again,
-            "--check",
-            &check,
-        ]);
+            &[
+                "--only", id, "--seed", "7", "--out", &again, "--check", &check,
+            ],
+        );
         assert!(!o.status.success());
     }
     // The rebuild command, run as printed, keeps the first run's report.
     let id = failing[0]["id"].as_str().unwrap();
     let explored = r["explored"].clone();
-    let o = elevator(&[
-        "crash-states",
-        &log,
-        "--only",
-        id,
-        "--seed",
-        "7",
-        "--out",
-        &out,
-    ]);
+    let o = crash_states(&log, &["--only", id, "--seed", "7", "--out", &out]);
     assert!(o.status.success());
     assert_eq!(report(&out)["explored"], explored);
     assert!(Path::new(&out).join(format!("report-{id}.json")).exists());
@@ -229,22 +214,24 @@ fn the_broken_application_fails_and_only_rebuilds_the_image() {
 
 #[test]
 fn a_hanging_checker_is_killed_at_its_timeout() {
+    elevator_testkit::needs!("sh", "sleep");
     let (dir, log, _) = setup(true);
     let out = dir.file("states");
-    let o = elevator(&[
-        "crash-states",
+    let o = crash_states(
         &log,
-        "--out",
-        &out,
-        "--check",
-        "sleep 100; true",
-        "--timeout",
-        "1",
-        "--max-states",
-        "2",
-        "--jobs",
-        "2",
-    ]);
+        &[
+            "--out",
+            &out,
+            "--check",
+            "sleep 100; true",
+            "--timeout",
+            "1",
+            "--max-states",
+            "2",
+            "--jobs",
+            "2",
+        ],
+    );
     assert!(!o.status.success());
     let stdout = text(&o.stdout);
     assert!(stdout.contains("timed out after 1 s"), "{stdout}");
@@ -419,6 +406,7 @@ fn show_prints_records_and_a_summary() {
 
 #[test]
 fn a_truncated_log_names_the_record_and_valid_prefix_uses_the_rest() {
+    elevator_testkit::needs!("sh");
     let (dir, log, checker) = setup(true);
     let bytes = std::fs::read(&log).unwrap();
     let cut = dir.file("cut.wlog");
@@ -449,22 +437,14 @@ fn a_truncated_log_names_the_record_and_valid_prefix_uses_the_rest() {
         "{}",
         text(&o.stderr)
     );
-    let o = elevator(&[
-        "crash-states",
-        &cut,
-        "--out",
-        &out,
-        "--check",
-        &check,
-        "--valid-prefix",
-    ]);
+    let o = crash_states(&cut, &["--out", &out, "--check", &check, "--valid-prefix"]);
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     assert_eq!(report(&out)["records"], 14);
 }
 
 #[test]
 fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
-    elevator_testkit::needs!("prlimit");
+    elevator_testkit::needs!("prlimit", "sh", "dd", "grep");
     let (dir, log, checker) = setup(true);
     let mut base = vec![0u8; 48 * 512];
     base[40 * 512..40 * 512 + 4].copy_from_slice(b"BASE");
@@ -489,18 +469,12 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
     let check = format!(
         "sh {checker} {{}} && dd if={{}} bs=512 skip=40 count=1 2>/dev/null | grep -q BASE"
     );
-    let o = elevator(&[
-        "crash-states",
+    let o = crash_states(
         &log,
-        "--out",
-        &out,
-        "--check",
-        &check,
-        "--base",
-        &base_path,
-        "--keep",
-        "all",
-    ]);
+        &[
+            "--out", &out, "--check", &check, "--base", &base_path, "--keep", "all",
+        ],
+    );
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let r = report(&out);
     for s in r["states"].as_array().unwrap() {
@@ -560,6 +534,7 @@ fn elevator_bounded(args: &[&str]) -> std::process::Output {
 /// were dropped and shows the last lines.
 #[test]
 fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
+    elevator_testkit::needs!("sh", "yes");
     let (dir, log, _) = setup(true);
     let out = dir.file("states");
     let o = elevator_bounded(&[
@@ -610,7 +585,7 @@ fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
 /// group (setsid) holding the output pipe is not waited for.
 #[test]
 fn a_checkers_leftovers_are_killed_or_not_waited_for() {
-    elevator_testkit::needs!("kill");
+    elevator_testkit::needs!("kill", "sh", "sleep", "setsid");
     let (dir, log, _) = setup(true);
     let out = dir.file("states");
     let pids = dir.file("pids");

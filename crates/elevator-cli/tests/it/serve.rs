@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use elevator_nbd::proto::{self, Request, cmd, info, opt, rep};
 use elevator_testkit as tools;
@@ -43,31 +43,13 @@ impl Drop for TempDir {
 }
 
 /// Poll `f` until it gives a value; panic after [`DEADLINE`].
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    elevator_testkit::wait_for(what, DEADLINE, f)
 }
 
 /// Wait for `child` to exit (killing it after [`DEADLINE`]).
 fn wait_exit(child: &mut Child, what: &str) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().expect("waiting for elevator") {
-            return s;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: elevator did not exit within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    elevator_testkit::wait_with_deadline(child, DEADLINE, &format!("{what}: elevator"))
 }
 
 /// `elevator serve` running in the background, its stderr going to a file.

@@ -16,7 +16,7 @@ use common::tools::{blkparse_counts, run};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -420,16 +420,6 @@ fn serve_traces_each_worker_and_connection() {
 }
 
 /// Poll `f` until it gives a value; panic after two minutes.
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    elevator_testkit::wait_for(what, Duration::from_secs(120), f)
 }

@@ -309,18 +309,7 @@ const GUARD: Duration = Duration::from_secs(120);
 
 /// Wait for `child` to exit, killing it past [`GUARD`].
 fn wait_guarded(child: &mut Child, what: &str) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().expect("waiting for elevator") {
-            return s;
-        }
-        if start.elapsed() > GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: elevator did not exit within {GUARD:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    elevator_testkit::wait_with_deadline(child, GUARD, &format!("{what}: elevator"))
 }
 
 /// `elevator serve` with a write log and a mark socket, killed when

@@ -442,22 +442,7 @@ fn only_rings_that_wake_a_poller_lend_their_descriptor() {
         0
     );
     // A read in flight: the descriptor becomes readable when it is done.
-    let bs = polled.alignment().offset.max(4096) as usize;
-    let mut buf = AlignedBuf::new(bs, polled.alignment().memory as usize).expect("buf");
-    let io = DeviceIo {
-        tag: 1,
-        op: Op::Read,
-        sector: 0,
-        sectors: (bs >> 9) as u32,
-        flags: BioFlags::NONE,
-    };
-    let seg = DataSegment {
-        addr: buf.as_mut_ptr(),
-        len: bs as u32,
-    };
-    // SAFETY: `buf` outlives the I/O: it is reaped below, before `buf` goes.
-    unsafe { polled.submit_data(io, &[seg], 0) };
-    polled.kick().expect("kick");
+    let _buf = read_first_block(&mut polled);
     let mut got = None;
     while got.is_none() {
         // SAFETY: `ev` is valid for one event; no timeout: a ring that did
@@ -471,12 +456,9 @@ fn only_rings_that_wake_a_poller_lend_their_descriptor() {
     unsafe { libc::close(ep) };
 }
 
-#[test]
-fn complete_alone_reaps_deferred_completions() {
-    let Some(file) = shm_file("share-defer", 1 << 20) else {
-        return;
-    };
-    let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
+/// Submit a read of `dev`'s first block (tag 1) and kick it; the buffer it
+/// reads into, which the caller keeps until the read is reaped.
+fn read_first_block<D: DataDevice>(dev: &mut D) -> AlignedBuf {
     let bs = dev.alignment().offset.max(4096) as usize;
     let mut buf = AlignedBuf::new(bs, dev.alignment().memory as usize).expect("buf");
     let io = DeviceIo {
@@ -490,9 +472,20 @@ fn complete_alone_reaps_deferred_completions() {
         addr: buf.as_mut_ptr(),
         len: bs as u32,
     };
-    // SAFETY: `buf` outlives the I/O: it is reaped below, before `buf` goes.
+    // SAFETY: the buffer's memory is on the heap and goes to the caller,
+    // which keeps it until the read is reaped.
     unsafe { dev.submit_data(io, &[seg], 0) };
     dev.kick().expect("kick");
+    buf
+}
+
+#[test]
+fn complete_alone_reaps_deferred_completions() {
+    let Some(file) = shm_file("share-defer", 1 << 20) else {
+        return;
+    };
+    let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
+    let _buf = read_first_block(&mut dev);
     // Never `wait`: with DEFER_TASKRUN, only an enter with GETEVENTS posts
     // the completion, and `complete` must make it (else this spins for
     // ever).

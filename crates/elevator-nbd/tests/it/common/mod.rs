@@ -41,20 +41,8 @@ pub fn chain(e: &dyn std::error::Error) -> String {
 
 /// Poll `f` until it gives a value, or panic after [`DEADLINE`] saying what
 /// was awaited.
-pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "timed out after {DEADLINE:?} waiting for {what}"
-        );
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
-    }
+pub fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    elevator_testkit::wait_for(what, DEADLINE, f)
 }
 
 // ---------------------------------------------------------------------------

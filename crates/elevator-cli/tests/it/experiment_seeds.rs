@@ -39,6 +39,7 @@ fn check_outcome(v: &Value, name: &str, seed: &str, shapes: usize) -> Vec<Value>
 
 #[test]
 fn merging_reports_its_cases_and_shapes() {
+    elevator_testkit::slow!();
     let v = outcome("merging");
     check_outcome(&v, "merging", "000", 4);
     let cases = v["data"]["cases"].as_array().expect("cases");
@@ -61,6 +62,7 @@ fn merging_reports_its_cases_and_shapes() {
 
 #[test]
 fn deadline_cost_reports_every_depth_and_its_shapes() {
+    elevator_testkit::slow!();
     let v = outcome("deadline-cost");
     check_outcome(&v, "deadline-cost", "002", 6);
     let cases = v["data"]["cases"].as_array().expect("cases");
@@ -96,6 +98,7 @@ fn direct_io_runs_or_says_fio_is_missing() {
 
 #[test]
 fn the_table_ends_with_the_shapes_and_notes() {
+    elevator_testkit::slow!();
     let out = ok(&["experiment", "merging", "--quick"]);
     let text = String::from_utf8(out.stdout).expect("UTF-8 output");
     assert!(text.contains("nomerges"), "{text}");

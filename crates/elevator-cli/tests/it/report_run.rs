@@ -79,6 +79,7 @@ fn reports_that_cannot_be_written_say_where() {
 
 #[test]
 fn no_heads_without_a_disk() {
+    elevator_testkit::slow!();
     let dir = TempDir::new("run-report-ssd");
     let page = dir.file("run.html");
     ok(&[
@@ -96,6 +97,7 @@ fn no_heads_without_a_disk() {
 
 #[test]
 fn one_experiment_writes_its_files_with_out() {
+    elevator_testkit::slow!();
     let dir = TempDir::new("experiment-out");
     let out = dir.file("cfq");
     ok(&["experiment", "cfq-idling", "--out", &out]);

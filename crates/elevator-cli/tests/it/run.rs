@@ -143,6 +143,7 @@ fn text_output_looks_like_fio() {
 
 #[test]
 fn compare_prints_every_scheduler() {
+    elevator_testkit::slow!();
     let out = ok(&[
         "compare",
         "examples/default.fio",
@@ -260,6 +261,7 @@ fn bad_input_says_what_and_where() {
 
 #[test]
 fn cfq_idling_experiment_prints_the_table_and_verdicts() {
+    elevator_testkit::slow!();
     let out = ok(&["experiment", "cfq-idling", "--output-format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["name"], "cfq-idling");

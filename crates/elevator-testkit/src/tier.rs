@@ -5,6 +5,8 @@
 //! CI (`CI` set, as `.ci/run` runs) nothing may be skipped: a skip fails
 //! the test instead, so a green CI means every test ran.
 
+use std::io::Write;
+
 use crate::programs::{installed, missing, package_of};
 
 /// The environment variable that selects the full tier (`scripts/test`
@@ -17,13 +19,16 @@ pub fn full_tier() -> bool {
 }
 
 /// Skip the rest of a test that this machine cannot run (no root, no
-/// tmpfs, a kernel that will not mount), saying why on stderr. Under CI
-/// (`CI` set) nothing may be skipped: it fails instead.
+/// tmpfs, a kernel that will not mount), saying why on one line of stderr
+/// (shown even when the test passes). Under CI (`CI` set) nothing may be
+/// skipped: it fails instead.
 pub fn skip(test: &str, why: &str) {
     if std::env::var_os("CI").is_some() {
         panic!("{test} cannot run here, and CI skips nothing: {why}");
     }
-    eprintln!("SKIPPED {test}: {why}");
+    // Straight to the process's stderr, past the test harness's capture,
+    // so that a passing run shows every skip and its reason.
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
 /// Whether `test`, which runs the outside `programs`, runs in this tier:

@@ -12,7 +12,7 @@ pub mod rng;
 pub mod tier;
 
 pub use ledger::TagLedger;
-pub use process::{run_with_deadline, spawn, wait_for, wait_with_deadline};
+pub use process::{run_with_deadline, spawn, stdout_ok, wait_for, wait_with_deadline};
 pub use programs::{missing, package_of};
 pub use rng::{Rng, TestRng};
 pub use tier::{needs, skip, slow};

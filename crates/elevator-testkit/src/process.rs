@@ -40,6 +40,19 @@ pub fn run_with_deadline(cmd: &mut Command, deadline: Duration) -> Output {
     }
 }
 
+/// The stdout of `out`, which must come from a run (`what`) that succeeded:
+/// otherwise the test fails, showing both outputs.
+pub fn stdout_ok(what: &str, out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Wait for `child` (`what`, for the message) to exit; past `deadline` it
 /// is killed and the test fails.
 pub fn wait_with_deadline(child: &mut Child, deadline: Duration, what: &str) -> ExitStatus {

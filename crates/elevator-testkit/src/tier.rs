@@ -83,10 +83,15 @@ macro_rules! test_name {
 }
 
 /// At the top of a test that runs outside programs: `needs!("fio",
-/// "python3");` returns from the test, skipped with its reason, in the fast
-/// tier (see [`needs`]).
+/// "python3");` (or `needs!(in LIST)`, a `&[&str]` kept once) returns from
+/// the test, skipped with its reason, in the fast tier (see [`needs`]).
 #[macro_export]
 macro_rules! needs {
+    (in $programs:expr) => {
+        if !$crate::needs($crate::test_name!(), $programs) {
+            return;
+        }
+    };
     ($($program:expr),+ $(,)?) => {
         if !$crate::needs($crate::test_name!(), &[$($program),+]) {
             return;

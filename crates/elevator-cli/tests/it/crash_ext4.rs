@@ -13,6 +13,19 @@ use crate::common;
 
 use std::process::{Command, Output};
 
+/// What `scripts/crash-ext4` and its checker run.
+const TOOLS: &[&str] = &[
+    "bash",
+    "nbdfuse",
+    "fusermount3",
+    "mkfs.ext4",
+    "fsck.ext4",
+    "debugfs",
+    "losetup",
+    "mount",
+    "umount",
+];
+
 fn crash_ext4(args: &[&str]) -> Option<Output> {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let out = Command::new("bash")
@@ -38,15 +51,7 @@ fn text(out: &Output) -> String {
 
 #[test]
 fn every_flush_boundary_of_ext4_passes_fsck_and_keeps_fsynced_files() {
-    elevator_testkit::needs!(
-        "bash",
-        "nbdfuse",
-        "fusermount3",
-        "mkfs.ext4",
-        "fsck.ext4",
-        "debugfs",
-        "losetup"
-    );
+    elevator_testkit::needs!(in TOOLS);
     let Some(out) = crash_ext4(&["--files", "8", "--between", "0", "--jobs", "2"]) else {
         return;
     };
@@ -57,15 +62,7 @@ fn every_flush_boundary_of_ext4_passes_fsck_and_keeps_fsynced_files() {
 
 #[test]
 fn a_device_that_acknowledges_flushes_early_fails_the_check() {
-    elevator_testkit::needs!(
-        "bash",
-        "nbdfuse",
-        "fusermount3",
-        "mkfs.ext4",
-        "fsck.ext4",
-        "debugfs",
-        "losetup"
-    );
+    elevator_testkit::needs!(in TOOLS);
     let Some(out) = crash_ext4(&["--files", "8", "--between", "0", "--jobs", "2", "--broken"])
     else {
         return;

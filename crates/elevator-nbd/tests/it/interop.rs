@@ -460,15 +460,7 @@ fn read_only_export_refuses_writes() {
 
 #[test]
 fn nbdfuse_loop_ext4() {
-    elevator_testkit::needs!(
-        "nbdfuse",
-        "fusermount3",
-        "mkfs.ext4",
-        "fsck.ext4",
-        "losetup",
-        "mount",
-        "umount"
-    );
+    elevator_testkit::needs!(in common::ext4::TOOLS);
     // Dropped last: after the server.
     let work = temp_dir("fuse");
     let server = TestServer::start(&["disk=mem:64m"]);
@@ -486,16 +478,8 @@ fn nbdfuse_loop_ext4() {
 
 #[test]
 fn a_tmpfs_file_export_takes_512_byte_direct_io_through_a_loop_device() {
-    elevator_testkit::needs!(
-        "nbdinfo",
-        "nbdfuse",
-        "fusermount3",
-        "mkfs.ext4",
-        "fsck.ext4",
-        "losetup",
-        "mount",
-        "umount"
-    );
+    elevator_testkit::needs!("nbdinfo");
+    elevator_testkit::needs!(in common::ext4::TOOLS);
     let test = "a_tmpfs_file_export_takes_512_byte_direct_io_through_a_loop_device";
     let shm = Path::new("/dev/shm");
     if !shm.is_dir() {

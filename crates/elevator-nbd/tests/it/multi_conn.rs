@@ -166,15 +166,7 @@ fn fio_four_jobs_verify_mem_and_file() {
 
 #[test]
 fn ext4_round_trip_two_threads() {
-    elevator_testkit::needs!(
-        "nbdfuse",
-        "fusermount3",
-        "mkfs.ext4",
-        "fsck.ext4",
-        "losetup",
-        "mount",
-        "umount"
-    );
+    elevator_testkit::needs!(in common::ext4::TOOLS);
     // Dropped last: after the server.
     let work = temp_dir("multi-ext4");
     let server = two_thread_server(&["disk=mem:64m"]);

@@ -70,17 +70,7 @@ pub fn elevator(dir: &Path, args: &[&str]) -> Output {
         .args(args))
 }
 
-/// stdout, which must come from a run that succeeded.
-pub fn stdout_ok(what: &str, out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+pub use elevator_testkit::stdout_ok;
 
 /// The JSON document in `text` (what comes before the first `{`, such as
 /// fio's notes, is skipped).

@@ -10,6 +10,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The programs this module runs (for `elevator_testkit::needs!`).
+pub const TOOLS: &[&str] = &[
+    "nbdfuse",
+    "fusermount3",
+    "mkfs.ext4",
+    "fsck.ext4",
+    "losetup",
+    "mount",
+    "umount",
+];
+
 use super::{DEADLINE, TempDir, pattern, run, run_ok, wait_for};
 
 const MIB: u64 = 1 << 20;

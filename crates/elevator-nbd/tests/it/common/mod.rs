@@ -257,15 +257,7 @@ pub fn run(cmd: &mut Command) -> Output {
 /// Run `cmd`, check it succeeded, and return its stdout.
 pub fn run_ok(cmd: &mut Command) -> String {
     let what = format!("{cmd:?}");
-    let out = run(cmd);
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    elevator_testkit::stdout_ok(&what, &run(cmd))
 }
 
 /// Run fio (`--output-format=json`), check it succeeded, and return its

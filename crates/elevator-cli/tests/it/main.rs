@@ -1,0 +1,24 @@
+//! The elevator-cli integration tests: the `elevator` binary run as a user runs it.
+//! One test binary for the crate (linking one is faster than one per file);
+//! each module below was a test file of its own.
+
+mod advise;
+mod cli;
+mod common;
+mod crash_ext4;
+mod crash_states;
+mod experiment_seeds;
+mod fio_compat;
+mod hostile;
+mod input_checks;
+mod iolog;
+mod readme;
+mod real;
+mod replay;
+mod report_browser;
+mod report_run;
+mod run;
+mod serve;
+mod trace_convert;
+mod trace_out;
+mod write_log;

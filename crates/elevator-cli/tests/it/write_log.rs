@@ -433,6 +433,24 @@ fn idle_clients_do_not_hold_up_a_mark() {
         "error the mark socket serves 64 clients at once: try again\n"
     );
     drop(many);
+    // The server frees the dropped clients' places when it sees them hang
+    // up, which may be a moment after the drop: wait for a place (a probe
+    // that sends nothing records nothing).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mut probe = UnixStream::connect(&s.marks).expect("connecting");
+        probe.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        let said = answer(&mut probe);
+        if !said.contains("serves 64 clients at once") {
+            assert_eq!(said, "error the mark ended before its newline\n");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dropped clients' places never came back"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 
     let mut long = UnixStream::connect(&s.marks).expect("connecting");
     long.write_all(&[b'x'; 5000]).expect("sending");

@@ -13,7 +13,7 @@ use elevator_fio::report;
 use elevator_fio::result::RunResult;
 use elevator_io::DeviceSpec;
 use elevator_run::job_text::run_seed;
-use elevator_run::jobs::{run_jobs, run_jobs_strict};
+use elevator_run::jobs::JobsRequest;
 use elevator_run::taps::blktrace::compare_prefix;
 use elevator_run::target::parse_tunables;
 use elevator_run::{Observer, Taps, Target, Threads};
@@ -202,7 +202,13 @@ pub fn execute(
     threads: &ThreadArgs,
 ) -> Result<RunResult> {
     let target = Target::from_spec(spec.clone(), "").with_threads(threads.threads());
-    let run = run_jobs_strict(jobs, &target, cfg, &Taps::default(), &mut Stderr::notes())?;
+    let request = JobsRequest {
+        jobs,
+        target: &target,
+        cfg,
+        taps: &Taps::default(),
+    };
+    let run = request.run_strict(&mut Stderr::notes())?;
     Ok(run.result)
 }
 
@@ -342,7 +348,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         observer: observer.as_ref().map(|o| o as &dyn Observer),
         write_log: args.write_log.as_deref(),
     };
-    let run = run_jobs(&jobs, &target, &cfg, &taps, &mut stderr)?;
+    let request = JobsRequest {
+        jobs: &jobs,
+        target: &target,
+        cfg: &cfg,
+        taps: &taps,
+    };
+    let run = request.run(&mut stderr)?;
     let result = &run.result;
     let mut text = String::new();
     for format in &formats {
@@ -424,7 +436,14 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
             observer: observer.as_ref().map(|o| o as &dyn Observer),
             write_log: None,
         };
-        let run = run_jobs_strict(&jobs, &target, &cfg, &taps, &mut stderr)
+        let request = JobsRequest {
+            jobs: &jobs,
+            target: &target,
+            cfg: &cfg,
+            taps: &taps,
+        };
+        let run = request
+            .run_strict(&mut stderr)
             .with_context(|| format!("running {name} under {sched}"))?;
         observers.extend(observer);
         if !json {

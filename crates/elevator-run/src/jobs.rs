@@ -39,53 +39,229 @@ pub struct JobsRun {
     pub write_log: Option<WriteLogReport>,
 }
 
-/// Run `jobs` on `target` to the end: a job that failed on its own terms (a
-/// verify error, `rate_min` not met) still gives the run's figures, with
-/// what failed ([`JobsRun::failure`]), as fio reports such a run in full.
-/// The notes are the write log's, the trace's (`taps.trace_out`) and the
-/// I/O errors jobs met; jobs with `write_iolog` log their I/Os there.
-pub fn run_jobs(
-    jobs: &JobFile,
-    target: &Target,
-    cfg: &RunConfig,
-    taps: &Taps<'_>,
-    listener: &mut dyn Listener,
-) -> Result<JobsRun, RunError> {
-    let threads = &target.threads;
-    let run = match target.model() {
-        Some(_) if !threads.also.is_empty() => {
-            return Err(RunError::Usage(
-                "--also-device goes with a real --device (file:PATH or mem:SIZE): a disk model \
-                 runs in the simulator, one device at a time"
-                    .to_string(),
-            ));
-        }
-        Some(_) if threads.lock.is_some() || threads.lock_stats => {
-            return Err(RunError::Usage(
-                "--lock and --lock-stats go with a real --device (file:PATH or mem:SIZE): the \
-                 simulator runs one queue on one virtual clock, with no threads or locks"
-                    .to_string(),
-            ));
-        }
-        Some(model) => run_model(jobs, model, cfg, taps, listener)?,
-        None => run_real(jobs, target, cfg, taps, listener)?,
-    };
-    io_error_notes(jobs, &run.result, listener);
-    Ok(run)
+/// fio jobs to run on a [`Target`], with the run's settings and taps: what
+/// [`JobsRequest::run`] takes.
+#[derive(Debug, Clone, Copy)]
+pub struct JobsRequest<'a> {
+    /// The job file to run.
+    pub jobs: &'a JobFile,
+    /// Where to run it: a device model or real devices, and their threads.
+    pub target: &'a Target,
+    /// The scheduler, its tunables and the seed.
+    pub cfg: &'a RunConfig,
+    /// Where the run's events and writes go besides the figures.
+    pub taps: &'a Taps<'a>,
 }
 
-/// [`run_jobs`], with a failure as an error.
-pub fn run_jobs_strict(
-    jobs: &JobFile,
-    target: &Target,
-    cfg: &RunConfig,
-    taps: &Taps<'_>,
-    listener: &mut dyn Listener,
-) -> Result<JobsRun, RunError> {
-    let mut run = run_jobs(jobs, target, cfg, taps, listener)?;
-    match run.failure.take() {
-        Some(failure) => Err(RunError::Failed(failure)),
-        None => Ok(run),
+impl JobsRequest<'_> {
+    /// Run the jobs on the target to the end: a job that failed on its own
+    /// terms (a verify error, `rate_min` not met) still gives the run's
+    /// figures, with what failed ([`JobsRun::failure`]), as fio reports such
+    /// a run in full. The notes are the write log's, the trace's
+    /// (`taps.trace_out`) and the I/O errors jobs met; jobs with
+    /// `write_iolog` log their I/Os there.
+    pub fn run(&self, listener: &mut dyn Listener) -> Result<JobsRun, RunError> {
+        let threads = &self.target.threads;
+        let run = match self.target.model() {
+            Some(_) if !threads.also.is_empty() => {
+                return Err(RunError::Usage(
+                    "--also-device goes with a real --device (file:PATH or mem:SIZE): a disk \
+                     model runs in the simulator, one device at a time"
+                        .to_string(),
+                ));
+            }
+            Some(_) if threads.lock.is_some() || threads.lock_stats => {
+                return Err(RunError::Usage(
+                    "--lock and --lock-stats go with a real --device (file:PATH or mem:SIZE): \
+                     the simulator runs one queue on one virtual clock, with no threads or locks"
+                        .to_string(),
+                ));
+            }
+            Some(model) => self.run_model(model, listener)?,
+            None => self.run_real(listener)?,
+        };
+        io_error_notes(self.jobs, &run.result, listener);
+        Ok(run)
+    }
+
+    /// [`JobsRequest::run`], with a failure as an error.
+    pub fn run_strict(&self, listener: &mut dyn Listener) -> Result<JobsRun, RunError> {
+        let mut run = self.run(listener)?;
+        match run.failure.take() {
+            Some(failure) => Err(RunError::Failed(failure)),
+            None => Ok(run),
+        }
+    }
+    /// Run on a device model, on this thread.
+    fn run_model(
+        &self,
+        model: &ModelSpec,
+        listener: &mut dyn Listener,
+    ) -> Result<JobsRun, RunError> {
+        let Self {
+            jobs, cfg, taps, ..
+        } = *self;
+        let (mut sink, appends) = taps.run_sink(jobs, || {
+            Ok(model.build()?.limits().capacity.saturating_mul(512))
+        })?;
+        let mut out = sink.as_mut().map(|s| TraceOut::new(&mut **s));
+        let mut heads = taps.observer.map(|o| HeadsOut::new(o.max_heads()));
+        let t0 = thread_cpu_ns();
+        let mut device = SimLogged::build(model, taps.write_log, |e| SimError::from(e).into())?;
+        let result = elevator_sim::engine::run_on(
+            jobs,
+            device.device(),
+            cfg,
+            &mut |p| listener.progress(Progress::Jobs(p)),
+            out.as_mut(),
+            heads.as_mut(),
+        );
+        let write_log = device.finish(listener)?;
+        let cpu_ns = thread_cpu_ns().saturating_sub(t0);
+        if let (Some(o), Some(h)) = (taps.observer, heads) {
+            o.set_heads(&mut h.samples.iter().map(|s| (s.time, s.cylinder)));
+        }
+        listener.finished();
+        let summary = out.and_then(|o| o.summary);
+        close_taps(
+            sink.as_mut(),
+            appends,
+            taps.trace_out,
+            summary.as_ref(),
+            listener,
+        )?;
+        let check = write_log
+            .as_ref()
+            .and_then(|r| r.verdict().err())
+            .map(Failure::Check);
+        let (result, failure) = match result {
+            Ok(result) => (result, check),
+            Err(SimError::JobFailed {
+                job,
+                clone,
+                failure,
+                partial,
+            }) => (*partial, job_failed(job, clone, failure)),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(JobsRun {
+            result,
+            cpu_ns,
+            failure,
+            write_log,
+        })
+    }
+
+    /// Run on real devices: the target's, and the `also` devices, each on a
+    /// thread of its own.
+    fn run_real(&self, listener: &mut dyn Listener) -> Result<JobsRun, RunError> {
+        let Self {
+            jobs,
+            target,
+            cfg,
+            taps,
+        } = *self;
+        let threads = &target.threads;
+        let mut devs = vec![target.spec().open()?];
+        for spec in &threads.also {
+            let extra = DeviceSpec::parse(spec)?;
+            if extra.model().is_some() {
+                return Err(RunError::Usage(format!(
+                    "--also-device {spec}: several devices must all be real (file:PATH or \
+                 mem:SIZE); a disk model runs in the simulator, one at a time"
+                )));
+            }
+            devs.push(extra.open()?);
+        }
+        let devs_given = devs.len();
+        // Each faulty device's counts, to report once the run has taken the
+        // devices and is over.
+        let faults: Vec<(usize, FaultTally)> = devs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| match d {
+                RealDevice::Faulty(f) => Some((i, f.tally())),
+                _ => None,
+            })
+            .collect();
+        // The write log records the --device (with its data); its shares, one
+        // per thread, record into the same log.
+        let write_log = match taps.write_log {
+            Some(path) if devs_given > 1 => {
+                return Err(RunError::Usage(format!(
+                    "--write-log {} records one device: --also-device gives {devs_given}",
+                    path.display()
+                )));
+            }
+            Some(path) => {
+                // One device (refused above otherwise): the --device.
+                let (log, first) = RealLogged::create(path, devs.swap_remove(0))?;
+                devs.push(first);
+                Some(log)
+            }
+            None => None,
+        };
+        let tcfg = elevator_io::mq::ThreadConfig {
+            run: cfg.clone(),
+            lock: threads.lock.unwrap_or_default(),
+            lock_stats: threads.lock_stats,
+        };
+        let (sink, appends) = taps.run_sink(jobs, || {
+            let bytes = devs
+                .iter()
+                .map(|d| elevator_core::Device::limits(d).capacity << 9)
+                .min();
+            Ok(bytes.unwrap_or(0))
+        })?;
+        let sink = sink.map(|s| Arc::new(Mutex::new(s)));
+        let result = elevator_io::mq::run_threads_traced(
+            jobs,
+            devs,
+            |d: &RealDevice| d.share(),
+            &tcfg,
+            &mut |p| listener.progress(Progress::Jobs(p)),
+            sink.clone(),
+        );
+        listener.finished();
+        if let Some(log) = &write_log {
+            log.finish(listener)?;
+        }
+        for (i, tally) in &faults {
+            let which = match (devs_given, i) {
+                (1, _) => String::new(),
+                (_, 0) => " on --device".to_string(),
+                (_, i) => format!(" on --also-device {}", threads.also[i - 1]),
+            };
+            listener.note(&format!("faults injected{which}: {}", tally.get()));
+        }
+        let mut guard = sink
+            .as_ref()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()));
+        close_taps(
+            guard.as_deref_mut(),
+            appends,
+            taps.trace_out,
+            result.as_ref().ok().and_then(|run| run.trace.as_ref()),
+            listener,
+        )?;
+        drop(guard);
+        let (result, failure) = match result {
+            Ok(run) => (run.result, None),
+            Err(elevator_io::jobs::JobRunError::JobFailed {
+                job,
+                clone,
+                failure,
+                partial,
+            }) => (*partial, job_failed(job, clone, failure)),
+            Err(e) => return Err(e.into()),
+        };
+        let cpu_ns = result.cpu.map_or(0, |c| c.process_ns);
+        Ok(JobsRun {
+            result,
+            cpu_ns,
+            failure,
+            write_log: None,
+        })
     }
 }
 
@@ -95,177 +271,6 @@ fn job_failed(job: String, clone: u32, failure: Box<JobFailure>) -> Option<Failu
         job,
         clone,
         failure,
-    })
-}
-
-/// Run on a device model, on this thread.
-fn run_model(
-    jobs: &JobFile,
-    model: &ModelSpec,
-    cfg: &RunConfig,
-    taps: &Taps<'_>,
-    listener: &mut dyn Listener,
-) -> Result<JobsRun, RunError> {
-    let (mut sink, appends) = taps.run_sink(jobs, || {
-        Ok(model.build()?.limits().capacity.saturating_mul(512))
-    })?;
-    let mut out = sink.as_mut().map(|s| TraceOut::new(&mut **s));
-    let mut heads = taps.observer.map(|o| HeadsOut::new(o.max_heads()));
-    let t0 = thread_cpu_ns();
-    let mut device = SimLogged::build(model, taps.write_log, |e| SimError::from(e).into())?;
-    let result = elevator_sim::engine::run_on(
-        jobs,
-        device.device(),
-        cfg,
-        &mut |p| listener.progress(Progress::Jobs(p)),
-        out.as_mut(),
-        heads.as_mut(),
-    );
-    let write_log = device.finish(listener)?;
-    let cpu_ns = thread_cpu_ns().saturating_sub(t0);
-    if let (Some(o), Some(h)) = (taps.observer, heads) {
-        o.set_heads(&mut h.samples.iter().map(|s| (s.time, s.cylinder)));
-    }
-    listener.finished();
-    let summary = out.and_then(|o| o.summary);
-    close_taps(
-        sink.as_mut(),
-        appends,
-        taps.trace_out,
-        summary.as_ref(),
-        listener,
-    )?;
-    let check = write_log
-        .as_ref()
-        .and_then(|r| r.verdict().err())
-        .map(Failure::Check);
-    let (result, failure) = match result {
-        Ok(result) => (result, check),
-        Err(SimError::JobFailed {
-            job,
-            clone,
-            failure,
-            partial,
-        }) => (*partial, job_failed(job, clone, failure)),
-        Err(e) => return Err(e.into()),
-    };
-    Ok(JobsRun {
-        result,
-        cpu_ns,
-        failure,
-        write_log,
-    })
-}
-
-/// Run on real devices: the target's, and the `also` devices, each on a
-/// thread of its own.
-fn run_real(
-    jobs: &JobFile,
-    target: &Target,
-    cfg: &RunConfig,
-    taps: &Taps<'_>,
-    listener: &mut dyn Listener,
-) -> Result<JobsRun, RunError> {
-    let threads = &target.threads;
-    let mut devs = vec![target.spec().open()?];
-    for spec in &threads.also {
-        let extra = DeviceSpec::parse(spec)?;
-        if extra.model().is_some() {
-            return Err(RunError::Usage(format!(
-                "--also-device {spec}: several devices must all be real (file:PATH or \
-                 mem:SIZE); a disk model runs in the simulator, one at a time"
-            )));
-        }
-        devs.push(extra.open()?);
-    }
-    let devs_given = devs.len();
-    // Each faulty device's counts, to report once the run has taken the
-    // devices and is over.
-    let faults: Vec<(usize, FaultTally)> = devs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| match d {
-            RealDevice::Faulty(f) => Some((i, f.tally())),
-            _ => None,
-        })
-        .collect();
-    // The write log records the --device (with its data); its shares, one
-    // per thread, record into the same log.
-    let write_log = match taps.write_log {
-        Some(path) if devs_given > 1 => {
-            return Err(RunError::Usage(format!(
-                "--write-log {} records one device: --also-device gives {devs_given}",
-                path.display()
-            )));
-        }
-        Some(path) => {
-            // One device (refused above otherwise): the --device.
-            let (log, first) = RealLogged::create(path, devs.swap_remove(0))?;
-            devs.push(first);
-            Some(log)
-        }
-        None => None,
-    };
-    let tcfg = elevator_io::mq::ThreadConfig {
-        run: cfg.clone(),
-        lock: threads.lock.unwrap_or_default(),
-        lock_stats: threads.lock_stats,
-    };
-    let (sink, appends) = taps.run_sink(jobs, || {
-        let bytes = devs
-            .iter()
-            .map(|d| elevator_core::Device::limits(d).capacity << 9)
-            .min();
-        Ok(bytes.unwrap_or(0))
-    })?;
-    let sink = sink.map(|s| Arc::new(Mutex::new(s)));
-    let result = elevator_io::mq::run_threads_traced(
-        jobs,
-        devs,
-        |d: &RealDevice| d.share(),
-        &tcfg,
-        &mut |p| listener.progress(Progress::Jobs(p)),
-        sink.clone(),
-    );
-    listener.finished();
-    if let Some(log) = &write_log {
-        log.finish(listener)?;
-    }
-    for (i, tally) in &faults {
-        let which = match (devs_given, i) {
-            (1, _) => String::new(),
-            (_, 0) => " on --device".to_string(),
-            (_, i) => format!(" on --also-device {}", threads.also[i - 1]),
-        };
-        listener.note(&format!("faults injected{which}: {}", tally.get()));
-    }
-    let mut guard = sink
-        .as_ref()
-        .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()));
-    close_taps(
-        guard.as_deref_mut(),
-        appends,
-        taps.trace_out,
-        result.as_ref().ok().and_then(|run| run.trace.as_ref()),
-        listener,
-    )?;
-    drop(guard);
-    let (result, failure) = match result {
-        Ok(run) => (run.result, None),
-        Err(elevator_io::jobs::JobRunError::JobFailed {
-            job,
-            clone,
-            failure,
-            partial,
-        }) => (*partial, job_failed(job, clone, failure)),
-        Err(e) => return Err(e.into()),
-    };
-    let cpu_ns = result.cpu.map_or(0, |c| c.process_ns);
-    Ok(JobsRun {
-        result,
-        cpu_ns,
-        failure,
-        write_log: None,
     })
 }
 

@@ -1,7 +1,7 @@
 //! elevator-run: run a workload on a target.
 //!
 //! The one layer every front end (the `elevator` command, the Python
-//! bindings) calls to run fio jobs ([`jobs::run_jobs`]), replay a trace
+//! bindings) calls to run fio jobs ([`jobs::JobsRequest`]), replay a trace
 //! ([`replay::replay`]) or advise on a scheduler ([`advise::advise`]), on a
 //! device model (virtual clock) or on real devices (io_uring), the
 //! [`Target`], with the same [`Taps`] either way. Plain types go in, result

@@ -355,6 +355,21 @@ pub fn latency_plot(title: &str, series: Vec<Series>) -> Figure {
     })
 }
 
+/// A run's taps feed the shared observer; a disk model's heads are kept.
+impl crate::taps::Observer for SharedObserver {
+    fn sink(&self) -> Box<dyn TraceSink + Send> {
+        Box::new(self.clone())
+    }
+
+    fn max_heads(&self) -> usize {
+        MAX_HEADS
+    }
+
+    fn set_heads(&self, heads: &mut dyn Iterator<Item = (u64, u32)>) {
+        self.with(|o| o.set_heads(heads));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,20 +434,5 @@ mod tests {
         let s = latency_cdf("x", &h);
         assert_eq!(s.points.len(), 3);
         assert!((s.points[2].1 - 1.0).abs() < 1e-12);
-    }
-}
-
-/// A run's taps feed the shared observer; a disk model's heads are kept.
-impl crate::taps::Observer for SharedObserver {
-    fn sink(&self) -> Box<dyn TraceSink + Send> {
-        Box::new(self.clone())
-    }
-
-    fn max_heads(&self) -> usize {
-        MAX_HEADS
-    }
-
-    fn set_heads(&self, heads: &mut dyn Iterator<Item = (u64, u32)>) {
-        self.with(|o| o.set_heads(heads));
     }
 }

@@ -11,11 +11,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::Args;
+use super::{Args, Which};
 use crate::report::html::{Section, SummaryRow, page};
-use elevator_run::experiment::{
-    Opts, Outcome, Progress, cfq_idling, deadline_cost, lock_scaling, merging,
-};
+use elevator_run::experiment::{Opts, Outcome};
 
 /// One experiment of the set.
 pub(super) struct Entry {
@@ -23,7 +21,8 @@ pub(super) struct Entry {
     seed: &'static str,
     /// About how long it takes here, seconds: full and quick.
     secs: (u32, u32),
-    run: fn(&Args, &Opts, Progress) -> Result<Outcome>,
+    /// The experiment to run.
+    which: Which,
 }
 
 const ENTRIES: &[Entry] = &[
@@ -31,37 +30,31 @@ const ENTRIES: &[Entry] = &[
         name: "merging",
         seed: "000",
         secs: (15, 4),
-        run: |_, opts, p| Ok(merging::outcome(opts, p)?),
+        which: Which::Merging,
     },
     Entry {
         name: "direct-io",
         seed: "001",
         secs: (80, 12),
-        run: |_, opts, p| super::direct_io::outcome(opts, p),
+        which: Which::DirectIo,
     },
     Entry {
         name: "deadline-cost",
         seed: "002",
         secs: (55, 7),
-        run: |_, opts, p| Ok(deadline_cost::outcome(opts, p)?),
+        which: Which::DeadlineCost,
     },
     Entry {
         name: "lock-scaling",
         seed: "003",
         secs: (60, 8),
-        run: |args, opts, p| {
-            Ok(lock_scaling::outcome(
-                &super::lock_scaling_params(args),
-                opts,
-                p,
-            )?)
-        },
+        which: Which::LockScaling,
     },
     Entry {
         name: "cfq-idling",
         seed: "004",
         secs: (2, 2),
-        run: |_, opts, p| Ok(cfq_idling::outcome(opts, p)?),
+        which: Which::CfqIdling,
     },
 ];
 
@@ -103,7 +96,7 @@ pub fn run(args: &Args) -> Result<()> {
             duration(f64::from(if args.quick { e.secs.1 } else { e.secs.0 }))
         );
         let t = Instant::now();
-        let result = super::with_progress(true, |p| (e.run)(args, &opts, p));
+        let result = super::with_progress(true, |p| super::outcome(e.which, args, &opts, p));
         match result {
             Ok(o) => {
                 write_one(dir, &o)?;

@@ -13,7 +13,7 @@ mod print;
 
 use std::io::{IsTerminal, Write};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 
 use crate::run::OutputFormat;
@@ -89,14 +89,20 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     match args.which {
         Which::All => all::run(args),
-        Which::CfqIdling => run_outcome(args, cfq_idling::outcome),
-        Which::LockScaling => run_outcome(args, |opts, p| {
-            lock_scaling::outcome(&lock_scaling_params(args), opts, p)
-        }),
-        Which::Merging => run_outcome(args, merging::outcome),
-        Which::DirectIo => run_outcome(args, direct_io::outcome),
-        Which::DeadlineCost => run_outcome(args, deadline_cost::outcome),
+        which => run_outcome(args, |opts, p| outcome(which, args, opts, p)),
     }
+}
+
+/// Run one experiment (`all` is every one: [`all::run`]).
+fn outcome(which: Which, args: &Args, opts: &Opts, progress: Progress) -> Result<Outcome> {
+    Ok(match which {
+        Which::All => bail!("experiment all runs every experiment, not one"),
+        Which::CfqIdling => cfq_idling::outcome(opts, progress)?,
+        Which::LockScaling => lock_scaling::outcome(&lock_scaling_params(args), opts, progress)?,
+        Which::Merging => merging::outcome(opts, progress)?,
+        Which::DirectIo => direct_io::outcome(opts, progress)?,
+        Which::DeadlineCost => deadline_cost::outcome(opts, progress)?,
+    })
 }
 
 /// Run `f` with a progress line on stderr (redrawn with `\r`, only when

@@ -332,6 +332,21 @@ impl DiskUtil {
             util: run.utilisation() * 100.0,
         }
     }
+
+    /// The counts in the order fio's reports give them: reads' and writes'
+    /// ios, merges and ticks, then `in_queue`.
+    pub fn counts(&self) -> [u64; 7] {
+        let [ios, merges, ticks] = [self.ios, self.merges, self.ticks];
+        [
+            ios[0],
+            ios[1],
+            merges[0],
+            merges[1],
+            ticks[0],
+            ticks[1],
+            self.in_queue,
+        ]
+    }
 }
 
 /// One direction of a group.

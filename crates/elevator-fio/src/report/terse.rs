@@ -91,18 +91,11 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         for &c in x.lat_us[1..].iter().chain(&x.lat_ms) {
             let _ = write!(out, ";{:3.2}%", lat_pct(c, ios));
         }
-        let _ = write!(
-            out,
-            ";{device_name};{};{};{};{};{};{};{};{:3.2}%",
-            disk.ios[0],
-            disk.ios[1],
-            disk.merges[0],
-            disk.merges[1],
-            disk.ticks[0],
-            disk.ticks[1],
-            disk.in_queue,
-            disk.util
-        );
+        let _ = write!(out, ";{device_name}");
+        for count in disk.counts() {
+            let _ = write!(out, ";{count}");
+        }
+        let _ = write!(out, ";{:3.2}%", disk.util);
         // fio adds the error counts when the job goes on after errors.
         if s.continues() {
             let _ = write!(out, ";{};{}", s.total_err, s.first_error);

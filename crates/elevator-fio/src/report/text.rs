@@ -427,16 +427,19 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
     }
     let disk = DiskUtil::of(run);
     let _ = writeln!(out, "\nDisk stats (read/write):");
+    let [
+        rd_ios,
+        wr_ios,
+        rd_merges,
+        wr_merges,
+        rd_ticks,
+        wr_ticks,
+        in_queue,
+    ] = disk.counts();
     let _ = writeln!(
         out,
-        "  {device_name}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
-        disk.ios[0],
-        disk.ios[1],
-        disk.merges[0],
-        disk.merges[1],
-        disk.ticks[0],
-        disk.ticks[1],
-        disk.in_queue,
+        "  {device_name}: ios={rd_ios}/{wr_ios}, merge={rd_merges}/{wr_merges}, \
+         ticks={rd_ticks}/{wr_ticks}, in_queue={in_queue}, util={:.2}%",
         disk.util
     );
     let _ = writeln!(out, "\n-- elevator's own figures --");
@@ -490,37 +493,32 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         );
     }
     out.push('\n');
-    match run.cpu {
-        None => {
-            let _ = writeln!(
-                out,
-                "  simulated {:.3} s: {} I/Os, {} events",
-                run.elapsed as f64 / 1e9,
-                run.ios,
-                run.events
-            );
-        }
-        Some(cpu) => {
-            let _ = writeln!(
-                out,
-                "  ran {:.3} s in real time: {} I/Os, {} loop passes",
-                run.elapsed as f64 / 1e9,
-                run.ios,
-                run.events
-            );
-            let _ = writeln!(
-                out,
-                "  cpu: engine thread usr={:.3} s sys={:.3} s, {:.0} ns per I/O; \
-                 whole process {:.3} s (other threads, io_uring workers: {:.3} s), \
-                 {:.0} ns per I/O",
-                cpu.thread_user_ns as f64 / 1e9,
-                cpu.thread_system_ns as f64 / 1e9,
-                cpu.thread_per_io(run.ios),
-                cpu.process_ns as f64 / 1e9,
-                cpu.other_threads_ns() as f64 / 1e9,
-                cpu.per_io(run.ios)
-            );
-        }
+    // A model's run: simulated time and events; a real one's: wall time and
+    // the engine loop's passes, then the CPU it took.
+    let (ran, real_time, events) = match run.cpu {
+        None => ("simulated", "", "events"),
+        Some(_) => ("ran", " in real time", "loop passes"),
+    };
+    let _ = writeln!(
+        out,
+        "  {ran} {:.3} s{real_time}: {} I/Os, {} {events}",
+        run.elapsed as f64 / 1e9,
+        run.ios,
+        run.events
+    );
+    if let Some(cpu) = run.cpu {
+        let _ = writeln!(
+            out,
+            "  cpu: engine thread usr={:.3} s sys={:.3} s, {:.0} ns per I/O; \
+             whole process {:.3} s (other threads, io_uring workers: {:.3} s), \
+             {:.0} ns per I/O",
+            cpu.thread_user_ns as f64 / 1e9,
+            cpu.thread_system_ns as f64 / 1e9,
+            cpu.thread_per_io(run.ios),
+            cpu.process_ns as f64 / 1e9,
+            cpu.other_threads_ns() as f64 / 1e9,
+            cpu.per_io(run.ios)
+        );
     }
     if !run.locks.is_empty() {
         let report = elevator_core::lockstat::LockReport {

@@ -26,7 +26,7 @@ use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
 
 use crate::error::RunError;
 use crate::job_text::load_job;
-use crate::jobs::run_jobs_strict;
+use crate::jobs::JobsRequest;
 use crate::listener::Listener;
 use crate::target::{Target, parse_tunables};
 
@@ -235,7 +235,13 @@ fn run_job(
         tunables,
         seed,
     };
-    Ok(run_jobs_strict(jobs, target, &cfg, &Default::default(), listener)?.result)
+    let request = JobsRequest {
+        jobs,
+        target,
+        cfg: &cfg,
+        taps: &Default::default(),
+    };
+    Ok(request.run_strict(listener)?.result)
 }
 
 /// Each job section's throughput (bytes/s) when one clone of it runs

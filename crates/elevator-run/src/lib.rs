@@ -12,6 +12,12 @@
 //! - [`job_text`]: the job a user gives (file, command-line options).
 //! - [`taps`]: blktrace files, an observer, iologs, the write log.
 //! - [`jobs`], [`replay`], [`advise`]: the entry points.
+//! - [`experiment`]: the measurements from the Linux discussions the
+//!   project grew from, each with its expected shapes; [`observe`]: the
+//!   trace sink their plots (and `run --report`'s) are drawn from.
+//! - [`microbench`]: the CPU per bio of elevator-core's path, no device.
+//! - [`write_log`]: a write log applied to image files;
+//!   [`crash_states`]: the crash states of a write log, built and checked.
 //! - [`listener`]: progress and notes; [`error`]: what can fail.
 //! - [`cpu_time`]: the host CPU a run took.
 

@@ -12,6 +12,7 @@ mod fio_compat;
 mod hostile;
 mod input_checks;
 mod iolog;
+mod layering;
 mod readme;
 mod real;
 mod replay;

@@ -286,7 +286,6 @@ fn show_streams_a_large_log_in_bounded_memory() {
 
 #[test]
 fn devices_lists_the_fault_options() {
-    elevator_testkit::needs!("kill");
     let out = ok(&["devices"]);
     let text = String::from_utf8_lossy(&out.stdout);
     for name in [
@@ -400,6 +399,7 @@ fn answer(conn: &mut UnixStream) -> String {
 /// is refused; the socket goes when the server stops.
 #[test]
 fn idle_clients_do_not_hold_up_a_mark() {
+    elevator_testkit::needs!("kill");
     let dir = TempDir::new("mark-idle");
     let mut s = MarkServer::start(&dir);
     let marks = s.marks.to_str().expect("UTF-8 path").to_string();

@@ -125,6 +125,21 @@ impl Analysis {
     }
 }
 
+/// Count one `$key` in `$map` (counts by key), or in `$untallied` when it
+/// would be a new key past [`MAX_DISTINCT`].
+macro_rules! tally {
+    ($map:expr, $key:expr, $untallied:expr) => {{
+        let key = $key;
+        if let Some(n) = $map.get_mut(&key) {
+            *n += 1;
+        } else if $map.len() < MAX_DISTINCT {
+            $map.insert(key, 1);
+        } else {
+            $untallied += 1;
+        }
+    }};
+}
+
 /// The analyzer: feed it records in time order with [`Analyzer::record`].
 #[derive(Debug)]
 pub struct Analyzer {
@@ -193,6 +208,40 @@ impl Analyzer {
     fn track_rq(&mut self, dev: DevT, sector: u64, state: RqState) {
         let key = self.next_key(dev, sector);
         self.rqs.insert(key, state);
+    }
+
+    /// Stamp the request at (dev, sector) that `pred` accepts with `stamp`
+    /// and record `time` less its earlier step `since` in the histogram that
+    /// `hist` picks; with no such request, track a new one ending at `end`,
+    /// so stamped.
+    #[inline]
+    fn stamp_rq(
+        &mut self,
+        (dev, sector, end, time): (DevT, u64, u64, Nanos),
+        pred: impl Fn(&RqState) -> bool,
+        stamp: impl Fn(&mut RqState),
+        since: impl Fn(&RqState) -> Option<Nanos>,
+        hist: impl Fn(&mut Analysis) -> &mut Summary,
+    ) {
+        match self
+            .find_rq(dev, sector, pred)
+            .and_then(|k| self.rqs.get_mut(&k))
+        {
+            Some(rq) => {
+                stamp(rq);
+                if let Some(t) = since(rq) {
+                    hist(&mut self.out).record(time.saturating_sub(t));
+                }
+            }
+            None => {
+                let mut state = RqState {
+                    end,
+                    ..RqState::default()
+                };
+                stamp(&mut state);
+                self.track_rq(dev, sector, state);
+            }
+        }
     }
 
     /// The first bio at (dev, sector) that `pred` accepts.
@@ -319,30 +368,13 @@ impl Analyzer {
                     },
                 );
             }
-            TraceAction::Insert => {
-                let found = self.find_rq(dev, e.sector, |r| {
-                    r.inserted.is_none() && r.issued.is_none()
-                });
-                match found.and_then(|k| self.rqs.get_mut(&k)) {
-                    Some(rq) => {
-                        rq.inserted = Some(e.time);
-                        if let Some(g) = rq.allocated {
-                            self.out.g2i.record(e.time.saturating_sub(g));
-                        }
-                    }
-                    None => {
-                        self.track_rq(
-                            dev,
-                            e.sector,
-                            RqState {
-                                end,
-                                inserted: Some(e.time),
-                                ..RqState::default()
-                            },
-                        );
-                    }
-                }
-            }
+            TraceAction::Insert => self.stamp_rq(
+                (dev, e.sector, end, e.time),
+                |r| r.inserted.is_none() && r.issued.is_none(),
+                |rq| rq.inserted = Some(e.time),
+                |rq| rq.allocated,
+                |out| &mut out.g2i,
+            ),
             TraceAction::Issue => self.issue(r, end, empty),
             TraceAction::Complete => self.complete(r, end, empty),
             TraceAction::Requeue => {
@@ -353,15 +385,7 @@ impl Analyzer {
                 }
             }
             TraceAction::Plug => {}
-            TraceAction::Unplug => {
-                if let Some(n) = self.depths.get_mut(&e.extra) {
-                    *n += 1;
-                } else if self.depths.len() < MAX_DISTINCT {
-                    self.depths.insert(e.extra, 1);
-                } else {
-                    self.out.untallied += 1;
-                }
-            }
+            TraceAction::Unplug => tally!(self.depths, e.extra, self.out.untallied),
         }
     }
 
@@ -381,36 +405,17 @@ impl Analyzer {
             self.flush_rqs.push_back(e.time);
             return;
         }
-        if let Some(n) = self.sizes.get_mut(&(e.op, e.bytes)) {
-            *n += 1;
-        } else if self.sizes.len() < MAX_DISTINCT {
-            self.sizes.insert((e.op, e.bytes), 1);
-        } else {
-            self.out.untallied += 1;
-        }
-        match self
-            .find_rq(dev, e.sector, |r| r.issued.is_none())
-            .and_then(|k| self.rqs.get_mut(&k))
-        {
-            Some(rq) => {
+        tally!(self.sizes, (e.op, e.bytes), self.out.untallied);
+        self.stamp_rq(
+            (dev, e.sector, end, e.time),
+            |r| r.issued.is_none(),
+            |rq| {
                 rq.issued = Some(e.time);
                 rq.end = end;
-                if let Some(i) = rq.inserted {
-                    self.out.i2d.record(e.time.saturating_sub(i));
-                }
-            }
-            None => {
-                self.track_rq(
-                    dev,
-                    e.sector,
-                    RqState {
-                        end,
-                        issued: Some(e.time),
-                        ..RqState::default()
-                    },
-                );
-            }
-        }
+            },
+            |rq| rq.inserted,
+            |out| &mut out.i2d,
+        );
         for (_, b) in self.bios.range_mut((dev, e.sector, 0)..(dev, end, 0)) {
             if !b.issued {
                 b.issued = true;

@@ -8,9 +8,9 @@
 
 pub mod kernel_text;
 
-use elevator_core::{BioFlags, IoContext, Op, TraceAction, TraceEvent};
+use elevator_core::{BioFlags, Op, TraceAction, TraceEvent};
 
-use crate::record::{DevT, Record, dev_t};
+use crate::record::{DevT, Record, dev_t, event};
 
 /// The processes of a [`SyntheticTrace`]: pid and name.
 pub const PROCESSES: [(u32, &str); 3] = [(4100, "postgres"), (4101, "kworker/1:2"), (4102, "fio")];
@@ -61,15 +61,9 @@ impl SyntheticTrace {
             0
         };
         let event = TraceEvent {
-            time: self.time,
-            action,
-            op,
-            flags,
-            sector,
-            bytes,
-            ctx: IoContext(pid),
             error,
             extra,
+            ..event(self.time, action, op, flags, sector, bytes, pid)
         };
         self.time += 731 + (k % 5) * 97;
         if self.count < self.pending.len() {

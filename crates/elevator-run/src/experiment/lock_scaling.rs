@@ -165,65 +165,74 @@ fn con(c: &Cell) -> f64 {
 }
 
 fn shapes(cells: &[Cell], lo: usize, hi: usize) -> Vec<Shape> {
-    let mut out = Vec::new();
     let get = |layout, lock, n| cell(cells, layout, lock, n);
-    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
-    if let Some(g) = get(Layout::OwnDevices, LockMode::Global, hi).filter(|_| hi >= 2) {
-        out.push(Shape {
-            claim: format!("global contends with {hi} readers on their own devices (CON > 0)"),
-            seed: "CON 59.4%, held 57.7% of the time (10 readers, 4 CPUs)".into(),
-            ours: format!("CON {}", pct(con(g))),
-            holds: con(g) > 0.0,
-        });
-    }
+    // `lock`'s contention with `hi` readers on `layout`, against `holds`.
+    let contention = |layout, lock, claim: String, seed: &str, holds: fn(f64) -> bool| {
+        get(layout, lock, hi).map(|c| Shape {
+            claim,
+            seed: seed.into(),
+            ours: format!("CON {:.1}%", 100.0 * con(c)),
+            holds: holds(con(c)),
+        })
+    };
     let scale = |lock, layout| -> Option<f64> {
         let a = get(layout, lock, lo)?;
         let b = get(layout, lock, hi)?;
         Some(b.mb_per_s / a.mb_per_s.max(1e-9))
     };
-    if let (Some(g), Some(q)) = (
-        scale(LockMode::Global, Layout::OwnDevices),
-        scale(LockMode::Queue, Layout::OwnDevices),
-    ) {
-        out.push(Shape {
-            claim: format!(
-                "global flattens: its MB/s from {lo} to {hi} readers grows less than queue's"
-            ),
-            seed: "2.49 of 4 CPUs held or spinning on the lock (10 readers)".into(),
-            ours: format!("{g:.2}x vs {q:.2}x"),
-            holds: g < q,
-        });
-    }
-    if let Some(q) = get(Layout::OwnDevices, LockMode::Queue, hi) {
-        out.push(Shape {
-            claim: "queue: no contention across devices (CON < 1%)".into(),
-            seed: "no figure (Linux 2.5's lock per queue came later)".into(),
-            ours: format!("CON {}", pct(con(q))),
-            holds: con(q) < 0.01,
-        });
-    }
-    if let Some(q) = get(Layout::OneDevice, LockMode::Queue, hi).filter(|_| hi >= 2) {
-        out.push(Shape {
-            claim: format!("queue contends within one device with {hi} readers (CON > 0)"),
-            seed: "no figure (why blk-mq came, in 2013)".into(),
-            ours: format!("CON {}", pct(con(q))),
-            holds: con(q) > 0.0,
-        });
-    }
-    if let (Some(m), Some(q)) = (
-        scale(LockMode::Mq, Layout::OneDevice),
-        scale(LockMode::Queue, Layout::OneDevice),
-    ) {
-        out.push(Shape {
-            claim: format!(
-                "mq scales within one device: from {lo} to {hi} readers, more than queue"
-            ),
-            seed: "no figure (blk-mq's per-CPU queues came later)".into(),
-            ours: format!("{m:.2}x vs {q:.2}x"),
-            holds: m > q,
-        });
-    }
-    out
+    // How locks `a` and `b` scale from `lo` to `hi` readers on `layout`.
+    let scaling = |layout, (a, b), claim: String, seed: &str, holds: fn(f64, f64) -> bool| {
+        let (x, y) = (scale(a, layout)?, scale(b, layout)?);
+        Some(Shape {
+            claim,
+            seed: seed.into(),
+            ours: format!("{x:.2}x vs {y:.2}x"),
+            holds: holds(x, y),
+        })
+    };
+    let contends = hi >= 2;
+    [
+        contention(
+            Layout::OwnDevices,
+            LockMode::Global,
+            format!("global contends with {hi} readers on their own devices (CON > 0)"),
+            "CON 59.4%, held 57.7% of the time (10 readers, 4 CPUs)",
+            |c| c > 0.0,
+        )
+        .filter(|_| contends),
+        scaling(
+            Layout::OwnDevices,
+            (LockMode::Global, LockMode::Queue),
+            format!("global flattens: its MB/s from {lo} to {hi} readers grows less than queue's"),
+            "2.49 of 4 CPUs held or spinning on the lock (10 readers)",
+            |g, q| g < q,
+        ),
+        contention(
+            Layout::OwnDevices,
+            LockMode::Queue,
+            "queue: no contention across devices (CON < 1%)".into(),
+            "no figure (Linux 2.5's lock per queue came later)",
+            |c| c < 0.01,
+        ),
+        contention(
+            Layout::OneDevice,
+            LockMode::Queue,
+            format!("queue contends within one device with {hi} readers (CON > 0)"),
+            "no figure (why blk-mq came, in 2013)",
+            |c| c > 0.0,
+        )
+        .filter(|_| contends),
+        scaling(
+            Layout::OneDevice,
+            (LockMode::Mq, LockMode::Queue),
+            format!("mq scales within one device: from {lo} to {hi} readers, more than queue"),
+            "no figure (blk-mq's per-CPU queues came later)",
+            |m, q| m > q,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// What lock-scaling runs: the readers' device, reader counts, seconds per

@@ -211,6 +211,11 @@ fn ratio(a: u32, b: u32) -> f64 {
     f64::from(a) / f64::from(b)
 }
 
+/// `from -> to ns per I/O (growth)`, the growth to `digits` places.
+fn per_io_growth(from: f64, to: f64, digits: usize) -> String {
+    format!("{from:.1} -> {to:.1} ns per I/O ({:.digits$}x)", to / from)
+}
+
 /// The shapes the seed reported, checked.
 pub fn shapes(r: &Results) -> Vec<Shape> {
     let ns = |s, d| r.ns(s, d);
@@ -229,7 +234,7 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                 seed::LIST_MERGE[2],
                 ratio(seed::LIST_MERGE[2], seed::LIST_MERGE[0])
             ),
-            ours: format!("{l128:.1} -> {l4096:.1} ns per I/O ({:.1}x)", l4096 / l128),
+            ours: per_io_growth(l128, l4096, 1),
             holds: l4096 / l128 >= LIST_GROWTH_4096,
         },
         Shape {
@@ -244,7 +249,7 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                 seed::LIST_MERGE[1],
                 ratio(seed::LIST_MERGE[1], seed::LIST_MERGE[0])
             ),
-            ours: format!("{l128:.1} -> {l512:.1} ns per I/O ({:.1}x)", l512 / l128),
+            ours: per_io_growth(l128, l512, 1),
             holds: l512 / l128 >= LIST_GROWTH_512,
         },
         Shape {
@@ -257,7 +262,7 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                 seed::RBTREE_ALL[1],
                 ratio(seed::RBTREE_ALL[1], seed::RBTREE_ALL[0])
             ),
-            ours: format!("{r128:.1} -> {r512:.1} ns per I/O ({:.2}x)", r512 / r128),
+            ours: per_io_growth(r128, r512, 2),
             holds: r512 / r128 <= TREE_GROWTH_512,
         },
     ];
@@ -274,7 +279,7 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                 seed::RBTREE_ALL[2],
                 ratio(seed::RBTREE_ALL[2], seed::RBTREE_ALL[0])
             ),
-            ours: format!("{lo:.1} -> {hi:.1} ns per I/O ({:.2}x)", hi / lo),
+            ours: per_io_growth(lo, hi, 2),
             holds: hi / lo <= TREE_GROWTH_4096,
         });
     }

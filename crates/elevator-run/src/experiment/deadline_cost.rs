@@ -216,6 +216,13 @@ fn per_io_growth(from: f64, to: f64, digits: usize) -> String {
     format!("{from:.1} -> {to:.1} ns per I/O ({:.digits$}x)", to / from)
 }
 
+/// The seed's `samples` at 128 requests and at `seed::DEPTHS[to]`, then
+/// `span` and the growth to `digits` places: `A -> B samples{span} (Gx)`.
+fn seed_growth(samples: [u32; 3], to: usize, span: &str, digits: usize) -> String {
+    let (a, b) = (samples[0], samples[to]);
+    format!("{a} -> {b} samples{span} ({:.digits$}x)", ratio(b, a))
+}
+
 /// The shapes the seed reported, checked.
 pub fn shapes(r: &Results) -> Vec<Shape> {
     let ns = |s, d| r.ns(s, d);
@@ -229,10 +236,13 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                  depth 4096 as at 128"
             ),
             seed: format!(
-                "deadline_merge {} -> {} samples from 128 to 4096 requests per list ({:.1}x)",
-                seed::LIST_MERGE[0],
-                seed::LIST_MERGE[2],
-                ratio(seed::LIST_MERGE[2], seed::LIST_MERGE[0])
+                "deadline_merge {}",
+                seed_growth(
+                    seed::LIST_MERGE,
+                    2,
+                    " from 128 to 4096 requests per list",
+                    1
+                )
             ),
             ours: per_io_growth(l128, l4096, 1),
             holds: l4096 / l128 >= LIST_GROWTH_4096,
@@ -243,11 +253,9 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                  at 128"
             ),
             seed: format!(
-                "deadline_merge {} -> {} samples from 128 to 512 ({:.1}x): 'stock kernel \
-                 shows worse behaviour with 512 requests vs 128'",
-                seed::LIST_MERGE[0],
-                seed::LIST_MERGE[1],
-                ratio(seed::LIST_MERGE[1], seed::LIST_MERGE[0])
+                "deadline_merge {}: 'stock kernel shows worse behaviour with 512 requests vs \
+                 128'",
+                seed_growth(seed::LIST_MERGE, 1, " from 128 to 512", 1)
             ),
             ours: per_io_growth(l128, l512, 1),
             holds: l512 / l128 >= LIST_GROWTH_512,
@@ -257,10 +265,8 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                 "{RBTREE}: 'basically the same' at 512 as at 128, at most {TREE_GROWTH_512}x"
             ),
             seed: format!(
-                "rbtree deadline functions {} -> {} samples ({:.2}x)",
-                seed::RBTREE_ALL[0],
-                seed::RBTREE_ALL[1],
-                ratio(seed::RBTREE_ALL[1], seed::RBTREE_ALL[0])
+                "rbtree deadline functions {}",
+                seed_growth(seed::RBTREE_ALL, 1, "", 2)
             ),
             ours: per_io_growth(r128, r512, 2),
             holds: r512 / r128 <= TREE_GROWTH_512,
@@ -273,11 +279,9 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                  as at 128"
             ),
             seed: format!(
-                "rbtree deadline functions {} -> {} samples ({:.2}x), the growth laid on the \
-                 back-merge hash being too small at 4096",
-                seed::RBTREE_ALL[0],
-                seed::RBTREE_ALL[2],
-                ratio(seed::RBTREE_ALL[2], seed::RBTREE_ALL[0])
+                "rbtree deadline functions {}, the growth laid on the back-merge hash being too \
+                 small at 4096",
+                seed_growth(seed::RBTREE_ALL, 2, "", 2)
             ),
             ours: per_io_growth(lo, hi, 2),
             holds: hi / lo <= TREE_GROWTH_4096,

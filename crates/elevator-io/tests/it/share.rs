@@ -367,28 +367,14 @@ fn in_flight_io_stays_with_its_thread() {
     };
     let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     let single = dev.ring_setup().contains("single-issuer");
-    let bs = dev.alignment().offset.max(4096) as usize;
     let align = dev.alignment().memory.max(512) as usize;
     let (to_main, from_worker) = mpsc::channel::<FileDevice>();
     let (to_worker, from_main) = mpsc::channel::<FileDevice>();
     let worker = std::thread::spawn(move || {
         let mut dev = dev;
-        let mut buf = AlignedBuf::new(bs, align).expect("buf");
-        let io = DeviceIo {
-            tag: 3,
-            op: Op::Read,
-            sector: 0,
-            sectors: (bs >> 9) as u32,
-            flags: BioFlags::NONE,
-        };
-        let seg = DataSegment {
-            addr: buf.as_mut_ptr(),
-            len: bs as u32,
-        };
-        // SAFETY: `buf` lives on this thread until the device, back here,
-        // has reported the I/O (below); the device is dropped here too.
-        unsafe { dev.submit_data(io, &[seg], 0) };
-        dev.kick().expect("kick");
+        // `_buf` lives on this thread until the device, back here, has
+        // reported the I/O (below); the device is dropped here too.
+        let _buf = read_first_block(&mut dev, 3, align);
         to_main.send(dev).expect("send");
         let mut dev = from_main.recv().expect("device back");
         let mut done = false;
@@ -442,7 +428,8 @@ fn only_rings_that_wake_a_poller_lend_their_descriptor() {
         0
     );
     // A read in flight: the descriptor becomes readable when it is done.
-    let _buf = read_first_block(&mut polled);
+    let align = polled.alignment().memory as usize;
+    let _buf = read_first_block(&mut polled, 1, align);
     let mut got = None;
     while got.is_none() {
         // SAFETY: `ev` is valid for one event; no timeout: a ring that did
@@ -456,13 +443,14 @@ fn only_rings_that_wake_a_poller_lend_their_descriptor() {
     unsafe { libc::close(ep) };
 }
 
-/// Submit a read of `dev`'s first block (tag 1) and kick it; the buffer it
-/// reads into, which the caller keeps until the read is reaped.
-fn read_first_block<D: DataDevice>(dev: &mut D) -> AlignedBuf {
+/// Submit a read of `dev`'s first block (as `tag`, into a buffer aligned to
+/// `align` bytes) and kick it; the buffer it reads into, which the caller
+/// keeps until the read is reaped.
+fn read_first_block<D: DataDevice>(dev: &mut D, tag: u32, align: usize) -> AlignedBuf {
     let bs = dev.alignment().offset.max(4096) as usize;
-    let mut buf = AlignedBuf::new(bs, dev.alignment().memory as usize).expect("buf");
+    let mut buf = AlignedBuf::new(bs, align).expect("buf");
     let io = DeviceIo {
-        tag: 1,
+        tag,
         op: Op::Read,
         sector: 0,
         sectors: (bs >> 9) as u32,
@@ -485,7 +473,8 @@ fn complete_alone_reaps_deferred_completions() {
         return;
     };
     let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
-    let _buf = read_first_block(&mut dev);
+    let align = dev.alignment().memory as usize;
+    let _buf = read_first_block(&mut dev, 1, align);
     // Never `wait`: with DEFER_TASKRUN, only an enter with GETEVENTS posts
     // the completion, and `complete` must make it (else this spins for
     // ever).

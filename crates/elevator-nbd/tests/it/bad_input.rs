@@ -35,6 +35,35 @@ fn server() -> TestServer {
     TestServer::start(&EXPORTS)
 }
 
+/// One request of a table of refused (or harmless) requests.
+enum Ask<'a> {
+    /// READ with flags, at offset, of length.
+    Read(u16, u64, u32),
+    /// WRITE with flags, at offset, of these bytes.
+    Write(u16, u64, &'a [u8]),
+    /// Another command: flags, kind, offset, length.
+    Command(u16, u16, u64, u32),
+}
+
+/// Send `asks` in order as cookies `first`, `first + 1`, ...; each must be
+/// answered with its error (a READ must fail with it; a WRITE or another
+/// command may expect 0), `what` naming it in a failure.
+fn expect_answers(c: &mut Client, first: u64, asks: &[(Ask, u32, &str)]) {
+    for (cookie, (ask, want, what)) in (first..).zip(asks) {
+        match *ask {
+            Ask::Read(flags, offset, len) => {
+                assert_eq!(c.read_at(cookie, flags, offset, len), Err(*want), "{what}");
+            }
+            Ask::Write(flags, offset, data) => {
+                assert_eq!(c.write_at(cookie, flags, offset, data), *want, "{what}");
+            }
+            Ask::Command(flags, kind, offset, len) => {
+                assert_eq!(c.command(cookie, flags, kind, offset, len), *want, "{what}");
+            }
+        }
+    }
+}
+
 fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes(b[..4].try_into().expect("4 bytes"))
 }
@@ -452,37 +481,46 @@ fn unknown_command_flags_are_einval() {
     let server = server();
     let mut c = Client::open(&server.sock, "disk");
     let data = pattern(8, 4096);
-    assert_eq!(
-        c.read_at(1, cflag::NO_HOLE, 0, 4096),
-        Err(err::EINVAL),
-        "READ with NO_HOLE"
+    let (z, t, f) = (cmd::WRITE_ZEROES, cmd::TRIM, cmd::FLUSH);
+    expect_answers(
+        &mut c,
+        1,
+        &[
+            (
+                Ask::Read(cflag::NO_HOLE, 0, 4096),
+                err::EINVAL,
+                "READ with NO_HOLE",
+            ),
+            (Ask::Read(0x8000, 0, 4096), err::EINVAL, "READ with bit 15"),
+            // A refused write's payload is read and thrown away.
+            (
+                Ask::Write(cflag::DF, 0, &data),
+                err::EINVAL,
+                "WRITE with DF",
+            ),
+            (
+                Ask::Write(cflag::NO_HOLE, 0, &data),
+                err::EINVAL,
+                "WRITE with NO_HOLE",
+            ),
+            // FAST_ZERO is not advertised.
+            (
+                Ask::Command(cflag::FAST_ZERO, z, 0, 4096),
+                err::EINVAL,
+                "WRITE_ZEROES with FAST_ZERO",
+            ),
+            (
+                Ask::Command(cflag::NO_HOLE, t, 0, 4096),
+                err::EINVAL,
+                "TRIM with NO_HOLE",
+            ),
+            (
+                Ask::Command(cflag::REQ_ONE, f, 0, 0),
+                err::EINVAL,
+                "FLUSH with REQ_ONE",
+            ),
+        ],
     );
-    assert_eq!(
-        c.read_at(2, 0x8000, 0, 4096),
-        Err(err::EINVAL),
-        "READ with bit 15"
-    );
-    // A refused write's payload is read and thrown away.
-    assert_eq!(
-        c.write_at(3, cflag::DF, 0, &data),
-        err::EINVAL,
-        "WRITE with DF"
-    );
-    assert_eq!(
-        c.write_at(4, cflag::NO_HOLE, 0, &data),
-        err::EINVAL,
-        "WRITE with NO_HOLE"
-    );
-    // FAST_ZERO is not advertised.
-    assert_eq!(
-        c.command(5, cflag::FAST_ZERO, cmd::WRITE_ZEROES, 0, 4096),
-        err::EINVAL
-    );
-    assert_eq!(
-        c.command(6, cflag::NO_HOLE, cmd::TRIM, 0, 4096),
-        err::EINVAL
-    );
-    assert_eq!(c.command(7, cflag::REQ_ONE, cmd::FLUSH, 0, 0), err::EINVAL);
     // Nothing was written by the refused writes.
     check_read(c.read_at(8, 0, 0, 4096), &[0; 4096], "READ back");
     assert_eq!(c.write_at(9, 0, 0, &data), 0);
@@ -611,50 +649,52 @@ fn ranges_past_the_end() {
     let size = 64 * MIB;
     let block = pattern(13, 1024);
     let huge = u64::MAX - 511;
-    assert_eq!(
-        c.read_at(1, 0, size - 512, 1024),
-        Err(err::EINVAL),
-        "READ across the end"
-    );
-    assert_eq!(
-        c.read_at(2, 0, size, 512),
-        Err(err::EINVAL),
-        "READ at the end"
-    );
-    assert_eq!(
-        c.read_at(3, 0, huge, 512),
-        Err(err::EINVAL),
-        "READ whose end overflows"
-    );
-    assert_eq!(
-        c.command(4, 0, cmd::TRIM, size - 512, 1024),
-        err::EINVAL,
-        "TRIM across the end"
-    );
-    assert_eq!(
-        c.command(5, 0, cmd::TRIM, huge, 1024),
-        err::EINVAL,
-        "TRIM whose end overflows"
-    );
-    assert_eq!(
-        c.write_at(6, 0, size - 512, &block),
-        err::ENOSPC,
-        "WRITE across the end"
-    );
-    assert_eq!(
-        c.write_at(7, 0, huge, &block),
-        err::ENOSPC,
-        "WRITE whose end overflows"
-    );
-    assert_eq!(
-        c.command(8, 0, cmd::WRITE_ZEROES, size, 512),
-        err::ENOSPC,
-        "WRITE_ZEROES past the end"
-    );
-    assert_eq!(
-        c.command(9, 0, cmd::WRITE_ZEROES, huge, 1024),
-        err::ENOSPC,
-        "WRITE_ZEROES overflowing"
+    expect_answers(
+        &mut c,
+        1,
+        &[
+            (
+                Ask::Read(0, size - 512, 1024),
+                err::EINVAL,
+                "READ across the end",
+            ),
+            (Ask::Read(0, size, 512), err::EINVAL, "READ at the end"),
+            (
+                Ask::Read(0, huge, 512),
+                err::EINVAL,
+                "READ whose end overflows",
+            ),
+            (
+                Ask::Command(0, cmd::TRIM, size - 512, 1024),
+                err::EINVAL,
+                "TRIM across the end",
+            ),
+            (
+                Ask::Command(0, cmd::TRIM, huge, 1024),
+                err::EINVAL,
+                "TRIM whose end overflows",
+            ),
+            (
+                Ask::Write(0, size - 512, &block),
+                err::ENOSPC,
+                "WRITE across the end",
+            ),
+            (
+                Ask::Write(0, huge, &block),
+                err::ENOSPC,
+                "WRITE whose end overflows",
+            ),
+            (
+                Ask::Command(0, cmd::WRITE_ZEROES, size, 512),
+                err::ENOSPC,
+                "WRITE_ZEROES past the end",
+            ),
+            (
+                Ask::Command(0, cmd::WRITE_ZEROES, huge, 1024),
+                err::ENOSPC,
+                "WRITE_ZEROES overflowing",
+            ),
+        ],
     );
     // The last block itself is fine.
     assert_eq!(c.write_at(10, 0, size - 1024, &block), 0);
@@ -668,23 +708,29 @@ fn unaligned_requests_on_a_4k_export_are_einval() {
     let server = server();
     let mut c = Client::open(&server.sock, "big");
     let data = pattern(14, 4096);
-    assert_eq!(c.read_at(1, 0, 512, 4096), Err(err::EINVAL), "READ at 512");
-    assert_eq!(c.read_at(2, 0, 0, 512), Err(err::EINVAL), "READ of 512");
-    assert_eq!(c.write_at(3, 0, 512, &data), err::EINVAL, "WRITE at 512");
-    assert_eq!(
-        c.write_at(4, 0, 0, &data[..1024]),
-        err::EINVAL,
-        "WRITE of 1024"
-    );
-    assert_eq!(
-        c.command(5, 0, cmd::TRIM, 0, 512),
-        err::EINVAL,
-        "TRIM of 512"
-    );
-    assert_eq!(
-        c.command(6, 0, cmd::WRITE_ZEROES, 2048, 4096),
-        err::EINVAL,
-        "WRITE_ZEROES at 2048"
+    expect_answers(
+        &mut c,
+        1,
+        &[
+            (Ask::Read(0, 512, 4096), err::EINVAL, "READ at 512"),
+            (Ask::Read(0, 0, 512), err::EINVAL, "READ of 512"),
+            (Ask::Write(0, 512, &data), err::EINVAL, "WRITE at 512"),
+            (
+                Ask::Write(0, 0, &data[..1024]),
+                err::EINVAL,
+                "WRITE of 1024",
+            ),
+            (
+                Ask::Command(0, cmd::TRIM, 0, 512),
+                err::EINVAL,
+                "TRIM of 512",
+            ),
+            (
+                Ask::Command(0, cmd::WRITE_ZEROES, 2048, 4096),
+                err::EINVAL,
+                "WRITE_ZEROES at 2048",
+            ),
+        ],
     );
     check_read(
         c.read_at(7, 0, 0, 8192),
@@ -702,19 +748,25 @@ fn read_only_export_refuses_changes() {
     let server = server();
     let mut c = Client::open(&server.sock, "ro");
     let data = pattern(15, 8192);
-    assert_eq!(c.write_at(1, 0, 0, &data), err::EPERM, "WRITE");
-    assert_eq!(
-        c.write_at(2, cflag::FUA, 4096, &data),
-        err::EPERM,
-        "WRITE with FUA"
+    expect_answers(
+        &mut c,
+        1,
+        &[
+            (Ask::Write(0, 0, &data), err::EPERM, "WRITE"),
+            (
+                Ask::Write(cflag::FUA, 4096, &data),
+                err::EPERM,
+                "WRITE with FUA",
+            ),
+            (Ask::Command(0, cmd::TRIM, 0, 4096), err::EPERM, "TRIM"),
+            (
+                Ask::Command(0, cmd::WRITE_ZEROES, 0, 4096),
+                err::EPERM,
+                "WRITE_ZEROES",
+            ),
+            (Ask::Command(0, cmd::FLUSH, 0, 0), 0, "FLUSH is harmless"),
+        ],
     );
-    assert_eq!(c.command(3, 0, cmd::TRIM, 0, 4096), err::EPERM, "TRIM");
-    assert_eq!(
-        c.command(4, 0, cmd::WRITE_ZEROES, 0, 4096),
-        err::EPERM,
-        "WRITE_ZEROES"
-    );
-    assert_eq!(c.command(5, 0, cmd::FLUSH, 0, 0), 0, "FLUSH is harmless");
     check_read(c.read_at(6, 0, 0, 8192), &[0; 8192], "nothing changed");
     c.disc();
     c.expect_closed("after DISC");

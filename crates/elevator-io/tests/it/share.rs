@@ -142,6 +142,21 @@ fn mem_shares_on_two_threads_see_each_others_blocks() {
     two_threads(a, b, bs);
 }
 
+/// `data` as two segments, split at byte `at`.
+fn split_segments(data: &mut [u8], at: usize) -> [DataSegment; 2] {
+    let (x, y) = data.split_at_mut(at);
+    [
+        DataSegment {
+            addr: x.as_mut_ptr(),
+            len: x.len() as u32,
+        },
+        DataSegment {
+            addr: y.as_mut_ptr(),
+            len: y.len() as u32,
+        },
+    ]
+}
+
 #[test]
 fn mem_shares_keep_the_same_bytes_and_lend_no_windows() {
     let a = common::mem(64, 8);
@@ -157,17 +172,7 @@ fn mem_shares_keep_the_same_bytes_and_lend_no_windows() {
     // An odd split of the I/O's bytes over segments moves whole words all
     // the same.
     let mut data: Vec<u8> = (0..1024u32).map(|i| (i * 7 + 3) as u8).collect();
-    let (x, y) = data.split_at_mut(13);
-    let segs = [
-        DataSegment {
-            addr: x.as_mut_ptr(),
-            len: x.len() as u32,
-        },
-        DataSegment {
-            addr: y.as_mut_ptr(),
-            len: y.len() as u32,
-        },
-    ];
+    let segs = split_segments(&mut data, 13);
     let io = |op| DeviceIo {
         tag: 1,
         op,
@@ -182,17 +187,7 @@ fn mem_shares_keep_the_same_bytes_and_lend_no_windows() {
     let want = data.clone();
     assert_eq!(&a.contents()[2048..3072], &want[..], "a sees b's write");
     data.fill(0);
-    let (x, y) = data.split_at_mut(1021);
-    let segs = [
-        DataSegment {
-            addr: x.as_mut_ptr(),
-            len: x.len() as u32,
-        },
-        DataSegment {
-            addr: y.as_mut_ptr(),
-            len: y.len() as u32,
-        },
-    ];
+    let segs = split_segments(&mut data, 1021);
     // SAFETY: as above.
     unsafe { b.submit_data(io(Op::Read), &segs, 0) };
     b.complete(0, &mut |_, o| assert_eq!(o, Outcome::Done));

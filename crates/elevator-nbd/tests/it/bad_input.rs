@@ -9,6 +9,7 @@ use std::io::Write;
 use std::net::Shutdown;
 use std::time::Duration;
 
+use Ask::{Command, ReadAt, WriteAt};
 use common::{
     Client, ExportInfo, Reply, TestServer, assert_one_reply_each, assert_serves, check_read,
     info_data, pattern,
@@ -38,9 +39,9 @@ fn server() -> TestServer {
 /// One request of a table of refused (or harmless) requests.
 enum Ask<'a> {
     /// READ with flags, at offset, of length.
-    Read(u16, u64, u32),
+    ReadAt(u16, u64, u32),
     /// WRITE with flags, at offset, of these bytes.
-    Write(u16, u64, &'a [u8]),
+    WriteAt(u16, u64, &'a [u8]),
     /// Another command: flags, kind, offset, length.
     Command(u16, u16, u64, u32),
 }
@@ -51,13 +52,13 @@ enum Ask<'a> {
 fn expect_answers(c: &mut Client, first: u64, asks: &[(Ask, u32, &str)]) {
     for (cookie, (ask, want, what)) in (first..).zip(asks) {
         match *ask {
-            Ask::Read(flags, offset, len) => {
+            ReadAt(flags, offset, len) => {
                 assert_eq!(c.read_at(cookie, flags, offset, len), Err(*want), "{what}");
             }
-            Ask::Write(flags, offset, data) => {
+            WriteAt(flags, offset, data) => {
                 assert_eq!(c.write_at(cookie, flags, offset, data), *want, "{what}");
             }
-            Ask::Command(flags, kind, offset, len) => {
+            Command(flags, kind, offset, len) => {
                 assert_eq!(c.command(cookie, flags, kind, offset, len), *want, "{what}");
             }
         }
@@ -487,35 +488,31 @@ fn unknown_command_flags_are_einval() {
         1,
         &[
             (
-                Ask::Read(cflag::NO_HOLE, 0, 4096),
+                ReadAt(cflag::NO_HOLE, 0, 4096),
                 err::EINVAL,
                 "READ with NO_HOLE",
             ),
-            (Ask::Read(0x8000, 0, 4096), err::EINVAL, "READ with bit 15"),
+            (ReadAt(0x8000, 0, 4096), err::EINVAL, "READ with bit 15"),
             // A refused write's payload is read and thrown away.
+            (WriteAt(cflag::DF, 0, &data), err::EINVAL, "WRITE with DF"),
             (
-                Ask::Write(cflag::DF, 0, &data),
-                err::EINVAL,
-                "WRITE with DF",
-            ),
-            (
-                Ask::Write(cflag::NO_HOLE, 0, &data),
+                WriteAt(cflag::NO_HOLE, 0, &data),
                 err::EINVAL,
                 "WRITE with NO_HOLE",
             ),
             // FAST_ZERO is not advertised.
             (
-                Ask::Command(cflag::FAST_ZERO, z, 0, 4096),
+                Command(cflag::FAST_ZERO, z, 0, 4096),
                 err::EINVAL,
                 "WRITE_ZEROES with FAST_ZERO",
             ),
             (
-                Ask::Command(cflag::NO_HOLE, t, 0, 4096),
+                Command(cflag::NO_HOLE, t, 0, 4096),
                 err::EINVAL,
                 "TRIM with NO_HOLE",
             ),
             (
-                Ask::Command(cflag::REQ_ONE, f, 0, 0),
+                Command(cflag::REQ_ONE, f, 0, 0),
                 err::EINVAL,
                 "FLUSH with REQ_ONE",
             ),
@@ -654,43 +651,43 @@ fn ranges_past_the_end() {
         1,
         &[
             (
-                Ask::Read(0, size - 512, 1024),
+                ReadAt(0, size - 512, 1024),
                 err::EINVAL,
                 "READ across the end",
             ),
-            (Ask::Read(0, size, 512), err::EINVAL, "READ at the end"),
+            (ReadAt(0, size, 512), err::EINVAL, "READ at the end"),
             (
-                Ask::Read(0, huge, 512),
+                ReadAt(0, huge, 512),
                 err::EINVAL,
                 "READ whose end overflows",
             ),
             (
-                Ask::Command(0, cmd::TRIM, size - 512, 1024),
+                Command(0, cmd::TRIM, size - 512, 1024),
                 err::EINVAL,
                 "TRIM across the end",
             ),
             (
-                Ask::Command(0, cmd::TRIM, huge, 1024),
+                Command(0, cmd::TRIM, huge, 1024),
                 err::EINVAL,
                 "TRIM whose end overflows",
             ),
             (
-                Ask::Write(0, size - 512, &block),
+                WriteAt(0, size - 512, &block),
                 err::ENOSPC,
                 "WRITE across the end",
             ),
             (
-                Ask::Write(0, huge, &block),
+                WriteAt(0, huge, &block),
                 err::ENOSPC,
                 "WRITE whose end overflows",
             ),
             (
-                Ask::Command(0, cmd::WRITE_ZEROES, size, 512),
+                Command(0, cmd::WRITE_ZEROES, size, 512),
                 err::ENOSPC,
                 "WRITE_ZEROES past the end",
             ),
             (
-                Ask::Command(0, cmd::WRITE_ZEROES, huge, 1024),
+                Command(0, cmd::WRITE_ZEROES, huge, 1024),
                 err::ENOSPC,
                 "WRITE_ZEROES overflowing",
             ),
@@ -712,21 +709,13 @@ fn unaligned_requests_on_a_4k_export_are_einval() {
         &mut c,
         1,
         &[
-            (Ask::Read(0, 512, 4096), err::EINVAL, "READ at 512"),
-            (Ask::Read(0, 0, 512), err::EINVAL, "READ of 512"),
-            (Ask::Write(0, 512, &data), err::EINVAL, "WRITE at 512"),
+            (ReadAt(0, 512, 4096), err::EINVAL, "READ at 512"),
+            (ReadAt(0, 0, 512), err::EINVAL, "READ of 512"),
+            (WriteAt(0, 512, &data), err::EINVAL, "WRITE at 512"),
+            (WriteAt(0, 0, &data[..1024]), err::EINVAL, "WRITE of 1024"),
+            (Command(0, cmd::TRIM, 0, 512), err::EINVAL, "TRIM of 512"),
             (
-                Ask::Write(0, 0, &data[..1024]),
-                err::EINVAL,
-                "WRITE of 1024",
-            ),
-            (
-                Ask::Command(0, cmd::TRIM, 0, 512),
-                err::EINVAL,
-                "TRIM of 512",
-            ),
-            (
-                Ask::Command(0, cmd::WRITE_ZEROES, 2048, 4096),
+                Command(0, cmd::WRITE_ZEROES, 2048, 4096),
                 err::EINVAL,
                 "WRITE_ZEROES at 2048",
             ),
@@ -752,19 +741,19 @@ fn read_only_export_refuses_changes() {
         &mut c,
         1,
         &[
-            (Ask::Write(0, 0, &data), err::EPERM, "WRITE"),
+            (WriteAt(0, 0, &data), err::EPERM, "WRITE"),
             (
-                Ask::Write(cflag::FUA, 4096, &data),
+                WriteAt(cflag::FUA, 4096, &data),
                 err::EPERM,
                 "WRITE with FUA",
             ),
-            (Ask::Command(0, cmd::TRIM, 0, 4096), err::EPERM, "TRIM"),
+            (Command(0, cmd::TRIM, 0, 4096), err::EPERM, "TRIM"),
             (
-                Ask::Command(0, cmd::WRITE_ZEROES, 0, 4096),
+                Command(0, cmd::WRITE_ZEROES, 0, 4096),
                 err::EPERM,
                 "WRITE_ZEROES",
             ),
-            (Ask::Command(0, cmd::FLUSH, 0, 0), 0, "FLUSH is harmless"),
+            (Command(0, cmd::FLUSH, 0, 0), 0, "FLUSH is harmless"),
         ],
     );
     check_read(c.read_at(6, 0, 0, 8192), &[0; 8192], "nothing changed");

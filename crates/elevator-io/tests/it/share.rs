@@ -130,6 +130,14 @@ fn shm_file(test: &str, bytes: u64) -> Option<TempPath> {
     }
 }
 
+/// A device on a fresh 1 MiB file in /dev/shm (the file too, which must
+/// outlive it), or `None` when there is none (the test is skipped).
+fn shm_device(test: &str) -> Option<(TempPath, FileDevice)> {
+    let file = shm_file(test, 1 << 20)?;
+    let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
+    Some((file, dev))
+}
+
 #[test]
 fn mem_shares_on_two_threads_see_each_others_blocks() {
     let bs = 4096;
@@ -304,10 +312,9 @@ fn a_watched_descriptor_wakes_a_paced_device() {
 
 #[test]
 fn a_watched_descriptor_wakes_a_file_device() {
-    let Some(file) = shm_file("share-watch", 1 << 20) else {
+    let Some((file, mut dev)) = shm_device("share-watch") else {
         return;
     };
-    let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     woken_by_another_thread(&mut dev);
     let mut polled = FileDevice::open_polled(&file, &FileOptions::default()).expect("open");
     woken_by_another_thread(&mut polled);
@@ -319,10 +326,9 @@ fn a_watched_descriptor_wakes_a_file_device() {
 
 #[test]
 fn a_file_device_opened_on_one_thread_is_driven_on_another() {
-    let Some(file) = shm_file("share-move", 1 << 20) else {
+    let Some((_file, mut dev)) = shm_device("share-move") else {
         return;
     };
-    let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     let setup = dev.ring_setup();
     println!("ring: {setup}");
     assert!(dev.describe().contains(&setup), "describe names the ring");
@@ -357,10 +363,9 @@ fn a_file_device_opened_on_one_thread_is_driven_on_another() {
 
 #[test]
 fn in_flight_io_stays_with_its_thread() {
-    let Some(file) = shm_file("share-inflight", 1 << 20) else {
+    let Some((_file, dev)) = shm_device("share-inflight") else {
         return;
     };
-    let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     let single = dev.ring_setup().contains("single-issuer");
     let align = dev.alignment().memory.max(512) as usize;
     let (to_main, from_worker) = mpsc::channel::<FileDevice>();
@@ -395,10 +400,9 @@ fn in_flight_io_stays_with_its_thread() {
 
 #[test]
 fn only_rings_that_wake_a_poller_lend_their_descriptor() {
-    let Some(file) = shm_file("share-poll", 1 << 20) else {
+    let Some((file, dev)) = shm_device("share-poll") else {
         return;
     };
-    let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     let defer = dev.ring_setup().contains("defer-taskrun");
     assert_eq!(dev.poll_fd().is_none(), defer);
     let mut polled = FileDevice::open_polled(&file, &FileOptions::default()).expect("open");
@@ -464,10 +468,9 @@ fn read_first_block<D: DataDevice>(dev: &mut D, tag: u32, align: usize) -> Align
 
 #[test]
 fn complete_alone_reaps_deferred_completions() {
-    let Some(file) = shm_file("share-defer", 1 << 20) else {
+    let Some((_file, mut dev)) = shm_device("share-defer") else {
         return;
     };
-    let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     let align = dev.alignment().memory as usize;
     let _buf = read_first_block(&mut dev, 1, align);
     // Never `wait`: with DEFER_TASKRUN, only an enter with GETEVENTS posts

@@ -161,12 +161,7 @@ class Client:
             return False
         slot.set_busy(b, n, True)
         if roll < 0.54:
-            gen = slot.next_gen
-            slot.next_gen += 1
-            data = b"".join(stamp(slot.index, b + i, gen) for i in range(n))
-            buf = nbd.Buffer.from_bytearray(data)
-            op = self._start("write", b, n, gen, buf)
-            self.h.aio_pwrite(buf, slot.offset(b), completion=self._completion(op))
+            self._write(b, n)
         else:
             buf = nbd.Buffer(n * BLOCK)
             op = self._start("read", b, n, 0, buf)
@@ -184,13 +179,19 @@ class Client:
         else:
             return False
         slot.set_busy(b, BIG_WRITE_BLOCKS, True)
+        self._write(b, BIG_WRITE_BLOCKS)
+        return bool(self.h.aio_get_direction() & nbd.AIO_DIRECTION_WRITE)
+
+    def _write(self, b, n):
+        """Issue a write of blocks b..b+n (marked busy by the caller), each
+        stamped with the slot's next generation."""
+        slot = self.slot
         gen = slot.next_gen
         slot.next_gen += 1
-        data = b"".join(stamp(slot.index, b + i, gen) for i in range(BIG_WRITE_BLOCKS))
+        data = b"".join(stamp(slot.index, b + i, gen) for i in range(n))
         buf = nbd.Buffer.from_bytearray(data)
-        op = self._start("write", b, BIG_WRITE_BLOCKS, gen, buf)
+        op = self._start("write", b, n, gen, buf)
         self.h.aio_pwrite(buf, slot.offset(b), completion=self._completion(op))
-        return bool(self.h.aio_get_direction() & nbd.AIO_DIRECTION_WRITE)
 
     def _start(self, kind, b, n, gen, buf):
         op = self.next_id

@@ -66,6 +66,15 @@ impl Backlog {
         }
     }
 
+    /// A backlog of `ctxs` that has submitted `n` requests of each, at time 0.
+    fn filled(q: &mut Queue<Bfq>, ctxs: &[(u32, IoPrio)], n: u32) -> Backlog {
+        let mut b = Backlog::new(ctxs);
+        for i in 0..ctxs.len() {
+            b.submit(q, i, n, 0);
+        }
+        b
+    }
+
     fn index(&self, ctx: u32) -> usize {
         self.ctxs.iter().position(|&(c, _)| c == ctx).unwrap()
     }
@@ -122,9 +131,7 @@ fn weights_share_sectors_by_priority() {
     // for the first that has received 110K sectors, which would tilt the
     // figures for a while.
     let mut q = bfq_queue(&[("max_budget", 256), ("low_latency", 0)], 1, false);
-    let mut b = Backlog::new(&[(1, be(0)), (2, be(7))]);
-    b.submit(&mut q, 0, 8, 0);
-    b.submit(&mut q, 1, 8, 0);
+    let mut b = Backlog::filled(&mut q, &[(1, be(0)), (2, be(7))], 8);
     let mut now = 0;
     let mut sectors = [0u64; 2];
     for i in 0..20_000u32 {
@@ -144,9 +151,7 @@ fn weights_share_sectors_by_priority() {
 #[test]
 fn budget_exhaustion_ends_slots_and_budgets_grow() {
     let mut q = bfq_queue(&[("max_budget", 64), ("low_latency", 0)], 1, false);
-    let mut b = Backlog::new(&[(1, be(4)), (2, be(4))]);
-    b.submit(&mut q, 0, 16, 0);
-    b.submit(&mut q, 1, 16, 0);
+    let mut b = Backlog::filled(&mut q, &[(1, be(4)), (2, be(4))], 16);
     let mut now = 0;
     let seq: Vec<usize> = (0..400)
         .map(|_| b.step(&mut q, &mut now, |_| MS).0)
@@ -164,9 +169,7 @@ fn budget_exhaustion_ends_slots_and_budgets_grow() {
 #[test]
 fn timeout_expires_slow_queue_and_charges_its_whole_budget() {
     let mut q = bfq_queue(&[("max_budget", 512), ("low_latency", 0)], 1, false);
-    let mut b = Backlog::new(&[(1, be(4)), (2, be(4))]);
-    b.submit(&mut q, 0, 8, 0);
-    b.submit(&mut q, 1, 8, 0);
+    let mut b = Backlog::filled(&mut q, &[(1, be(4)), (2, be(4))], 8);
     let mut now = 0;
     // Context 1 is slow (30 ms per request, a seeky process on a disk),
     // context 2 fast (1 ms).

@@ -135,21 +135,26 @@ impl Rig {
     }
 }
 
-#[test]
-fn domains_by_op_with_linux_max_depths() {
+/// A fresh queue holding `counts` bios of each domain's op (reads, writes,
+/// discards, write-zeroes), submitted in that order with tokens 1, 2, ....
+fn queue_with_domains(counts: [u64; 4]) -> Queue {
     let mut q = queue();
     let mut token = 0;
-    for (op, n) in [
-        (Op::Read, 300),
-        (Op::Write, 150),
-        (Op::Discard, 80),
-        (Op::WriteZeroes, 20),
-    ] {
+    for (op, n) in [Op::Read, Op::Write, Op::Discard, Op::WriteZeroes]
+        .into_iter()
+        .zip(counts)
+    {
         for _ in 0..n {
             token += 1;
             q.submit(&bio(op, token * 64, token), 0).unwrap();
         }
     }
+    q
+}
+
+#[test]
+fn domains_by_op_with_linux_max_depths() {
+    let mut q = queue_with_domains([300, 150, 80, 20]);
     let k = kyber(&q);
     assert_eq!(
         Domain::ALL.map(|d| k.queued_in(d)),
@@ -204,19 +209,7 @@ fn domains_by_op_with_linux_max_depths() {
 
 #[test]
 fn batches_round_robin_over_domains() {
-    let mut q = queue();
-    let mut token = 0;
-    for (op, n) in [
-        (Op::Read, 40),
-        (Op::Write, 20),
-        (Op::Discard, 3),
-        (Op::WriteZeroes, 3),
-    ] {
-        for _ in 0..n {
-            token += 1;
-            q.submit(&bio(op, token * 64, token), 0).unwrap();
-        }
-    }
+    let mut q = queue_with_domains([40, 20, 3, 3]);
     let order: String = dispatch_all(&mut q, 1)
         .into_iter()
         .map(|id| match q.request(id).op() {

@@ -18,6 +18,15 @@ fn queue_with(sched: &str, limits: Limits, nomerges: u8) -> Queue {
     Queue::with_scheduler(cfg, sched).unwrap()
 }
 
+/// A queue with `nr_requests` tags and the other settings at their defaults.
+fn queue_with_tags(sched: &str, nr_requests: u32) -> Queue {
+    let cfg = QueueConfig {
+        nr_requests,
+        ..QueueConfig::default()
+    };
+    Queue::with_scheduler(cfg, sched).unwrap()
+}
+
 /// Dispatch everything, returning each request's (sector, sectors, tokens).
 fn drain(q: &mut Queue) -> Vec<(u64, u32, Vec<u64>)> {
     let mut out = vec![];
@@ -282,11 +291,7 @@ fn insert_merge_uses_the_hash() {
 
 #[test]
 fn plug_flushes_at_32_requests_and_at_128k() {
-    let cfg = QueueConfig {
-        nr_requests: 128,
-        ..QueueConfig::default()
-    };
-    let mut q = Queue::with_scheduler(cfg, "none").unwrap();
+    let mut q = queue_with_tags("none", 128);
     q.plug();
     for i in 0..33u64 {
         q.submit(&read(i * 1000, i), 0).unwrap();
@@ -329,11 +334,7 @@ fn none_scans_recent_requests_without_hash_or_neighbours() {
 
 #[test]
 fn tags_run_out_with_a_clear_result() {
-    let cfg = QueueConfig {
-        nr_requests: 4,
-        ..QueueConfig::default()
-    };
-    let mut q = Queue::with_scheduler(cfg, "mq-deadline").unwrap();
+    let mut q = queue_with_tags("mq-deadline", 4);
     for i in 0..4u64 {
         q.submit(&read(i * 100, i), 0).unwrap();
     }
@@ -469,11 +470,7 @@ fn split_bio_completes_once_with_the_bytes_before_the_first_failure() {
 
 #[test]
 fn split_needs_all_its_tags_up_front() {
-    let cfg = QueueConfig {
-        nr_requests: 4,
-        ..QueueConfig::default()
-    };
-    let mut q = Queue::with_scheduler(cfg, "mq-deadline").unwrap();
+    let mut q = queue_with_tags("mq-deadline", 4);
     q.submit(&read(1000, 1), 0).unwrap();
     q.submit(&read(2000, 2), 0).unwrap();
     let err = q.submit(&Bio::write(0, 12 << 20, 3), 0).unwrap_err();
@@ -639,11 +636,7 @@ fn a_bio_too_large_for_the_pool_is_refused_for_good() {
 
 #[test]
 fn running_out_of_tags_flushes_the_plug() {
-    let cfg = QueueConfig {
-        nr_requests: 4,
-        ..QueueConfig::default()
-    };
-    let mut q = Queue::with_scheduler(cfg, "mq-deadline").unwrap();
+    let mut q = queue_with_tags("mq-deadline", 4);
     q.plug();
     for i in 0..4u64 {
         q.submit(&read(i * 100, i), 0).unwrap();

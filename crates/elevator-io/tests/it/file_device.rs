@@ -33,6 +33,16 @@ fn dirs() -> [PathBuf; 2] {
     [PathBuf::from("/dev/shm"), disk]
 }
 
+/// Run `body` on a device of a fresh `size`-byte file named for `test` in
+/// each of [`dirs`] (the file lives until `body` returns).
+fn on_each_fs(test: &str, size: u64, mut body: impl FnMut(&mut FileDevice, &Path)) {
+    for dir in dirs() {
+        let file = temp_file(&dir, test, size);
+        let mut dev = open(&file);
+        body(&mut dev, &dir);
+    }
+}
+
 fn open(path: &Path) -> FileDevice {
     FileDevice::open(path, &FileOptions::default()).expect("open")
 }
@@ -109,9 +119,7 @@ fn write(dev: &mut FileDevice, offset: u64, data: &[u8], flags: BioFlags) -> Out
 
 #[test]
 fn writev_then_read_back() {
-    for dir in dirs() {
-        let file = temp_file(&dir, "writev", 8 * MIB);
-        let mut dev = open(&file);
+    on_each_fs("writev", 8 * MIB, |dev, dir| {
         let lbs = u64::from(dev.limits().logical_block_size);
         let mut rng = TestRng::new(0x1234_5678);
         for round in 0..8u32 {
@@ -119,7 +127,7 @@ fn writev_then_read_back() {
             let lens = [lbs as usize, 3 * lbs as usize, 8192];
             let total: usize = lens.iter().sum();
             let offset = rng.next_u64() % (8 * MIB - total as u64) / lbs * lbs;
-            let mut bufs: Vec<AlignedBuf> = lens.iter().map(|&l| buffer(&dev, l)).collect();
+            let mut bufs: Vec<AlignedBuf> = lens.iter().map(|&l| buffer(dev, l)).collect();
             let mut expect = Vec::new();
             for b in &mut bufs {
                 rng.fill(b);
@@ -127,8 +135,8 @@ fn writev_then_read_back() {
             }
             let segs: Vec<DataSegment> = bufs.iter_mut().map(seg).collect();
             let io = dio(round, Op::Write, offset, total as u64, BioFlags::NONE);
-            assert_eq!(run(&mut dev, io, &segs), Outcome::Done, "{}", dir.display());
-            let back = read(&mut dev, offset, total);
+            assert_eq!(run(dev, io, &segs), Outcome::Done, "{}", dir.display());
+            let back = read(dev, offset, total);
             assert!(
                 back[..] == expect[..],
                 "{}: round {round} read back differs",
@@ -136,23 +144,21 @@ fn writev_then_read_back() {
             );
 
             // And back again through a Readv into two buffers.
-            let mut halves = [buffer(&dev, total / 2), buffer(&dev, total / 2)];
+            let mut halves = [buffer(dev, total / 2), buffer(dev, total / 2)];
             let segs: Vec<DataSegment> = halves.iter_mut().map(seg).collect();
             let io = dio(round, Op::Read, offset, total as u64, BioFlags::NONE);
-            assert_eq!(run(&mut dev, io, &segs), Outcome::Done);
+            assert_eq!(run(dev, io, &segs), Outcome::Done);
             assert!(halves[0][..] == expect[..total / 2] && halves[1][..] == expect[total / 2..]);
         }
         assert_eq!(dev.stats().ios, 24);
-    }
+    });
 }
 
 #[test]
 fn many_in_flight_each_reported_once() {
-    for dir in dirs() {
-        let file = temp_file(&dir, "many", 4 * MIB);
-        let mut dev = open(&file);
+    on_each_fs("many", 4 * MIB, |dev, _| {
         let qd = dev.queue_depth() as usize;
-        let mut bufs: Vec<AlignedBuf> = (0..qd).map(|_| buffer(&dev, 4096)).collect();
+        let mut bufs: Vec<AlignedBuf> = (0..qd).map(|_| buffer(dev, 4096)).collect();
         for (i, b) in bufs.iter_mut().enumerate() {
             b.fill(i as u8);
             let io = dio(i as u32, Op::Write, i as u64 * 4096, 4096, BioFlags::NONE);
@@ -160,20 +166,18 @@ fn many_in_flight_each_reported_once() {
             unsafe { dev.submit_data(io, &[seg(b)], 0) };
         }
         assert_eq!(dev.outstanding() as usize, qd);
-        let got = reap(&mut dev, qd);
+        let got = reap(dev, qd);
         assert!(got.values().all(|o| *o == Outcome::Done));
         for i in 0..qd {
-            let back = read(&mut dev, i as u64 * 4096, 4096);
+            let back = read(dev, i as u64 * 4096, 4096);
             assert!(back.iter().all(|&b| b == i as u8));
         }
-    }
+    });
 }
 
 #[test]
 fn fua_and_preflush_writes() {
-    for dir in dirs() {
-        let file = temp_file(&dir, "fua", MIB);
-        let mut dev = open(&file);
+    on_each_fs("fua", MIB, |dev, _| {
         let mut rng = TestRng::new(7);
         for (i, flags) in [
             BioFlags::FUA,
@@ -186,54 +190,40 @@ fn fua_and_preflush_writes() {
             let mut data = vec![0u8; 8192];
             rng.fill(&mut data);
             let offset = i as u64 * 65536;
-            assert_eq!(
-                write(&mut dev, offset, &data, flags),
-                Outcome::Done,
-                "{flags:?}"
-            );
-            assert!(read(&mut dev, offset, data.len())[..] == data[..]);
+            assert_eq!(write(dev, offset, &data, flags), Outcome::Done, "{flags:?}");
+            assert!(read(dev, offset, data.len())[..] == data[..]);
         }
-    }
+    });
 }
 
 #[test]
 fn flush() {
-    for dir in dirs() {
-        let file = temp_file(&dir, "flush", MIB);
-        let mut dev = open(&file);
-        assert_eq!(
-            write(&mut dev, 0, &[5; 4096], BioFlags::NONE),
-            Outcome::Done
-        );
+    on_each_fs("flush", MIB, |dev, _| {
+        assert_eq!(write(dev, 0, &[5; 4096], BioFlags::NONE), Outcome::Done);
         // Through the core trait (no data) and through submit_data.
         dev.submit(dio(1, Op::Flush, 0, 0, BioFlags::NONE), 0);
-        assert_eq!(reap(&mut dev, 1)[&1], Outcome::Done);
+        assert_eq!(reap(dev, 1)[&1], Outcome::Done);
         assert_eq!(
-            run(&mut dev, dio(2, Op::Flush, 0, 0, BioFlags::NONE), &[]),
+            run(dev, dio(2, Op::Flush, 0, 0, BioFlags::NONE), &[]),
             Outcome::Done
         );
-    }
+    });
 }
 
 #[test]
 fn discard_reads_zeroes() {
-    for dir in dirs() {
-        let file = temp_file(&dir, "discard", MIB);
-        let mut dev = open(&file);
-        assert_eq!(
-            write(&mut dev, 0, &[0xab; 65536], BioFlags::NONE),
-            Outcome::Done
-        );
+    on_each_fs("discard", MIB, |dev, dir| {
+        assert_eq!(write(dev, 0, &[0xab; 65536], BioFlags::NONE), Outcome::Done);
         dev.submit(dio(1, Op::Discard, 8192, 16384, BioFlags::NONE), 0);
-        assert_eq!(reap(&mut dev, 1)[&1], Outcome::Done, "{}", dir.display());
-        let back = read(&mut dev, 0, 65536);
+        assert_eq!(reap(dev, 1)[&1], Outcome::Done, "{}", dir.display());
+        let back = read(dev, 0, 65536);
         assert!(back[..8192].iter().all(|&b| b == 0xab));
         assert!(
             back[8192..24576].iter().all(|&b| b == 0),
             "discarded range not zero"
         );
         assert!(back[24576..].iter().all(|&b| b == 0xab));
-    }
+    });
 }
 
 #[test]
@@ -241,14 +231,9 @@ fn write_zeroes_reads_zeroes() {
     // On tmpfs the first write-zeroes gets EOPNOTSUPP and is resubmitted as
     // a hole punch; later ones punch at once. Several in flight at once
     // exercise both paths.
-    for dir in dirs() {
-        let file = temp_file(&dir, "zeroes", MIB);
-        let mut dev = open(&file);
+    on_each_fs("zeroes", MIB, |dev, dir| {
         for round in 0..2 {
-            assert_eq!(
-                write(&mut dev, 0, &[0xcd; 65536], BioFlags::NONE),
-                Outcome::Done
-            );
+            assert_eq!(write(dev, 0, &[0xcd; 65536], BioFlags::NONE), Outcome::Done);
             for i in 0..4u32 {
                 let io = dio(
                     i,
@@ -260,37 +245,35 @@ fn write_zeroes_reads_zeroes() {
                 // SAFETY: no data.
                 unsafe { dev.submit_data(io, &[], 0) };
             }
-            let got = reap(&mut dev, 4);
+            let got = reap(dev, 4);
             assert!(
                 got.values().all(|o| *o == Outcome::Done),
                 "{}: {got:?}",
                 dir.display()
             );
-            let back = read(&mut dev, 0, 65536);
+            let back = read(dev, 0, 65536);
             for (i, chunk) in back.chunks(4096).enumerate() {
                 let want = if i % 4 == 0 { 0 } else { 0xcd };
                 assert!(chunk.iter().all(|&b| b == want), "round {round} block {i}");
             }
         }
-    }
+    });
 }
 
 #[test]
 fn short_read_reports_good_bytes() {
-    for dir in dirs() {
-        let file = temp_file(&dir, "short", MIB);
-        let mut dev = open(&file);
+    on_each_fs("short", MIB, |dev, dir| {
         // The device ends 4096 bytes into this read (the core would never
         // send it, but the file could shrink under us).
-        let mut buf = buffer(&dev, 8192);
+        let mut buf = buffer(dev, 8192);
         let io = dio(5, Op::Read, MIB - 4096, 8192, BioFlags::NONE);
-        let outcome = run(&mut dev, io, &[seg(&mut buf)]);
+        let outcome = run(dev, io, &[seg(&mut buf)]);
         let want = Outcome::Failed {
             status: Status::IoError,
             good_bytes: 4096,
         };
         assert_eq!(outcome, want, "{}", dir.display());
-    }
+    });
 }
 
 #[test]

@@ -30,6 +30,17 @@ fn verify_job(rw: RwMode) -> JobFile {
     }
 }
 
+/// The result of `jobs` on a fresh 4 MiB memory device; they must pass.
+fn verified_on_memory(jobs: &JobFile) -> elevator_fio::result::RunResult {
+    run(
+        jobs,
+        common::mem(4096, 8),
+        &RunConfig::default(),
+        &mut |_| {},
+    )
+    .expect("verify passes")
+}
+
 #[test]
 fn verify_passes_on_memory() {
     // Random writes (some blocks twice: the last write is the one checked;
@@ -37,22 +48,10 @@ fn verify_passes_on_memory() {
     // together).
     let mut random = verify_job(RwMode::RandWrite);
     random.jobs[0].iodepth = 1;
-    let r = run(
-        &random,
-        common::mem(4096, 8),
-        &RunConfig::default(),
-        &mut |_| {},
-    )
-    .expect("verify passes");
+    let r = verified_on_memory(&random);
     assert!(r.jobs[0].dirs[0].ios > 0 && r.jobs[0].dirs[0].ios <= 64);
     let jobs = verify_job(RwMode::Write);
-    let r = run(
-        &jobs,
-        common::mem(4096, 8),
-        &RunConfig::default(),
-        &mut |_| {},
-    )
-    .expect("verify passes");
+    let r = verified_on_memory(&jobs);
     assert_eq!(r.jobs[0].dirs[1].ios, 64);
     assert_eq!(r.jobs[0].dirs[0].ios, 64, "every block read back");
     assert_eq!(r.jobs[0].extra.sync.count(), 1, "end_fsync");

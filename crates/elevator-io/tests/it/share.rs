@@ -130,6 +130,14 @@ fn shm_file(test: &str, bytes: u64) -> Option<TempPath> {
     }
 }
 
+/// A device on a fresh 1 MiB file in /dev/shm (the file too, which must
+/// outlive it), or `None` when there is none (the test is skipped).
+fn shm_device(test: &str) -> Option<(TempPath, FileDevice)> {
+    let file = shm_file(test, 1 << 20)?;
+    let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
+    Some((file, dev))
+}
+
 #[test]
 fn mem_shares_on_two_threads_see_each_others_blocks() {
     let bs = 4096;
@@ -140,6 +148,21 @@ fn mem_shares_on_two_threads_see_each_others_blocks() {
     let a = MemDevice::new(BLOCKS * bs as u64, opts).expect("mem");
     let b = a.share().expect("share");
     two_threads(a, b, bs);
+}
+
+/// `data` as two segments, split at byte `at`.
+fn split_segments(data: &mut [u8], at: usize) -> [DataSegment; 2] {
+    let (x, y) = data.split_at_mut(at);
+    [
+        DataSegment {
+            addr: x.as_mut_ptr(),
+            len: x.len() as u32,
+        },
+        DataSegment {
+            addr: y.as_mut_ptr(),
+            len: y.len() as u32,
+        },
+    ]
 }
 
 #[test]
@@ -157,17 +180,7 @@ fn mem_shares_keep_the_same_bytes_and_lend_no_windows() {
     // An odd split of the I/O's bytes over segments moves whole words all
     // the same.
     let mut data: Vec<u8> = (0..1024u32).map(|i| (i * 7 + 3) as u8).collect();
-    let (x, y) = data.split_at_mut(13);
-    let segs = [
-        DataSegment {
-            addr: x.as_mut_ptr(),
-            len: x.len() as u32,
-        },
-        DataSegment {
-            addr: y.as_mut_ptr(),
-            len: y.len() as u32,
-        },
-    ];
+    let segs = split_segments(&mut data, 13);
     let io = |op| DeviceIo {
         tag: 1,
         op,
@@ -182,17 +195,7 @@ fn mem_shares_keep_the_same_bytes_and_lend_no_windows() {
     let want = data.clone();
     assert_eq!(&a.contents()[2048..3072], &want[..], "a sees b's write");
     data.fill(0);
-    let (x, y) = data.split_at_mut(1021);
-    let segs = [
-        DataSegment {
-            addr: x.as_mut_ptr(),
-            len: x.len() as u32,
-        },
-        DataSegment {
-            addr: y.as_mut_ptr(),
-            len: y.len() as u32,
-        },
-    ];
+    let segs = split_segments(&mut data, 1021);
     // SAFETY: as above.
     unsafe { b.submit_data(io(Op::Read), &segs, 0) };
     b.complete(0, &mut |_, o| assert_eq!(o, Outcome::Done));
@@ -309,10 +312,9 @@ fn a_watched_descriptor_wakes_a_paced_device() {
 
 #[test]
 fn a_watched_descriptor_wakes_a_file_device() {
-    let Some(file) = shm_file("share-watch", 1 << 20) else {
+    let Some((file, mut dev)) = shm_device("share-watch") else {
         return;
     };
-    let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     woken_by_another_thread(&mut dev);
     let mut polled = FileDevice::open_polled(&file, &FileOptions::default()).expect("open");
     woken_by_another_thread(&mut polled);
@@ -324,10 +326,9 @@ fn a_watched_descriptor_wakes_a_file_device() {
 
 #[test]
 fn a_file_device_opened_on_one_thread_is_driven_on_another() {
-    let Some(file) = shm_file("share-move", 1 << 20) else {
+    let Some((_file, mut dev)) = shm_device("share-move") else {
         return;
     };
-    let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     let setup = dev.ring_setup();
     println!("ring: {setup}");
     assert!(dev.describe().contains(&setup), "describe names the ring");
@@ -362,33 +363,18 @@ fn a_file_device_opened_on_one_thread_is_driven_on_another() {
 
 #[test]
 fn in_flight_io_stays_with_its_thread() {
-    let Some(file) = shm_file("share-inflight", 1 << 20) else {
+    let Some((_file, dev)) = shm_device("share-inflight") else {
         return;
     };
-    let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     let single = dev.ring_setup().contains("single-issuer");
-    let bs = dev.alignment().offset.max(4096) as usize;
     let align = dev.alignment().memory.max(512) as usize;
     let (to_main, from_worker) = mpsc::channel::<FileDevice>();
     let (to_worker, from_main) = mpsc::channel::<FileDevice>();
     let worker = std::thread::spawn(move || {
         let mut dev = dev;
-        let mut buf = AlignedBuf::new(bs, align).expect("buf");
-        let io = DeviceIo {
-            tag: 3,
-            op: Op::Read,
-            sector: 0,
-            sectors: (bs >> 9) as u32,
-            flags: BioFlags::NONE,
-        };
-        let seg = DataSegment {
-            addr: buf.as_mut_ptr(),
-            len: bs as u32,
-        };
-        // SAFETY: `buf` lives on this thread until the device, back here,
-        // has reported the I/O (below); the device is dropped here too.
-        unsafe { dev.submit_data(io, &[seg], 0) };
-        dev.kick().expect("kick");
+        // `_buf` lives on this thread until the device, back here, has
+        // reported the I/O (below); the device is dropped here too.
+        let _buf = read_first_block(&mut dev, 3, align);
         to_main.send(dev).expect("send");
         let mut dev = from_main.recv().expect("device back");
         let mut done = false;
@@ -414,10 +400,9 @@ fn in_flight_io_stays_with_its_thread() {
 
 #[test]
 fn only_rings_that_wake_a_poller_lend_their_descriptor() {
-    let Some(file) = shm_file("share-poll", 1 << 20) else {
+    let Some((file, dev)) = shm_device("share-poll") else {
         return;
     };
-    let dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
     let defer = dev.ring_setup().contains("defer-taskrun");
     assert_eq!(dev.poll_fd().is_none(), defer);
     let mut polled = FileDevice::open_polled(&file, &FileOptions::default()).expect("open");
@@ -442,7 +427,8 @@ fn only_rings_that_wake_a_poller_lend_their_descriptor() {
         0
     );
     // A read in flight: the descriptor becomes readable when it is done.
-    let _buf = read_first_block(&mut polled);
+    let align = polled.alignment().memory as usize;
+    let _buf = read_first_block(&mut polled, 1, align);
     let mut got = None;
     while got.is_none() {
         // SAFETY: `ev` is valid for one event; no timeout: a ring that did
@@ -456,13 +442,14 @@ fn only_rings_that_wake_a_poller_lend_their_descriptor() {
     unsafe { libc::close(ep) };
 }
 
-/// Submit a read of `dev`'s first block (tag 1) and kick it; the buffer it
-/// reads into, which the caller keeps until the read is reaped.
-fn read_first_block<D: DataDevice>(dev: &mut D) -> AlignedBuf {
+/// Submit a read of `dev`'s first block (as `tag`, into a buffer aligned to
+/// `align` bytes) and kick it; the buffer it reads into, which the caller
+/// keeps until the read is reaped.
+fn read_first_block<D: DataDevice>(dev: &mut D, tag: u32, align: usize) -> AlignedBuf {
     let bs = dev.alignment().offset.max(4096) as usize;
-    let mut buf = AlignedBuf::new(bs, dev.alignment().memory as usize).expect("buf");
+    let mut buf = AlignedBuf::new(bs, align).expect("buf");
     let io = DeviceIo {
-        tag: 1,
+        tag,
         op: Op::Read,
         sector: 0,
         sectors: (bs >> 9) as u32,
@@ -481,11 +468,11 @@ fn read_first_block<D: DataDevice>(dev: &mut D) -> AlignedBuf {
 
 #[test]
 fn complete_alone_reaps_deferred_completions() {
-    let Some(file) = shm_file("share-defer", 1 << 20) else {
+    let Some((_file, mut dev)) = shm_device("share-defer") else {
         return;
     };
-    let mut dev = FileDevice::open(&file, &FileOptions::default()).expect("open");
-    let _buf = read_first_block(&mut dev);
+    let align = dev.alignment().memory as usize;
+    let _buf = read_first_block(&mut dev, 1, align);
     // Never `wait`: with DEFER_TASKRUN, only an enter with GETEVENTS posts
     // the completion, and `complete` must make it (else this spins for
     // ever).

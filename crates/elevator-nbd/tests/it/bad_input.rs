@@ -9,6 +9,7 @@ use std::io::Write;
 use std::net::Shutdown;
 use std::time::Duration;
 
+use Ask::{Command, ReadAt, WriteAt};
 use common::{
     Client, ExportInfo, Reply, TestServer, assert_one_reply_each, assert_serves, check_read,
     info_data, pattern,
@@ -33,6 +34,34 @@ const EXPORTS: [&str; 5] = [
 
 fn server() -> TestServer {
     TestServer::start(&EXPORTS)
+}
+
+/// One request of a table of refused requests.
+enum Ask<'a> {
+    /// READ with flags, at offset, of length.
+    ReadAt(u16, u64, u32),
+    /// WRITE with flags, at offset, of these bytes.
+    WriteAt(u16, u64, &'a [u8]),
+    /// Another command: flags, kind, offset, length.
+    Command(u16, u16, u64, u32),
+}
+
+/// Send `asks` in order as cookies `first`, `first + 1`, ...; each must be
+/// refused with error `want`, its `&str` naming it in a failure.
+fn expect_refused(c: &mut Client, first: u64, want: u32, asks: &[(Ask, &str)]) {
+    for (cookie, (ask, what)) in (first..).zip(asks) {
+        match *ask {
+            ReadAt(flags, offset, len) => {
+                assert_eq!(c.read_at(cookie, flags, offset, len), Err(want), "{what}");
+            }
+            WriteAt(flags, offset, data) => {
+                assert_eq!(c.write_at(cookie, flags, offset, data), want, "{what}");
+            }
+            Command(flags, kind, offset, len) => {
+                assert_eq!(c.command(cookie, flags, kind, offset, len), want, "{what}");
+            }
+        }
+    }
 }
 
 fn be32(b: &[u8]) -> u32 {
@@ -452,37 +481,26 @@ fn unknown_command_flags_are_einval() {
     let server = server();
     let mut c = Client::open(&server.sock, "disk");
     let data = pattern(8, 4096);
-    assert_eq!(
-        c.read_at(1, cflag::NO_HOLE, 0, 4096),
-        Err(err::EINVAL),
-        "READ with NO_HOLE"
-    );
-    assert_eq!(
-        c.read_at(2, 0x8000, 0, 4096),
-        Err(err::EINVAL),
-        "READ with bit 15"
-    );
-    // A refused write's payload is read and thrown away.
-    assert_eq!(
-        c.write_at(3, cflag::DF, 0, &data),
+    let (z, t, f) = (cmd::WRITE_ZEROES, cmd::TRIM, cmd::FLUSH);
+    expect_refused(
+        &mut c,
+        1,
         err::EINVAL,
-        "WRITE with DF"
+        &[
+            (ReadAt(cflag::NO_HOLE, 0, 4096), "READ with NO_HOLE"),
+            (ReadAt(0x8000, 0, 4096), "READ with bit 15"),
+            // A refused write's payload is read and thrown away.
+            (WriteAt(cflag::DF, 0, &data), "WRITE with DF"),
+            (WriteAt(cflag::NO_HOLE, 0, &data), "WRITE with NO_HOLE"),
+            // FAST_ZERO is not advertised.
+            (
+                Command(cflag::FAST_ZERO, z, 0, 4096),
+                "WRITE_ZEROES with FAST_ZERO",
+            ),
+            (Command(cflag::NO_HOLE, t, 0, 4096), "TRIM with NO_HOLE"),
+            (Command(cflag::REQ_ONE, f, 0, 0), "FLUSH with REQ_ONE"),
+        ],
     );
-    assert_eq!(
-        c.write_at(4, cflag::NO_HOLE, 0, &data),
-        err::EINVAL,
-        "WRITE with NO_HOLE"
-    );
-    // FAST_ZERO is not advertised.
-    assert_eq!(
-        c.command(5, cflag::FAST_ZERO, cmd::WRITE_ZEROES, 0, 4096),
-        err::EINVAL
-    );
-    assert_eq!(
-        c.command(6, cflag::NO_HOLE, cmd::TRIM, 0, 4096),
-        err::EINVAL
-    );
-    assert_eq!(c.command(7, cflag::REQ_ONE, cmd::FLUSH, 0, 0), err::EINVAL);
     // Nothing was written by the refused writes.
     check_read(c.read_at(8, 0, 0, 4096), &[0; 4096], "READ back");
     assert_eq!(c.write_at(9, 0, 0, &data), 0);
@@ -611,50 +629,40 @@ fn ranges_past_the_end() {
     let size = 64 * MIB;
     let block = pattern(13, 1024);
     let huge = u64::MAX - 511;
-    assert_eq!(
-        c.read_at(1, 0, size - 512, 1024),
-        Err(err::EINVAL),
-        "READ across the end"
-    );
-    assert_eq!(
-        c.read_at(2, 0, size, 512),
-        Err(err::EINVAL),
-        "READ at the end"
-    );
-    assert_eq!(
-        c.read_at(3, 0, huge, 512),
-        Err(err::EINVAL),
-        "READ whose end overflows"
-    );
-    assert_eq!(
-        c.command(4, 0, cmd::TRIM, size - 512, 1024),
+    expect_refused(
+        &mut c,
+        1,
         err::EINVAL,
-        "TRIM across the end"
+        &[
+            (ReadAt(0, size - 512, 1024), "READ across the end"),
+            (ReadAt(0, size, 512), "READ at the end"),
+            (ReadAt(0, huge, 512), "READ whose end overflows"),
+            (
+                Command(0, cmd::TRIM, size - 512, 1024),
+                "TRIM across the end",
+            ),
+            (
+                Command(0, cmd::TRIM, huge, 1024),
+                "TRIM whose end overflows",
+            ),
+        ],
     );
-    assert_eq!(
-        c.command(5, 0, cmd::TRIM, huge, 1024),
-        err::EINVAL,
-        "TRIM whose end overflows"
-    );
-    assert_eq!(
-        c.write_at(6, 0, size - 512, &block),
+    expect_refused(
+        &mut c,
+        6,
         err::ENOSPC,
-        "WRITE across the end"
-    );
-    assert_eq!(
-        c.write_at(7, 0, huge, &block),
-        err::ENOSPC,
-        "WRITE whose end overflows"
-    );
-    assert_eq!(
-        c.command(8, 0, cmd::WRITE_ZEROES, size, 512),
-        err::ENOSPC,
-        "WRITE_ZEROES past the end"
-    );
-    assert_eq!(
-        c.command(9, 0, cmd::WRITE_ZEROES, huge, 1024),
-        err::ENOSPC,
-        "WRITE_ZEROES overflowing"
+        &[
+            (WriteAt(0, size - 512, &block), "WRITE across the end"),
+            (WriteAt(0, huge, &block), "WRITE whose end overflows"),
+            (
+                Command(0, cmd::WRITE_ZEROES, size, 512),
+                "WRITE_ZEROES past the end",
+            ),
+            (
+                Command(0, cmd::WRITE_ZEROES, huge, 1024),
+                "WRITE_ZEROES overflowing",
+            ),
+        ],
     );
     // The last block itself is fine.
     assert_eq!(c.write_at(10, 0, size - 1024, &block), 0);
@@ -668,23 +676,21 @@ fn unaligned_requests_on_a_4k_export_are_einval() {
     let server = server();
     let mut c = Client::open(&server.sock, "big");
     let data = pattern(14, 4096);
-    assert_eq!(c.read_at(1, 0, 512, 4096), Err(err::EINVAL), "READ at 512");
-    assert_eq!(c.read_at(2, 0, 0, 512), Err(err::EINVAL), "READ of 512");
-    assert_eq!(c.write_at(3, 0, 512, &data), err::EINVAL, "WRITE at 512");
-    assert_eq!(
-        c.write_at(4, 0, 0, &data[..1024]),
+    expect_refused(
+        &mut c,
+        1,
         err::EINVAL,
-        "WRITE of 1024"
-    );
-    assert_eq!(
-        c.command(5, 0, cmd::TRIM, 0, 512),
-        err::EINVAL,
-        "TRIM of 512"
-    );
-    assert_eq!(
-        c.command(6, 0, cmd::WRITE_ZEROES, 2048, 4096),
-        err::EINVAL,
-        "WRITE_ZEROES at 2048"
+        &[
+            (ReadAt(0, 512, 4096), "READ at 512"),
+            (ReadAt(0, 0, 512), "READ of 512"),
+            (WriteAt(0, 512, &data), "WRITE at 512"),
+            (WriteAt(0, 0, &data[..1024]), "WRITE of 1024"),
+            (Command(0, cmd::TRIM, 0, 512), "TRIM of 512"),
+            (
+                Command(0, cmd::WRITE_ZEROES, 2048, 4096),
+                "WRITE_ZEROES at 2048",
+            ),
+        ],
     );
     check_read(
         c.read_at(7, 0, 0, 8192),
@@ -702,17 +708,16 @@ fn read_only_export_refuses_changes() {
     let server = server();
     let mut c = Client::open(&server.sock, "ro");
     let data = pattern(15, 8192);
-    assert_eq!(c.write_at(1, 0, 0, &data), err::EPERM, "WRITE");
-    assert_eq!(
-        c.write_at(2, cflag::FUA, 4096, &data),
+    expect_refused(
+        &mut c,
+        1,
         err::EPERM,
-        "WRITE with FUA"
-    );
-    assert_eq!(c.command(3, 0, cmd::TRIM, 0, 4096), err::EPERM, "TRIM");
-    assert_eq!(
-        c.command(4, 0, cmd::WRITE_ZEROES, 0, 4096),
-        err::EPERM,
-        "WRITE_ZEROES"
+        &[
+            (WriteAt(0, 0, &data), "WRITE"),
+            (WriteAt(cflag::FUA, 4096, &data), "WRITE with FUA"),
+            (Command(0, cmd::TRIM, 0, 4096), "TRIM"),
+            (Command(0, cmd::WRITE_ZEROES, 0, 4096), "WRITE_ZEROES"),
+        ],
     );
     assert_eq!(c.command(5, 0, cmd::FLUSH, 0, 0), 0, "FLUSH is harmless");
     check_read(c.read_at(6, 0, 0, 8192), &[0; 8192], "nothing changed");

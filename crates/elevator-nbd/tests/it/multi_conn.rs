@@ -208,18 +208,25 @@ fn tmpfs_export(size: usize) -> Result<(common::TempDir, std::path::PathBuf, Str
     Ok((dir, backing, spec))
 }
 
+/// [`tmpfs_export`], or `None` when there is none, `test` then reported as
+/// skipped with the reason.
+fn tmpfs_export_or_skip(
+    test: &str,
+    size: usize,
+) -> Option<(common::TempDir, std::path::PathBuf, String)> {
+    tmpfs_export(size)
+        .map_err(|why| common::skip(test, &why))
+        .ok()
+}
+
 #[test]
 fn sub_block_requests_on_a_tmpfs_file_are_read_modify_writes() {
     const SIZE: usize = 1 << 20;
-    let (_dir, backing, spec) = match tmpfs_export(SIZE) {
-        Ok(x) => x,
-        Err(why) => {
-            common::skip(
-                "sub_block_requests_on_a_tmpfs_file_are_read_modify_writes",
-                &why,
-            );
-            return;
-        }
+    let Some((_dir, backing, spec)) = tmpfs_export_or_skip(
+        "sub_block_requests_on_a_tmpfs_file_are_read_modify_writes",
+        SIZE,
+    ) else {
+        return;
     };
     let server = TestServer::start_with(&[&spec], |c| c.threads = 2);
     let mut model = pattern(99, SIZE);
@@ -290,15 +297,11 @@ fn sub_block_requests_on_a_tmpfs_file_are_read_modify_writes() {
 #[test]
 fn overlapping_sub_block_writes_from_two_connections_are_serialised() {
     const BLOCKS: usize = 64;
-    let (_dir, backing, spec) = match tmpfs_export(1 << 20) {
-        Ok(x) => x,
-        Err(why) => {
-            common::skip(
-                "overlapping_sub_block_writes_from_two_connections_are_serialised",
-                &why,
-            );
-            return;
-        }
+    let Some((_dir, backing, spec)) = tmpfs_export_or_skip(
+        "overlapping_sub_block_writes_from_two_connections_are_serialised",
+        1 << 20,
+    ) else {
+        return;
     };
     let server = TestServer::start_with(&[&spec], |c| c.threads = 2);
     // Two connections (on the two workers) write the sectors of the same

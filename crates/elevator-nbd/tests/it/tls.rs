@@ -222,6 +222,15 @@ fn nbdinfo_fails(uri: &str) -> String {
 }
 
 /// After a failure, the server still serves a TLS client.
+/// A raw client of `server` that has asked for STARTTLS and had it
+/// acknowledged; the TLS handshake is the caller's.
+fn starttls_acked(server: &TestServer) -> Client {
+    let mut c = Client::start(&server.sock);
+    let r = c.opt(opt::STARTTLS, &[]);
+    assert_eq!((r.option, r.kind), (opt::STARTTLS, rep::ACK));
+    c
+}
+
 fn still_serves(server: &TestServer, certs: &Certs) {
     assert_eq!(nbdinfo_size(&unix_uri(server, &certs.client)), 64 * MIB);
     assert!(server.running(), "the server stopped");
@@ -358,9 +367,7 @@ fn plain_bytes_after_starttls_close_the_connection() {
         return;
     };
     let server = tls_server(&certs, TlsMode::Require, false);
-    let mut c = Client::start(&server.sock);
-    let r = c.opt(opt::STARTTLS, &[]);
-    assert_eq!((r.option, r.kind), (opt::STARTTLS, rep::ACK));
+    let mut c = starttls_acked(&server);
     // An option in clear where the TLS ClientHello should be.
     c.send_lenient(&Client::option_bytes(opt::LIST, &[]));
     let mut rest = Vec::new();
@@ -396,9 +403,7 @@ fn a_client_certificate_from_another_ca_is_refused() {
     // Not required, but checked when presented. (GnuTLS presents only a
     // certificate from a CA the server names, so the raw client here.)
     let server = tls_server(&certs, TlsMode::Require, false);
-    let mut c = Client::start(&server.sock);
-    let r = c.opt(opt::STARTTLS, &[]);
-    assert_eq!((r.option, r.kind), (opt::STARTTLS, rep::ACK));
+    let c = starttls_acked(&server);
     let mut t = raw_tls_client(
         c.s,
         &certs.client.join("ca-cert.pem"),
@@ -500,9 +505,7 @@ fn options_go_on_inside_tls_and_a_second_starttls_is_invalid() {
         return;
     };
     let server = tls_server(&certs, TlsMode::Require, false);
-    let mut c = Client::start(&server.sock);
-    let r = c.opt(opt::STARTTLS, &[]);
-    assert_eq!((r.option, r.kind), (opt::STARTTLS, rep::ACK));
+    let c = starttls_acked(&server);
     let mut t = raw_tls_client(c.s, &certs.client.join("ca-cert.pem"), None);
     t.write_all(&Client::option_bytes(opt::STARTTLS, &[]))
         .expect("sending STARTTLS again");
@@ -595,9 +598,7 @@ fn pipelined_requests_through_tls_while_throttled_all_get_answers() {
         c.tls = Some(tls);
         c.max_inflight = 1;
     });
-    let mut c = Client::start(&server.sock);
-    let r = c.opt(opt::STARTTLS, &[]);
-    assert_eq!((r.option, r.kind), (opt::STARTTLS, rep::ACK));
+    let c = starttls_acked(&server);
     let mut t = raw_tls_client(c.s, &certs.client.join("ca-cert.pem"), None);
     t.write_all(&Client::option_bytes(
         opt::GO,

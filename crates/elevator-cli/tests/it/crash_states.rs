@@ -85,6 +85,21 @@ fn crash_states(log: &str, args: &[&str]) -> std::process::Output {
     elevator(&[&["crash-states", log], args].concat())
 }
 
+/// The arguments of `elevator crash-states LOG --out OUT --check CHECK ARGS`.
+fn checked_states_args<'a>(
+    log: &'a str,
+    out: &'a str,
+    check: &'a str,
+    args: &[&'a str],
+) -> Vec<&'a str> {
+    [&["crash-states", log, "--out", out, "--check", check], args].concat()
+}
+
+/// `elevator write-log replay LOG --out IMG ARGS`.
+fn replay(log: &str, img: &str, args: &[&str]) -> std::process::Output {
+    elevator(&[&["write-log", "replay", log, "--out", img], args].concat())
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -100,19 +115,12 @@ fn the_correct_application_passes_every_state() {
     let (dir, log, checker) = setup(true);
     let out = dir.file("states");
     let check = format!("sh {checker} {{}}");
-    let o = crash_states(
+    let o = elevator(&checked_states_args(
         &log,
-        &[
-            "--out",
-            &out,
-            "--check",
-            &check,
-            "--between",
-            "100",
-            "--jobs",
-            "2",
-        ],
-    );
+        &out,
+        &check,
+        &["--between", "100", "--jobs", "2"],
+    ));
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let r = report(&out);
     assert_eq!(r["failed"], 0);
@@ -142,19 +150,12 @@ fn the_broken_application_fails_and_only_rebuilds_the_image() {
     let (dir, log, checker) = setup(false);
     let out = dir.file("states");
     let check = format!("sh {checker} {{}}");
-    let o = crash_states(
+    let o = elevator(&checked_states_args(
         &log,
-        &[
-            "--out",
-            &out,
-            "--check",
-            &check,
-            "--between",
-            "100",
-            "--seed",
-            "7",
-        ],
-    );
+        &out,
+        &check,
+        &["--between", "100", "--seed", "7"],
+    ));
     assert!(!o.status.success());
     let stdout = text(&o.stdout);
     assert!(
@@ -217,21 +218,12 @@ fn a_hanging_checker_is_killed_at_its_timeout() {
     elevator_testkit::needs!("sh", "sleep");
     let (dir, log, _) = setup(true);
     let out = dir.file("states");
-    let o = crash_states(
+    let o = elevator(&checked_states_args(
         &log,
-        &[
-            "--out",
-            &out,
-            "--check",
-            "sleep 100; true",
-            "--timeout",
-            "1",
-            "--max-states",
-            "2",
-            "--jobs",
-            "2",
-        ],
-    );
+        &out,
+        "sleep 100; true",
+        &["--timeout", "1", "--max-states", "2", "--jobs", "2"],
+    ));
     assert!(!o.status.success());
     let stdout = text(&o.stdout);
     assert!(stdout.contains("timed out after 1 s"), "{stdout}");
@@ -265,7 +257,7 @@ fn without_a_check_every_image_is_written_and_listed() {
 fn the_end_state_is_the_whole_replay() {
     let (dir, log, _) = setup(true);
     let img = dir.file("replayed.img");
-    let o = elevator(&["write-log", "replay", &log, "--out", &img]);
+    let o = replay(&log, &img, &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
         text(&o.stdout).contains("replayed records 0..15 of 15"),
@@ -285,15 +277,7 @@ fn the_end_state_is_the_whole_replay() {
 fn replay_stops_at_a_mark_or_a_record() {
     let (dir, log, _) = setup(true);
     let img = dir.file("two.img");
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-mark",
-        "commit 2",
-    ]);
+    let o = replay(&log, &img, &["--to-mark", "commit 2"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
         text(&o.stdout).contains("through mark 9 \"commit 2\""),
@@ -303,53 +287,21 @@ fn replay_stops_at_a_mark_or_a_record() {
     let bytes = std::fs::read(&img).unwrap();
     assert_eq!(&bytes[..14], b"gen=2 block=12");
     // A prefix of a mark's text finds it too.
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-mark",
-        "commit",
-    ]);
+    let o = replay(&log, &img, &["--to-mark", "commit"]);
     assert!(
         text(&o.stdout).contains("through mark 4"),
         "{}",
         text(&o.stdout)
     );
     // Record 0 is generation 1's data alone.
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-record",
-        "0",
-    ]);
+    let o = replay(&log, &img, &["--to-record", "0"]);
     assert!(o.status.success());
     let bytes = std::fs::read(&img).unwrap();
     assert!(bytes[..512].iter().all(|&b| b == 0));
     assert_eq!(&bytes[11 * 512..11 * 512 + 10], b"data gen=1");
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-mark",
-        "nope",
-    ]);
+    let o = replay(&log, &img, &["--to-mark", "nope"]);
     assert!(text(&o.stderr).contains("no mark's text is or starts with \"nope\""));
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-record",
-        "15",
-    ]);
+    let o = replay(&log, &img, &["--to-record", "15"]);
     assert!(text(&o.stderr).contains("the log has 15 records"));
 }
 
@@ -422,22 +374,27 @@ fn a_truncated_log_names_the_record_and_valid_prefix_uses_the_rest() {
     assert!(err.contains("record 14 at byte"), "{err}");
     assert!(err.contains("truncated"), "{err}");
     let img = dir.file("x.img");
-    let o = elevator(&["write-log", "replay", &cut, "--out", &img]);
+    let o = replay(&cut, &img, &[]);
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("pass --valid-prefix to use the 14 records before it"));
-    let o = elevator(&["write-log", "replay", &cut, "--out", &img, "--valid-prefix"]);
+    let o = replay(&cut, &img, &["--valid-prefix"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("using the 14 records before it"));
     let out = dir.file("states");
     let check = format!("sh {checker} {{}}");
-    let o = elevator(&["crash-states", &cut, "--out", &out, "--check", &check]);
+    let o = elevator(&checked_states_args(&cut, &out, &check, &[]));
     assert!(!o.status.success());
     assert!(
         text(&o.stderr).contains("record 14 at byte"),
         "{}",
         text(&o.stderr)
     );
-    let o = crash_states(&cut, &["--out", &out, "--check", &check, "--valid-prefix"]);
+    let o = elevator(&checked_states_args(
+        &cut,
+        &out,
+        &check,
+        &["--valid-prefix"],
+    ));
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     assert_eq!(report(&out)["records"], 14);
 }
@@ -451,15 +408,7 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
     let base_path = dir.file("base.img");
     std::fs::write(&base_path, &base).unwrap();
     let img = dir.file("r.img");
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--base",
-        &base_path,
-    ]);
+    let o = replay(&log, &img, &["--base", &base_path]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let bytes = std::fs::read(&img).unwrap();
     assert_eq!(bytes.len(), 64 * 512, "extended to the device's capacity");
@@ -469,12 +418,12 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
     let check = format!(
         "sh {checker} {{}} && dd if={{}} bs=512 skip=40 count=1 2>/dev/null | grep -q BASE"
     );
-    let o = crash_states(
+    let o = elevator(&checked_states_args(
         &log,
-        &[
-            "--out", &out, "--check", &check, "--base", &base_path, "--keep", "all",
-        ],
-    );
+        &out,
+        &check,
+        &["--base", &base_path, "--keep", "all"],
+    ));
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let r = report(&out);
     for s in r["states"].as_array().unwrap() {
@@ -488,15 +437,7 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
     }
     // A base larger than the device is refused.
     std::fs::write(&base_path, vec![0u8; 65 * 512]).unwrap();
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--base",
-        &base_path,
-    ]);
+    let o = replay(&log, &img, &["--base", &base_path]);
     assert!(
         text(&o.stderr).contains("more than the log's device"),
         "{}",
@@ -537,20 +478,12 @@ fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
     elevator_testkit::needs!("sh", "yes");
     let (dir, log, _) = setup(true);
     let out = dir.file("states");
-    let o = elevator_bounded(&[
-        "crash-states",
+    let o = elevator_bounded(&checked_states_args(
         &log,
-        "--out",
         &out,
-        "--check",
         "yes",
-        "--timeout",
-        "1",
-        "--max-states",
-        "2",
-        "--jobs",
-        "2",
-    ]);
+        &["--timeout", "1", "--max-states", "2", "--jobs", "2"],
+    ));
     assert!(!o.status.success());
     let doc = report(&out);
     assert_eq!(doc["failed"], 2, "{doc}");
@@ -592,18 +525,12 @@ fn a_checkers_leftovers_are_killed_or_not_waited_for() {
     let check = format!(
         "sleep 1000 & echo $! >> {pids}.group; setsid sleep 1000 & echo $! >> {pids}.setsid; echo started"
     );
-    let o = elevator_bounded(&[
-        "crash-states",
+    let o = elevator_bounded(&checked_states_args(
         &log,
-        "--out",
         &out,
-        "--check",
         &check,
-        "--max-states",
-        "2",
-        "--jobs",
-        "1",
-    ]);
+        &["--max-states", "2", "--jobs", "1"],
+    ));
     let setsid = std::fs::read_to_string(format!("{pids}.setsid")).unwrap_or_default();
     for pid in setsid.split_whitespace() {
         let _ = std::process::Command::new("kill")

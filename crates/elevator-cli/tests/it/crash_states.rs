@@ -109,18 +109,43 @@ fn report(dir: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-#[test]
-fn the_correct_application_passes_every_state() {
-    elevator_testkit::needs!("sh");
-    let (dir, log, checker) = setup(true);
+/// A crash-states run of the application checked by the README's checker.
+struct CheckedApp {
+    dir: TempDir,
+    log: String,
+    out: String,
+    check: String,
+    o: std::process::Output,
+}
+
+/// Check the application's (correct or broken) states with
+/// `--between 100 ARGS`.
+fn check_app(correct: bool, args: &[&str]) -> CheckedApp {
+    let (dir, log, checker) = setup(correct);
     let out = dir.file("states");
     let check = format!("sh {checker} {{}}");
     let o = elevator(&checked_states_args(
         &log,
         &out,
         &check,
-        &["--between", "100", "--jobs", "2"],
+        &[&["--between", "100"], args].concat(),
     ));
+    CheckedApp {
+        dir,
+        log,
+        out,
+        check,
+        o,
+    }
+}
+
+#[test]
+fn the_correct_application_passes_every_state() {
+    elevator_testkit::needs!("sh");
+    // The directory lives to the end of the test.
+    let CheckedApp {
+        dir: _dir, out, o, ..
+    } = check_app(true, &["--jobs", "2"]);
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let r = report(&out);
     assert_eq!(r["failed"], 0);
@@ -147,15 +172,13 @@ fn the_correct_application_passes_every_state() {
 #[test]
 fn the_broken_application_fails_and_only_rebuilds_the_image() {
     elevator_testkit::needs!("sh");
-    let (dir, log, checker) = setup(false);
-    let out = dir.file("states");
-    let check = format!("sh {checker} {{}}");
-    let o = elevator(&checked_states_args(
-        &log,
-        &out,
-        &check,
-        &["--between", "100", "--seed", "7"],
-    ));
+    let CheckedApp {
+        dir,
+        log,
+        out,
+        check,
+        o,
+    } = check_app(false, &["--seed", "7"]);
     assert!(!o.status.success());
     let stdout = text(&o.stdout);
     assert!(
@@ -213,21 +236,33 @@ fn the_broken_application_fails_and_only_rebuilds_the_image() {
     }
 }
 
-#[test]
-fn a_hanging_checker_is_killed_at_its_timeout() {
-    elevator_testkit::needs!("sh", "sleep");
+/// Check two states (two at a time) with `check` under `--timeout 1`,
+/// run by `run`; both must fail. Returns the directory, `--out` and the
+/// output.
+fn two_states_timing_out(
+    check: &str,
+    run: fn(&[&str]) -> std::process::Output,
+) -> (TempDir, String, std::process::Output) {
     let (dir, log, _) = setup(true);
     let out = dir.file("states");
-    let o = elevator(&checked_states_args(
+    let o = run(&checked_states_args(
         &log,
         &out,
-        "sleep 100; true",
+        check,
         &["--timeout", "1", "--max-states", "2", "--jobs", "2"],
     ));
     assert!(!o.status.success());
+    let doc = report(&out);
+    assert_eq!(doc["failed"], 2, "{doc}");
+    (dir, out, o)
+}
+
+#[test]
+fn a_hanging_checker_is_killed_at_its_timeout() {
+    elevator_testkit::needs!("sh", "sleep");
+    let (_dir, _, o) = two_states_timing_out("sleep 100; true", elevator);
     let stdout = text(&o.stdout);
     assert!(stdout.contains("timed out after 1 s"), "{stdout}");
-    assert_eq!(report(&out)["failed"], 2);
 }
 
 #[test]
@@ -476,17 +511,8 @@ fn elevator_bounded(args: &[&str]) -> std::process::Output {
 #[test]
 fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
     elevator_testkit::needs!("sh", "yes");
-    let (dir, log, _) = setup(true);
-    let out = dir.file("states");
-    let o = elevator_bounded(&checked_states_args(
-        &log,
-        &out,
-        "yes",
-        &["--timeout", "1", "--max-states", "2", "--jobs", "2"],
-    ));
-    assert!(!o.status.success());
+    let (_dir, out, o) = two_states_timing_out("yes", elevator_bounded);
     let doc = report(&out);
-    assert_eq!(doc["failed"], 2, "{doc}");
     for s in doc["states"].as_array().expect("states") {
         assert_eq!(
             s["why"], "timed out after 1 s; its process group was killed",

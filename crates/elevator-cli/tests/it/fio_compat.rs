@@ -58,6 +58,26 @@ fn elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
     stdout_ok(&format!("elevator on {name}"), &out)
 }
 
+/// elevator's JSON report on `what` from `out`; None, with a line saying
+/// so pushed to `failures`, when elevator failed.
+fn elevator_report(
+    what: &str,
+    out: &std::process::Output,
+    failures: &mut Vec<String>,
+) -> Option<Value> {
+    if !out.status.success() {
+        failures.push(format!(
+            "{what}: elevator failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+        return None;
+    }
+    Some(json(
+        &format!("elevator on {what}"),
+        &String::from_utf8_lossy(&out.stdout),
+    ))
+}
+
 // ---------------------------------------------------------------------------
 // Structural comparison.
 
@@ -208,17 +228,9 @@ fn json_plus_has_every_key_fio_writes() {
                 "json+",
             ],
         );
-        if !ours.status.success() {
-            failures.push(format!(
-                "{name}: elevator failed: {}",
-                String::from_utf8_lossy(&ours.stderr).trim()
-            ));
+        let Some(o) = elevator_report(name, &ours, &mut failures) else {
             continue;
-        }
-        let o = json(
-            &format!("elevator on {name}"),
-            &String::from_utf8_lossy(&ours.stdout),
-        );
+        };
         let mut diffs = compare_reports(name, &f, &o);
         let jobs = f["jobs"].as_array().map_or(0, Vec::len);
         for j in 0..jobs {
@@ -317,17 +329,9 @@ fn command_line_jobs_match_fio() {
         let mut oargs = vec!["run", "--device", NULL_DEVICE, "--output-format", "json"];
         oargs.extend(&args);
         let out = elevator(dir.path(), &oargs);
-        if !out.status.success() {
-            failures.push(format!(
-                "{what}: elevator failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+        let Some(o) = elevator_report(what, &out, &mut failures) else {
             continue;
-        }
-        let o = json(
-            &format!("elevator, {what}"),
-            &String::from_utf8_lossy(&out.stdout),
-        );
+        };
         let names = |v: &Value| -> Vec<Value> {
             v["jobs"]
                 .as_array()

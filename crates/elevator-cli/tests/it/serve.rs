@@ -697,12 +697,12 @@ fn partial_blocks_are_refused_or_reported() {
     let sock = dir.join("s.sock");
     let sock = sock.to_str().expect("UTF-8 path");
     // Memory: the size must be whole blocks.
-    let (_, err) = fails(&["serve", "--export", "d=mem:1000", "--unix", sock]);
+    let err = serve_fails(&["--export", "d=mem:1000"], sock);
     assert!(
         err.contains("mem:1000 is 1000 bytes, not a multiple of the 512-byte block size"),
         "{err}"
     );
-    let (_, err) = fails(&["serve", "--export", "d=mem:6k,lbs=4096", "--unix", sock]);
+    let err = serve_fails(&["--export", "d=mem:6k,lbs=4096"], sock);
     assert!(
         err.contains("mem:6k is 6144 bytes, not a multiple of the 4096-byte block size"),
         "{err}"
@@ -788,7 +788,7 @@ fn a_unix_socket_a_live_server_holds_is_refused() {
     let nbdkit_sock = dir.join("nbdkit.sock");
     let nbdkit = Nbdkit::start(&nbdkit_sock);
     let path = nbdkit_sock.to_str().expect("UTF-8 path");
-    let (_, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", path]);
+    let err = serve_fails(&["--export", "disk=mem:1m"], path);
     assert!(
         err.contains("a server is listening on it (Address already in use)"),
         "{err}"
@@ -799,7 +799,7 @@ fn a_unix_socket_a_live_server_holds_is_refused() {
     let file = dir.join("notes.txt");
     std::fs::write(&file, "not a socket").expect("writing a file");
     let path = file.to_str().expect("UTF-8 path");
-    let (_, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", path]);
+    let err = serve_fails(&["--export", "disk=mem:1m"], path);
     assert!(
         err.contains(&format!(
             "cannot listen on {path}: it is a regular file, not a socket: refusing to replace it"

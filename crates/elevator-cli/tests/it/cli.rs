@@ -101,19 +101,17 @@ fn normal_output_is_a_table() {
 
 #[test]
 fn schedulers_lists_tunables_with_defaults() {
-    let out = elevator(&["schedulers"]);
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    for needle in [
-        "nomerges",
-        "nr_requests",
-        "mq-deadline:",
-        "read_expire",
-        "500 ms",
-        "deadline-list:",
-    ] {
-        assert!(text.contains(needle), "missing {needle}: {text}");
-    }
+    common::prints_all(
+        &["schedulers"],
+        &[
+            "nomerges",
+            "nr_requests",
+            "mq-deadline:",
+            "read_expire",
+            "500 ms",
+            "deadline-list:",
+        ],
+    );
 }
 
 #[test]

@@ -41,10 +41,11 @@ fn fio_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
     stdout_ok(&format!("fio on {name}"), &out)
 }
 
-/// elevator on the null device with `job`, in `format`; returns stdout.
-fn elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
+/// elevator on the null device with `job` (written to `dir` as
+/// NAME.fio), in `format`; returns how it ended.
+fn run_elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> std::process::Output {
     let path = dir.write(&format!("{name}.fio"), job);
-    let out = elevator(
+    elevator(
         dir.path(),
         &[
             "run",
@@ -54,7 +55,12 @@ fn elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
             "--output-format",
             format,
         ],
-    );
+    )
+}
+
+/// elevator on the null device with `job`, in `format`; returns stdout.
+fn elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
+    let out = run_elevator_null(dir, name, job, format);
     stdout_ok(&format!("elevator on {name}"), &out)
 }
 
@@ -215,19 +221,7 @@ fn json_plus_has_every_key_fio_writes() {
             &format!("fio on {name}"),
             &fio_null(&dir, name, job, "json+"),
         );
-        let ours = elevator(
-            dir.path(),
-            &[
-                "run",
-                dir.write(&format!("{name}.fio"), job)
-                    .to_str()
-                    .expect("utf-8 path"),
-                "--device",
-                NULL_DEVICE,
-                "--output-format",
-                "json+",
-            ],
-        );
+        let ours = run_elevator_null(&dir, name, job, "json+");
         let Some(o) = elevator_report(name, &ours, &mut failures) else {
             continue;
         };
@@ -413,18 +407,7 @@ fn both_logs(name: &str, job: &str) -> (Vec<LogEntry>, Result<Vec<LogEntry>, Str
     fio_null(&fdir, name, job, "json");
     let flog = read_log(&fdir.path().join(format!("{name}_lat.1.log")));
     let odir = TempDir::new(&format!("{name}-elevator"));
-    let path = odir.write(&format!("{name}.fio"), job);
-    let out = elevator(
-        odir.path(),
-        &[
-            "run",
-            path.to_str().expect("utf-8 path"),
-            "--device",
-            NULL_DEVICE,
-            "--output-format",
-            "json",
-        ],
-    );
+    let out = run_elevator_null(&odir, name, job, "json");
     if !out.status.success() {
         return (
             flog,

@@ -104,6 +104,12 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Assert that `bytes` (a command's stdout or stderr) hold `needle`.
+fn assert_holds(bytes: &[u8], needle: &str) {
+    let text = text(bytes);
+    assert!(text.contains(needle), "{text}");
+}
+
 fn report(dir: &str) -> Value {
     let text = std::fs::read_to_string(Path::new(dir).join("report.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -154,7 +160,7 @@ fn the_correct_application_passes_every_state() {
     // (the last is the end), the end, and every subset between.
     assert_eq!(r["possible"], r["explored"]);
     assert!(r["explored"].as_u64().unwrap() >= 10, "{r}");
-    assert!(text(&o.stdout).contains("0 failed"), "{}", text(&o.stdout));
+    assert_holds(&o.stdout, "0 failed");
     // Passing images are deleted (--keep failing).
     let images = std::fs::read_dir(&out)
         .unwrap()
@@ -181,11 +187,7 @@ fn the_broken_application_fails_and_only_rebuilds_the_image() {
     } = check_app(false, &["--seed", "7"]);
     assert!(!o.status.success());
     let stdout = text(&o.stdout);
-    assert!(
-        text(&o.stderr).contains("crash states failed the check"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_holds(&o.stderr, "crash states failed the check");
     assert!(stdout.contains("FAILED c"), "{stdout}");
     assert!(stdout.contains("header says generation"), "{stdout}");
     let r = report(&out);
@@ -281,11 +283,7 @@ fn without_a_check_every_image_is_written_and_listed() {
     // Too many for --max-states: refused, saying what to do.
     let o = elevator(&["crash-states", &log, "--out", &out, "--max-states", "3"]);
     assert!(!o.status.success());
-    assert!(
-        text(&o.stderr).contains("more than --max-states 3"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_holds(&o.stderr, "more than --max-states 3");
 }
 
 #[test]
@@ -294,11 +292,7 @@ fn the_end_state_is_the_whole_replay() {
     let img = dir.file("replayed.img");
     let o = replay(&log, &img, &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(
-        text(&o.stdout).contains("replayed records 0..15 of 15"),
-        "{}",
-        text(&o.stdout)
-    );
+    assert_holds(&o.stdout, "replayed records 0..15 of 15");
     let out = dir.file("states");
     let o = elevator(&["crash-states", &log, "--only", "end", "--out", &out]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -314,20 +308,12 @@ fn replay_stops_at_a_mark_or_a_record() {
     let img = dir.file("two.img");
     let o = replay(&log, &img, &["--to-mark", "commit 2"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(
-        text(&o.stdout).contains("through mark 9 \"commit 2\""),
-        "{}",
-        text(&o.stdout)
-    );
+    assert_holds(&o.stdout, "through mark 9 \"commit 2\"");
     let bytes = std::fs::read(&img).unwrap();
     assert_eq!(&bytes[..14], b"gen=2 block=12");
     // A prefix of a mark's text finds it too.
     let o = replay(&log, &img, &["--to-mark", "commit"]);
-    assert!(
-        text(&o.stdout).contains("through mark 4"),
-        "{}",
-        text(&o.stdout)
-    );
+    assert_holds(&o.stdout, "through mark 4");
     // Record 0 is generation 1's data alone.
     let o = replay(&log, &img, &["--to-record", "0"]);
     assert!(o.status.success());
@@ -335,9 +321,9 @@ fn replay_stops_at_a_mark_or_a_record() {
     assert!(bytes[..512].iter().all(|&b| b == 0));
     assert_eq!(&bytes[11 * 512..11 * 512 + 10], b"data gen=1");
     let o = replay(&log, &img, &["--to-mark", "nope"]);
-    assert!(text(&o.stderr).contains("no mark's text is or starts with \"nope\""));
+    assert_holds(&o.stderr, "no mark's text is or starts with \"nope\"");
     let o = replay(&log, &img, &["--to-record", "15"]);
-    assert!(text(&o.stderr).contains("the log has 15 records"));
+    assert_holds(&o.stderr, "the log has 15 records");
 }
 
 #[test]
@@ -351,16 +337,12 @@ fn a_log_without_data_is_refused() {
     ] {
         let o = elevator(&args);
         assert!(!o.status.success());
-        assert!(
-            text(&o.stderr).contains("the log carries no data"),
-            "{}",
-            text(&o.stderr)
-        );
+        assert_holds(&o.stderr, "the log carries no data");
     }
     // show still prints it.
     let o = elevator(&["write-log", "show", &log]);
     assert!(o.status.success());
-    assert!(text(&o.stdout).contains("no data (a simulated device)"));
+    assert_holds(&o.stdout, "no data (a simulated device)");
 }
 
 #[test]
@@ -411,19 +393,18 @@ fn a_truncated_log_names_the_record_and_valid_prefix_uses_the_rest() {
     let img = dir.file("x.img");
     let o = replay(&cut, &img, &[]);
     assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("pass --valid-prefix to use the 14 records before it"));
+    assert_holds(
+        &o.stderr,
+        "pass --valid-prefix to use the 14 records before it",
+    );
     let o = replay(&cut, &img, &["--valid-prefix"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("using the 14 records before it"));
+    assert_holds(&o.stderr, "using the 14 records before it");
     let out = dir.file("states");
     let check = format!("sh {checker} {{}}");
     let o = elevator(&checked_states_args(&cut, &out, &check, &[]));
     assert!(!o.status.success());
-    assert!(
-        text(&o.stderr).contains("record 14 at byte"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_holds(&o.stderr, "record 14 at byte");
     let o = elevator(&checked_states_args(
         &cut,
         &out,
@@ -473,11 +454,7 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
     // A base larger than the device is refused.
     std::fs::write(&base_path, vec![0u8; 65 * 512]).unwrap();
     let o = replay(&log, &img, &["--base", &base_path]);
-    assert!(
-        text(&o.stderr).contains("more than the log's device"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_holds(&o.stderr, "more than the log's device");
 }
 
 /// Run `elevator ARGS` under a 64 MiB file-size limit (prlimit), so that
@@ -532,11 +509,7 @@ fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
         );
         assert_eq!(bytes.len(), first.len() + 1 + 65536);
     }
-    assert!(
-        text(&o.stdout).contains("bytes of output were dropped;"),
-        "{}",
-        text(&o.stdout)
-    );
+    assert_holds(&o.stdout, "bytes of output were dropped;");
 }
 
 /// What a checker leaves running is not left behind: what it started in

@@ -91,15 +91,9 @@ fn throughput_on_an_ssd_ranks_every_scheduler_and_explains_with_numbers() {
     let text = stdout(&args);
     let order = table_order(&text);
     assert_eq!(order.len(), 7, "{text}");
-    for name in [
-        "none",
-        "mq-deadline",
-        "deadline-rbtree",
-        "deadline-list",
-        "cfq",
-        "bfq",
-        "kyber",
-    ] {
+    // Every scheduler: none, mq-deadline, deadline-rbtree, deadline-list,
+    // cfq, bfq and kyber.
+    for name in elevator_core::SCHEDULER_NAMES {
         assert!(order.iter().any(|s| s == name), "{name} missing: {text}");
     }
     let v = json(&args);

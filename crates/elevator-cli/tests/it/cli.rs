@@ -6,6 +6,27 @@ use crate::common;
 
 use common::{elevator, fails_with, ok};
 
+/// A small microbench run (depth 8, 1000 I/Os, once).
+const MICROBENCH_SMALL: [&str; 7] = [
+    "microbench",
+    "--depth",
+    "8",
+    "--ios",
+    "1000",
+    "--repeat",
+    "1",
+];
+
+/// A small random-read job on the nvme model.
+const SMALL_NVME_JOB: [&str; 6] = [
+    "--name=x",
+    "--rw=randread",
+    "--bs=4k",
+    "--size=1m",
+    "--device",
+    "nvme",
+];
+
 fn json(args: &[&str]) -> serde_json::Value {
     let out = ok(args);
     serde_json::from_slice(&out.stdout).expect("microbench prints JSON")
@@ -72,15 +93,7 @@ fn sequential_io_merges_and_nomerges_2_does_not() {
 
 #[test]
 fn normal_output_is_a_table() {
-    let out = elevator(&[
-        "microbench",
-        "--depth",
-        "8",
-        "--ios",
-        "1000",
-        "--repeat",
-        "1",
-    ]);
+    let out = elevator(&MICROBENCH_SMALL);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("ns/IO") && text.contains("mq-deadline") && text.contains("none"));
@@ -88,19 +101,17 @@ fn normal_output_is_a_table() {
 
 #[test]
 fn schedulers_lists_tunables_with_defaults() {
-    let out = elevator(&["schedulers"]);
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    for needle in [
-        "nomerges",
-        "nr_requests",
-        "mq-deadline:",
-        "read_expire",
-        "500 ms",
-        "deadline-list:",
-    ] {
-        assert!(text.contains(needle), "missing {needle}: {text}");
-    }
+    common::prints_all(
+        &["schedulers"],
+        &[
+            "nomerges",
+            "nr_requests",
+            "mq-deadline:",
+            "read_expire",
+            "500 ms",
+            "deadline-list:",
+        ],
+    );
 }
 
 #[test]
@@ -164,14 +175,7 @@ fn a_closed_stdout_ends_each_command_quietly() {
     let trace = dir.file("g.trace");
     ok(&["replay", "--generate", "2000", &trace]);
     let states = dir.file("states");
-    let job = [
-        "--name=x",
-        "--rw=randread",
-        "--bs=4k",
-        "--size=1m",
-        "--device",
-        "nvme",
-    ];
+    let job = SMALL_NVME_JOB;
     let with_job = |cmd: &'static str| -> Vec<&str> {
         let mut v = vec![cmd];
         v.extend(job);
@@ -184,15 +188,7 @@ fn a_closed_stdout_ends_each_command_quietly() {
         with_job("run"),
         with_job("compare"),
         with_job("advise"),
-        vec![
-            "microbench",
-            "--depth",
-            "8",
-            "--ios",
-            "1000",
-            "--repeat",
-            "1",
-        ],
+        MICROBENCH_SMALL.to_vec(),
         vec!["replay", &trace, "--device", "null"],
         vec!["trace", "convert", &trace, "-", "--to", "text"],
         vec!["write-log", "show", "examples/crash/app-correct.wlog"],
@@ -230,15 +226,8 @@ fn a_closed_stderr_ends_a_command_by_sigpipe() {
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args([
-            "run",
-            "--name=x",
-            "--rw=randread",
-            "--bs=4k",
-            "--size=1m",
-            "--device",
-            "nvme",
-        ])
+        .arg("run")
+        .args(SMALL_NVME_JOB)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(writer)

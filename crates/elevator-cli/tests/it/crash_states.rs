@@ -85,8 +85,29 @@ fn crash_states(log: &str, args: &[&str]) -> std::process::Output {
     elevator(&[&["crash-states", log], args].concat())
 }
 
+/// The arguments of `elevator crash-states LOG --out OUT --check CHECK ARGS`.
+fn checked_states_args<'a>(
+    log: &'a str,
+    out: &'a str,
+    check: &'a str,
+    args: &[&'a str],
+) -> Vec<&'a str> {
+    [&["crash-states", log, "--out", out, "--check", check], args].concat()
+}
+
+/// `elevator write-log replay LOG --out IMG ARGS`.
+fn replay(log: &str, img: &str, args: &[&str]) -> std::process::Output {
+    elevator(&[&["write-log", "replay", log, "--out", img], args].concat())
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Assert that `bytes` (a command's stdout or stderr) hold `needle`.
+fn assert_holds(bytes: &[u8], needle: &str) {
+    let text = text(bytes);
+    assert!(text.contains(needle), "{text}");
 }
 
 fn report(dir: &str) -> Value {
@@ -94,25 +115,43 @@ fn report(dir: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// A crash-states run of the application checked by the README's checker.
+struct CheckedApp {
+    dir: TempDir,
+    log: String,
+    out: String,
+    check: String,
+    o: std::process::Output,
+}
+
+/// Check the application's (correct or broken) states with
+/// `--between 100 ARGS`.
+fn check_app(correct: bool, args: &[&str]) -> CheckedApp {
+    let (dir, log, checker) = setup(correct);
+    let out = dir.file("states");
+    let check = format!("sh {checker} {{}}");
+    let o = elevator(&checked_states_args(
+        &log,
+        &out,
+        &check,
+        &[&["--between", "100"], args].concat(),
+    ));
+    CheckedApp {
+        dir,
+        log,
+        out,
+        check,
+        o,
+    }
+}
+
 #[test]
 fn the_correct_application_passes_every_state() {
     elevator_testkit::needs!("sh");
-    let (dir, log, checker) = setup(true);
-    let out = dir.file("states");
-    let check = format!("sh {checker} {{}}");
-    let o = crash_states(
-        &log,
-        &[
-            "--out",
-            &out,
-            "--check",
-            &check,
-            "--between",
-            "100",
-            "--jobs",
-            "2",
-        ],
-    );
+    // The directory lives to the end of the test.
+    let CheckedApp {
+        dir: _dir, out, o, ..
+    } = check_app(true, &["--jobs", "2"]);
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let r = report(&out);
     assert_eq!(r["failed"], 0);
@@ -121,7 +160,7 @@ fn the_correct_application_passes_every_state() {
     // (the last is the end), the end, and every subset between.
     assert_eq!(r["possible"], r["explored"]);
     assert!(r["explored"].as_u64().unwrap() >= 10, "{r}");
-    assert!(text(&o.stdout).contains("0 failed"), "{}", text(&o.stdout));
+    assert_holds(&o.stdout, "0 failed");
     // Passing images are deleted (--keep failing).
     let images = std::fs::read_dir(&out)
         .unwrap()
@@ -139,29 +178,16 @@ fn the_correct_application_passes_every_state() {
 #[test]
 fn the_broken_application_fails_and_only_rebuilds_the_image() {
     elevator_testkit::needs!("sh");
-    let (dir, log, checker) = setup(false);
-    let out = dir.file("states");
-    let check = format!("sh {checker} {{}}");
-    let o = crash_states(
-        &log,
-        &[
-            "--out",
-            &out,
-            "--check",
-            &check,
-            "--between",
-            "100",
-            "--seed",
-            "7",
-        ],
-    );
+    let CheckedApp {
+        dir,
+        log,
+        out,
+        check,
+        o,
+    } = check_app(false, &["--seed", "7"]);
     assert!(!o.status.success());
     let stdout = text(&o.stdout);
-    assert!(
-        text(&o.stderr).contains("crash states failed the check"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_holds(&o.stderr, "crash states failed the check");
     assert!(stdout.contains("FAILED c"), "{stdout}");
     assert!(stdout.contains("header says generation"), "{stdout}");
     let r = report(&out);
@@ -212,30 +238,33 @@ fn the_broken_application_fails_and_only_rebuilds_the_image() {
     }
 }
 
+/// Check two states (two at a time) with `check` under `--timeout 1`,
+/// run by `run`; both must fail. Returns the directory, `--out` and the
+/// output.
+fn two_states_timing_out(
+    check: &str,
+    run: fn(&[&str]) -> std::process::Output,
+) -> (TempDir, String, std::process::Output) {
+    let (dir, log, _) = setup(true);
+    let out = dir.file("states");
+    let o = run(&checked_states_args(
+        &log,
+        &out,
+        check,
+        &["--timeout", "1", "--max-states", "2", "--jobs", "2"],
+    ));
+    assert!(!o.status.success());
+    let doc = report(&out);
+    assert_eq!(doc["failed"], 2, "{doc}");
+    (dir, out, o)
+}
+
 #[test]
 fn a_hanging_checker_is_killed_at_its_timeout() {
     elevator_testkit::needs!("sh", "sleep");
-    let (dir, log, _) = setup(true);
-    let out = dir.file("states");
-    let o = crash_states(
-        &log,
-        &[
-            "--out",
-            &out,
-            "--check",
-            "sleep 100; true",
-            "--timeout",
-            "1",
-            "--max-states",
-            "2",
-            "--jobs",
-            "2",
-        ],
-    );
-    assert!(!o.status.success());
+    let (_dir, _, o) = two_states_timing_out("sleep 100; true", elevator);
     let stdout = text(&o.stdout);
     assert!(stdout.contains("timed out after 1 s"), "{stdout}");
-    assert_eq!(report(&out)["failed"], 2);
 }
 
 #[test]
@@ -254,24 +283,16 @@ fn without_a_check_every_image_is_written_and_listed() {
     // Too many for --max-states: refused, saying what to do.
     let o = elevator(&["crash-states", &log, "--out", &out, "--max-states", "3"]);
     assert!(!o.status.success());
-    assert!(
-        text(&o.stderr).contains("more than --max-states 3"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_holds(&o.stderr, "more than --max-states 3");
 }
 
 #[test]
 fn the_end_state_is_the_whole_replay() {
     let (dir, log, _) = setup(true);
     let img = dir.file("replayed.img");
-    let o = elevator(&["write-log", "replay", &log, "--out", &img]);
+    let o = replay(&log, &img, &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(
-        text(&o.stdout).contains("replayed records 0..15 of 15"),
-        "{}",
-        text(&o.stdout)
-    );
+    assert_holds(&o.stdout, "replayed records 0..15 of 15");
     let out = dir.file("states");
     let o = elevator(&["crash-states", &log, "--only", "end", "--out", &out]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -285,72 +306,24 @@ fn the_end_state_is_the_whole_replay() {
 fn replay_stops_at_a_mark_or_a_record() {
     let (dir, log, _) = setup(true);
     let img = dir.file("two.img");
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-mark",
-        "commit 2",
-    ]);
+    let o = replay(&log, &img, &["--to-mark", "commit 2"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(
-        text(&o.stdout).contains("through mark 9 \"commit 2\""),
-        "{}",
-        text(&o.stdout)
-    );
+    assert_holds(&o.stdout, "through mark 9 \"commit 2\"");
     let bytes = std::fs::read(&img).unwrap();
     assert_eq!(&bytes[..14], b"gen=2 block=12");
     // A prefix of a mark's text finds it too.
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-mark",
-        "commit",
-    ]);
-    assert!(
-        text(&o.stdout).contains("through mark 4"),
-        "{}",
-        text(&o.stdout)
-    );
+    let o = replay(&log, &img, &["--to-mark", "commit"]);
+    assert_holds(&o.stdout, "through mark 4");
     // Record 0 is generation 1's data alone.
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-record",
-        "0",
-    ]);
+    let o = replay(&log, &img, &["--to-record", "0"]);
     assert!(o.status.success());
     let bytes = std::fs::read(&img).unwrap();
     assert!(bytes[..512].iter().all(|&b| b == 0));
     assert_eq!(&bytes[11 * 512..11 * 512 + 10], b"data gen=1");
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-mark",
-        "nope",
-    ]);
-    assert!(text(&o.stderr).contains("no mark's text is or starts with \"nope\""));
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--to-record",
-        "15",
-    ]);
-    assert!(text(&o.stderr).contains("the log has 15 records"));
+    let o = replay(&log, &img, &["--to-mark", "nope"]);
+    assert_holds(&o.stderr, "no mark's text is or starts with \"nope\"");
+    let o = replay(&log, &img, &["--to-record", "15"]);
+    assert_holds(&o.stderr, "the log has 15 records");
 }
 
 #[test]
@@ -364,16 +337,12 @@ fn a_log_without_data_is_refused() {
     ] {
         let o = elevator(&args);
         assert!(!o.status.success());
-        assert!(
-            text(&o.stderr).contains("the log carries no data"),
-            "{}",
-            text(&o.stderr)
-        );
+        assert_holds(&o.stderr, "the log carries no data");
     }
     // show still prints it.
     let o = elevator(&["write-log", "show", &log]);
     assert!(o.status.success());
-    assert!(text(&o.stdout).contains("no data (a simulated device)"));
+    assert_holds(&o.stdout, "no data (a simulated device)");
 }
 
 #[test]
@@ -422,22 +391,26 @@ fn a_truncated_log_names_the_record_and_valid_prefix_uses_the_rest() {
     assert!(err.contains("record 14 at byte"), "{err}");
     assert!(err.contains("truncated"), "{err}");
     let img = dir.file("x.img");
-    let o = elevator(&["write-log", "replay", &cut, "--out", &img]);
+    let o = replay(&cut, &img, &[]);
     assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("pass --valid-prefix to use the 14 records before it"));
-    let o = elevator(&["write-log", "replay", &cut, "--out", &img, "--valid-prefix"]);
+    assert_holds(
+        &o.stderr,
+        "pass --valid-prefix to use the 14 records before it",
+    );
+    let o = replay(&cut, &img, &["--valid-prefix"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("using the 14 records before it"));
+    assert_holds(&o.stderr, "using the 14 records before it");
     let out = dir.file("states");
     let check = format!("sh {checker} {{}}");
-    let o = elevator(&["crash-states", &cut, "--out", &out, "--check", &check]);
+    let o = elevator(&checked_states_args(&cut, &out, &check, &[]));
     assert!(!o.status.success());
-    assert!(
-        text(&o.stderr).contains("record 14 at byte"),
-        "{}",
-        text(&o.stderr)
-    );
-    let o = crash_states(&cut, &["--out", &out, "--check", &check, "--valid-prefix"]);
+    assert_holds(&o.stderr, "record 14 at byte");
+    let o = elevator(&checked_states_args(
+        &cut,
+        &out,
+        &check,
+        &["--valid-prefix"],
+    ));
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     assert_eq!(report(&out)["records"], 14);
 }
@@ -451,15 +424,7 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
     let base_path = dir.file("base.img");
     std::fs::write(&base_path, &base).unwrap();
     let img = dir.file("r.img");
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--base",
-        &base_path,
-    ]);
+    let o = replay(&log, &img, &["--base", &base_path]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let bytes = std::fs::read(&img).unwrap();
     assert_eq!(bytes.len(), 64 * 512, "extended to the device's capacity");
@@ -469,12 +434,12 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
     let check = format!(
         "sh {checker} {{}} && dd if={{}} bs=512 skip=40 count=1 2>/dev/null | grep -q BASE"
     );
-    let o = crash_states(
+    let o = elevator(&checked_states_args(
         &log,
-        &[
-            "--out", &out, "--check", &check, "--base", &base_path, "--keep", "all",
-        ],
-    );
+        &out,
+        &check,
+        &["--base", &base_path, "--keep", "all"],
+    ));
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let r = report(&out);
     for s in r["states"].as_array().unwrap() {
@@ -488,20 +453,8 @@ fn a_base_image_shows_under_the_writes_and_keep_all_keeps_every_image() {
     }
     // A base larger than the device is refused.
     std::fs::write(&base_path, vec![0u8; 65 * 512]).unwrap();
-    let o = elevator(&[
-        "write-log",
-        "replay",
-        &log,
-        "--out",
-        &img,
-        "--base",
-        &base_path,
-    ]);
-    assert!(
-        text(&o.stderr).contains("more than the log's device"),
-        "{}",
-        text(&o.stderr)
-    );
+    let o = replay(&log, &img, &["--base", &base_path]);
+    assert_holds(&o.stderr, "more than the log's device");
 }
 
 /// Run `elevator ARGS` under a 64 MiB file-size limit (prlimit), so that
@@ -535,25 +488,8 @@ fn elevator_bounded(args: &[&str]) -> std::process::Output {
 #[test]
 fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
     elevator_testkit::needs!("sh", "yes");
-    let (dir, log, _) = setup(true);
-    let out = dir.file("states");
-    let o = elevator_bounded(&[
-        "crash-states",
-        &log,
-        "--out",
-        &out,
-        "--check",
-        "yes",
-        "--timeout",
-        "1",
-        "--max-states",
-        "2",
-        "--jobs",
-        "2",
-    ]);
-    assert!(!o.status.success());
+    let (_dir, out, o) = two_states_timing_out("yes", elevator_bounded);
     let doc = report(&out);
-    assert_eq!(doc["failed"], 2, "{doc}");
     for s in doc["states"].as_array().expect("states") {
         assert_eq!(
             s["why"], "timed out after 1 s; its process group was killed",
@@ -573,11 +509,7 @@ fn a_checker_that_prints_forever_keeps_a_bounded_tail() {
         );
         assert_eq!(bytes.len(), first.len() + 1 + 65536);
     }
-    assert!(
-        text(&o.stdout).contains("bytes of output were dropped;"),
-        "{}",
-        text(&o.stdout)
-    );
+    assert_holds(&o.stdout, "bytes of output were dropped;");
 }
 
 /// What a checker leaves running is not left behind: what it started in
@@ -592,18 +524,12 @@ fn a_checkers_leftovers_are_killed_or_not_waited_for() {
     let check = format!(
         "sleep 1000 & echo $! >> {pids}.group; setsid sleep 1000 & echo $! >> {pids}.setsid; echo started"
     );
-    let o = elevator_bounded(&[
-        "crash-states",
+    let o = elevator_bounded(&checked_states_args(
         &log,
-        "--out",
         &out,
-        "--check",
         &check,
-        "--max-states",
-        "2",
-        "--jobs",
-        "1",
-    ]);
+        &["--max-states", "2", "--jobs", "1"],
+    ));
     let setsid = std::fs::read_to_string(format!("{pids}.setsid")).unwrap_or_default();
     for pid in setsid.split_whitespace() {
         let _ = std::process::Command::new("kill")

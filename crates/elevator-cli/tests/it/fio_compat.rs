@@ -41,10 +41,11 @@ fn fio_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
     stdout_ok(&format!("fio on {name}"), &out)
 }
 
-/// elevator on the null device with `job`, in `format`; returns stdout.
-fn elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
+/// elevator on the null device with `job` (written to `dir` as
+/// NAME.fio), in `format`; returns how it ended.
+fn run_elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> std::process::Output {
     let path = dir.write(&format!("{name}.fio"), job);
-    let out = elevator(
+    elevator(
         dir.path(),
         &[
             "run",
@@ -54,8 +55,33 @@ fn elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
             "--output-format",
             format,
         ],
-    );
+    )
+}
+
+/// elevator on the null device with `job`, in `format`; returns stdout.
+fn elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
+    let out = run_elevator_null(dir, name, job, format);
     stdout_ok(&format!("elevator on {name}"), &out)
+}
+
+/// elevator's JSON report on `what` from `out`; None, with a line saying
+/// so pushed to `failures`, when elevator failed.
+fn elevator_report(
+    what: &str,
+    out: &std::process::Output,
+    failures: &mut Vec<String>,
+) -> Option<Value> {
+    if !out.status.success() {
+        failures.push(format!(
+            "{what}: elevator failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+        return None;
+    }
+    Some(json(
+        &format!("elevator on {what}"),
+        &String::from_utf8_lossy(&out.stdout),
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -195,30 +221,10 @@ fn json_plus_has_every_key_fio_writes() {
             &format!("fio on {name}"),
             &fio_null(&dir, name, job, "json+"),
         );
-        let ours = elevator(
-            dir.path(),
-            &[
-                "run",
-                dir.write(&format!("{name}.fio"), job)
-                    .to_str()
-                    .expect("utf-8 path"),
-                "--device",
-                NULL_DEVICE,
-                "--output-format",
-                "json+",
-            ],
-        );
-        if !ours.status.success() {
-            failures.push(format!(
-                "{name}: elevator failed: {}",
-                String::from_utf8_lossy(&ours.stderr).trim()
-            ));
+        let ours = run_elevator_null(&dir, name, job, "json+");
+        let Some(o) = elevator_report(name, &ours, &mut failures) else {
             continue;
-        }
-        let o = json(
-            &format!("elevator on {name}"),
-            &String::from_utf8_lossy(&ours.stdout),
-        );
+        };
         let mut diffs = compare_reports(name, &f, &o);
         let jobs = f["jobs"].as_array().map_or(0, Vec::len);
         for j in 0..jobs {
@@ -317,17 +323,9 @@ fn command_line_jobs_match_fio() {
         let mut oargs = vec!["run", "--device", NULL_DEVICE, "--output-format", "json"];
         oargs.extend(&args);
         let out = elevator(dir.path(), &oargs);
-        if !out.status.success() {
-            failures.push(format!(
-                "{what}: elevator failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+        let Some(o) = elevator_report(what, &out, &mut failures) else {
             continue;
-        }
-        let o = json(
-            &format!("elevator, {what}"),
-            &String::from_utf8_lossy(&out.stdout),
-        );
+        };
         let names = |v: &Value| -> Vec<Value> {
             v["jobs"]
                 .as_array()
@@ -409,18 +407,7 @@ fn both_logs(name: &str, job: &str) -> (Vec<LogEntry>, Result<Vec<LogEntry>, Str
     fio_null(&fdir, name, job, "json");
     let flog = read_log(&fdir.path().join(format!("{name}_lat.1.log")));
     let odir = TempDir::new(&format!("{name}-elevator"));
-    let path = odir.write(&format!("{name}.fio"), job);
-    let out = elevator(
-        odir.path(),
-        &[
-            "run",
-            path.to_str().expect("utf-8 path"),
-            "--device",
-            NULL_DEVICE,
-            "--output-format",
-            "json",
-        ],
-    );
+    let out = run_elevator_null(&odir, name, job, "json");
     if !out.status.success() {
         return (
             flog,

@@ -30,6 +30,11 @@ impl Drop for Job {
     }
 }
 
+/// `elevator run JOB --device DEVICE` must fail with `needle` in its message.
+fn run_fails_with(job: &str, device: &str, needle: &str) {
+    fails_with(&["run", job, "--device", device], needle);
+}
+
 fn stderr(args: &[&str]) -> String {
     String::from_utf8_lossy(&elevator(args).stderr).into_owned()
 }
@@ -41,29 +46,26 @@ fn offsets_past_the_end_of_the_device_are_refused() {
         "[j]\nrw=randread\nbs=4k\nfilename=/dev/sdx\noffset=2t\nsize=16m\n",
     );
     // A 1 TB disk (1000204886016 bytes) and 64 MiB of memory.
-    fails_with(
-        &["run", job.path(), "--device", "hdd-7200"],
-        ":5: option 'offset'",
-    );
-    fails_with(
-        &["run", job.path(), "--device", "hdd-7200"],
+    run_fails_with(job.path(), "hdd-7200", ":5: option 'offset'");
+    run_fails_with(
+        job.path(),
+        "hdd-7200",
         "on the device (1000204886016 bytes)",
     );
-    fails_with(
-        &["run", job.path(), "--device", "mem:64m"],
-        "on the device (67108864 bytes)",
-    );
+    run_fails_with(job.path(), "mem:64m", "on the device (67108864 bytes)");
     let past = Job::new(
         "offset-size",
         "[j]\nrw=read\nbs=4k\nfilename=/dev/sdx\noffset=60m\nsize=8m\n",
     );
-    fails_with(
-        &["run", past.path(), "--device", "mem:64m"],
+    run_fails_with(
+        past.path(),
+        "mem:64m",
         "offset 62914560 + size 8388608 runs past the end of the device (67108864 bytes)",
     );
     let file = Job::new("offset-file", "[j]\nrw=read\nbs=4k\nsize=16m\noffset=2t\n");
-    fails_with(
-        &["run", file.path(), "--device", "mem:64m"],
+    run_fails_with(
+        file.path(),
+        "mem:64m",
         "in its files of 16777216 bytes (the device has 67108864 bytes)",
     );
 }
@@ -86,8 +88,9 @@ fn an_option_given_twice_is_a_warning_naming_both_lines() {
 #[test]
 fn a_size_error_cites_the_size_line() {
     let job = Job::new("size", "[global]\nbs=4k\n[j]\nrw=read\nsize=1k\n");
-    fails_with(
-        &["run", job.path(), "--device", "nvme"],
+    run_fails_with(
+        job.path(),
+        "nvme",
         &format!("{}:5: option 'size'", job.path()),
     );
 }
@@ -121,13 +124,11 @@ fn device_errors_and_help_name_what_exists() {
         !help.contains("ssd,"),
         "help offers a device that is refused: {help}"
     );
-    fails_with(
-        &["run", "examples/default.fio", "--device", "ssd"],
-        "did you mean ssd-sata?",
-    );
+    run_fails_with("examples/default.fio", "ssd", "did you mean ssd-sata?");
     for spec in ["bogus:x", "ssd"] {
-        fails_with(
-            &["run", "examples/default.fio", "--device", spec],
+        run_fails_with(
+            "examples/default.fio",
+            spec,
             "or a real device: file:PATH or mem:SIZE",
         );
     }
@@ -214,8 +215,9 @@ fn runs_too_big_for_the_machine_are_refused_before_they_start() {
         "[j]\nrw=randread\nbs=4k\nnumjobs=4096\niodepth=65536\nfilename=/dev/x\nsize=16k\n",
     );
     // 2^28 buffers of 4 KiB: over a TiB, more than any machine it runs on.
-    fails_with(
-        &["run", job.path(), "--device", "mem:64g"],
+    run_fails_with(
+        job.path(),
+        "mem:64g",
         "4096 job clones with 268435456 I/Os in flight in all, more than half of this \
          machine's memory",
     );

@@ -33,6 +33,18 @@ fn elevator(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `elevator ARGS --output-format json`, which must succeed: its report.
+fn elevator_json(args: &[&str]) -> Value {
+    let (ok, out, err) = elevator(&[args, &["--output-format", "json"]].concat());
+    assert!(ok, "{args:?}: {err}");
+    serde_json::from_str(&out).expect("json")
+}
+
+/// `elevator replay TRACE --device DEVICE --skip-bad`: its JSON report.
+fn replay_skip_bad(trace: &str, device: &str) -> Value {
+    elevator_json(&["replay", trace, "--device", device, "--skip-bad"])
+}
+
 fn count(v: &Value, side: &str, row: &str) -> u64 {
     v[side]["counts"][row]
         .as_u64()
@@ -54,7 +66,7 @@ fn pgbench_trace_merges_as_the_kernel_did() {
     let trace = traces().join("pgbench-init-mq-deadline.trace.xz");
     assert!(trace.exists(), "{} is not here", trace.display());
     let trace = trace.to_string_lossy().into_owned();
-    let (ok, out, err) = elevator(&[
+    let v = elevator_json(&[
         "replay",
         &trace,
         "--device",
@@ -67,11 +79,7 @@ fn pgbench_trace_merges_as_the_kernel_did() {
         "max_sectors_kb=1280",
         "--set",
         "nr_requests=256",
-        "--output-format",
-        "json",
     ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["dev"], "7,0");
     // The summary's own counts, as the trace holds them.
     for (row, kernel) in [
@@ -119,17 +127,7 @@ fn bad_lines_are_named_or_counted() {
         err.contains("bad.trace: line 2: unknown event 'block_frob'"),
         "{err}"
     );
-    let (ok, out, err) = elevator(&[
-        "replay",
-        &p,
-        "--device",
-        "null",
-        "--skip-bad",
-        "--output-format",
-        "json",
-    ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v = replay_skip_bad(&p, "null");
     assert_eq!(v["skipped_lines"], 1);
     assert_eq!(v["bios"], 2);
 }
@@ -141,18 +139,7 @@ fn a_generated_trace_replays_asap() {
     let p = path.to_string_lossy().into_owned();
     let (ok, _, err) = elevator(&["replay", "--generate", "20000", &p]);
     assert!(ok, "{err}");
-    let (ok, out, err) = elevator(&[
-        "replay",
-        &p,
-        "--device",
-        "null",
-        "--timing",
-        "asap",
-        "--output-format",
-        "json",
-    ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v = elevator_json(&["replay", &p, "--device", "null", "--timing", "asap"]);
     // Whole batches: a few more than asked.
     let records = v["records"].as_u64().expect("records");
     assert!((20000..20040).contains(&records), "{records}");
@@ -183,14 +170,10 @@ fn a_replay_writes_a_trace_that_replays_the_same() {
         "max_sectors_kb=1280",
         "--set",
         "nr_requests=256",
-        "--output-format",
-        "json",
     ];
     let mut args = vec!["replay", &trace, "--trace-out", &out_prefix];
     args.extend(common);
-    let (ok, out, err) = elevator(&args);
-    assert!(ok, "{err}");
-    let first: Value = serde_json::from_str(&out).expect("json");
+    let first = elevator_json(&args);
     let letters = common::tools::blkparse_counts(&out_prefix);
     for (letter, row) in [
         ('Q', "Q  bios queued"),
@@ -213,9 +196,7 @@ fn a_replay_writes_a_trace_that_replays_the_same() {
     );
     let mut args = vec!["replay", &out_prefix];
     args.extend(common);
-    let (ok, out, err) = elevator(&args);
-    assert!(ok, "{err}");
-    let second: Value = serde_json::from_str(&out).expect("json");
+    let second = elevator_json(&args);
     for row in [
         "Q  bios queued",
         "M  back merges",
@@ -297,17 +278,7 @@ fn a_bio_past_2_64_bytes_is_refused_and_the_target_is_untouched() {
             std::fs::read(&victim).expect("read victim") == content,
             "{name}: the target was written"
         );
-        let (ok, out, err) = elevator(&[
-            "replay",
-            &p,
-            "--device",
-            &device,
-            "--skip-bad",
-            "--output-format",
-            "json",
-        ]);
-        assert!(ok, "{name}: {err}");
-        let v: Value = serde_json::from_str(&out).expect("json");
+        let v = replay_skip_bad(&p, &device);
         assert_eq!(v["skipped_lines"], 1, "{name}: {v}");
         assert_eq!(v["bios"], 0, "{name}: {v}");
         assert!(std::fs::read(&victim).expect("read victim") == content);
@@ -327,17 +298,7 @@ fn a_bio_past_2_64_bytes_is_refused_and_the_target_is_untouched() {
         err.contains("record 1: sectors 2044..2052 are beyond the device's 2048 sectors"),
         "{err}"
     );
-    let (ok, out, err) = elevator(&[
-        "replay",
-        &p,
-        "--device",
-        &device,
-        "--skip-bad",
-        "--output-format",
-        "json",
-    ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).expect("json");
+    let v = replay_skip_bad(&p, &device);
     assert_eq!(v["skipped_bios"], 1, "{v}");
     assert!(std::fs::read(&victim).expect("read victim") == content);
 }

@@ -115,25 +115,24 @@ fn same_seed_same_bytes() {
 
 #[test]
 fn text_output_looks_like_fio() {
-    let out = ok(&[
-        "run",
-        "examples/roundrobin-writers.fio",
-        "--device",
-        "ssd-sata",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    for needle in [
-        "writer: (groupid=0, jobs=1)",
-        "write: IOPS=",
-        "clat percentiles",
-        "99.00th=[",
-        "Run status group 0 (all jobs):",
-        "WRITE: bw=",
-        "Disk stats (read/write):",
-        "elevator: scheduler mq-deadline",
-    ] {
-        assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
-    }
+    let out = common::prints_all(
+        &[
+            "run",
+            "examples/roundrobin-writers.fio",
+            "--device",
+            "ssd-sata",
+        ],
+        &[
+            "writer: (groupid=0, jobs=1)",
+            "write: IOPS=",
+            "clat percentiles",
+            "99.00th=[",
+            "Run status group 0 (all jobs):",
+            "WRITE: bw=",
+            "Disk stats (read/write):",
+            "elevator: scheduler mq-deadline",
+        ],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("M I/Os per CPU second"),
@@ -183,21 +182,20 @@ fn compare_prints_every_scheduler() {
 
 #[test]
 fn devices_lists_presets_and_parameters() {
-    let out = ok(&["devices"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    for needle in [
-        "null:",
-        "ssd-sata:",
-        "nvme:",
-        "hdd-7200:",
-        "hdd-sas-10k:",
-        "hdd-sas-15k:",
-        "raid0-8x-sas-10k:",
-        "channel_rate",
-        "member",
-    ] {
-        assert!(text.contains(needle), "missing '{needle}':\n{text}");
-    }
+    common::prints_all(
+        &["devices"],
+        &[
+            "null:",
+            "ssd-sata:",
+            "nvme:",
+            "hdd-7200:",
+            "hdd-sas-10k:",
+            "hdd-sas-15k:",
+            "raid0-8x-sas-10k:",
+            "channel_rate",
+            "member",
+        ],
+    );
 }
 
 #[test]

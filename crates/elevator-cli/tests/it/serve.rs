@@ -461,6 +461,11 @@ fn fails(args: &[&str]) -> (Option<i32>, String) {
     (status.code(), stderr)
 }
 
+/// `elevator serve ARGS --unix SOCK`, which must fail at once: its stderr.
+fn serve_fails(args: &[&str], sock: &str) -> String {
+    fails(&[&["serve"], args, &["--unix", sock]].concat()).1
+}
+
 #[test]
 fn bad_arguments_fail_with_a_clear_message() {
     let dir = TempDir::new("args");
@@ -474,26 +479,21 @@ fn bad_arguments_fail_with_a_clear_message() {
         "{err}"
     );
 
-    let (_, err) = fails(&["serve", "--export", "disk=floppy", "--unix", sock]);
+    let err = serve_fails(&["--export", "disk=floppy"], sock);
     assert!(
         err.contains("floppy") && err.contains("--export 'disk=floppy'"),
         "{err}"
     );
 
-    let (_, err) = fails(&[
-        "serve",
-        "--export",
-        "disk=mem:1m",
-        "--export",
-        "disk=mem:2m",
-        "--unix",
+    let err = serve_fails(
+        &["--export", "disk=mem:1m", "--export", "disk=mem:2m"],
         sock,
-    ]);
+    );
     assert!(err.contains("two exports are called 'disk'"), "{err}");
 
     let nowhere = dir.join("no/such/dir/s.sock");
     let nowhere = nowhere.to_str().expect("UTF-8 path");
-    let (_, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", nowhere]);
+    let err = serve_fails(&["--export", "disk=mem:1m"], nowhere);
     assert!(
         err.contains(&format!("cannot listen on {nowhere}")),
         "{err}"
@@ -503,24 +503,10 @@ fn bad_arguments_fail_with_a_clear_message() {
         "the reason is given: {err}"
     );
 
-    let (_, err) = fails(&[
-        "serve",
-        "--export",
-        "disk=mem:1m,colour=red",
-        "--unix",
-        sock,
-    ]);
+    let err = serve_fails(&["--export", "disk=mem:1m,colour=red"], sock);
     assert!(err.contains("colour"), "{err}");
 
-    let (_, err) = fails(&[
-        "serve",
-        "--export",
-        "disk=mem:1m",
-        "--max-request",
-        "1k",
-        "--unix",
-        sock,
-    ]);
+    let err = serve_fails(&["--export", "disk=mem:1m", "--max-request", "1k"], sock);
     assert!(err.contains("--max-request"), "{err}");
 
     let (code, err) = fails(&[
@@ -711,12 +697,12 @@ fn partial_blocks_are_refused_or_reported() {
     let sock = dir.join("s.sock");
     let sock = sock.to_str().expect("UTF-8 path");
     // Memory: the size must be whole blocks.
-    let (_, err) = fails(&["serve", "--export", "d=mem:1000", "--unix", sock]);
+    let err = serve_fails(&["--export", "d=mem:1000"], sock);
     assert!(
         err.contains("mem:1000 is 1000 bytes, not a multiple of the 512-byte block size"),
         "{err}"
     );
-    let (_, err) = fails(&["serve", "--export", "d=mem:6k,lbs=4096", "--unix", sock]);
+    let err = serve_fails(&["--export", "d=mem:6k,lbs=4096"], sock);
     assert!(
         err.contains("mem:6k is 6144 bytes, not a multiple of the 4096-byte block size"),
         "{err}"
@@ -802,7 +788,7 @@ fn a_unix_socket_a_live_server_holds_is_refused() {
     let nbdkit_sock = dir.join("nbdkit.sock");
     let nbdkit = Nbdkit::start(&nbdkit_sock);
     let path = nbdkit_sock.to_str().expect("UTF-8 path");
-    let (_, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", path]);
+    let err = serve_fails(&["--export", "disk=mem:1m"], path);
     assert!(
         err.contains("a server is listening on it (Address already in use)"),
         "{err}"
@@ -813,7 +799,7 @@ fn a_unix_socket_a_live_server_holds_is_refused() {
     let file = dir.join("notes.txt");
     std::fs::write(&file, "not a socket").expect("writing a file");
     let path = file.to_str().expect("UTF-8 path");
-    let (_, err) = fails(&["serve", "--export", "disk=mem:1m", "--unix", path]);
+    let err = serve_fails(&["--export", "disk=mem:1m"], path);
     assert!(
         err.contains(&format!(
             "cannot listen on {path}: it is a regular file, not a socket: refusing to replace it"

@@ -45,6 +45,16 @@ fn text_trace(dir: &TempDir, n: u64) -> String {
     path_str(&path).to_string()
 }
 
+/// The arguments of `elevator trace convert INPUT OUTPUT --to TO ARGS`.
+fn convert_args<'a>(
+    input: &'a str,
+    output: &'a str,
+    to: &'a str,
+    args: &[&'a str],
+) -> Vec<&'a str> {
+    [&["trace", "convert", input, output, "--to", to], args].concat()
+}
+
 fn tool(name: &str, args: &[&str], dir: &Path) -> String {
     let out = run(Command::new(name).args(args).current_dir(dir));
     stdout_ok(name, &out)
@@ -56,14 +66,12 @@ fn blkparse_and_btt_read_what_convert_writes() {
     let dir = TempDir::new("trace-blkparse");
     let input = text_trace(&dir, 3000);
     let out_prefix = dir.path().join("conv");
-    let out = ok(&[
-        "trace",
-        "convert",
+    let out = ok(&convert_args(
         &input,
         path_str(&out_prefix),
-        "--to",
         "blktrace",
-    ]);
+        &[],
+    ));
     let summary = String::from_utf8_lossy(&out.stdout);
     assert!(
         summary.contains("3000 events read, 3000 written, 0 bad skipped"),
@@ -157,19 +165,18 @@ fn fio_replays_the_iologs_convert_writes() {
     std::fs::File::create(&data).unwrap().set_len(end).unwrap();
     for version in ["2", "3"] {
         let log = dir.path().join(format!("v{version}.iolog"));
-        let out = ok(&[
-            "trace",
-            "convert",
+        let out = ok(&convert_args(
             path_str(&input),
             path_str(&log),
-            "--to",
             "iolog",
-            "--iolog-version",
-            version,
-            "--iolog-file",
-            path_str(&data),
-            "--no-trim",
-        ]);
+            &[
+                "--iolog-version",
+                version,
+                "--iolog-file",
+                path_str(&data),
+                "--no-trim",
+            ],
+        ));
         let summary = String::from_utf8_lossy(&out.stdout);
         let discards = queued.iter().filter(|r| r.event.op == Op::Discard).count();
         let want = format!("{} written", queued.len() - discards);
@@ -203,22 +210,18 @@ fn conversions_round_trip_through_the_command() {
     let dir = TempDir::new("trace-rt");
     let input = text_trace(&dir, 5000);
     let d = dir.path();
-    ok(&[
-        "trace",
-        "convert",
+    ok(&convert_args(
         &input,
         path_str(&d.join("bin")),
-        "--to",
         "blktrace",
-    ]);
-    ok(&[
-        "trace",
-        "convert",
+        &[],
+    ));
+    ok(&convert_args(
         path_str(&d.join("bin")),
         path_str(&d.join("back.txt")),
-        "--to",
         "text",
-    ]);
+        &[],
+    ));
     let a = std::fs::read(&input).unwrap();
     assert!(
         a == std::fs::read(d.join("back.txt")).unwrap(),
@@ -227,19 +230,10 @@ fn conversions_round_trip_through_the_command() {
     // xz in, stdout out.
     let xz = run(Command::new("xz").args(["-k", "-1", &input]));
     assert!(xz.status.success());
-    let out = ok(&[
-        "trace",
-        "convert",
-        &format!("{input}.xz"),
-        "-",
-        "--to",
-        "text",
-    ]);
+    let out = ok(&convert_args(&format!("{input}.xz"), "-", "text", &[]));
     assert!(out.stdout == a, "xz text -> text differs");
     // Only the D events, as text.
-    let out = ok(&[
-        "trace", "convert", &input, "-", "--to", "text", "--events", "D",
-    ]);
+    let out = ok(&convert_args(&input, "-", "text", &["--events", "D"]));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.lines().count() > 100);
     assert!(
@@ -257,27 +251,17 @@ fn bad_input_names_its_line_and_skip_bad_counts_it() {
     let third = text.lines().nth(2).unwrap().to_string();
     text = text.replacen(&third, &third.replacen(" + ", " ^ ", 1), 1);
     std::fs::write(&input, text).unwrap();
-    let out = elevator(&["trace", "convert", &input, "-", "--to", "text"]);
+    let out = elevator(&convert_args(&input, "-", "text", &[]));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in.txt: line 3: cannot parse"), "{err}");
-    let out = ok(&[
-        "trace",
-        "convert",
-        &input,
-        "-",
-        "--to",
-        "text",
-        "--skip-bad",
-    ]);
+    let out = ok(&convert_args(&input, "-", "text", &["--skip-bad"]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("49 events read, 49 written, 1 bad skipped"),
         "{err}"
     );
-    let out = elevator(&[
-        "trace", "convert", &input, "-", "--to", "text", "--from", "nonsense",
-    ]);
+    let out = elevator(&convert_args(&input, "-", "text", &["--from", "nonsense"]));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown format 'nonsense'"));
 }
 

@@ -32,13 +32,21 @@ fn run(device: &str, extra: &[&str]) -> std::process::Output {
     elevator(&args)
 }
 
-#[test]
-fn a_power_cut_run_prints_what_was_lost_and_writes_the_log() {
-    let dir = TempDir::new("write-log-cut");
+/// `run` on `device` with `--write-log` to `w.wlog` in a new directory
+/// tagged `tag`: the directory (the log lives as long as it), the log's
+/// path, the output and its stderr.
+fn run_logged(tag: &str, device: &str) -> (TempDir, PathBuf, std::process::Output, String) {
+    let dir = TempDir::new(tag);
     let log = dir.path().join("w.wlog");
     let log_s = log.to_string_lossy().into_owned();
-    let out = run("hdd-7200,power_cut_at=300ms", &["--write-log", &log_s]);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = run(device, &["--write-log", &log_s]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (dir, log, out, err)
+}
+
+#[test]
+fn a_power_cut_run_prints_what_was_lost_and_writes_the_log() {
+    let (_dir, log, out, err) = run_logged("write-log-cut", "hdd-7200,power_cut_at=300ms");
     // The device is gone after the cut: the job ends at its first ENODEV,
     // as fio's does, and the run fails.
     assert!(
@@ -181,11 +189,7 @@ fn replay_takes_a_write_log_too() {
 
 #[test]
 fn a_real_device_logs_its_data_and_flushes() {
-    let dir = TempDir::new("write-log-real");
-    let log = dir.path().join("w.wlog");
-    let log_s = log.to_string_lossy().into_owned();
-    let out = run("mem:16m", &["--write-log", &log_s]);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (_dir, log, out, err) = run_logged("write-log-real", "mem:16m");
     assert!(out.status.success(), "{err}");
     assert!(err.contains("elevator: write log "), "{err}");
     let bytes = std::fs::read(&log).expect("log written");

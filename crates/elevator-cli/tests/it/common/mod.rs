@@ -26,6 +26,20 @@ pub fn ok(args: &[&str]) -> Output {
     out
 }
 
+/// Run `elevator ARGS`, which must succeed and print every one of
+/// `needles` on stdout.
+pub fn prints_all(args: &[&str], needles: &[&str]) -> Output {
+    let out = ok(args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in needles {
+        assert!(
+            text.contains(needle),
+            "elevator {args:?}: missing '{needle}' in:\n{text}"
+        );
+    }
+    out
+}
+
 /// Run `elevator ARGS`, which must fail with `needle` in its message.
 pub fn fails_with(args: &[&str], needle: &str) {
     let out = elevator(args);

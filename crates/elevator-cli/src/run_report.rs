@@ -1,6 +1,6 @@
 //! `run --report FILE.html` and `compare --report FILE.html`: the plots of
 //! any job as one self-contained HTML page. The run's trace events feed an
-//! [`Observer`](crate::report::observe::Observer) as they happen (nothing is stored per event); latency comes
+//! [`PlotRecorder`](crate::report::observe::PlotRecorder) as they happen (nothing is stored per event); latency comes
 //! from the run's own histograms, the heads' positions (on a disk model)
 //! from the device.
 

@@ -23,7 +23,7 @@ const MAX_BUCKETS: usize = 400;
 
 /// The run's shape, gathered from its trace events.
 #[derive(Debug)]
-pub struct Observer {
+pub struct PlotRecorder {
     bucket_ns: u64,
     /// Timeline windows: spans are kept in each; the last one that holds
     /// any is drawn (a later window, unless the run ended before it).
@@ -40,19 +40,19 @@ pub struct Observer {
     spans: Vec<(usize, u32, u64, u64, SpanKind)>,
     end: u64,
     /// Where a disk model's heads went: (ns, cylinder), from the device
-    /// rather than the trace ([`Observer::set_heads`]).
+    /// rather than the trace ([`PlotRecorder::set_heads`]).
     heads: Vec<(u64, u32)>,
 }
 
 /// Head samples a reported run keeps.
 pub const MAX_HEADS: usize = 200_000;
 
-impl Observer {
+impl PlotRecorder {
     /// Throughput in intervals of `bucket_ns` (doubled as often as needed to
     /// keep at most 400 of them); the timeline over `[from, to)` ns of the
     /// run, or, with several windows, over the last one the run reached.
-    pub fn new(bucket_ns: u64, windows: &[(u64, u64)]) -> Observer {
-        Observer {
+    pub fn new(bucket_ns: u64, windows: &[(u64, u64)]) -> PlotRecorder {
+        PlotRecorder {
             bucket_ns: bucket_ns.max(1),
             windows: windows.to_vec(),
             names: BTreeMap::new(),
@@ -261,18 +261,18 @@ impl Observer {
     }
 }
 
-/// An [`Observer`] shared with the threads of a run on real devices.
+/// An [`PlotRecorder`] shared with the threads of a run on real devices.
 #[derive(Clone, Debug)]
-pub struct SharedObserver(pub Arc<Mutex<Observer>>);
+pub struct SharedObserver(pub Arc<Mutex<PlotRecorder>>);
 
 impl SharedObserver {
-    /// A new observer ([`Observer::new`]), shared.
+    /// A new observer ([`PlotRecorder::new`]), shared.
     pub fn new(bucket_ns: u64, windows: &[(u64, u64)]) -> SharedObserver {
-        SharedObserver(Arc::new(Mutex::new(Observer::new(bucket_ns, windows))))
+        SharedObserver(Arc::new(Mutex::new(PlotRecorder::new(bucket_ns, windows))))
     }
 
     /// Use the observer.
-    pub fn with<T>(&self, f: impl FnOnce(&mut Observer) -> T) -> T {
+    pub fn with<T>(&self, f: impl FnOnce(&mut PlotRecorder) -> T) -> T {
         f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -297,7 +297,7 @@ impl TraceSink for SharedObserver {
     }
 }
 
-impl TraceSink for Observer {
+impl TraceSink for PlotRecorder {
     fn record(&mut self, record: &Record) -> std::io::Result<()> {
         self.event(record);
         Ok(())
@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn spans_and_idle_come_from_issues_and_completions() {
-        let mut o = Observer::new(1_000_000, &[(0, u64::MAX)]);
+        let mut o = PlotRecorder::new(1_000_000, &[(0, u64::MAX)]);
         o.process(1, "a", 0).ok();
         for r in [
             rec(TraceAction::Insert, 0, 1),

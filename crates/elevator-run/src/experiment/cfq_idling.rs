@@ -22,7 +22,7 @@ use elevator_fio::report::rate;
 
 use super::figure::{Axis, Figure, Mark, Series, XyPlot};
 use super::{ExperimentError, Opts, Outcome, Progress, Shape, StepContext, versus};
-use crate::observe::{Observer, latency_cdf, latency_plot};
+use crate::observe::{PlotRecorder, latency_cdf, latency_plot};
 
 /// The shipped job file of the 2011 CFQ idling report's workload.
 const CFQ_IDLING_JOB: (&str, &str) = (
@@ -280,7 +280,7 @@ fn simulate_variant(
     sc: &Scenario,
     v: &Variant,
     seed: u64,
-    observer: Option<&mut Observer>,
+    observer: Option<&mut PlotRecorder>,
     heads: Option<&mut HeadsOut>,
 ) -> Result<RunResult, ExperimentError> {
     // The 2011 report's kernel (3.1) predates blk-mq: its request queue had
@@ -384,7 +384,7 @@ pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, Experimen
             let run_ns = elapsed.get(v.label).copied().unwrap_or(1_000_000_000);
             // A 50 ms window of slices a third of the way in.
             let from = run_ns / 3;
-            let mut o = Observer::new(10_000_000, &[(from, from + 50_000_000)]);
+            let mut o = PlotRecorder::new(10_000_000, &[(from, from + 50_000_000)]);
             simulate_variant(&jobs, &device, sc, v, opts.seed, Some(&mut o), None)?;
             figures.push(o.throughput(&format!(
                 "{}: throughput over time per process, {}",

@@ -12,12 +12,12 @@
 
 use std::collections::VecDeque;
 
+use crate::cpu_time::thread_cpu_ns;
 use elevator_core::rng::splitmix64;
 use elevator_core::{
     AnyScheduler, Bio, BioCompletion, ConfigError, Dispatch, Limits, Outcome, Queue, QueueConfig,
     RequestError, RequestId, Scheduler, Status, SubmitError, TunableError, UnknownScheduler,
 };
-use rustix::time::{ClockId, clock_gettime};
 use serde::Serialize;
 
 /// Size of the pretend device, in sectors (1 TiB): random 4 KiB I/O over it
@@ -347,13 +347,6 @@ struct Run {
     request_merges: u64,
     requests: u64,
     dispatches: u64,
-}
-
-/// CPU time this thread has used, in nanoseconds (user + system).
-fn thread_cpu_ns() -> u64 {
-    let ts = clock_gettime(ClockId::ThreadCPUTime);
-    // A thread's CPU time is never negative.
-    ts.tv_sec.max(0) as u64 * 1_000_000_000 + ts.tv_nsec.max(0) as u64
 }
 
 /// Build the queue of `case` with the tunables `sets` (name, value) applied,

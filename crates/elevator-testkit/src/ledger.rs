@@ -1,7 +1,7 @@
 //! Checking the device side of the tag protocol in tests: a [`TagLedger`]
 //! that a wrapping test device keeps (every tag it reports was in flight,
-//! once), and [`pass_through_device!`](crate::pass_through_device), the
-//! `Device` methods such a wrapper hands to its inner device unchanged.
+//! once). The methods such a wrapper hands to its inner device unchanged
+//! are `elevator_core::forward_device!`'s.
 
 use std::collections::HashMap;
 
@@ -46,46 +46,4 @@ impl TagLedger {
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
     }
-}
-
-/// Inside an `impl Device for Wrapper`, the methods named (`describe`,
-/// `limits`, `queue_depth`, `rotational`, `next_completion`, `outstanding`,
-/// `stats`, `record_heads`, `take_heads`) passed to the field `inner`
-/// unchanged: `pass_through_device!(inner: describe, limits, stats);`.
-#[macro_export]
-macro_rules! pass_through_device {
-    ($inner:ident: $($method:ident),+ $(,)?) => {
-        $( $crate::pass_through_device!(@one $inner $method); )+
-    };
-    (@one $inner:ident describe) => {
-        fn describe(&self) -> String { self.$inner.describe() }
-    };
-    (@one $inner:ident limits) => {
-        fn limits(&self) -> $crate::__core::Limits { self.$inner.limits() }
-    };
-    (@one $inner:ident queue_depth) => {
-        fn queue_depth(&self) -> u32 { self.$inner.queue_depth() }
-    };
-    (@one $inner:ident rotational) => {
-        fn rotational(&self) -> bool { self.$inner.rotational() }
-    };
-    (@one $inner:ident next_completion) => {
-        fn next_completion(&self) -> Option<$crate::__core::Nanos> {
-            self.$inner.next_completion()
-        }
-    };
-    (@one $inner:ident outstanding) => {
-        fn outstanding(&self) -> u32 { self.$inner.outstanding() }
-    };
-    (@one $inner:ident stats) => {
-        fn stats(&self) -> $crate::__core::DeviceStats { self.$inner.stats() }
-    };
-    (@one $inner:ident record_heads) => {
-        fn record_heads(&mut self, cap: usize) { self.$inner.record_heads(cap) }
-    };
-    (@one $inner:ident take_heads) => {
-        fn take_heads(&mut self, out: &mut Vec<$crate::__core::HeadSample>) -> u64 {
-            self.$inner.take_heads(out)
-        }
-    };
 }

@@ -16,7 +16,3 @@ pub use process::{run_with_deadline, spawn, stdout_ok, wait_for, wait_with_deadl
 pub use programs::{missing, package_of};
 pub use rng::{Rng, TestRng};
 pub use tier::{needs, skip, slow};
-
-/// elevator-core, for the types [`pass_through_device!`] names.
-#[doc(hidden)]
-pub use elevator_core as __core;

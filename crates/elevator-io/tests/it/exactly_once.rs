@@ -154,7 +154,7 @@ impl<D> Drop for Checked<D> {
 }
 
 impl<D: DataDevice> Device for Checked<D> {
-    elevator_testkit::pass_through_device!(
+    elevator_core::forward_device!(
         inner: describe,
         limits,
         queue_depth,

@@ -183,7 +183,7 @@ struct Counting {
 }
 
 impl Device for Counting {
-    elevator_testkit::pass_through_device!(
+    elevator_core::forward_device!(
         inner: describe,
         limits,
         queue_depth,

@@ -75,7 +75,7 @@ impl<H: Hook> Hooked<H> {
 }
 
 impl<H: Hook> Device for Hooked<H> {
-    elevator_testkit::pass_through_device!(inner: describe, limits, queue_depth, outstanding, stats);
+    elevator_core::forward_device!(inner: describe, limits, queue_depth, outstanding, stats);
     fn rotational(&self) -> bool {
         false
     }

@@ -16,7 +16,9 @@
 //! nbdkit's stats filter) say how many bytes that read. Rounds alternate
 //! which server goes first. The table shows each figure's median over the
 //! rounds, and the median and range of the per-round ratio
-//! elevator / nbdkit.
+//! elevator / nbdkit; a second table, each server's CPU time (user and
+//! system, from `/proc/<pid>/stat`) per MB copied or per fio request, and
+//! the ratio nbdkit / elevator. `--only` runs some of the workloads.
 
 pub(crate) mod peers;
 
@@ -49,6 +51,19 @@ pub struct Args {
     /// Where the sockets, the source file and the sparse file go.
     #[arg(long, default_value = "/dev/shm")]
     dir: std::path::PathBuf,
+    /// Run only the workloads whose name holds one of these words (commas
+    /// between them; `sparse` selects the sparse copy), e.g. `--only
+    /// nbdcopy` or `--only "in, 1,out, 4"`. The first copy in then finds
+    /// the export fresh, whatever its name says.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+}
+
+impl Args {
+    /// Whether the workload named `name` runs.
+    fn runs(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|w| name.contains(w.as_str()))
+    }
 }
 
 /// What a workload runs.
@@ -67,6 +82,30 @@ struct Workload {
     name: &'static str,
     unit: &'static str,
     client: Client,
+}
+
+impl Workload {
+    /// The work done at `figure` of its unit: MB copied for a copy (the
+    /// size), requests for fio (IOPS × `runtime` seconds).
+    fn work(&self, figure: f64, size: u64, runtime: u32) -> f64 {
+        match self.client {
+            Client::Fio(..) => figure * f64::from(runtime),
+            Client::CopyIn(_) | Client::CopyOut(_) => size as f64 / 1e6,
+        }
+    }
+
+    /// What [`Workload::work`] counts, per which CPU time is shown.
+    fn per(&self) -> &'static str {
+        match self.client {
+            Client::Fio(..) => "us/IO",
+            Client::CopyIn(_) | Client::CopyOut(_) => "us/MB",
+        }
+    }
+}
+
+/// The sparse copy's name.
+fn sparse_name() -> String {
+    format!("nbdcopy sparse out, {SPARSE_CONNECTIONS} conns")
 }
 
 /// The workloads on the memory export, in the order they run (the first
@@ -132,8 +171,11 @@ enum Server {
 /// One server's figures on one transport in one round.
 #[derive(Clone, Debug, Default)]
 struct Figures {
-    /// Per workload, in [`WORKLOADS`] order.
+    /// Per workload that ran, in [`WORKLOADS`] order.
     workloads: Vec<f64>,
+    /// The server's CPU time (user and system) per unit of work
+    /// ([`Workload::work`]) in µs, per workload that ran.
+    cpu: Vec<f64>,
     /// The sparse copy's apparent speed (file size / time), MB/s.
     sparse_mbps: f64,
     /// The bytes the sparse copy read, as a fraction of the file.
@@ -208,15 +250,22 @@ impl Bench<'_> {
         let running = self.start_mem(server, Address::new(transport, &self.socket)?)?;
         let uri = running.address().uri("bench");
         let source = self.source.display().to_string();
-        for w in &WORKLOADS {
+        for w in WORKLOADS.iter().filter(|w| self.args.runs(w.name)) {
+            let before = running.cpu_seconds()?;
             let figure = match w.client {
                 Client::CopyIn(n) => peers::nbdcopy(&source, &uri, n, self.size)?,
                 Client::Fio(rw, jobs) => peers::fio(&uri, rw, jobs, self.size, self.args.runtime)?,
                 Client::CopyOut(n) => peers::nbdcopy(&uri, "null:", n, self.size)?,
             };
+            let cpu = running.cpu_seconds()? - before;
+            let work = w.work(figure, self.size, self.args.runtime);
             figures.workloads.push(figure);
+            figures.cpu.push(1e6 * cpu / work.max(f64::MIN_POSITIVE));
         }
         running.stop();
+        if !self.args.runs(&sparse_name()) {
+            return Ok(figures);
+        }
 
         let running = self.start_sparse(server, Address::new(transport, &self.socket)?)?;
         let uri = running.address().uri("sparse");
@@ -349,19 +398,23 @@ fn print_table(args: &Args, sparse_size: u64, data: u64, by_transport: &[Rounds]
                via: &str,
                unit: &str,
                rounds: &Rounds,
-               pick: &dyn Fn(&Figures) -> f64|
+               pick: &dyn Fn(&Figures) -> f64,
+               less_is_more: bool|
      -> Result<()> {
         let kit: Vec<f64> = rounds.iter().map(|r| pick(&r[0])).collect();
         let ours: Vec<f64> = rounds.iter().map(|r| pick(&r[1])).collect();
         let ratios: Vec<f64> = kit
             .iter()
             .zip(&ours)
-            .map(|(a, b)| b / a.max(f64::MIN_POSITIVE))
+            .map(|(&a, &b)| if less_is_more { (a, b) } else { (b, a) })
+            .map(|(a, b)| a / b.max(f64::MIN_POSITIVE))
             .collect();
         let (lo, hi) = min_max(&ratios);
+        // CPU times (the figures where less is more) are small numbers.
+        let digits = usize::from(less_is_more);
         writeln!(
             out,
-            "{name:<32} {via:<4} {unit:>5} {:>9.0} {:>9.0} {:>6.2} {:>11}",
+            "{name:<32} {via:<4} {unit:>5} {:>9.digits$} {:>9.digits$} {:>6.2} {:>11}",
             median(&kit),
             median(&ours),
             median(&ratios),
@@ -369,7 +422,8 @@ fn print_table(args: &Args, sparse_size: u64, data: u64, by_transport: &[Rounds]
         )?;
         Ok(())
     };
-    for (i, w) in WORKLOADS.iter().enumerate() {
+    let ran = || WORKLOADS.iter().filter(|w| args.runs(w.name)).enumerate();
+    for (i, w) in ran() {
         for (t, transport) in Transport::ALL.into_iter().enumerate() {
             row(
                 &mut out,
@@ -378,19 +432,44 @@ fn print_table(args: &Args, sparse_size: u64, data: u64, by_transport: &[Rounds]
                 w.unit,
                 &by_transport[t],
                 &|f| f.workloads[i],
+                false,
             )?;
         }
     }
-    let sparse_name = format!("nbdcopy sparse out, {SPARSE_CONNECTIONS} conns");
-    for (t, transport) in Transport::ALL.into_iter().enumerate() {
-        row(
-            &mut out,
-            &sparse_name,
-            transport.name(),
-            "MB/s",
-            &by_transport[t],
-            &|f| f.sparse_mbps,
-        )?;
+    let sparse = args.runs(&sparse_name());
+    if sparse {
+        for (t, transport) in Transport::ALL.into_iter().enumerate() {
+            row(
+                &mut out,
+                &sparse_name(),
+                transport.name(),
+                "MB/s",
+                &by_transport[t],
+                &|f| f.sparse_mbps,
+                false,
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "\nserver CPU time (user+sys) per unit of work; ratio nbdkit / elevator (above 1: \
+         elevator spends less)"
+    )?;
+    for (i, w) in ran() {
+        for (t, transport) in Transport::ALL.into_iter().enumerate() {
+            row(
+                &mut out,
+                w.name,
+                transport.name(),
+                w.per(),
+                &by_transport[t],
+                &|f| f.cpu[i],
+                true,
+            )?;
+        }
+    }
+    if !sparse {
+        return Ok(());
     }
     writeln!(
         out,

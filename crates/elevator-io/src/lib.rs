@@ -71,7 +71,7 @@ pub use extent::Extent;
 pub use fault::{FaultCounts, FaultDevice, FaultSpec, FaultTally};
 pub use file::{FileDevice, FileKind, FileOptions};
 pub use inbox::Inbox;
-pub use mem::{IoMem, MemDevice, MemOptions, MemSlice};
+pub use mem::{IoMem, LentSlice, MemDevice, MemOptions, MemSlice, SendList};
 pub use paced::PacedDevice;
 pub use spec::{DeviceKind, DeviceSpec, OpenError, RealDevice, SpecError};
 pub use tags::{TagHint, TagSet, TagSetError};

@@ -15,11 +15,13 @@
 //! Several threads can drive one memory device, each through its own handle
 //! ([`MemDevice::share`]): the same bytes, each handle with its own ready
 //! list, queue depth and statistics (the caller adds the statistics up).
-//! While a store has more than one handle, the handles move its bytes with
-//! word-sized atomic accesses (two threads may write the same block at
-//! once, as two hosts may on a shared disk: the result is one or the other's
-//! bytes, or a mix, never undefined behaviour), and lend no windows; with
-//! one handle they copy with plain `memcpy`, as before.
+//! While a store has more than one handle, the handles copy its bytes
+//! under a lock per 64 KiB chunk, one chunk at a time (`chunk_locks`: two
+//! threads may write the same block at once, as two hosts may on a shared
+//! disk: the result is one or the other's bytes, chunk by chunk, never
+//! undefined behaviour), and lend windows only for the kernel to read ([`MemDevice::lend`]: a reply sent to a socket
+//! straight from the store); with one handle they copy with plain `memcpy`,
+//! as before.
 //!
 //! Memory is taken only for what is written. A store of 1 MiB or more is an
 //! anonymous mapping whose pages the kernel makes resident as they are
@@ -40,6 +42,7 @@
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -52,6 +55,12 @@ use crate::buf::{AlignedBuf, BufError, IoBuf, Slice};
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError, sleep_or_watch, watchable};
 use crate::extent::Extent;
 use crate::written::{PAGE, WrittenPages};
+
+mod chunk_locks;
+mod send;
+
+use chunk_locks::ChunkLocks;
+pub use send::{LentSlice, SendList};
 
 /// How to build a [`MemDevice`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -252,10 +261,16 @@ impl HostGuard {
 /// disk's, not a Rust value).
 ///
 /// `handles` counts the device handles on it, `windows` the windows lent.
-/// Windows exist only while there is one handle (`map` lends none from a
-/// store with more, and `share` makes none while windows are out), so
-/// whenever two threads may touch the bytes at once, every access is a
-/// word-sized atomic one ([`store_words`], [`load_words`]).
+/// Windows that Rust code may read or write ([`MemDevice::map`]) exist only
+/// while there is one handle (`map` lends none from a store with more, and
+/// `share` makes none while windows are out). While there are several,
+/// every access Rust code makes to the bytes is made under the lock of the
+/// 64 KiB chunk it falls in (`locks`), so none races with another, and the
+/// only other accesses are the
+/// kernel's reads of windows lent for it ([`MemDevice::lend`]): a system
+/// call such as `sendmsg` that copies them to a socket, which, like another
+/// process reading shared memory, is not an access of this program's and
+/// races with nothing in it (it sees each byte old or new).
 struct MemStore {
     /// Where the bytes start (taken once from `_owner`); 4096-aligned.
     base: NonNull<u8>,
@@ -264,6 +279,9 @@ struct MemStore {
     handles: AtomicUsize,
     /// [`MemSlice`] windows on it.
     windows: AtomicUsize,
+    /// The locks every copy in or out of the bytes takes while there are
+    /// several handles (made by the first [`MemDevice::share`]).
+    locks: OnceLock<ChunkLocks>,
     /// Which pages were written (for [`DataDevice::extents`], and to know
     /// which pages a write makes resident).
     written: WrittenPages,
@@ -285,7 +303,9 @@ struct MemStore {
 // SAFETY: the store is an allocation (`AlignedBuf` is Send and Sync) and its
 // address; its bytes are only reached through the rules above: plain
 // accesses by the one handle (and its windows, on its thread) while it is
-// alone, atomic ones by every handle while there are several.
+// alone, accesses under the chunk locks by every handle while there are
+// several (and the kernel's reads of windows lent for it, which are not
+// Rust accesses).
 unsafe impl Send for MemStore {}
 // SAFETY: as for Send.
 unsafe impl Sync for MemStore {}
@@ -376,6 +396,7 @@ impl MemDevice {
             len,
             handles: AtomicUsize::new(1),
             windows: AtomicUsize::new(0),
+            locks: OnceLock::new(),
             written: WrittenPages::new(bytes)?,
             mapped: owner.is_mapped(),
             fault: match &guard {
@@ -419,6 +440,8 @@ impl MemDevice {
         if windows > 0 {
             return Err(DeviceError::WindowsLent { windows });
         }
+        // The locks exist before a second handle does.
+        self.locks();
         self.store.handles.fetch_add(1, Ordering::AcqRel);
         Ok(MemDevice {
             store: Arc::clone(&self.store),
@@ -433,7 +456,15 @@ impl MemDevice {
         })
     }
 
-    /// Whether other handles share the store (so bytes move atomically).
+    /// The store's chunk locks (made on first use).
+    fn locks(&self) -> &ChunkLocks {
+        self.store
+            .locks
+            .get_or_init(|| ChunkLocks::new(self.store.len))
+    }
+
+    /// Whether other handles share the store (so bytes move under the
+    /// chunk locks).
     fn shared(&self) -> bool {
         // Acquire: a handle dropped on another thread finished with the
         // bytes before it counted itself out.
@@ -446,9 +477,18 @@ impl MemDevice {
         let mut copy = vec![0u8; len];
         let base = self.store.base.as_ptr();
         if self.shared() {
-            // SAFETY: the store is 4096-aligned and `len` (whole blocks) a
-            // multiple of 8; `copy` is valid for `len` bytes and ours.
-            unsafe { load_words(base.cast(), [(copy.as_mut_ptr(), len)]) };
+            // One segment per 2 GiB at most (a segment's length is a u32).
+            let most = 1usize << 31;
+            for (i, part) in copy.chunks_mut(most).enumerate() {
+                let seg = [DataSegment {
+                    addr: part.as_mut_ptr(),
+                    len: part.len() as u32,
+                }];
+                // SAFETY: `part` is ours and valid for its length, and not
+                // in the store; `i * most + part.len() <= len` lies inside
+                // the store; every other handle copies under the locks.
+                unsafe { self.locks().copy(base, i * most, &seg, true) };
+            }
         } else {
             // SAFETY: the store is valid for `len` bytes while `self` lives;
             // alone on it, this handle (whose `&self` keeps I/O from running
@@ -470,6 +510,30 @@ impl MemDevice {
         if self.shared() {
             return None;
         }
+        self.window(offset, len)
+    }
+
+    /// A window on `len` bytes at byte `offset` for the kernel to read,
+    /// lent even while the store is shared with other handles (unlike
+    /// [`MemDevice::map`]): a read into it finds the data in place and
+    /// copies nothing, and a reply sent from it (`sendmsg`, [`SendList`]) leaves the
+    /// store for the socket in one copy, the kernel's. `None` if the range
+    /// is not inside the device.
+    ///
+    /// Another thread's handle may write those bytes while the kernel reads
+    /// them (two overlapping requests in flight at once): the reply then
+    /// holds old bytes, new ones, or a mix, as a disk's would.
+    ///
+    /// The window ([`LentSlice`]) gives Rust code its bytes only while
+    /// the store has one handle; otherwise it goes to the kernel whole, in
+    /// a [`SendList`], and to this device as a read's buffer on its own
+    /// place (which copies nothing).
+    pub fn lend(&self, offset: u64, len: usize) -> Option<LentSlice> {
+        self.window(offset, len).map(LentSlice)
+    }
+
+    /// A window on `offset..offset + len`, if it is inside the store.
+    fn window(&self, offset: u64, len: usize) -> Option<MemSlice> {
         // The store's length fits a usize, and so does anything within it.
         let r = ByteRange::new(offset, len as u64)
             .and_then(|r| r.within(self.store.len as u64))
@@ -480,6 +544,18 @@ impl MemDevice {
             offset: r.offset() as usize,
             len,
             _not_send: PhantomData,
+        })
+    }
+
+    /// Whether every segment of `data` is a window on its own place in
+    /// `range` of the store (the data is there already).
+    fn in_place(&self, range: &std::ops::Range<usize>, data: &[DataSegment]) -> bool {
+        let base = self.store.base.as_ptr();
+        let mut at = range.start;
+        data.iter().all(|seg| {
+            let here = base.wrapping_add(at);
+            at += seg.len as usize;
+            std::ptr::eq(here, seg.addr)
         })
     }
 
@@ -590,11 +666,14 @@ impl MemDevice {
         //   by the kernel for I/O this thread started (a socket send from a
         //   window, which reads either the old bytes or zeroes, as it would
         //   while the bytes were being zeroed: the memory is never freed);
-        // - shared, every other access is an atomic word access from another
-        //   handle, and one to these pages belongs to a request that
-        //   overlaps this one (no other request can reach a page wholly
-        //   inside this one's range), whose outcome is unspecified: each
-        //   word then holds the old bytes, the new, or zero. Pages only
+        // - shared, every other access is another handle's copy (under a
+        //   chunk lock, which this call need not take: it makes no access
+        //   of this program's) or the kernel's read of a window lent for it
+        //   (`lend`, which sees old bytes or zeroes, as above); one to these
+        //   pages belongs to a request that overlaps this one (no other
+        //   request can reach a page wholly inside this one's range), whose
+        //   outcome is unspecified: each byte then holds the old, the new,
+        //   or zero. Pages only
         //   partly covered are never released (`zero_bytes` writes them),
         //   so a request next to this one on the same page loses nothing.
         unsafe {
@@ -622,12 +701,25 @@ impl MemDevice {
             );
             return;
         }
+        let base = self.store.base.as_ptr();
+        if self.shared() {
+            self.locks().each(r, |part| {
+                // SAFETY: `part` lies inside `r` (checked above), and starts
+                // and ends on 8-byte boundaries (those of `r`, or a chunk's,
+                // a multiple of 64 KiB); its chunk's lock is held, under
+                // which every handle copies while the store is shared (the
+                // kernel's reads of a window lent for it, `lend`, are not
+                // accesses of this program's).
+                unsafe { zero_nonzero_words(base.add(part.start).cast(), part.len()) };
+            });
+            return;
+        }
         // SAFETY: `r` lies inside the store and starts and ends on 8-byte
-        // boundaries of the 4096-aligned store (checked above). Shared, every access that may race is an
-        // atomic word access; alone, this handle is all that touches the
-        // bytes (its windows are used on this thread, not during this call),
-        // so atomic accesses race with nothing.
-        unsafe { zero_nonzero_words(self.store.base.as_ptr().add(r.start).cast(), r.len()) };
+        // boundaries of the 4096-aligned store (checked above); alone, this
+        // handle is all that touches the bytes (its windows are used on
+        // this thread, not during this call, or read by the kernel), so
+        // its accesses race with nothing.
+        unsafe { zero_nonzero_words(base.add(r.start).cast(), r.len()) };
     }
 }
 
@@ -710,22 +802,26 @@ impl DataDevice for MemDevice {
             return;
         }
         let base = self.store.base.as_ptr();
+        if io.op == Op::Read && self.in_place(&range, data) {
+            // Windows on these very places (`map`, `lend`): the data is
+            // there, and not a byte is touched.
+            self.finish(io.tag, Outcome::Done);
+            return;
+        }
         if self.shared() {
-            let segs = data.iter().map(|s| (s.addr, s.len as usize));
-            // SAFETY: `range` lies inside the store (checked by `range()`)
-            // and, being whole sectors, starts on an 8-byte boundary of the
-            // 4096-aligned store and spans a multiple of 8 bytes, which the
-            // segments add up to (checked above); they are valid for their
-            // lengths by `submit_data`'s contract. A shared store lends no
-            // windows, so no segment is one on it.
-            unsafe {
-                let words = base.add(range.start).cast::<u64>();
-                if io.op == Op::Read {
-                    load_words(words, segs);
-                } else {
-                    store_words(words, segs);
-                }
-            }
+            // SAFETY: `base` is the store's first byte and `range`, which
+            // the segments add up to (checked above), lies inside the store
+            // (checked by `range()`); the segments are valid for their
+            // lengths by `submit_data`'s contract. A shared store lends
+            // windows only for the kernel to read and as reads' buffers on
+            // their own places (which copy nothing, above), so no segment
+            // overlaps the bytes it is copied with. Every handle copies
+            // under the locks while the store is shared.
+            let whole = unsafe {
+                self.locks()
+                    .copy(base, range.start, data, io.op == Op::Read)
+            };
+            debug_assert!(whole, "{range:?} is inside the store");
             if io.op == Op::Write {
                 self.store
                     .written
@@ -819,93 +915,17 @@ impl Drop for MemDevice {
     }
 }
 
-/// The word at `w`, as an atomic.
+/// The word at `w`, as an atomic (so that zeroing a word that is zero
+/// already is never turned into a write, which would make a hole's page
+/// resident).
 ///
 /// # Safety
 ///
-/// `w` is 8-aligned, inside a [`MemStore`], and (per the store's rules)
-/// every access that may race with this one is an atomic word access too.
+/// `w` is 8-aligned, inside a [`MemStore`], and (per the store's rules) no
+/// other Rust access to it runs meanwhile but atomic word ones.
 unsafe fn word<'a>(w: *mut u64) -> &'a AtomicU64 {
     // SAFETY: passed on from the caller; the store outlives every use.
     unsafe { AtomicU64::from_ptr(w) }
-}
-
-/// Copy `segs` (address, length) in order into the store's words from `w`
-/// on, a whole word at a time (bytes of a word that straddles two segments
-/// are gathered first).
-///
-/// # Safety
-///
-/// `w` is 8-aligned and the store is valid from `w` for the segments' total
-/// length, a multiple of 8; each segment is valid for reads of its length;
-/// accesses to those words that may race are atomic word accesses.
-unsafe fn store_words(mut w: *mut u64, segs: impl IntoIterator<Item = (*mut u8, usize)>) {
-    let mut carry = [0u8; 8];
-    let mut fill = 0;
-    for (addr, len) in segs {
-        let (mut src, mut left) = (addr.cast_const(), len);
-        // SAFETY (this block): `src` stays within its segment (`left` bytes
-        // remain from it); `w` within the store (the total is a whole
-        // number of words, counted down as they are written).
-        unsafe {
-            // Finish a word begun by the previous segment.
-            while fill > 0 && left > 0 {
-                carry[fill] = src.read();
-                (src, left, fill) = (src.add(1), left - 1, fill + 1);
-                if fill == 8 {
-                    word(w).store(u64::from_ne_bytes(carry), Ordering::Relaxed);
-                    (w, fill) = (w.add(1), 0);
-                }
-            }
-            while left >= 8 {
-                let v = src.cast::<u64>().read_unaligned();
-                word(w).store(v, Ordering::Relaxed);
-                (w, src, left) = (w.add(1), src.add(8), left - 8);
-            }
-            // Begin a word the next segment finishes (`fill` is 0 here if
-            // any bytes are left).
-            while left > 0 {
-                carry[fill] = src.read();
-                (src, left, fill) = (src.add(1), left - 1, fill + 1);
-            }
-        }
-    }
-    debug_assert_eq!(fill, 0, "segments not a whole number of words");
-}
-
-/// Copy the store's words from `w` on into `segs` (address, length), in
-/// order, a whole word at a time.
-///
-/// # Safety
-///
-/// As for [`store_words`], with the segments valid for writes.
-unsafe fn load_words(mut w: *const u64, segs: impl IntoIterator<Item = (*mut u8, usize)>) {
-    let mut carry = [0u8; 8];
-    let mut used = 8;
-    for (addr, len) in segs {
-        let (mut dst, mut left) = (addr, len);
-        // SAFETY (this block): as in `store_words`.
-        unsafe {
-            // Hand out the rest of a word the previous segment began.
-            while used < 8 && left > 0 {
-                dst.write(carry[used]);
-                (dst, left, used) = (dst.add(1), left - 1, used + 1);
-            }
-            while left >= 8 {
-                let v = word(w.cast_mut()).load(Ordering::Relaxed);
-                dst.cast::<u64>().write_unaligned(v);
-                (w, dst, left) = (w.add(1), dst.add(8), left - 8);
-            }
-            if left > 0 {
-                carry = word(w.cast_mut()).load(Ordering::Relaxed).to_ne_bytes();
-                (w, used) = (w.add(1), 0);
-                while left > 0 {
-                    dst.write(carry[used]);
-                    (dst, left, used) = (dst.add(1), left - 1, used + 1);
-                }
-            }
-        }
-    }
 }
 
 /// Zero the words among `len` bytes of the store's from `w` on that are
@@ -913,7 +933,9 @@ unsafe fn load_words(mut w: *const u64, segs: impl IntoIterator<Item = (*mut u8,
 ///
 /// # Safety
 ///
-/// As for [`store_words`], for `len` bytes.
+/// `w` is 8-aligned and the store is valid from `w` for `len` bytes, a
+/// multiple of 8, which no other Rust access touches meanwhile (the store's
+/// rules: alone on it, or under their chunk's lock).
 unsafe fn zero_nonzero_words(w: *mut u64, len: usize) {
     for i in 0..len / 8 {
         // SAFETY: word `i` is within the `len` bytes from `w`.
@@ -928,7 +950,7 @@ unsafe fn zero_nonzero_words(w: *mut u64, len: usize) {
 /// I/O buffer whose bytes are the device's own. It keeps the memory alive
 /// (the device may go first). It stays on the thread that made it, where
 /// the device that lent it is driven; a device shared with other threads
-/// lends none.
+/// lends none but for the kernel to read ([`MemDevice::lend`]).
 pub struct MemSlice {
     store: Arc<MemStore>,
     offset: usize,
@@ -959,7 +981,9 @@ impl std::fmt::Debug for MemSlice {
 // the one thread that holds them (`MemSlice` is not Send), never while a
 // longer borrow of the same bytes is live; and they exist only while their
 // store has a single device handle (see `MemStore`), so no other thread's
-// handle moves those bytes meanwhile.
+// handle moves those bytes meanwhile, but for windows lent for the kernel
+// to read (`MemDevice::lend`), whose bytes the caller promised to leave to
+// the kernel while the store is shared.
 unsafe impl IoBuf for MemSlice {
     fn as_ptr(&self) -> *const u8 {
         // SAFETY: `offset <= len` of the store (checked by `map`).
@@ -991,22 +1015,39 @@ impl std::ops::DerefMut for MemSlice {
 }
 
 /// Memory for one I/O: a buffer of the caller's, or a window on a memory
-/// device's own bytes ([`MemSlice`]), for servers that move data
-/// straight between sockets and the device.
+/// device's own bytes ([`MemSlice`], [`LentSlice`]), for servers that move
+/// data straight between sockets and the device.
+///
+/// It reads as its bytes (`Deref`), but for a window lent for the kernel
+/// while its store is shared, whose bytes this process must not read: that
+/// goes whole to a socket ([`SendList::push_mem`]), and reading it is a
+/// bug that panics.
 #[derive(Debug)]
 pub enum IoMem {
     /// An aligned buffer (or part of one).
     Buf(Slice<AlignedBuf>),
     /// A window on a memory device.
     Window(MemSlice),
+    /// A window on a memory device, lent for the kernel to read.
+    Lent(LentSlice),
 }
 
 impl IoMem {
+    /// Its length in bytes (of any kind: this never reads them).
+    pub fn len(&self) -> usize {
+        IoBuf::len(self)
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        IoBuf::len(self) == 0
+    }
+
     /// The aligned buffer, if it is one.
     pub fn into_buf(self) -> Option<Slice<AlignedBuf>> {
         match self {
             IoMem::Buf(b) => Some(b),
-            IoMem::Window(_) => None,
+            IoMem::Window(_) | IoMem::Lent(_) => None,
         }
     }
 }
@@ -1017,18 +1058,21 @@ unsafe impl IoBuf for IoMem {
         match self {
             IoMem::Buf(b) => b.as_ptr(),
             IoMem::Window(w) => w.as_ptr(),
+            IoMem::Lent(w) => w.as_ptr(),
         }
     }
     fn as_mut_ptr(&mut self) -> *mut u8 {
         match self {
             IoMem::Buf(b) => b.as_mut_ptr(),
             IoMem::Window(w) => w.as_mut_ptr(),
+            IoMem::Lent(w) => w.as_mut_ptr(),
         }
     }
     fn len(&self) -> usize {
         match self {
             IoMem::Buf(b) => IoBuf::len(b),
             IoMem::Window(w) => IoBuf::len(w),
+            IoMem::Lent(w) => IoBuf::len(w),
         }
     }
 }
@@ -1039,15 +1083,27 @@ impl std::ops::Deref for IoMem {
         match self {
             IoMem::Buf(b) => b,
             IoMem::Window(w) => w,
+            IoMem::Lent(w) => w.bytes().unwrap_or_else(|| panic!("{LENT_READ}")),
         }
     }
 }
+
+/// Why reading a lent window panics.
+const LENT_READ: &str = "the bytes of a window lent for the kernel (MemDevice::lend) were read                          while its store is shared; they go whole to a socket (SendList)";
 
 impl std::ops::DerefMut for IoMem {
     fn deref_mut(&mut self) -> &mut [u8] {
         match self {
             IoMem::Buf(b) => b,
             IoMem::Window(w) => w,
+            IoMem::Lent(w) => {
+                // Alone on its store (checked by `bytes`), a lent window is
+                // an ordinary one.
+                if w.bytes().is_none() {
+                    panic!("{LENT_READ}");
+                }
+                &mut w.0
+            }
         }
     }
 }

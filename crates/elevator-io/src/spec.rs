@@ -403,6 +403,15 @@ impl RealDevice {
             _ => None,
         }
     }
+
+    /// A window on the device's own memory for the kernel to read, if it
+    /// is a memory device (see [`MemDevice::lend`]).
+    pub fn lend(&self, offset: u64, len: usize) -> Option<crate::mem::LentSlice> {
+        match self {
+            RealDevice::Mem(m) => m.lend(offset, len),
+            _ => None,
+        }
+    }
 }
 
 /// Any real device (a closed set, so that calls through it stay static).

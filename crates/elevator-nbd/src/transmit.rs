@@ -249,7 +249,7 @@ pub(crate) fn request(c: &mut Conn, index: u32, shared: &mut Shared, r: Request)
         }
     }
     let buf = if r.kind == cmd::READ {
-        match buffer(shared, e, &r) {
+        match buffer(c.is_tls(), shared, e, &r) {
             Ok(b) => Some(b),
             Err(_) => {
                 error_reply(c, &r, err::ENOMEM);
@@ -421,15 +421,27 @@ fn read_reply(c: &mut Conn, cookie: u64, offset: u64, data: Buf, held: u64) {
 
 /// Memory for the data of read `r` on export `e`: a window on the export's
 /// own memory when it is a memory device (the reply then goes to the socket
-/// straight from the device), else a pooled buffer.
-fn buffer(shared: &mut Shared, e: usize, r: &Request) -> Result<Buf, elevator_io::BufError> {
-    if let Some(w) = shared.engines[e]
-        .as_ref()
-        .and_then(|engine| engine.device().map(r.offset, r.len as usize))
-    {
-        return Ok(Buf::Window(w));
+/// straight from the device: the kernel's copy is the only one), else a
+/// pooled buffer. Through TLS, whose encryption reads the reply's bytes in
+/// this process, a window only while the device has one handle (`map`).
+fn buffer(
+    tls: bool,
+    shared: &mut Shared,
+    e: usize,
+    r: &Request,
+) -> Result<Buf, elevator_io::BufError> {
+    let window = shared.engines[e].as_ref().and_then(|engine| {
+        let device = engine.device();
+        if tls {
+            device.map(r.offset, r.len as usize).map(Buf::Window)
+        } else {
+            device.lend(r.offset, r.len as usize).map(Buf::Lent)
+        }
+    });
+    match window {
+        Some(w) => Ok(w),
+        None => shared.pool.get(r.len as usize),
     }
-    shared.pool.get(r.len as usize)
 }
 
 /// A write's payload is complete; `reserved` bytes are held for the write.
@@ -628,7 +640,7 @@ pub(crate) fn completed(
                 Some(d) => {
                     let held = match &d {
                         Buf::Buf(_) => pool::alloc_size(d.len()),
-                        Buf::Window(_) => d.len() as u64,
+                        Buf::Window(_) | Buf::Lent(_) => d.len() as u64,
                     };
                     read_reply(c, rec.cookie, rec.offset, d, held);
                 }

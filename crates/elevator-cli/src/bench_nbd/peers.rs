@@ -151,6 +151,14 @@ impl Running {
         &self.address
     }
 
+    /// The CPU time (user and system, all its threads) it has used so far,
+    /// in seconds, from `/proc/<pid>/stat`.
+    pub fn cpu_seconds(&self) -> Result<f64> {
+        let path = format!("/proc/{}/stat", self.child.id());
+        let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        stat_cpu_seconds(&stat, clock_ticks()).with_context(|| format!("parsing {path}"))
+    }
+
     /// Stop it and wait for it to exit (so its log and statistics are
     /// complete).
     pub fn stop(mut self) {
@@ -183,6 +191,42 @@ impl Drop for Running {
             self.terminate();
         }
     }
+}
+
+/// The clock ticks per second `/proc/<pid>/stat` counts in (`getconf
+/// CLK_TCK`; 100, Linux's, if that cannot tell).
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|t| t.trim().parse::<f64>().ok())
+            .filter(|&t| t > 0.0)
+            .unwrap_or(100.0)
+    })
+}
+
+/// User plus system time in seconds from the text of a `/proc/<pid>/stat`
+/// (its 14th and 15th fields, in `ticks` per second; the second field, the
+/// command name in parentheses, may hold spaces).
+pub fn stat_cpu_seconds(stat: &str, ticks: f64) -> Result<f64> {
+    let after_name = stat
+        .rfind(')')
+        .map(|i| &stat[i + 1..])
+        .context("no command name")?;
+    // Fields from the third (state) on: utime is the 14th, so the 12th here.
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let field = |i: usize| -> Result<f64> {
+        fields
+            .get(i)
+            .context("too few fields")?
+            .parse::<f64>()
+            .context("a time that is not a number")
+    };
+    Ok((field(11)? + field(12)?) / ticks)
 }
 
 /// Run `cmd` (program `name`) to its end: its output, or what it said on
@@ -330,6 +374,15 @@ pub fn nbdkit_read_bytes(stats: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_time_from_a_stat_line() {
+        let stat = "4242 (elevator (x) y) S 1 4242 4242 0 -1 4194560 2345 0 0 0 \
+                    150 50 0 0 20 0 3 0 1000 100000 500 18446744073709551615";
+        assert_eq!(stat_cpu_seconds(stat, 100.0).expect("parsed"), 2.0);
+        assert!(stat_cpu_seconds("4242 (cut) S 1 2", 100.0).is_err());
+        assert!(stat_cpu_seconds("no name", 100.0).is_err());
+    }
 
     #[test]
     fn read_bytes_from_the_servers_words() {

@@ -491,3 +491,63 @@ fn devices_move_between_threads() {
     send::<FileDevice>();
     send::<elevator_io::FaultDevice<MemDevice>>();
 }
+
+#[test]
+fn a_shared_store_lends_windows_for_the_kernel_to_send() {
+    // 256 KiB: a write across the store's 64 KiB lock chunks.
+    let a = common::mem(256, 8);
+    let mut b = a.share().expect("share");
+    let mut data: Vec<u8> = (0..8192u32).map(|i| (i * 13 + 5) as u8).collect();
+    let at: u64 = (64 << 10) - 4096;
+    let segs = split_segments(&mut data, 4096 + 7);
+    let io = |op| DeviceIo {
+        tag: 3,
+        op,
+        sector: at >> 9,
+        sectors: 16,
+        flags: BioFlags::NONE,
+    };
+    // SAFETY: the segments cover `data`, which outlives the I/O (a memory
+    // device is done with it when `submit_data` returns).
+    unsafe { b.submit_data(io(Op::Write), &segs, 0) };
+    b.complete(0, &mut |_, o| assert_eq!(o, Outcome::Done));
+    // Shared: a window for the kernel, not for this process to read.
+    let mut lent = elevator_io::IoMem::Lent(a.lend(at, 8192).expect("lent while shared"));
+    assert!(a.map(at, 8192).is_none(), "nor a window to read");
+    let seg = DataSegment {
+        addr: lent.as_mut_ptr(),
+        len: 8192,
+    };
+    let mut a = a;
+    // SAFETY: the window is on this very place: the read copies nothing.
+    unsafe { a.submit_data(io(Op::Read), &[seg], 0) };
+    a.complete(0, &mut |_, o| assert_eq!(o, Outcome::Done));
+    let (tx, mut rx) = UnixStream::pair().expect("socket pair");
+    let mut list = elevator_io::SendList::new();
+    assert!(list.push(b"head"));
+    assert!(list.push_mem(&lent, 0, 8192));
+    assert_eq!(
+        list.send(std::os::fd::AsFd::as_fd(&tx)).expect("sent"),
+        8196
+    );
+    let mut got = vec![0u8; 8196];
+    rx.read_exact(&mut got).expect("received");
+    assert_eq!(&got[..4], b"head");
+    assert_eq!(&got[4..], &data[..], "b's write, sent from a's store");
+    assert!(
+        matches!(a.share(), Err(DeviceError::WindowsLent { windows: 1 })),
+        "no new handle while a window is out"
+    );
+    drop(b);
+    // Alone again: the window reads as an ordinary one.
+    assert_eq!(&lent[..], &data[..]);
+}
+
+#[test]
+#[should_panic(expected = "lent for the kernel")]
+fn reading_a_lent_window_of_a_shared_store_panics() {
+    let a = common::mem(64, 8);
+    let _b = a.share().expect("share");
+    let lent = elevator_io::IoMem::Lent(a.lend(0, 512).expect("lent"));
+    let _ = lent[0];
+}

@@ -12,8 +12,10 @@
 //! options, requests, and write payloads. A write's payload goes straight
 //! into the request's buffer (read from the socket into it when the input
 //! buffer holds no more). Output (module `output`) is a queue of replies,
-//! each a short header and perhaps a data buffer, written with one `writev`
-//! for as many as fit.
+//! each a short header and perhaps a data buffer, written with one
+//! `sendmsg` for as many as fit (a buffer may be a window on a memory
+//! export's own bytes, which the kernel copies to the socket straight from
+//! the export).
 //!
 //! After `STARTTLS` the same buffers go through the connection's
 //! [`TlsSession`]: reads take its decrypted input, and the output queue is

@@ -1,16 +1,20 @@
 //! A connection's output: a queue of replies, each a short header and
-//! perhaps a data buffer, written with one `writev` for as many as fit, or
-//! encrypted through TLS; each counted against the budget until it is sent.
+//! perhaps a data buffer, written with one `sendmsg` for as many as fit
+//! ([`SendList`], which hands windows lent on a memory export's bytes to the
+//! kernel unread), or encrypted through TLS (never from a lent window); each
+//! counted against the budget until it is sent.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
+
+use elevator_io::SendList;
 
 use super::Conn;
 use crate::pool::{self, Buf, Pool};
 use crate::tls::{TLS_OUT_LIMIT, TlsConfig, TlsSession};
 
-/// iovecs per `writev`.
-const IOV: usize = 64;
+/// Parts per `sendmsg`.
+const IOV: usize = SendList::MAX;
 /// What TLS is given of a connection's output at a time when the budget is
 /// full: one record's worth.
 const TLS_RECORD: usize = 16 << 10;
@@ -52,9 +56,16 @@ impl Out {
     }
 }
 
-/// Output queue `out`'s next slices to send, from its front, `limit` bytes
-/// at most: how many of `slices` were filled.
-fn gather<'a>(out: &'a VecDeque<Out>, slices: &mut [IoSlice<'a>; IOV], limit: usize) -> usize {
+/// A part of a queued reply to send: bytes of its head, or `len` bytes of
+/// its data buffer from byte `from`.
+enum Part<'a> {
+    Head(&'a [u8]),
+    Data(&'a Buf, usize, usize),
+}
+
+/// Output queue `out`'s next parts to send, from its front, `limit` bytes
+/// and [`IOV`] parts at most, each handed to `take` in order.
+fn gather<'a>(out: &'a VecDeque<Out>, limit: usize, mut take: impl FnMut(Part<'a>)) {
     let mut n = 0;
     let mut left = limit;
     for item in out {
@@ -63,22 +74,22 @@ fn gather<'a>(out: &'a VecDeque<Out>, slices: &mut [IoSlice<'a>; IOV], limit: us
         }
         let head = item.head();
         let pos = item.head.pos;
-        let from = pos.saturating_sub(head.len());
-        let parts = [
-            head.get(pos..),
-            item.data.as_ref().and_then(|d| d.get(from..)),
-        ];
-        for bytes in parts.into_iter().flatten() {
-            if bytes.is_empty() || left == 0 {
-                continue;
-            }
+        if let Some(bytes) = head.get(pos..).filter(|b| !b.is_empty()) {
             let bytes = &bytes[..bytes.len().min(left)];
             left -= bytes.len();
-            slices[n] = IoSlice::new(bytes);
+            take(Part::Head(bytes));
             n += 1;
         }
+        if let Some(d) = &item.data {
+            let from = pos.saturating_sub(head.len());
+            let len = d.len().saturating_sub(from).min(left);
+            if len > 0 {
+                left -= len;
+                take(Part::Data(d, from, len));
+                n += 1;
+            }
+        }
     }
-    n
 }
 
 /// What `n` bytes of output cost once TLS holds them, as records.
@@ -112,7 +123,7 @@ impl Conn {
     pub fn send(&mut self, head: &[u8], data: Option<Buf>) {
         let held = data.as_ref().map_or(0, |d| match d {
             Buf::Buf(_) => pool::alloc_size(d.len()),
-            Buf::Window(_) => d.len() as u64,
+            Buf::Window(_) | Buf::Lent(_) => d.len() as u64,
         });
         self.send_costed(head, data, held);
     }
@@ -214,9 +225,17 @@ impl Conn {
             return;
         }
         while self.core.socket.writable && !self.out.is_empty() {
-            let mut slices: [IoSlice<'_>; IOV] = [IoSlice::new(&[]); IOV];
-            let n = gather(&self.out, &mut slices, usize::MAX);
-            match self.core.stream.write_vectored(&slices[..n]) {
+            // Data goes to the kernel as it is, windows lent on a memory
+            // device's bytes included (which this process does not read).
+            let mut list = SendList::new();
+            gather(&self.out, usize::MAX, |part| {
+                let room = match part {
+                    Part::Head(bytes) => list.push(bytes),
+                    Part::Data(d, from, len) => list.push_mem(d, from, len),
+                };
+                debug_assert!(room, "IOV parts at most");
+            });
+            match list.send(self.core.stream.fd()) {
                 Ok(0) => {
                     self.core.fail("the socket took no bytes");
                     return;
@@ -269,8 +288,18 @@ impl Conn {
             } else {
                 (TLS_RECORD, 0)
             };
+            // rustls reads the bytes: a reply through TLS never holds a
+            // lent window (`transmit` gives it a buffer or an ordinary
+            // window).
             let mut slices: [IoSlice<'_>; IOV] = [IoSlice::new(&[]); IOV];
-            let n = gather(&self.out, &mut slices, limit);
+            let mut n = 0;
+            gather(&self.out, limit, |part| {
+                slices[n] = IoSlice::new(match part {
+                    Part::Head(bytes) => bytes,
+                    Part::Data(d, from, len) => &d[from..from + len],
+                });
+                n += 1;
+            });
             let core = &mut self.core;
             let Some(t) = core.tls.as_mut() else {
                 core.release(reserved);

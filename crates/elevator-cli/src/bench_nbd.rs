@@ -57,6 +57,10 @@ pub struct Args {
     /// the export fresh, whatever its name says.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// The `elevator` binary that serves (default: this one), to measure
+    /// another build with this bench.
+    #[arg(long)]
+    server: Option<std::path::PathBuf>,
 }
 
 impl Args {
@@ -331,7 +335,10 @@ pub fn run(args: &Args) -> Result<()> {
         socket: at("nbd.sock"),
         log: at("server.log"),
         stats: at("nbdkit.stats"),
-        me: std::env::current_exe().context("finding the elevator binary")?,
+        me: match &args.server {
+            Some(path) => path.clone(),
+            None => std::env::current_exe().context("finding the elevator binary")?,
+        },
     };
     let result = (|| -> Result<([Rounds; 2], u64)> {
         // Random bytes, so that nothing can be skipped as zero.

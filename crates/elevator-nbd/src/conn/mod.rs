@@ -51,6 +51,12 @@ const INBUF: usize = 256 << 10;
 /// Payload bytes still to come above which they are read straight into the
 /// request's buffer rather than through the input buffer.
 const DIRECT: usize = 64 << 10;
+/// The most read into the input buffer at once after a write whose payload
+/// was big enough to go straight into its buffer ([`DIRECT`]), besides what
+/// is left of a payload: a little more than the next request's header. A full read would take most of
+/// the next write's payload into the input buffer, from which it is then
+/// copied once more into that write's buffer.
+const AFTER_DIRECT: usize = 4 << 10;
 /// Bytes a connection in the handshake may hold (unsent option replies)
 /// before its options are no longer read.
 pub(crate) const HANDSHAKE_HELD: u64 = 64 << 10;
@@ -110,6 +116,9 @@ pub struct Conn {
     /// A write waiting for its range (another write that overlaps it holds
     /// it): the connection is not read from meanwhile.
     pub(crate) blocked: Option<Blocked>,
+    /// Whether the last write's payload was at least [`DIRECT`] bytes (so
+    /// the next may well be too: see [`AFTER_DIRECT`]).
+    big_writes: bool,
 }
 
 /// A connection's core reads as the connection.
@@ -152,6 +161,7 @@ impl Conn {
         Conn {
             core,
             payload: None,
+            big_writes: false,
             out,
             admitted: 0,
             blocked: None,
@@ -262,6 +272,7 @@ impl Conn {
     /// The payload of write `req` goes into `buf` (its length), as it comes;
     /// `reserved` bytes are held for the write.
     pub(crate) fn expect_payload(&mut self, req: Request, buf: Buf, reserved: u64) {
+        self.big_writes = buf.len() >= DIRECT;
         self.payload = Some((req, buf, 0, reserved));
     }
 
@@ -280,6 +291,11 @@ impl Conn {
             input.start = 0;
             input.end = 0;
         }
+        // What is left of the payload being read, if any.
+        let pending = self
+            .payload
+            .as_ref()
+            .map_or(0, |(_, buf, filled, _)| buf.len() - filled);
         let result = match &mut self.payload {
             // A big payload goes straight into its buffer; small ones come
             // through the input buffer, several requests per read.
@@ -300,8 +316,12 @@ impl Conn {
                     input.end -= input.start;
                     input.start = 0;
                 }
-                let want = input.buf.len() - input.end;
-                let r = receive(&mut core.stream, &mut core.tls, &mut input.buf[input.end..]);
+                let mut want = input.buf.len() - input.end;
+                if self.big_writes && input.start == input.end {
+                    want = want.min(pending + AFTER_DIRECT);
+                }
+                let to = &mut input.buf[input.end..input.end + want];
+                let r = receive(&mut core.stream, &mut core.tls, to);
                 if let Ok(n) = r {
                     input.end += n;
                 }

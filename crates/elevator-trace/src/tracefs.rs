@@ -37,6 +37,8 @@
 
 use std::io::BufRead;
 
+use memchr::memchr;
+
 use elevator_core::{BioFlags, Op, TraceAction, TraceEvent};
 
 use crate::error::{TraceError, TraceErrorKind};
@@ -60,11 +62,18 @@ const PASSED_OVER: [&str; 7] = [
 /// Reads tracefs block events, one line at a time.
 pub struct TracefsReader<R: BufRead> {
     reader: R,
+    /// A line that straddles the reader's buffer, gathered here; a line
+    /// wholly in the reader's buffer is parsed where it lies.
+    buf: Vec<u8>,
+    lines: LineState,
+}
+
+/// What the reader keeps from line to line.
+struct LineState {
     source_name: String,
     skip_bad: bool,
     skipped: u64,
     line_no: u64,
-    buf: Vec<u8>,
     /// Pids seen, and whether the name given for them was a real one (at
     /// most [`MAX_NAMED_PROCESSES`]).
     named: IntMap<u32, bool>,
@@ -94,28 +103,32 @@ impl<R: BufRead> TracefsReader<R> {
     pub fn new(reader: R, source_name: &str, skip_bad: bool) -> TracefsReader<R> {
         TracefsReader {
             reader,
-            source_name: source_name.to_string(),
-            skip_bad,
-            skipped: 0,
-            line_no: 0,
             buf: Vec::with_capacity(256),
-            named: IntMap::default(),
-            pending: None,
-            last_time: 0,
-            done: false,
+            lines: LineState {
+                source_name: source_name.to_string(),
+                skip_bad,
+                skipped: 0,
+                line_no: 0,
+                named: IntMap::default(),
+                pending: None,
+                last_time: 0,
+                done: false,
+            },
         }
     }
 
     /// Lines skipped as bad.
     pub fn skipped(&self) -> u64 {
-        self.skipped
+        self.lines.skipped
     }
 
     /// Lines read so far.
     pub fn lines(&self) -> u64 {
-        self.line_no
+        self.lines.line_no
     }
+}
 
+impl LineState {
     /// The process item to emit before `record` of task `task`, if any.
     fn name_for(&mut self, pid: u32, task: &[u8], fields: &[u8], time: u64) -> Option<Item> {
         let mut name = task;
@@ -140,83 +153,106 @@ impl<R: BufRead> TracefsReader<R> {
             }
         }
     }
+
+    /// Take the next line (`too_long`: it was passed over as longer than
+    /// [`MAX_LINE_BYTES`]): the item it gives, if any.
+    fn line(&mut self, line: &[u8], too_long: bool) -> Option<Result<Item, TraceError>> {
+        self.line_no += 1;
+        let text = trim(line);
+        let parsed = if too_long {
+            Err(TraceErrorKind::LineTooLong(MAX_LINE_BYTES))
+        } else if text.is_empty() || text[0] == b'#' {
+            return None;
+        } else {
+            parse_line(text).and_then(|line| Ok(record_of(&line)?.map(|r| (r, line))))
+        };
+        match parsed {
+            Ok(None) => None,
+            Ok(Some((_, line))) if line.time < self.last_time => {
+                self.refuse(TraceErrorKind::TimeOrder {
+                    time: line.time,
+                    previous: self.last_time,
+                })
+            }
+            Ok(Some((record, line))) => {
+                self.last_time = line.time;
+                match self.name_for(line.pid, line.task, line.fields, line.time) {
+                    Some(item) => {
+                        self.pending = Some(record);
+                        Some(Ok(item))
+                    }
+                    None => Some(Ok(Item::Record(record))),
+                }
+            }
+            Err(kind) => self.refuse(kind),
+        }
+    }
+
+    /// A bad line: counted with `skip_bad`, else the error ending the read.
+    fn refuse(&mut self, kind: TraceErrorKind) -> Option<Result<Item, TraceError>> {
+        if self.skip_bad {
+            self.skipped += 1;
+            return None;
+        }
+        self.done = true;
+        Some(Err(TraceError::at_line(
+            &self.source_name,
+            self.line_no,
+            kind,
+        )))
+    }
 }
 
 impl<R: BufRead> Iterator for TracefsReader<R> {
     type Item = Result<Item, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(r) = self.pending.take() {
+        if let Some(r) = self.lines.pending.take() {
             return Some(Ok(Item::Record(r)));
         }
         loop {
-            if self.done {
+            if self.lines.done {
                 return None;
             }
-            let too_long = match read_line(&mut self.reader, &mut self.buf) {
-                Ok(LineRead::End) => {
-                    self.done = true;
-                    return None;
-                }
-                Ok(read) => read == LineRead::TooLong,
+            // A whole line in the reader's buffer is parsed where it lies:
+            // no copy.
+            let buffered = match self.reader.fill_buf() {
+                Ok(buf) => match memchr(b'\n', buf) {
+                    Some(end) if end < MAX_LINE_BYTES => {
+                        let out = self.lines.line(&buf[..=end], false);
+                        self.reader.consume(end + 1);
+                        Some(out)
+                    }
+                    _ => None,
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    self.done = true;
+                    self.lines.done = true;
                     return Some(Err(TraceError::at_line(
-                        &self.source_name,
-                        self.line_no + 1,
+                        &self.lines.source_name,
+                        self.lines.line_no + 1,
                         TraceErrorKind::Io(e),
                     )));
                 }
             };
-            self.line_no += 1;
-            let buf = std::mem::take(&mut self.buf);
-            let text = trim(&buf);
-            let parsed = if too_long {
-                Err(TraceErrorKind::LineTooLong(MAX_LINE_BYTES))
-            } else if text.is_empty() || text[0] == b'#' {
-                Ok(None)
-            } else {
-                parse_line(text).and_then(|line| {
-                    let record = record_of(&line)?;
-                    Ok(record.map(|r| (r, line.pid, line.task, line.fields, line.time)))
-                })
-            };
-            let last_time = self.last_time;
-            let parsed = parsed.and_then(|p| match p {
-                Some((_, _, _, _, time)) if time < last_time => Err(TraceErrorKind::TimeOrder {
-                    time,
-                    previous: last_time,
-                }),
-                other => Ok(other),
-            });
-            let out = match parsed {
-                Ok(None) => None,
-                Ok(Some((record, pid, task, fields, time))) => {
-                    self.last_time = time;
-                    let item = self.name_for(pid, task, fields, time);
-                    match item {
-                        Some(item) => {
-                            self.pending = Some(record);
-                            Some(Ok(item))
-                        }
-                        None => Some(Ok(Item::Record(record))),
+            let out = match buffered {
+                Some(out) => out,
+                None => match read_line(&mut self.reader, &mut self.buf) {
+                    Ok(LineRead::End) => {
+                        self.lines.done = true;
+                        return None;
                     }
-                }
-                Err(kind) if self.skip_bad => {
-                    let _ = kind;
-                    self.skipped += 1;
-                    None
-                }
-                Err(kind) => {
-                    self.done = true;
-                    Some(Err(TraceError::at_line(
-                        &self.source_name,
-                        self.line_no,
-                        kind,
-                    )))
-                }
+                    Ok(read) => self.lines.line(&self.buf, read == LineRead::TooLong),
+                    Err(e) => {
+                        self.lines.done = true;
+                        return Some(Err(TraceError::at_line(
+                            &self.lines.source_name,
+                            self.lines.line_no + 1,
+                            TraceErrorKind::Io(e),
+                        )));
+                    }
+                },
             };
-            self.buf = buf;
             if out.is_some() {
                 return out;
             }
@@ -244,12 +280,22 @@ fn bad(why: &str, text: &[u8]) -> TraceErrorKind {
     }
 }
 
-/// [`parse_uint`] of at most 20 digits.
+/// [`parse_uint`] of at most 20 digits; under 20 no overflow is possible,
+/// so the loop checks nothing but the digits.
+#[inline]
 fn digits(b: &[u8]) -> Option<u64> {
-    if b.len() > 20 {
-        return None;
+    if b.is_empty() || b.len() >= 20 {
+        return if b.len() == 20 { parse_uint(b) } else { None };
     }
-    parse_uint(b)
+    let mut v: u64 = 0;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + u64::from(d);
+    }
+    Some(v)
 }
 
 /// Split `TASK-PID [CPU] FLAGS TIME: TRACEPOINT: FIELDS`.
@@ -257,15 +303,11 @@ fn parse_line(text: &[u8]) -> Result<Line<'_>, TraceErrorKind> {
     // The CPU column: the first " [digits]" preceded by "-digits".
     let mut at = 0;
     let (task, pid, cpu, after) = loop {
-        let Some(open) = text[at..].iter().position(|&c| c == b'[').map(|p| p + at) else {
+        let Some(open) = memchr(b'[', &text[at..]).map(|p| p + at) else {
             return Err(bad("no '[CPU]' column after TASK-PID", text));
         };
         at = open + 1;
-        let Some(close) = text[open..]
-            .iter()
-            .position(|&c| c == b']')
-            .map(|p| p + open)
-        else {
+        let Some(close) = memchr(b']', &text[open..]).map(|p| p + open) else {
             continue;
         };
         let Some(cpu) = digits(&text[open + 1..close]) else {
@@ -295,12 +337,12 @@ fn parse_line(text: &[u8]) -> Result<Line<'_>, TraceErrorKind> {
     if !rest[..first_end].ends_with(b":") {
         rest = trim(&rest[first_end..]);
     }
-    let Some(colon) = rest.iter().position(|&c| c == b':') else {
+    let Some(colon) = memchr(b':', rest) else {
         return Err(bad("no timestamp", text));
     };
     let time = parse_time(&rest[..colon]).ok_or_else(|| bad("bad timestamp", text))?;
     rest = trim(&rest[colon + 1..]);
-    let Some(colon) = rest.iter().position(|&c| c == b':') else {
+    let Some(colon) = memchr(b':', rest) else {
         return Err(bad("no tracepoint name", text));
     };
     let tracepoint = &rest[..colon];
@@ -317,18 +359,28 @@ fn parse_line(text: &[u8]) -> Result<Line<'_>, TraceErrorKind> {
 
 /// `SECONDS.FRACTION` (any number of fraction digits, up to 9) in ns.
 fn parse_time(b: &[u8]) -> Option<u64> {
-    let (secs, frac) = match b.iter().position(|&c| c == b'.') {
+    /// The scale of a fraction of `n` digits, in ns.
+    const SCALE: [u64; 10] = [
+        1_000_000_000,
+        100_000_000,
+        10_000_000,
+        1_000_000,
+        100_000,
+        10_000,
+        1_000,
+        100,
+        10,
+        1,
+    ];
+    let (secs, frac) = match memchr(b'.', b) {
         Some(dot) => (&b[..dot], &b[dot + 1..]),
         None => (b, &b[..0]),
     };
-    if frac.len() > 9 {
-        return None;
-    }
-    let mut ns = if frac.is_empty() { 0 } else { digits(frac)? };
-    for _ in frac.len()..9 {
-        ns *= 10;
-    }
-    digits(secs)?.checked_mul(1_000_000_000)?.checked_add(ns)
+    let scale = *SCALE.get(frac.len())?;
+    let ns = if frac.is_empty() { 0 } else { digits(frac)? };
+    digits(secs)?
+        .checked_mul(1_000_000_000)?
+        .checked_add(ns * scale)
 }
 
 /// The `[COMM]` of a bio or plug event, for a task printed as `<...>`.
@@ -404,10 +456,24 @@ fn range(t: &mut Tokens<'_>) -> Option<Extent> {
     Some(Extent::Sectors { sector, sectors })
 }
 
+/// The action of tracepoint `name` (the names of
+/// [`TraceAction::tracepoint`], matched by their length and text).
 fn action_of(name: &[u8]) -> Option<TraceAction> {
-    TraceAction::ALL
-        .into_iter()
-        .find(|a| a.tracepoint().as_bytes() == name)
+    Some(match name.strip_prefix(b"block_")? {
+        b"bio_queue" => TraceAction::Queue,
+        b"split" => TraceAction::Split,
+        b"bio_backmerge" => TraceAction::BackMerge,
+        b"bio_frontmerge" => TraceAction::FrontMerge,
+        b"rq_merge" => TraceAction::RqMerge,
+        b"getrq" => TraceAction::GetRq,
+        b"rq_insert" => TraceAction::Insert,
+        b"rq_issue" => TraceAction::Issue,
+        b"rq_complete" => TraceAction::Complete,
+        b"rq_requeue" => TraceAction::Requeue,
+        b"plug" => TraceAction::Plug,
+        b"unplug" => TraceAction::Unplug,
+        _ => return None,
+    })
 }
 
 /// The record a parsed line holds (`None` for tracepoints passed over).

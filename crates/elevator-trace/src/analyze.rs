@@ -151,7 +151,6 @@ pub struct Analyzer {
     flush_bios: VecDeque<Nanos>,
     flush_rqs: VecDeque<Nanos>,
     seq: u64,
-    scratch: Vec<Key>,
 }
 
 impl Default for Analyzer {
@@ -160,8 +159,47 @@ impl Default for Analyzer {
     }
 }
 
+/// The index of `op` in [`Op::ALL`] (declaration order).
+#[inline]
 fn op_index(op: Op) -> usize {
-    Op::ALL.iter().position(|&o| o == op).unwrap_or(0)
+    op as usize
+}
+
+/// The first bio or request at (dev, sector) that `pred` accepts: one
+/// descent of the map, the entry given to change in place.
+#[inline]
+fn first_at<V>(
+    map: &mut BTreeMap<Key, V>,
+    dev: DevT,
+    sector: u64,
+    pred: impl Fn(&V) -> bool,
+) -> Option<&mut V> {
+    map.range_mut((dev, sector, 0)..=(dev, sector, u64::MAX))
+        .map(|(_, v)| v)
+        .find(|v| pred(v))
+}
+
+/// [`first_at`], taken out of the map (one descent and the removal).
+#[inline]
+fn take_first_at<V>(
+    map: &mut BTreeMap<Key, V>,
+    dev: DevT,
+    sector: u64,
+    pred: impl Fn(&V) -> bool,
+) -> Option<V> {
+    map.extract_if((dev, sector, 0)..=(dev, sector, u64::MAX), |_, v| pred(v))
+        .next()
+        .map(|(_, v)| v)
+}
+
+/// A queued (not issued) request ending at `end`, looking back a few.
+#[inline]
+fn rq_ending_at(rqs: &mut BTreeMap<Key, RqState>, dev: DevT, end: u64) -> Option<&mut RqState> {
+    rqs.range_mut((dev, 0, 0)..(dev, end, 0))
+        .rev()
+        .take(16)
+        .map(|(_, r)| r)
+        .find(|r| r.end == end && r.issued.is_none())
 }
 
 impl Analyzer {
@@ -179,7 +217,6 @@ impl Analyzer {
             flush_bios: VecDeque::new(),
             flush_rqs: VecDeque::new(),
             seq: 0,
-            scratch: Vec::new(),
         }
     }
 
@@ -223,10 +260,7 @@ impl Analyzer {
         since: impl Fn(&RqState) -> Option<Nanos>,
         hist: impl Fn(&mut Analysis) -> &mut Summary,
     ) {
-        match self
-            .find_rq(dev, sector, pred)
-            .and_then(|k| self.rqs.get_mut(&k))
-        {
+        match first_at(&mut self.rqs, dev, sector, pred) {
             Some(rq) => {
                 stamp(rq);
                 if let Some(t) = since(rq) {
@@ -242,32 +276,6 @@ impl Analyzer {
                 self.track_rq(dev, sector, state);
             }
         }
-    }
-
-    /// The first bio at (dev, sector) that `pred` accepts.
-    fn find_bio(&self, dev: DevT, sector: u64, pred: impl Fn(&BioState) -> bool) -> Option<Key> {
-        self.bios
-            .range((dev, sector, 0)..=(dev, sector, u64::MAX))
-            .find(|(_, b)| pred(b))
-            .map(|(k, _)| *k)
-    }
-
-    /// The first request at (dev, sector) that `pred` accepts.
-    fn find_rq(&self, dev: DevT, sector: u64, pred: impl Fn(&RqState) -> bool) -> Option<Key> {
-        self.rqs
-            .range((dev, sector, 0)..=(dev, sector, u64::MAX))
-            .find(|(_, r)| pred(r))
-            .map(|(k, _)| *k)
-    }
-
-    /// A queued (not issued) request ending at `end`, looking back a few.
-    fn rq_ending_at(&self, dev: DevT, end: u64) -> Option<Key> {
-        self.rqs
-            .range((dev, 0, 0)..(dev, end, 0))
-            .rev()
-            .take(16)
-            .find(|(_, r)| r.end == end && r.issued.is_none())
-            .map(|(k, _)| *k)
     }
 
     /// Take one record.
@@ -309,8 +317,8 @@ impl Analyzer {
             }
             TraceAction::Split => {
                 let cut = e.extra;
-                if let Some(k) = self.find_bio(dev, e.sector, |b| b.end > cut && !b.issued)
-                    && let Some(b) = self.bios.get_mut(&k)
+                if let Some(b) =
+                    first_at(&mut self.bios, dev, e.sector, |b| b.end > cut && !b.issued)
                 {
                     let rest = BioState { end: b.end, ..*b };
                     b.end = cut;
@@ -319,32 +327,24 @@ impl Analyzer {
                 }
             }
             TraceAction::BackMerge | TraceAction::FrontMerge => {
-                if let Some(k) = self.find_bio(dev, e.sector, |b| !b.got_request)
-                    && let Some(b) = self.bios.get_mut(&k)
-                {
+                if let Some(b) = first_at(&mut self.bios, dev, e.sector, |b| !b.got_request) {
                     b.got_request = true;
                     self.out.q2m.record(e.time.saturating_sub(b.queued));
                 }
                 if e.action == TraceAction::BackMerge {
-                    if let Some(k) = self.rq_ending_at(dev, e.sector)
-                        && let Some(rq) = self.rqs.get_mut(&k)
-                    {
+                    if let Some(rq) = rq_ending_at(&mut self.rqs, dev, e.sector) {
                         rq.end = end;
                     }
-                } else if let Some(k) = self.find_rq(dev, end, |r| r.issued.is_none())
-                    && let Some(rq) = self.rqs.remove(&k)
+                } else if let Some(rq) =
+                    take_first_at(&mut self.rqs, dev, end, |r| r.issued.is_none())
                 {
                     let key = self.next_key(dev, e.sector);
                     self.rqs.insert(key, rq);
                 }
             }
             TraceAction::RqMerge => {
-                if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_none()) {
-                    self.rqs.remove(&k);
-                }
-                if let Some(k) = self.rq_ending_at(dev, e.sector)
-                    && let Some(rq) = self.rqs.get_mut(&k)
-                {
+                take_first_at(&mut self.rqs, dev, e.sector, |r| r.issued.is_none());
+                if let Some(rq) = rq_ending_at(&mut self.rqs, dev, e.sector) {
                     rq.end = rq.end.max(end);
                 }
             }
@@ -352,9 +352,7 @@ impl Analyzer {
                 if empty {
                     return;
                 }
-                if let Some(k) = self.find_bio(dev, e.sector, |b| !b.got_request)
-                    && let Some(b) = self.bios.get_mut(&k)
-                {
+                if let Some(b) = first_at(&mut self.bios, dev, e.sector, |b| !b.got_request) {
                     b.got_request = true;
                     self.out.q2g.record(e.time.saturating_sub(b.queued));
                 }
@@ -378,9 +376,7 @@ impl Analyzer {
             TraceAction::Issue => self.issue(r, end, empty),
             TraceAction::Complete => self.complete(r, end, empty),
             TraceAction::Requeue => {
-                if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_some())
-                    && let Some(rq) = self.rqs.get_mut(&k)
-                {
+                if let Some(rq) = first_at(&mut self.rqs, dev, e.sector, |r| r.issued.is_some()) {
                     rq.issued = None;
                 }
             }
@@ -448,27 +444,19 @@ impl Analyzer {
             }
             return;
         }
-        if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_some())
-            && let Some(rq) = self.rqs.remove(&k)
+        if let Some(rq) = take_first_at(&mut self.rqs, dev, e.sector, |r| r.issued.is_some())
             && let Some(d) = rq.issued
         {
             self.out.d2c.record(e.time.saturating_sub(d));
         }
-        let mut keys = std::mem::take(&mut self.scratch);
-        keys.clear();
-        for (k, b) in self.bios.range((dev, e.sector, 0)..(dev, end, 0)) {
-            if b.issued {
-                keys.push(*k);
-            }
+        let done = self
+            .bios
+            .extract_if((dev, e.sector, 0)..(dev, end, 0), |_, b| b.issued);
+        for (_, b) in done {
+            let v = e.time.saturating_sub(b.queued);
+            self.out.q2c.record(v);
+            self.out.q2c_by_op[op_index(b.op)].record(v);
         }
-        for k in &keys {
-            if let Some(b) = self.bios.remove(k) {
-                let v = e.time.saturating_sub(b.queued);
-                self.out.q2c.record(v);
-                self.out.q2c_by_op[op_index(b.op)].record(v);
-            }
-        }
-        self.scratch = keys;
     }
 
     /// The analysis so far.

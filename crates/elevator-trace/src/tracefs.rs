@@ -44,7 +44,8 @@ use elevator_core::{BioFlags, Op, TraceAction, TraceEvent};
 use crate::error::{TraceError, TraceErrorKind};
 use crate::fast_hash::IntMap;
 use crate::record::{
-    DevT, Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, parse_rwbs, process_name, traced_event,
+    DevT, Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, parse_rwbs_bytes, process_name,
+    traced_event,
 };
 use crate::text_fields::{LineRead, MAX_LINE_BYTES, parse_uint, read_line};
 
@@ -77,6 +78,9 @@ struct LineState {
     /// Pids seen, and whether the name given for them was a real one (at
     /// most [`MAX_NAMED_PROCESSES`]).
     named: IntMap<u32, bool>,
+    /// The last pid found named by a real name (a name once real stays so
+    /// until `named` is cleared): most lines are of the task before.
+    last_named: Option<u32>,
     /// A record waiting behind the process item announcing its pid.
     pending: Option<Record>,
     /// The time of the last record read: tracefs prints events in time
@@ -110,6 +114,7 @@ impl<R: BufRead> TracefsReader<R> {
                 skipped: 0,
                 line_no: 0,
                 named: IntMap::default(),
+                last_named: None,
                 pending: None,
                 last_time: 0,
                 done: false,
@@ -131,6 +136,9 @@ impl<R: BufRead> TracefsReader<R> {
 impl LineState {
     /// The process item to emit before `record` of task `task`, if any.
     fn name_for(&mut self, pid: u32, task: &[u8], fields: &[u8], time: u64) -> Option<Item> {
+        if self.last_named == Some(pid) {
+            return None;
+        }
         let mut name = task;
         let mut real = task != b"<...>";
         if !real && let Some(comm) = bracketed_comm(fields) {
@@ -138,13 +146,17 @@ impl LineState {
             real = true;
         }
         match self.named.get(&pid) {
-            Some(true) => None,
+            Some(true) => {
+                self.last_named = Some(pid);
+                None
+            }
             Some(false) if !real => None,
             known => {
                 if known.is_none() && self.named.len() >= MAX_NAMED_PROCESSES {
                     self.named.clear();
                 }
                 self.named.insert(pid, real);
+                self.last_named = real.then_some(pid);
                 Some(Item::Process {
                     pid,
                     name: process_name(name),
@@ -282,7 +294,7 @@ fn bad(why: &str, text: &[u8]) -> TraceErrorKind {
 
 /// [`parse_uint`] of at most 20 digits; under 20 no overflow is possible,
 /// so the loop checks nothing but the digits.
-#[inline]
+#[inline(always)]
 fn digits(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() >= 20 {
         return if b.len() == 20 { parse_uint(b) } else { None };
@@ -298,22 +310,41 @@ fn digits(b: &[u8]) -> Option<u64> {
     Some(v)
 }
 
-/// Split `TASK-PID [CPU] FLAGS TIME: TRACEPOINT: FIELDS`.
+/// Where `c` first is in `b`: a plain loop, as the spans searched within a
+/// line are short (memchr pays for itself on the whole line only).
+#[inline]
+fn find(b: &[u8], c: u8) -> Option<usize> {
+    b.iter().position(|&x| x == c)
+}
+
+/// `b` without its trailing whitespace.
+#[inline]
+fn trim_end(b: &[u8]) -> &[u8] {
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(0, |e| e + 1);
+    &b[..end]
+}
+
+/// Split `TASK-PID [CPU] FLAGS TIME: TRACEPOINT: FIELDS` of a trimmed line
+/// (so a prefix of it needs trimming at its end only, a suffix at its
+/// start only).
 fn parse_line(text: &[u8]) -> Result<Line<'_>, TraceErrorKind> {
     // The CPU column: the first " [digits]" preceded by "-digits".
     let mut at = 0;
     let (task, pid, cpu, after) = loop {
-        let Some(open) = memchr(b'[', &text[at..]).map(|p| p + at) else {
+        let Some(open) = find(&text[at..], b'[').map(|p| p + at) else {
             return Err(bad("no '[CPU]' column after TASK-PID", text));
         };
         at = open + 1;
-        let Some(close) = memchr(b']', &text[open..]).map(|p| p + open) else {
+        let Some(close) = find(&text[open..], b']').map(|p| p + open) else {
             continue;
         };
         let Some(cpu) = digits(&text[open + 1..close]) else {
             continue;
         };
-        let head = trim(&text[..open]);
+        let head = trim_end(&text[..open]);
         if head.len() == text[..open].len() {
             continue; // no space before '['
         }
@@ -328,25 +359,25 @@ fn parse_line(text: &[u8]) -> Result<Line<'_>, TraceErrorKind> {
         };
         break (&head[..dash], pid, cpu, &text[close + 1..]);
     };
-    let mut rest = trim(after);
+    let mut rest = trim_start(after);
     // Optional flags column, then "SECONDS.FRACTION:".
     let first_end = rest.iter().position(|c| c.is_ascii_whitespace());
     let Some(first_end) = first_end else {
         return Err(bad("no timestamp", text));
     };
     if !rest[..first_end].ends_with(b":") {
-        rest = trim(&rest[first_end..]);
+        rest = trim_start(&rest[first_end..]);
     }
-    let Some(colon) = memchr(b':', rest) else {
+    let Some(colon) = find(rest, b':') else {
         return Err(bad("no timestamp", text));
     };
     let time = parse_time(&rest[..colon]).ok_or_else(|| bad("bad timestamp", text))?;
-    rest = trim(&rest[colon + 1..]);
-    let Some(colon) = memchr(b':', rest) else {
+    rest = trim_start(&rest[colon + 1..]);
+    let Some(colon) = find(rest, b':') else {
         return Err(bad("no tracepoint name", text));
     };
     let tracepoint = &rest[..colon];
-    let fields = trim(&rest[colon + 1..]);
+    let fields = trim_start(&rest[colon + 1..]);
     Ok(Line {
         task,
         pid,
@@ -372,7 +403,7 @@ fn parse_time(b: &[u8]) -> Option<u64> {
         10,
         1,
     ];
-    let (secs, frac) = match memchr(b'.', b) {
+    let (secs, frac) = match find(b, b'.') {
         Some(dot) => (&b[..dot], &b[dot + 1..]),
         None => (b, &b[..0]),
     };
@@ -443,7 +474,7 @@ fn device(tok: Option<&[u8]>) -> Option<DevT> {
 }
 
 fn rwbs_of(tok: Option<&[u8]>, bytes: u64) -> Option<(Op, BioFlags)> {
-    parse_rwbs(std::str::from_utf8(tok?).ok()?, bytes)
+    parse_rwbs_bytes(tok?, bytes)
 }
 
 /// `SECTOR + NR`, as stated (checked by [`Extent::place`]).
@@ -496,7 +527,7 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
                 let last = fields
                     .iter()
                     .rposition(|&c| c == b']')
-                    .map_or(fields, |p| trim(&fields[p + 1..]));
+                    .map_or(fields, |p| trim_start(&fields[p + 1..]));
                 depth = digits(last).ok_or_else(|| fail("unplug without a depth"))?;
             }
             let mut e = TraceEvent::plug(action, line.time, elevator_core::IoContext(pid), depth);
@@ -562,7 +593,7 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
             let mut e = traced_event(line.time, action, op, flags, extent, pid)?;
             // The last "[N]" is the error (negative errno or 0).
             if let Some(open) = fields.iter().rposition(|&c| c == b'[') {
-                let inner = trim(&fields[open + 1..]);
+                let inner = trim_start(&fields[open + 1..]);
                 let inner = inner.strip_suffix(b"]").unwrap_or(inner);
                 let num = inner.strip_prefix(b"-").unwrap_or(inner);
                 e.error = digits(num)

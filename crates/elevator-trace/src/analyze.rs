@@ -151,6 +151,7 @@ pub struct Analyzer {
     flush_bios: VecDeque<Nanos>,
     flush_rqs: VecDeque<Nanos>,
     seq: u64,
+    scratch: Vec<Key>,
 }
 
 impl Default for Analyzer {
@@ -179,7 +180,7 @@ fn first_at<V>(
         .find(|v| pred(v))
 }
 
-/// [`first_at`], taken out of the map (one descent and the removal).
+/// [`first_at`], taken out of the map.
 #[inline]
 fn take_first_at<V>(
     map: &mut BTreeMap<Key, V>,
@@ -187,9 +188,11 @@ fn take_first_at<V>(
     sector: u64,
     pred: impl Fn(&V) -> bool,
 ) -> Option<V> {
-    map.extract_if((dev, sector, 0)..=(dev, sector, u64::MAX), |_, v| pred(v))
-        .next()
-        .map(|(_, v)| v)
+    let key = map
+        .range((dev, sector, 0)..=(dev, sector, u64::MAX))
+        .find(|(_, v)| pred(v))
+        .map(|(k, _)| *k)?;
+    map.remove(&key)
 }
 
 /// A queued (not issued) request ending at `end`, looking back a few.
@@ -217,6 +220,7 @@ impl Analyzer {
             flush_bios: VecDeque::new(),
             flush_rqs: VecDeque::new(),
             seq: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -449,14 +453,21 @@ impl Analyzer {
         {
             self.out.d2c.record(e.time.saturating_sub(d));
         }
-        let done = self
-            .bios
-            .extract_if((dev, e.sector, 0)..(dev, end, 0), |_, b| b.issued);
-        for (_, b) in done {
-            let v = e.time.saturating_sub(b.queued);
-            self.out.q2c.record(v);
-            self.out.q2c_by_op[op_index(b.op)].record(v);
+        let mut keys = std::mem::take(&mut self.scratch);
+        keys.clear();
+        for (k, b) in self.bios.range((dev, e.sector, 0)..(dev, end, 0)) {
+            if b.issued {
+                keys.push(*k);
+            }
         }
+        for k in &keys {
+            if let Some(b) = self.bios.remove(k) {
+                let v = e.time.saturating_sub(b.queued);
+                self.out.q2c.record(v);
+                self.out.q2c_by_op[op_index(b.op)].record(v);
+            }
+        }
+        self.scratch = keys;
     }
 
     /// The analysis so far.

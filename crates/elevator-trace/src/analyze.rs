@@ -42,8 +42,23 @@ pub const MAX_TRACKED: usize = 1 << 17;
 /// [`Analysis::untallied`].
 pub const MAX_DISTINCT: usize = 4096;
 
-/// A bio in flight: (device, first sector, arrival order).
-type Key = (DevT, u64, u64);
+/// A bio or request in flight: (device, first sector, arrival order)
+/// packed into one integer that orders as the triple does (the device in
+/// the top 32 bits, the sector in the next 64, the arrival order in the
+/// low 32), so that the maps compare keys in one step.
+type Key = u128;
+
+/// The key of (dev, sector, seq).
+#[inline]
+fn key(dev: DevT, sector: u64, seq: u32) -> Key {
+    (u128::from(dev) << 96) | (u128::from(sector) << 32) | u128::from(seq)
+}
+
+/// The arrival order in `k`.
+#[inline]
+fn seq_of(k: Key) -> u32 {
+    k as u32
+}
 
 #[derive(Clone, Copy, Debug)]
 struct BioState {
@@ -150,7 +165,9 @@ pub struct Analyzer {
     rqs: BTreeMap<Key, RqState>,
     flush_bios: VecDeque<Nanos>,
     flush_rqs: VecDeque<Nanos>,
-    seq: u64,
+    /// The last arrival order handed out (renumbered before it would
+    /// pass `u32::MAX`).
+    seq: u32,
     scratch: Vec<Key>,
 }
 
@@ -175,7 +192,7 @@ fn first_at<V>(
     sector: u64,
     pred: impl Fn(&V) -> bool,
 ) -> Option<&mut V> {
-    map.range_mut((dev, sector, 0)..=(dev, sector, u64::MAX))
+    map.range_mut(key(dev, sector, 0)..=key(dev, sector, u32::MAX))
         .map(|(_, v)| v)
         .find(|v| pred(v))
 }
@@ -189,7 +206,7 @@ fn take_first_at<V>(
     pred: impl Fn(&V) -> bool,
 ) -> Option<V> {
     let key = map
-        .range((dev, sector, 0)..=(dev, sector, u64::MAX))
+        .range(key(dev, sector, 0)..=key(dev, sector, u32::MAX))
         .find(|(_, v)| pred(v))
         .map(|(k, _)| *k)?;
     map.remove(&key)
@@ -198,7 +215,7 @@ fn take_first_at<V>(
 /// A queued (not issued) request ending at `end`, looking back a few.
 #[inline]
 fn rq_ending_at(rqs: &mut BTreeMap<Key, RqState>, dev: DevT, end: u64) -> Option<&mut RqState> {
-    rqs.range_mut((dev, 0, 0)..(dev, end, 0))
+    rqs.range_mut(key(dev, 0, 0)..key(dev, end, 0))
         .rev()
         .take(16)
         .map(|(_, r)| r)
@@ -235,6 +252,9 @@ impl Analyzer {
     }
 
     fn next_key(&mut self, dev: DevT, sector: u64) -> Key {
+        if self.seq == u32::MAX {
+            self.renumber();
+        }
         self.seq += 1;
         if self.bios.len() >= MAX_TRACKED {
             self.out.forgotten += forget_older_half(&mut self.bios);
@@ -242,7 +262,41 @@ impl Analyzer {
         if self.rqs.len() >= MAX_TRACKED {
             self.out.forgotten += forget_older_half(&mut self.rqs);
         }
-        (dev, sector, self.seq)
+        key(dev, sector, self.seq)
+    }
+
+    /// Number the bios and requests held 1, 2, ... in their arrival order
+    /// (after 2^32 arrivals: those held are far fewer), so that arrival
+    /// orders fit their 32 bits and keep their order.
+    fn renumber(&mut self) {
+        let mut seqs: Vec<u32> = self
+            .bios
+            .keys()
+            .chain(self.rqs.keys())
+            .map(|&k| seq_of(k))
+            .collect();
+        seqs.sort_unstable();
+        // Each arrival order is handed out once: its rank is its new one.
+        let renumbered = |k: Key| {
+            let rank = seqs.binary_search(&seq_of(k)).unwrap_or(0) as u32 + 1;
+            (k & !u128::from(u32::MAX)) | u128::from(rank)
+        };
+        self.bios = std::mem::take(&mut self.bios)
+            .into_iter()
+            .map(|(k, v)| (renumbered(k), v))
+            .collect();
+        self.rqs = std::mem::take(&mut self.rqs)
+            .into_iter()
+            .map(|(k, v)| (renumbered(k), v))
+            .collect();
+        self.seq = seqs.len() as u32;
+    }
+
+    /// Hand out arrival orders from just below `u32::MAX` (for the test of
+    /// [`Analyzer::renumber`]).
+    #[cfg(test)]
+    fn near_the_last_arrival_order(&mut self) {
+        self.seq = u32::MAX - 3;
     }
 
     /// Start tracking a request first seen at (dev, sector) in `state`.
@@ -416,7 +470,7 @@ impl Analyzer {
             |rq| rq.inserted,
             |out| &mut out.i2d,
         );
-        for (_, b) in self.bios.range_mut((dev, e.sector, 0)..(dev, end, 0)) {
+        for (_, b) in self.bios.range_mut(key(dev, e.sector, 0)..key(dev, end, 0)) {
             if !b.issued {
                 b.issued = true;
                 self.out.q2d.record(e.time.saturating_sub(b.queued));
@@ -455,7 +509,7 @@ impl Analyzer {
         }
         let mut keys = std::mem::take(&mut self.scratch);
         keys.clear();
-        for (k, b) in self.bios.range((dev, e.sector, 0)..(dev, end, 0)) {
+        for (k, b) in self.bios.range(key(dev, e.sector, 0)..key(dev, end, 0)) {
             if b.issued {
                 keys.push(*k);
             }
@@ -483,11 +537,11 @@ impl Analyzer {
 
 /// Forget the older half of `map` (by arrival order); how many went.
 fn forget_older_half<V>(map: &mut BTreeMap<Key, V>) -> u64 {
-    let mut seqs: Vec<u64> = map.keys().map(|k| k.2).collect();
+    let mut seqs: Vec<u32> = map.keys().map(|&k| seq_of(k)).collect();
     let mid = seqs.len() / 2;
     let (_, &mut cut, _) = seqs.select_nth_unstable(mid);
     let before = map.len();
-    map.retain(|k, _| k.2 >= cut);
+    map.retain(|&k, _| seq_of(k) >= cut);
     (before - map.len()) as u64
 }
 

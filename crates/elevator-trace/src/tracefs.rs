@@ -299,15 +299,16 @@ fn digits(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() >= 20 {
         return if b.len() == 20 { parse_uint(b) } else { None };
     }
+    // One test at the end rather than a branch per digit: a non-digit
+    // makes the (wrapping) value meaningless and the answer None.
     let mut v: u64 = 0;
+    let mut all_digits = true;
     for &c in b {
         let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        v = v * 10 + u64::from(d);
+        all_digits &= d <= 9;
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
     }
-    Some(v)
+    all_digits.then_some(v)
 }
 
 /// Where `c` first is in `b`: a plain loop, as the spans searched within a

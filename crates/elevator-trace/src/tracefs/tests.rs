@@ -193,3 +193,28 @@ fn lines_across_the_buffer_read_as_whole_lines_do() {
         assert_eq!(items, whole, "buffer of {capacity} bytes");
     }
 }
+
+#[test]
+fn word_at_a_time_searches_agree_with_byte_loops() {
+    let samples: [&[u8]; 6] = [
+        b"",
+        b"        postgres-19830   [000] .....  1662.621792: block_bio_queue:",
+        b"                \t  x",
+        b"         ",
+        b"\x80\x80\x80\x80\x80\x80\x80\x80[\x01]:",
+        b"[[[[[[[[]]]]]]]]::::::::........",
+    ];
+    for s in samples {
+        for from in 0..s.len() {
+            let b = &s[from..];
+            for c in [b'[', b']', b':', b'.', b' ', 0x80, 0x01, b'x'] {
+                assert_eq!(find(b, c), b.iter().position(|&x| x == c), "{b:?} {c}");
+            }
+            let start = b
+                .iter()
+                .position(|c| !c.is_ascii_whitespace())
+                .unwrap_or(b.len());
+            assert_eq!(trim_start(b), &b[start..]);
+        }
+    }
+}

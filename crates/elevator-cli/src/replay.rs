@@ -16,6 +16,7 @@ use std::io::{BufWriter, Write};
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
+use elevator_io::cpu::CpuTime;
 use elevator_run::replay::{ReplayOptions, parse_dev, replay, timing};
 use elevator_run::target::parse_tunables;
 use elevator_run::{Taps, Target};
@@ -148,6 +149,7 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(n) = args.generate {
         return generate(&args.trace, n);
     }
+    let cpu0 = CpuTime::process_total();
     let target = Target::parse(&args.device)?;
     let tunables = parse_tunables(&args.set)?;
     target.check_schedulers(std::slice::from_ref(&args.scheduler), &tunables)?;
@@ -206,10 +208,31 @@ pub fn run(args: &Args) -> Result<()> {
                 == Some(std::io::ErrorKind::BrokenPipe) => {}
         r => r?,
     }
+    if args.output_format == OutputFormat::Normal {
+        eprintln!(
+            "{}",
+            speed_line(&report, CpuTime::process_total().saturating_sub(cpu0))
+        );
+    }
     match report.run.failure {
         Some(failure) => Err(elevator_run::RunError::Failed(failure).into()),
         None => Ok(()),
     }
+}
+
+/// The host-dependent line, kept off stdout: trace records per second of
+/// the process's CPU for the whole command (opening and decompressing,
+/// parsing, planning, the replay and the report).
+fn speed_line(report: &Report, cpu: std::time::Duration) -> String {
+    let records = report.run.records;
+    let secs = cpu.as_secs_f64();
+    format!(
+        "elevator: replay of {}: {} records in {:.3} s of host CPU ({:.2} M records per CPU second)",
+        report.trace,
+        records,
+        secs,
+        records as f64 / secs.max(1e-9) / 1e6
+    )
 }
 
 /// Write a synthetic tracefs trace of `events` lines to `path` (`-`:

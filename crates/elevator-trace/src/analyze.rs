@@ -42,8 +42,23 @@ pub const MAX_TRACKED: usize = 1 << 17;
 /// [`Analysis::untallied`].
 pub const MAX_DISTINCT: usize = 4096;
 
-/// A bio in flight: (device, first sector, arrival order).
-type Key = (DevT, u64, u64);
+/// A bio or request in flight: (device, first sector, arrival order)
+/// packed into one integer that orders as the triple does (the device in
+/// the top 32 bits, the sector in the next 64, the arrival order in the
+/// low 32), so that the maps compare keys in one step.
+type Key = u128;
+
+/// The key of (dev, sector, seq).
+#[inline]
+fn key(dev: DevT, sector: u64, seq: u32) -> Key {
+    (u128::from(dev) << 96) | (u128::from(sector) << 32) | u128::from(seq)
+}
+
+/// The arrival order in `k`.
+#[inline]
+fn seq_of(k: Key) -> u32 {
+    k as u32
+}
 
 #[derive(Clone, Copy, Debug)]
 struct BioState {
@@ -150,7 +165,9 @@ pub struct Analyzer {
     rqs: BTreeMap<Key, RqState>,
     flush_bios: VecDeque<Nanos>,
     flush_rqs: VecDeque<Nanos>,
-    seq: u64,
+    /// The last arrival order handed out (renumbered before it would
+    /// pass `u32::MAX`).
+    seq: u32,
     scratch: Vec<Key>,
 }
 
@@ -160,8 +177,49 @@ impl Default for Analyzer {
     }
 }
 
+/// The index of `op` in [`Op::ALL`] (declaration order).
+#[inline]
 fn op_index(op: Op) -> usize {
-    Op::ALL.iter().position(|&o| o == op).unwrap_or(0)
+    op as usize
+}
+
+/// The first bio or request at (dev, sector) that `pred` accepts: one
+/// descent of the map, the entry given to change in place.
+#[inline]
+fn first_at<V>(
+    map: &mut BTreeMap<Key, V>,
+    dev: DevT,
+    sector: u64,
+    pred: impl Fn(&V) -> bool,
+) -> Option<&mut V> {
+    map.range_mut(key(dev, sector, 0)..=key(dev, sector, u32::MAX))
+        .map(|(_, v)| v)
+        .find(|v| pred(v))
+}
+
+/// [`first_at`], taken out of the map.
+#[inline]
+fn take_first_at<V>(
+    map: &mut BTreeMap<Key, V>,
+    dev: DevT,
+    sector: u64,
+    pred: impl Fn(&V) -> bool,
+) -> Option<V> {
+    let key = map
+        .range(key(dev, sector, 0)..=key(dev, sector, u32::MAX))
+        .find(|(_, v)| pred(v))
+        .map(|(k, _)| *k)?;
+    map.remove(&key)
+}
+
+/// A queued (not issued) request ending at `end`, looking back a few.
+#[inline]
+fn rq_ending_at(rqs: &mut BTreeMap<Key, RqState>, dev: DevT, end: u64) -> Option<&mut RqState> {
+    rqs.range_mut(key(dev, 0, 0)..key(dev, end, 0))
+        .rev()
+        .take(16)
+        .map(|(_, r)| r)
+        .find(|r| r.end == end && r.issued.is_none())
 }
 
 impl Analyzer {
@@ -194,6 +252,9 @@ impl Analyzer {
     }
 
     fn next_key(&mut self, dev: DevT, sector: u64) -> Key {
+        if self.seq == u32::MAX {
+            self.renumber();
+        }
         self.seq += 1;
         if self.bios.len() >= MAX_TRACKED {
             self.out.forgotten += forget_older_half(&mut self.bios);
@@ -201,7 +262,41 @@ impl Analyzer {
         if self.rqs.len() >= MAX_TRACKED {
             self.out.forgotten += forget_older_half(&mut self.rqs);
         }
-        (dev, sector, self.seq)
+        key(dev, sector, self.seq)
+    }
+
+    /// Number the bios and requests held 1, 2, ... in their arrival order
+    /// (after 2^32 arrivals: those held are far fewer), so that arrival
+    /// orders fit their 32 bits and keep their order.
+    fn renumber(&mut self) {
+        let mut seqs: Vec<u32> = self
+            .bios
+            .keys()
+            .chain(self.rqs.keys())
+            .map(|&k| seq_of(k))
+            .collect();
+        seqs.sort_unstable();
+        // Each arrival order is handed out once: its rank is its new one.
+        let renumbered = |k: Key| {
+            let rank = seqs.binary_search(&seq_of(k)).unwrap_or(0) as u32 + 1;
+            (k & !u128::from(u32::MAX)) | u128::from(rank)
+        };
+        self.bios = std::mem::take(&mut self.bios)
+            .into_iter()
+            .map(|(k, v)| (renumbered(k), v))
+            .collect();
+        self.rqs = std::mem::take(&mut self.rqs)
+            .into_iter()
+            .map(|(k, v)| (renumbered(k), v))
+            .collect();
+        self.seq = seqs.len() as u32;
+    }
+
+    /// Hand out arrival orders from just below `u32::MAX` (for the test of
+    /// [`Analyzer::renumber`]).
+    #[cfg(test)]
+    fn near_the_last_arrival_order(&mut self) {
+        self.seq = u32::MAX - 3;
     }
 
     /// Start tracking a request first seen at (dev, sector) in `state`.
@@ -223,10 +318,7 @@ impl Analyzer {
         since: impl Fn(&RqState) -> Option<Nanos>,
         hist: impl Fn(&mut Analysis) -> &mut Summary,
     ) {
-        match self
-            .find_rq(dev, sector, pred)
-            .and_then(|k| self.rqs.get_mut(&k))
-        {
+        match first_at(&mut self.rqs, dev, sector, pred) {
             Some(rq) => {
                 stamp(rq);
                 if let Some(t) = since(rq) {
@@ -242,32 +334,6 @@ impl Analyzer {
                 self.track_rq(dev, sector, state);
             }
         }
-    }
-
-    /// The first bio at (dev, sector) that `pred` accepts.
-    fn find_bio(&self, dev: DevT, sector: u64, pred: impl Fn(&BioState) -> bool) -> Option<Key> {
-        self.bios
-            .range((dev, sector, 0)..=(dev, sector, u64::MAX))
-            .find(|(_, b)| pred(b))
-            .map(|(k, _)| *k)
-    }
-
-    /// The first request at (dev, sector) that `pred` accepts.
-    fn find_rq(&self, dev: DevT, sector: u64, pred: impl Fn(&RqState) -> bool) -> Option<Key> {
-        self.rqs
-            .range((dev, sector, 0)..=(dev, sector, u64::MAX))
-            .find(|(_, r)| pred(r))
-            .map(|(k, _)| *k)
-    }
-
-    /// A queued (not issued) request ending at `end`, looking back a few.
-    fn rq_ending_at(&self, dev: DevT, end: u64) -> Option<Key> {
-        self.rqs
-            .range((dev, 0, 0)..(dev, end, 0))
-            .rev()
-            .take(16)
-            .find(|(_, r)| r.end == end && r.issued.is_none())
-            .map(|(k, _)| *k)
     }
 
     /// Take one record.
@@ -309,8 +375,8 @@ impl Analyzer {
             }
             TraceAction::Split => {
                 let cut = e.extra;
-                if let Some(k) = self.find_bio(dev, e.sector, |b| b.end > cut && !b.issued)
-                    && let Some(b) = self.bios.get_mut(&k)
+                if let Some(b) =
+                    first_at(&mut self.bios, dev, e.sector, |b| b.end > cut && !b.issued)
                 {
                     let rest = BioState { end: b.end, ..*b };
                     b.end = cut;
@@ -319,32 +385,24 @@ impl Analyzer {
                 }
             }
             TraceAction::BackMerge | TraceAction::FrontMerge => {
-                if let Some(k) = self.find_bio(dev, e.sector, |b| !b.got_request)
-                    && let Some(b) = self.bios.get_mut(&k)
-                {
+                if let Some(b) = first_at(&mut self.bios, dev, e.sector, |b| !b.got_request) {
                     b.got_request = true;
                     self.out.q2m.record(e.time.saturating_sub(b.queued));
                 }
                 if e.action == TraceAction::BackMerge {
-                    if let Some(k) = self.rq_ending_at(dev, e.sector)
-                        && let Some(rq) = self.rqs.get_mut(&k)
-                    {
+                    if let Some(rq) = rq_ending_at(&mut self.rqs, dev, e.sector) {
                         rq.end = end;
                     }
-                } else if let Some(k) = self.find_rq(dev, end, |r| r.issued.is_none())
-                    && let Some(rq) = self.rqs.remove(&k)
+                } else if let Some(rq) =
+                    take_first_at(&mut self.rqs, dev, end, |r| r.issued.is_none())
                 {
                     let key = self.next_key(dev, e.sector);
                     self.rqs.insert(key, rq);
                 }
             }
             TraceAction::RqMerge => {
-                if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_none()) {
-                    self.rqs.remove(&k);
-                }
-                if let Some(k) = self.rq_ending_at(dev, e.sector)
-                    && let Some(rq) = self.rqs.get_mut(&k)
-                {
+                take_first_at(&mut self.rqs, dev, e.sector, |r| r.issued.is_none());
+                if let Some(rq) = rq_ending_at(&mut self.rqs, dev, e.sector) {
                     rq.end = rq.end.max(end);
                 }
             }
@@ -352,9 +410,7 @@ impl Analyzer {
                 if empty {
                     return;
                 }
-                if let Some(k) = self.find_bio(dev, e.sector, |b| !b.got_request)
-                    && let Some(b) = self.bios.get_mut(&k)
-                {
+                if let Some(b) = first_at(&mut self.bios, dev, e.sector, |b| !b.got_request) {
                     b.got_request = true;
                     self.out.q2g.record(e.time.saturating_sub(b.queued));
                 }
@@ -378,9 +434,7 @@ impl Analyzer {
             TraceAction::Issue => self.issue(r, end, empty),
             TraceAction::Complete => self.complete(r, end, empty),
             TraceAction::Requeue => {
-                if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_some())
-                    && let Some(rq) = self.rqs.get_mut(&k)
-                {
+                if let Some(rq) = first_at(&mut self.rqs, dev, e.sector, |r| r.issued.is_some()) {
                     rq.issued = None;
                 }
             }
@@ -416,7 +470,7 @@ impl Analyzer {
             |rq| rq.inserted,
             |out| &mut out.i2d,
         );
-        for (_, b) in self.bios.range_mut((dev, e.sector, 0)..(dev, end, 0)) {
+        for (_, b) in self.bios.range_mut(key(dev, e.sector, 0)..key(dev, end, 0)) {
             if !b.issued {
                 b.issued = true;
                 self.out.q2d.record(e.time.saturating_sub(b.queued));
@@ -448,15 +502,14 @@ impl Analyzer {
             }
             return;
         }
-        if let Some(k) = self.find_rq(dev, e.sector, |r| r.issued.is_some())
-            && let Some(rq) = self.rqs.remove(&k)
+        if let Some(rq) = take_first_at(&mut self.rqs, dev, e.sector, |r| r.issued.is_some())
             && let Some(d) = rq.issued
         {
             self.out.d2c.record(e.time.saturating_sub(d));
         }
         let mut keys = std::mem::take(&mut self.scratch);
         keys.clear();
-        for (k, b) in self.bios.range((dev, e.sector, 0)..(dev, end, 0)) {
+        for (k, b) in self.bios.range(key(dev, e.sector, 0)..key(dev, end, 0)) {
             if b.issued {
                 keys.push(*k);
             }
@@ -484,11 +537,11 @@ impl Analyzer {
 
 /// Forget the older half of `map` (by arrival order); how many went.
 fn forget_older_half<V>(map: &mut BTreeMap<Key, V>) -> u64 {
-    let mut seqs: Vec<u64> = map.keys().map(|k| k.2).collect();
+    let mut seqs: Vec<u32> = map.keys().map(|&k| seq_of(k)).collect();
     let mid = seqs.len() / 2;
     let (_, &mut cut, _) = seqs.select_nth_unstable(mid);
     let before = map.len();
-    map.retain(|k, _| k.2 >= cut);
+    map.retain(|&k, _| seq_of(k) >= cut);
     (before - map.len()) as u64
 }
 

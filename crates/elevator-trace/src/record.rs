@@ -147,7 +147,12 @@ pub fn rwbs(op: Op, flags: BioFlags) -> Rwbs {
 /// write-zeroes, and blkparse's `FN` is a flush. Readahead (`A`) and secure
 /// erase (`E`) are accepted and dropped. `None` when the text is not rwbs.
 pub fn parse_rwbs(text: &str, bytes: u64) -> Option<(Op, BioFlags)> {
-    let b = text.as_bytes();
+    parse_rwbs_bytes(text.as_bytes(), bytes)
+}
+
+/// [`parse_rwbs`] of the text's bytes (rwbs is ASCII: other bytes are not
+/// rwbs), for readers that have not checked their line is UTF-8.
+pub fn parse_rwbs_bytes(b: &[u8], bytes: u64) -> Option<(Op, BioFlags)> {
     let mut i = 0;
     let mut flags = BioFlags::NONE;
     // A leading F is a preflush when an operation letter follows it.

@@ -37,12 +37,15 @@
 
 use std::io::BufRead;
 
+use memchr::memchr;
+
 use elevator_core::{BioFlags, Op, TraceAction, TraceEvent};
 
 use crate::error::{TraceError, TraceErrorKind};
 use crate::fast_hash::IntMap;
 use crate::record::{
-    DevT, Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, parse_rwbs, process_name, traced_event,
+    DevT, Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, parse_rwbs_bytes, process_name,
+    traced_event,
 };
 use crate::text_fields::{LineRead, MAX_LINE_BYTES, parse_uint, read_line};
 
@@ -60,14 +63,24 @@ const PASSED_OVER: [&str; 7] = [
 /// Reads tracefs block events, one line at a time.
 pub struct TracefsReader<R: BufRead> {
     reader: R,
+    /// A line that straddles the reader's buffer, gathered here; a line
+    /// wholly in the reader's buffer is parsed where it lies.
+    buf: Vec<u8>,
+    lines: LineState,
+}
+
+/// What the reader keeps from line to line.
+struct LineState {
     source_name: String,
     skip_bad: bool,
     skipped: u64,
     line_no: u64,
-    buf: Vec<u8>,
     /// Pids seen, and whether the name given for them was a real one (at
     /// most [`MAX_NAMED_PROCESSES`]).
     named: IntMap<u32, bool>,
+    /// The last pid found named by a real name (a name once real stays so
+    /// until `named` is cleared): most lines are of the task before.
+    last_named: Option<u32>,
     /// A record waiting behind the process item announcing its pid.
     pending: Option<Record>,
     /// The time of the last record read: tracefs prints events in time
@@ -94,30 +107,38 @@ impl<R: BufRead> TracefsReader<R> {
     pub fn new(reader: R, source_name: &str, skip_bad: bool) -> TracefsReader<R> {
         TracefsReader {
             reader,
-            source_name: source_name.to_string(),
-            skip_bad,
-            skipped: 0,
-            line_no: 0,
             buf: Vec::with_capacity(256),
-            named: IntMap::default(),
-            pending: None,
-            last_time: 0,
-            done: false,
+            lines: LineState {
+                source_name: source_name.to_string(),
+                skip_bad,
+                skipped: 0,
+                line_no: 0,
+                named: IntMap::default(),
+                last_named: None,
+                pending: None,
+                last_time: 0,
+                done: false,
+            },
         }
     }
 
     /// Lines skipped as bad.
     pub fn skipped(&self) -> u64 {
-        self.skipped
+        self.lines.skipped
     }
 
     /// Lines read so far.
     pub fn lines(&self) -> u64 {
-        self.line_no
+        self.lines.line_no
     }
+}
 
+impl LineState {
     /// The process item to emit before `record` of task `task`, if any.
     fn name_for(&mut self, pid: u32, task: &[u8], fields: &[u8], time: u64) -> Option<Item> {
+        if self.last_named == Some(pid) {
+            return None;
+        }
         let mut name = task;
         let mut real = task != b"<...>";
         if !real && let Some(comm) = bracketed_comm(fields) {
@@ -125,13 +146,17 @@ impl<R: BufRead> TracefsReader<R> {
             real = true;
         }
         match self.named.get(&pid) {
-            Some(true) => None,
+            Some(true) => {
+                self.last_named = Some(pid);
+                None
+            }
             Some(false) if !real => None,
             known => {
                 if known.is_none() && self.named.len() >= MAX_NAMED_PROCESSES {
                     self.named.clear();
                 }
                 self.named.insert(pid, real);
+                self.last_named = real.then_some(pid);
                 Some(Item::Process {
                     pid,
                     name: process_name(name),
@@ -140,83 +165,106 @@ impl<R: BufRead> TracefsReader<R> {
             }
         }
     }
+
+    /// Take the next line (`too_long`: it was passed over as longer than
+    /// [`MAX_LINE_BYTES`]): the item it gives, if any.
+    fn line(&mut self, line: &[u8], too_long: bool) -> Option<Result<Item, TraceError>> {
+        self.line_no += 1;
+        let text = trim(line);
+        let parsed = if too_long {
+            Err(TraceErrorKind::LineTooLong(MAX_LINE_BYTES))
+        } else if text.is_empty() || text[0] == b'#' {
+            return None;
+        } else {
+            parse_line(text).and_then(|line| Ok(record_of(&line)?.map(|r| (r, line))))
+        };
+        match parsed {
+            Ok(None) => None,
+            Ok(Some((_, line))) if line.time < self.last_time => {
+                self.refuse(TraceErrorKind::TimeOrder {
+                    time: line.time,
+                    previous: self.last_time,
+                })
+            }
+            Ok(Some((record, line))) => {
+                self.last_time = line.time;
+                match self.name_for(line.pid, line.task, line.fields, line.time) {
+                    Some(item) => {
+                        self.pending = Some(record);
+                        Some(Ok(item))
+                    }
+                    None => Some(Ok(Item::Record(record))),
+                }
+            }
+            Err(kind) => self.refuse(kind),
+        }
+    }
+
+    /// A bad line: counted with `skip_bad`, else the error ending the read.
+    fn refuse(&mut self, kind: TraceErrorKind) -> Option<Result<Item, TraceError>> {
+        if self.skip_bad {
+            self.skipped += 1;
+            return None;
+        }
+        self.done = true;
+        Some(Err(TraceError::at_line(
+            &self.source_name,
+            self.line_no,
+            kind,
+        )))
+    }
 }
 
 impl<R: BufRead> Iterator for TracefsReader<R> {
     type Item = Result<Item, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(r) = self.pending.take() {
+        if let Some(r) = self.lines.pending.take() {
             return Some(Ok(Item::Record(r)));
         }
         loop {
-            if self.done {
+            if self.lines.done {
                 return None;
             }
-            let too_long = match read_line(&mut self.reader, &mut self.buf) {
-                Ok(LineRead::End) => {
-                    self.done = true;
-                    return None;
-                }
-                Ok(read) => read == LineRead::TooLong,
+            // A whole line in the reader's buffer is parsed where it lies:
+            // no copy.
+            let buffered = match self.reader.fill_buf() {
+                Ok(buf) => match memchr(b'\n', buf) {
+                    Some(end) if end < MAX_LINE_BYTES => {
+                        let out = self.lines.line(&buf[..=end], false);
+                        self.reader.consume(end + 1);
+                        Some(out)
+                    }
+                    _ => None,
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    self.done = true;
+                    self.lines.done = true;
                     return Some(Err(TraceError::at_line(
-                        &self.source_name,
-                        self.line_no + 1,
+                        &self.lines.source_name,
+                        self.lines.line_no + 1,
                         TraceErrorKind::Io(e),
                     )));
                 }
             };
-            self.line_no += 1;
-            let buf = std::mem::take(&mut self.buf);
-            let text = trim(&buf);
-            let parsed = if too_long {
-                Err(TraceErrorKind::LineTooLong(MAX_LINE_BYTES))
-            } else if text.is_empty() || text[0] == b'#' {
-                Ok(None)
-            } else {
-                parse_line(text).and_then(|line| {
-                    let record = record_of(&line)?;
-                    Ok(record.map(|r| (r, line.pid, line.task, line.fields, line.time)))
-                })
-            };
-            let last_time = self.last_time;
-            let parsed = parsed.and_then(|p| match p {
-                Some((_, _, _, _, time)) if time < last_time => Err(TraceErrorKind::TimeOrder {
-                    time,
-                    previous: last_time,
-                }),
-                other => Ok(other),
-            });
-            let out = match parsed {
-                Ok(None) => None,
-                Ok(Some((record, pid, task, fields, time))) => {
-                    self.last_time = time;
-                    let item = self.name_for(pid, task, fields, time);
-                    match item {
-                        Some(item) => {
-                            self.pending = Some(record);
-                            Some(Ok(item))
-                        }
-                        None => Some(Ok(Item::Record(record))),
+            let out = match buffered {
+                Some(out) => out,
+                None => match read_line(&mut self.reader, &mut self.buf) {
+                    Ok(LineRead::End) => {
+                        self.lines.done = true;
+                        return None;
                     }
-                }
-                Err(kind) if self.skip_bad => {
-                    let _ = kind;
-                    self.skipped += 1;
-                    None
-                }
-                Err(kind) => {
-                    self.done = true;
-                    Some(Err(TraceError::at_line(
-                        &self.source_name,
-                        self.line_no,
-                        kind,
-                    )))
-                }
+                    Ok(read) => self.lines.line(&self.buf, read == LineRead::TooLong),
+                    Err(e) => {
+                        self.lines.done = true;
+                        return Some(Err(TraceError::at_line(
+                            &self.lines.source_name,
+                            self.lines.line_no + 1,
+                            TraceErrorKind::Io(e),
+                        )));
+                    }
+                },
             };
-            self.buf = buf;
             if out.is_some() {
                 return out;
             }
@@ -225,10 +273,7 @@ impl<R: BufRead> Iterator for TracefsReader<R> {
 }
 
 fn trim(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
+    let start = b.len() - trim_start(b).len();
     let end = b
         .iter()
         .rposition(|c| !c.is_ascii_whitespace())
@@ -244,34 +289,83 @@ fn bad(why: &str, text: &[u8]) -> TraceErrorKind {
     }
 }
 
-/// [`parse_uint`] of at most 20 digits.
+/// [`parse_uint`] of at most 20 digits; under 20 no overflow is possible,
+/// so the loop checks nothing but the digits.
+#[inline(always)]
 fn digits(b: &[u8]) -> Option<u64> {
-    if b.len() > 20 {
-        return None;
+    if b.is_empty() || b.len() >= 20 {
+        return if b.len() == 20 { parse_uint(b) } else { None };
     }
-    parse_uint(b)
+    // One test at the end rather than a branch per digit: a non-digit
+    // makes the (wrapping) value meaningless and the answer None.
+    let mut v: u64 = 0;
+    let mut all_digits = true;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        all_digits &= d <= 9;
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+    }
+    all_digits.then_some(v)
 }
 
-/// Split `TASK-PID [CPU] FLAGS TIME: TRACEPOINT: FIELDS`.
+/// Eight bytes of `b` from `at` as a little-endian word.
+#[inline(always)]
+fn word(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Each byte of the word `1`.
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// Where `c` first is in `b`, eight bytes at a time (the spans searched
+/// within a line are short: memchr pays for itself on the whole line only).
+#[inline]
+fn find(b: &[u8], c: u8) -> Option<usize> {
+    let pattern = ONES * u64::from(c);
+    let mut at = 0;
+    while at + 8 <= b.len() {
+        let x = word(b, at) ^ pattern;
+        // The lowest byte flagged is the first zero byte of x (a borrow can
+        // flag only bytes above a zero one).
+        let zero = x.wrapping_sub(ONES) & !x & (ONES << 7);
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    b[at..].iter().position(|&x| x == c).map(|p| p + at)
+}
+
+/// `b` without its trailing whitespace.
+#[inline]
+fn trim_end(b: &[u8]) -> &[u8] {
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(0, |e| e + 1);
+    &b[..end]
+}
+
+/// Split `TASK-PID [CPU] FLAGS TIME: TRACEPOINT: FIELDS` of a trimmed line
+/// (so a prefix of it needs trimming at its end only, a suffix at its
+/// start only).
 fn parse_line(text: &[u8]) -> Result<Line<'_>, TraceErrorKind> {
     // The CPU column: the first " [digits]" preceded by "-digits".
     let mut at = 0;
     let (task, pid, cpu, after) = loop {
-        let Some(open) = text[at..].iter().position(|&c| c == b'[').map(|p| p + at) else {
+        let Some(open) = find(&text[at..], b'[').map(|p| p + at) else {
             return Err(bad("no '[CPU]' column after TASK-PID", text));
         };
         at = open + 1;
-        let Some(close) = text[open..]
-            .iter()
-            .position(|&c| c == b']')
-            .map(|p| p + open)
-        else {
+        let Some(close) = find(&text[open..], b']').map(|p| p + open) else {
             continue;
         };
         let Some(cpu) = digits(&text[open + 1..close]) else {
             continue;
         };
-        let head = trim(&text[..open]);
+        let head = trim_end(&text[..open]);
         if head.len() == text[..open].len() {
             continue; // no space before '['
         }
@@ -286,25 +380,25 @@ fn parse_line(text: &[u8]) -> Result<Line<'_>, TraceErrorKind> {
         };
         break (&head[..dash], pid, cpu, &text[close + 1..]);
     };
-    let mut rest = trim(after);
+    let mut rest = trim_start(after);
     // Optional flags column, then "SECONDS.FRACTION:".
     let first_end = rest.iter().position(|c| c.is_ascii_whitespace());
     let Some(first_end) = first_end else {
         return Err(bad("no timestamp", text));
     };
     if !rest[..first_end].ends_with(b":") {
-        rest = trim(&rest[first_end..]);
+        rest = trim_start(&rest[first_end..]);
     }
-    let Some(colon) = rest.iter().position(|&c| c == b':') else {
+    let Some(colon) = find(rest, b':') else {
         return Err(bad("no timestamp", text));
     };
     let time = parse_time(&rest[..colon]).ok_or_else(|| bad("bad timestamp", text))?;
-    rest = trim(&rest[colon + 1..]);
-    let Some(colon) = rest.iter().position(|&c| c == b':') else {
+    rest = trim_start(&rest[colon + 1..]);
+    let Some(colon) = find(rest, b':') else {
         return Err(bad("no tracepoint name", text));
     };
     let tracepoint = &rest[..colon];
-    let fields = trim(&rest[colon + 1..]);
+    let fields = trim_start(&rest[colon + 1..]);
     Ok(Line {
         task,
         pid,
@@ -317,18 +411,28 @@ fn parse_line(text: &[u8]) -> Result<Line<'_>, TraceErrorKind> {
 
 /// `SECONDS.FRACTION` (any number of fraction digits, up to 9) in ns.
 fn parse_time(b: &[u8]) -> Option<u64> {
-    let (secs, frac) = match b.iter().position(|&c| c == b'.') {
+    /// The scale of a fraction of `n` digits, in ns.
+    const SCALE: [u64; 10] = [
+        1_000_000_000,
+        100_000_000,
+        10_000_000,
+        1_000_000,
+        100_000,
+        10_000,
+        1_000,
+        100,
+        10,
+        1,
+    ];
+    let (secs, frac) = match find(b, b'.') {
         Some(dot) => (&b[..dot], &b[dot + 1..]),
         None => (b, &b[..0]),
     };
-    if frac.len() > 9 {
-        return None;
-    }
-    let mut ns = if frac.is_empty() { 0 } else { digits(frac)? };
-    for _ in frac.len()..9 {
-        ns *= 10;
-    }
-    digits(secs)?.checked_mul(1_000_000_000)?.checked_add(ns)
+    let scale = *SCALE.get(frac.len())?;
+    let ns = if frac.is_empty() { 0 } else { digits(frac)? };
+    digits(secs)?
+        .checked_mul(1_000_000_000)?
+        .checked_add(ns * scale)
 }
 
 /// The `[COMM]` of a bio or plug event, for a task printed as `<...>`.
@@ -374,11 +478,18 @@ impl<'a> Tokens<'a> {
     }
 }
 
+/// `b` without its leading whitespace (runs of spaces, as tracefs pads its
+/// columns with, passed eight at a time).
 fn trim_start(b: &[u8]) -> &[u8] {
-    let start = b
+    let spaces = ONES * u64::from(b' ');
+    let mut at = 0;
+    while at + 8 <= b.len() && word(b, at) == spaces {
+        at += 8;
+    }
+    let start = b[at..]
         .iter()
         .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
+        .map_or(b.len(), |p| p + at);
     &b[start..]
 }
 
@@ -391,7 +502,7 @@ fn device(tok: Option<&[u8]>) -> Option<DevT> {
 }
 
 fn rwbs_of(tok: Option<&[u8]>, bytes: u64) -> Option<(Op, BioFlags)> {
-    parse_rwbs(std::str::from_utf8(tok?).ok()?, bytes)
+    parse_rwbs_bytes(tok?, bytes)
 }
 
 /// `SECTOR + NR`, as stated (checked by [`Extent::place`]).
@@ -404,10 +515,24 @@ fn range(t: &mut Tokens<'_>) -> Option<Extent> {
     Some(Extent::Sectors { sector, sectors })
 }
 
+/// The action of tracepoint `name` (the names of
+/// [`TraceAction::tracepoint`], matched by their length and text).
 fn action_of(name: &[u8]) -> Option<TraceAction> {
-    TraceAction::ALL
-        .into_iter()
-        .find(|a| a.tracepoint().as_bytes() == name)
+    Some(match name.strip_prefix(b"block_")? {
+        b"bio_queue" => TraceAction::Queue,
+        b"split" => TraceAction::Split,
+        b"bio_backmerge" => TraceAction::BackMerge,
+        b"bio_frontmerge" => TraceAction::FrontMerge,
+        b"rq_merge" => TraceAction::RqMerge,
+        b"getrq" => TraceAction::GetRq,
+        b"rq_insert" => TraceAction::Insert,
+        b"rq_issue" => TraceAction::Issue,
+        b"rq_complete" => TraceAction::Complete,
+        b"rq_requeue" => TraceAction::Requeue,
+        b"plug" => TraceAction::Plug,
+        b"unplug" => TraceAction::Unplug,
+        _ => return None,
+    })
 }
 
 /// The record a parsed line holds (`None` for tracepoints passed over).
@@ -430,7 +555,7 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
                 let last = fields
                     .iter()
                     .rposition(|&c| c == b']')
-                    .map_or(fields, |p| trim(&fields[p + 1..]));
+                    .map_or(fields, |p| trim_start(&fields[p + 1..]));
                 depth = digits(last).ok_or_else(|| fail("unplug without a depth"))?;
             }
             let mut e = TraceEvent::plug(action, line.time, elevator_core::IoContext(pid), depth);
@@ -496,7 +621,7 @@ fn record_of(line: &Line<'_>) -> Result<Option<Record>, TraceErrorKind> {
             let mut e = traced_event(line.time, action, op, flags, extent, pid)?;
             // The last "[N]" is the error (negative errno or 0).
             if let Some(open) = fields.iter().rposition(|&c| c == b'[') {
-                let inner = trim(&fields[open + 1..]);
+                let inner = trim_start(&fields[open + 1..]);
                 let inner = inner.strip_suffix(b"]").unwrap_or(inner);
                 let num = inner.strip_prefix(b"-").unwrap_or(inner);
                 e.error = digits(num)

@@ -162,3 +162,59 @@ fn a_line_earlier_than_the_one_before_is_named_or_counted() {
     assert_eq!(sectors, [8, 24]);
     assert_eq!(skipping.skipped(), 1);
 }
+
+#[test]
+fn every_action_is_known_by_its_tracepoint() {
+    for a in TraceAction::ALL {
+        assert_eq!(action_of(a.tracepoint().as_bytes()), Some(a));
+    }
+    assert_eq!(action_of(b"block_"), None);
+    assert_eq!(action_of(b"bio_queue"), None);
+}
+
+#[test]
+fn lines_across_the_buffer_read_as_whole_lines_do() {
+    let text = "\
+# tracer: nop
+        postgres-19830   [000] .....  1662.621792: block_bio_queue: 7,0 W 4509728 + 56 [postgres]
+           <...>-19829   [000] .....  1662.621800: block_plug: [bash]
+        postgres-19830   [000] ...1.  1662.621853: block_rq_insert: 7,0 W 28672 () 4509728 + 56 be,0,4 [postgres]
+
+     ksoftirqd/1-22      [001] ..s..  1662.624684: block_rq_complete: 7,0 FF () 18446744073709551615 + 0 none,0,0 [0]
+        postgres-19830   [001] .....  1662.764560: block_split: 7,0 WS 297280 / 299840 [postgres]
+    jbd2/loop0-8-19500   [001] .....  1662.780329: block_bio_backmerge: 7,0 WSM 3934056 + 8 [jbd2/loop0-8]";
+    let whole = read(text);
+    assert_eq!(whole.len(), 10);
+    for capacity in [1, 2, 7, 50, 97, 98, 99, 200] {
+        let buffered = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+        let items = TracefsReader::new(buffered, "t", false)
+            .collect::<Result<Vec<_>, _>>()
+            .expect("parses");
+        assert_eq!(items, whole, "buffer of {capacity} bytes");
+    }
+}
+
+#[test]
+fn word_at_a_time_searches_agree_with_byte_loops() {
+    let samples: [&[u8]; 6] = [
+        b"",
+        b"        postgres-19830   [000] .....  1662.621792: block_bio_queue:",
+        b"                \t  x",
+        b"         ",
+        b"\x80\x80\x80\x80\x80\x80\x80\x80[\x01]:",
+        b"[[[[[[[[]]]]]]]]::::::::........",
+    ];
+    for s in samples {
+        for from in 0..s.len() {
+            let b = &s[from..];
+            for c in [b'[', b']', b':', b'.', b' ', 0x80, 0x01, b'x'] {
+                assert_eq!(find(b, c), b.iter().position(|&x| x == c), "{b:?} {c}");
+            }
+            let start = b
+                .iter()
+                .position(|c| !c.is_ascii_whitespace())
+                .unwrap_or(b.len());
+            assert_eq!(trim_start(b), &b[start..]);
+        }
+    }
+}

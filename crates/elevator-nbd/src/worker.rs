@@ -36,7 +36,7 @@ use crate::hub::Hub;
 use crate::pool::Buf;
 use crate::server::{Listener, ServerError};
 use crate::shared::Shared;
-use crate::spin::SpinPolicy;
+use crate::spin::Spinner;
 use crate::{handshake, proto, transmit};
 
 pub(crate) const KIND_SHIFT: u32 = 60;
@@ -76,7 +76,7 @@ pub(crate) struct Worker {
     /// Until when the loop looks again rather than sleeps.
     busy_until: Option<Instant>,
     /// How long it looks again after a pass that did work.
-    spin: SpinPolicy,
+    spin: Spinner,
     /// Worker 0's: until when the listeners are not watched, after accept
     /// ran out of file descriptors or memory (see `accept.rs`).
     pub(crate) accept_paused: Option<Instant>,
@@ -94,7 +94,7 @@ impl Worker {
     ) -> Result<Worker, ServerError> {
         let epoll =
             epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| ServerError::Poll(e.into()))?;
-        let spin = SpinPolicy::new(shared.cfg.poll_spin);
+        let spin = Spinner::new(shared.cfg.poll_spin);
         Ok(Worker {
             id,
             hub,
@@ -232,8 +232,8 @@ impl Worker {
             self.expire();
             if self.service()? && !self.shared.cfg.poll_spin.is_zero() {
                 let ended = Instant::now();
-                self.spin.worked(woke, ended);
-                self.busy_until = self.spin.spin_until(ended);
+                let in_flight = self.shared.engines.iter().flatten().any(|e| !e.is_idle());
+                self.busy_until = self.spin.worked(woke, ended, in_flight);
             }
             self.place();
             if self.shared.stopping && self.finish_stop()? {

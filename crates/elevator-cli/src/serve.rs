@@ -83,7 +83,9 @@ pub struct Args {
     /// pass that did some, in microseconds (0: never look, sleep at once; at
     /// most 10000). Within it the look is adaptive: a worker spins only while
     /// most of its recent idle gaps were this short, for about twice their
-    /// mean, and sleeps at once after spins that found nothing.
+    /// mean, and sleeps at once after spins that found nothing (gaps waiting
+    /// for its devices' completions and gaps waiting for clients are
+    /// counted apart).
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
     poll_us: u64,
     /// Write each export's queue events as blktrace does, one file per

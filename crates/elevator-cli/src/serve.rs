@@ -16,7 +16,9 @@ pub struct Args {
     /// An export: `NAME=DEVICE[,scheduler=S][,ro][,TUNABLE=VALUE...]`, where
     /// DEVICE is file:PATH, mem:SIZE or a simulated preset (hdd-7200, ...,
     /// run on the real clock). Repeatable; the first also answers to the
-    /// empty export name.
+    /// empty export name. A file takes `cache=direct` (the default: O_DIRECT,
+    /// the host's page cache out of the way) or `cache=page` (through the
+    /// page cache, as nbdkit's file plugin serves files by default).
     #[arg(long = "export", value_name = "NAME=DEVICE[,OPTIONS]", required = true)]
     exports: Vec<String>,
     /// TCP address to listen on (repeatable). Default 127.0.0.1:10809 when
@@ -77,8 +79,13 @@ pub struct Args {
     /// many seconds while none of its requests runs. Default: never.
     #[arg(long, value_name = "SECONDS")]
     idle_timeout: Option<f64>,
-    /// Microseconds a worker keeps looking for work without sleeping after
-    /// a pass that did some (0: sleep at once; at most 10000).
+    /// The longest a worker keeps looking for work without sleeping after a
+    /// pass that did some, in microseconds (0: never look, sleep at once; at
+    /// most 10000). Within it the look is adaptive: a worker spins only while
+    /// most of its recent idle gaps were this short, for about twice their
+    /// mean, and sleeps at once after spins that found nothing (gaps waiting
+    /// for its devices' completions and gaps waiting for clients are
+    /// counted apart).
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
     poll_us: u64,
     /// Write each export's queue events as blktrace does, one file per

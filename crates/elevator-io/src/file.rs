@@ -1,11 +1,18 @@
 //! The real device: a regular file or a block device opened with O_DIRECT
-//! and driven through io_uring.
+//! (or, on request, through the page cache) and driven through io_uring.
 //!
 //! This module owns opening and probing: what the path is, whether direct
 //! I/O works on it, its size, the alignment direct I/O needs (from `statx`,
 //! the block layer, or a conservative guess), its limits, whether it spins,
 //! and how deep to queue. Moving the data is the
 //! (private) `uring` module's business.
+//!
+//! [`FileCache`] chooses between the two ways of opening: direct I/O (the
+//! default: the host's page cache is out of the way, as under a disk) or
+//! the page cache (as nbdkit's file plugin opens files by default): reads
+//! it holds never reach the file system's device, writes are acknowledged
+//! once in it, and flushes and FUA writes make them durable (`fdatasync`,
+//! `RWF_DSYNC`). Through the page cache any 512-byte-aligned I/O works.
 //!
 //! The io_uring ring is set up with the fastest flags the kernel offers
 //! (`SINGLE_ISSUER | DEFER_TASKRUN` on 6.1+, as fio 3.33+ does;
@@ -57,6 +64,39 @@ pub struct FileOptions {
     /// Open read-only: writes, discards and write-zeroes then complete with
     /// `Status::NotSupported`.
     pub read_only: bool,
+    /// Direct I/O (the default) or the page cache.
+    pub cache: FileCache,
+}
+
+/// Whether a [`FileDevice`] goes through the host's page cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FileCache {
+    /// O_DIRECT: every I/O reaches the file system's device, aligned as it
+    /// needs (`cache=direct`, the default).
+    #[default]
+    Direct,
+    /// Buffered: reads and writes go through the page cache, as nbdkit's
+    /// file plugin does by default (`cache=page`).
+    Page,
+}
+
+impl FileCache {
+    /// Parse `direct` or `page`.
+    pub fn parse(text: &str) -> Option<FileCache> {
+        match text {
+            "direct" => Some(FileCache::Direct),
+            "page" => Some(FileCache::Page),
+            _ => None,
+        }
+    }
+
+    /// Its name, as [`parse`](FileCache::parse) takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileCache::Direct => "direct",
+            FileCache::Page => "page",
+        }
+    }
 }
 
 /// What a [`FileDevice`] is underneath.
@@ -77,9 +117,12 @@ enum AlignSource {
     BlockQueue,
     /// Nothing said: 4096/4096, which every file system takes.
     Assumed,
+    /// Opened through the page cache: 512-byte sectors, no direct I/O.
+    PageCache,
 }
 
-/// A regular file or block device, opened with O_DIRECT, behind io_uring.
+/// A regular file or block device, opened with O_DIRECT (or through the
+/// page cache, [`FileCache::Page`]), behind io_uring.
 ///
 /// Its statistics ([`Device::stats`]) are its own: the shares of one file
 /// count apart, and whoever wants the whole device's adds them up.
@@ -107,7 +150,8 @@ pub struct FileDevice {
 }
 
 impl FileDevice {
-    /// Open `path` for direct I/O and probe it. Nothing is submitted on
+    /// Open `path` for direct I/O (or through the page cache, as
+    /// [`FileOptions::cache`] says) and probe it. Nothing is submitted on
     /// failure, and every error names the path.
     ///
     /// Its ring takes `DEFER_TASKRUN` where the kernel offers it, and then
@@ -129,8 +173,9 @@ impl FileDevice {
     /// to drive: the same path opened again, the same way (options, and
     /// [`open_polled`](FileDevice::open_polled) or not), with its own
     /// descriptor, ring (set up by the thread that first uses it), queue
-    /// depth and statistics. The page cache is out of the way (O_DIRECT), so
-    /// what one share writes, another reads once the write has completed.
+    /// depth and statistics. What one share writes, another reads once the
+    /// write has completed: the page cache is out of the way (O_DIRECT), or
+    /// all of them share it ([`FileCache::Page`]).
     pub fn share(&self) -> Result<FileDevice, DeviceError> {
         FileDevice::open_ring(&self.path, &self.opts, self.polled)
     }
@@ -151,18 +196,22 @@ impl FileDevice {
         } else {
             OFlags::RDWR
         };
-        let file = rustix::fs::open(
-            path,
-            access | OFlags::DIRECT | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| match e {
-            Errno::INVAL => no_direct("open with O_DIRECT failed with EINVAL".into()),
-            e => open_err(e.into()),
-        })?;
+        let buffered = opts.cache == FileCache::Page;
+        let direct = if buffered {
+            OFlags::empty()
+        } else {
+            OFlags::DIRECT
+        };
+        let file = rustix::fs::open(path, access | direct | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| match e {
+                Errno::INVAL => no_direct("open with O_DIRECT failed with EINVAL".into()),
+                e => open_err(e.into()),
+            })?;
 
         let st = probe_stat(&file).map_err(open_err)?;
         let (alignment, align_source) = match (st.dio, kind) {
+            // Through the page cache, any sector takes I/O.
+            _ if buffered => (aligned(512, 512), AlignSource::PageCache),
             (Some((0, _)), _) => {
                 return Err(no_direct(
                     "statx reports no direct I/O support (DIO offset alignment 0)".into(),
@@ -319,6 +368,15 @@ impl Device for FileDevice {
             AlignSource::Statx => "statx",
             AlignSource::BlockQueue => "BLKSSZGET and sysfs",
             AlignSource::Assumed => "a conservative guess",
+            AlignSource::PageCache => "",
+        };
+        let alignment = if self.align_source == AlignSource::PageCache {
+            "through the page cache".to_string()
+        } else {
+            format!(
+                "DIO alignment {}/{} from {source}",
+                self.alignment.offset, self.alignment.memory
+            )
         };
         let tail = if self.tail == 0 {
             String::new()
@@ -330,15 +388,13 @@ impl Device for FileDevice {
             )
         };
         format!(
-            "file {} ({} {kind} {}{}, {}-byte blocks, DIO alignment {}/{} from {source}, \
+            "file {} ({} {kind} {}{}, {}-byte blocks, {alignment}, \
              queue depth {}, io_uring {}{tail})",
             self.path.display(),
             human_bytes(self.limits.capacity << 9),
             self.home,
             if self.rotational { ", rotational" } else { "" },
             self.limits.logical_block_size,
-            self.alignment.offset,
-            self.alignment.memory,
             self.queue_depth,
             self.ring.setup(),
         )

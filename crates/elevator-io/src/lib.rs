@@ -69,7 +69,7 @@ pub use dio::{Completion, DioError, DioFailure, DioRequest, Rejected};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use extent::Extent;
 pub use fault::{FaultCounts, FaultDevice, FaultSpec, FaultTally};
-pub use file::{FileDevice, FileKind, FileOptions};
+pub use file::{FileCache, FileDevice, FileKind, FileOptions};
 pub use inbox::Inbox;
 pub use mem::{IoMem, LentSlice, MemDevice, MemOptions, MemSlice, SendList};
 pub use paced::PacedDevice;

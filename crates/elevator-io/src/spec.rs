@@ -565,7 +565,8 @@ mod tests {
             DeviceKind::File {
                 opts: FileOptions {
                     queue_depth: Some(8),
-                    read_only: true
+                    read_only: true,
+                    ..
                 },
                 ..
             }

@@ -92,9 +92,12 @@ pub struct ServerConfig {
     /// (the default): never.
     pub idle_timeout: Option<Duration>,
     /// After a pass that did work, a worker looks for more without
-    /// sleeping for this long (each look is an `epoll_wait` that does not
-    /// block): a sleep and a wake-up cost more than a look when requests
-    /// follow each other closely. Zero: sleep at once. Default 50 µs.
+    /// sleeping for at most this long (each look is an `epoll_wait` that
+    /// does not block): a sleep and a wake-up cost more than a look when
+    /// requests follow each other closely. Within it the window adapts:
+    /// only while most recent idle gaps were this short, for about twice
+    /// their mean (the private `spin` module). Zero: sleep at once.
+    /// Default 50 µs.
     pub poll_spin: Duration,
 }
 

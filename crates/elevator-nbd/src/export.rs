@@ -6,6 +6,9 @@
 //! them), run on the real clock. Options:
 //! - `scheduler=S` (default `mq-deadline`);
 //! - `ro` (or `readonly`): refuse writes;
+//! - for a file, `cache=direct` (the default: O_DIRECT, the host's page
+//!   cache out of the way) or `cache=page` (through the page cache, as
+//!   nbdkit's file plugin serves files by default: compare like with like);
 //! - the device's own options (`queue_depth`, `lbs`, `huge_pages` and the
 //!   fault options, `fail_rate`, `lse_sectors`, `vanish_at`, ... as
 //!   [`elevator_io::fault::options`] lists them, for real devices; the
@@ -20,8 +23,8 @@ use std::sync::Arc;
 
 use elevator_core::Device;
 use elevator_io::mq::{LockMode, MultiQueue};
-use elevator_io::spec::RealDevice;
-use elevator_io::{DataDevice, DeviceSpec, EngineConfig};
+use elevator_io::spec::{DeviceKind, RealDevice};
+use elevator_io::{DataDevice, DeviceSpec, EngineConfig, FileCache};
 use thiserror::Error;
 
 use crate::proto::tflag;
@@ -84,18 +87,33 @@ impl ExportSpec {
         }
         let (mut scheduler, mut tunables, mut read_only) =
             ("mq-deadline".to_string(), Vec::new(), false);
+        let mut cache = None;
         // What the device does not take is the export's: its scheduler,
-        // `ro`, or a tunable.
-        let device = DeviceSpec::parse_with(rest, &mut |k, v| {
+        // `ro`, a file's cache, or a tunable.
+        let mut device = DeviceSpec::parse_with(rest, &mut |k, v| {
             match k {
                 "scheduler" => scheduler = v.to_string(),
                 "ro" | "readonly" if v.is_empty() || v == "1" => read_only = true,
+                "cache" => {
+                    cache = Some(FileCache::parse(v).ok_or_else(|| {
+                        format!(
+                            "cache={v}: expected direct (O_DIRECT, the default) or page \
+                             (through the page cache)"
+                        )
+                    })?)
+                }
                 _ if v.is_empty() => return Err(format!("'{k}': expected NAME=VALUE")),
                 _ => tunables.push((k.to_string(), v.to_string())),
             }
             Ok(true)
         })
         .map_err(|e| bad(e.to_string()))?;
+        if let Some(cache) = cache {
+            match &mut device.kind {
+                DeviceKind::File { opts, .. } => opts.cache = cache,
+                _ => return Err(bad("cache= is a file export's option".into())),
+            }
+        }
         Ok(ExportSpec {
             name,
             device,
@@ -273,6 +291,16 @@ mod tests {
         assert_eq!(h.tunables, vec![("nomerges".to_string(), "2".to_string())]);
         let f = ExportSpec::parse("f=file:/tmp/x.img,queue_depth=8,fail_rate=0.1").expect("parses");
         assert!(f.device.model().is_none());
+        let cache = |text: &str| match ExportSpec::parse(text).expect(text).device.kind {
+            DeviceKind::File { opts, .. } => opts.cache,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(cache("file:/tmp/x.img"), FileCache::Direct);
+        assert_eq!(cache("file:/tmp/x.img,cache=direct"), FileCache::Direct);
+        assert_eq!(
+            cache("f=file:/tmp/x.img,cache=page,scheduler=none"),
+            FileCache::Page
+        );
     }
 
     #[test]
@@ -283,6 +311,8 @@ mod tests {
             ("disk=hdd-7200,rpm=fast", "rpm"),
             ("disk=mem:1g,nomerges", "expected NAME=VALUE"),
             ("disk=mem:lots", "mem"),
+            ("disk=file:/tmp/x.img,cache=none", "expected direct"),
+            ("disk=mem:1g,cache=page", "file export's option"),
         ] {
             let e = ExportSpec::parse(text).expect_err(text).to_string();
             assert!(e.contains(needle), "{text}: {e}");

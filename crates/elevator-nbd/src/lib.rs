@@ -44,6 +44,7 @@ pub mod proto;
 mod rmw;
 pub mod server;
 mod shared;
+mod spin;
 mod status;
 pub mod tls;
 mod transmit;

@@ -36,6 +36,7 @@ use crate::hub::Hub;
 use crate::pool::Buf;
 use crate::server::{Listener, ServerError};
 use crate::shared::Shared;
+use crate::spin::Spinner;
 use crate::{handshake, proto, transmit};
 
 pub(crate) const KIND_SHIFT: u32 = 60;
@@ -74,6 +75,8 @@ pub(crate) struct Worker {
     placing: Vec<u32>,
     /// Until when the loop looks again rather than sleeps.
     busy_until: Option<Instant>,
+    /// How long it looks again after a pass that did work.
+    spin: Spinner,
     /// Worker 0's: until when the listeners are not watched, after accept
     /// ran out of file descriptors or memory (see `accept.rs`).
     pub(crate) accept_paused: Option<Instant>,
@@ -91,6 +94,7 @@ impl Worker {
     ) -> Result<Worker, ServerError> {
         let epoll =
             epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| ServerError::Poll(e.into()))?;
+        let spin = Spinner::new(shared.cfg.poll_spin);
         Ok(Worker {
             id,
             hub,
@@ -106,6 +110,7 @@ impl Worker {
             stop_since: None,
             placing: Vec::new(),
             busy_until: None,
+            spin,
             accept_paused: None,
             accept_failures: (None, 0),
         })
@@ -149,7 +154,8 @@ impl Worker {
             let mut timeout = self.timeout();
             // Busy a moment ago: look again at once rather than sleep, for
             // a while (a client's next requests tend to follow its replies
-            // closely, and a sleep and a wake-up cost more than a look).
+            // closely, and a sleep and a wake-up cost more than a look), as
+            // long as recent looks found work (`spin`).
             let spinning = timeout
                 .as_ref()
                 .is_none_or(|t| t.tv_sec > 0 || t.tv_nsec > 0)
@@ -174,6 +180,7 @@ impl Worker {
                 rustix::buffer::spare_capacity(&mut events),
                 timeout.as_ref(),
             );
+            let woke = Instant::now();
             if !spinning {
                 for e in self.shared.engines.iter().flatten() {
                     e.woke();
@@ -224,7 +231,9 @@ impl Worker {
             }
             self.expire();
             if self.service()? && !self.shared.cfg.poll_spin.is_zero() {
-                self.busy_until = Some(Instant::now() + self.shared.cfg.poll_spin);
+                let ended = Instant::now();
+                let in_flight = self.shared.engines.iter().flatten().any(|e| !e.is_idle());
+                self.busy_until = self.spin.worked(woke, ended, in_flight);
             }
             self.place();
             if self.shared.stopping && self.finish_stop()? {

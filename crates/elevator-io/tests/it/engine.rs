@@ -252,6 +252,7 @@ fn cancellation_with_io_in_the_kernel() {
             &FileOptions {
                 queue_depth: Some(16),
                 read_only: false,
+                ..FileOptions::default()
             },
         )
         .expect("open");

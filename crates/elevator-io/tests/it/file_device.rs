@@ -10,7 +10,8 @@ use std::process::Command;
 
 use elevator_core::{BioFlags, Device, DeviceIo, Op, Outcome, Status};
 use elevator_io::{
-    AlignedBuf, DataDevice, DataSegment, DeviceError, FileDevice, FileKind, FileOptions, IoBuf,
+    AlignedBuf, DataDevice, DataSegment, DeviceError, FileCache, FileDevice, FileKind, FileOptions,
+    IoBuf,
 };
 use elevator_testkit::TestRng;
 use tempfile::TempPath;
@@ -323,6 +324,46 @@ fn read_only_refuses_writes() {
     dev.submit(dio(4, Op::Flush, 0, 0, BioFlags::NONE), 0);
     assert_eq!(reap(&mut dev, 1)[&4], Outcome::Done);
     assert!(read(&mut dev, 0, 4096).iter().all(|&b| b == 9));
+}
+
+/// Through the page cache (`cache=page`): 512-byte sectors at any sector
+/// offset, what one handle writes the other (O_DIRECT) reads once flushed,
+/// and FUA and flush work.
+#[test]
+fn page_cache_takes_sectors() {
+    for dir in dirs() {
+        let file = temp_file(&dir, "page", MIB);
+        let opts = FileOptions {
+            cache: FileCache::Page,
+            ..FileOptions::default()
+        };
+        let mut dev = FileDevice::open(&file, &opts).expect("open through the page cache");
+        assert_eq!(dev.limits().logical_block_size, 512);
+        assert_eq!(dev.alignment().offset, 512);
+        assert!(
+            dev.describe().contains("through the page cache"),
+            "{}",
+            dev.describe()
+        );
+        let data: Vec<u8> = (0..1536u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(write(&mut dev, 512, &data, BioFlags::NONE), Outcome::Done);
+        assert_eq!(
+            write(&mut dev, 4608, &data[..512], BioFlags::FUA),
+            Outcome::Done
+        );
+        dev.submit(dio(5, Op::Flush, 0, 0, BioFlags::NONE), 0);
+        assert_eq!(reap(&mut dev, 1)[&5], Outcome::Done);
+        assert!(
+            read(&mut dev, 512, 1536)[..] == data[..],
+            "{}",
+            dir.display()
+        );
+        let mut direct = open(&file);
+        let back = read(&mut direct, 4096, 4096);
+        assert!(back[512..1024] == data[..512], "{}", dir.display());
+        let back = read(&mut direct, 0, 4096);
+        assert!(back[512..2048] == data[..] && back[..512].iter().all(|&b| b == 0));
+    }
 }
 
 #[test]

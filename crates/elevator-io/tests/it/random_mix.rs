@@ -180,6 +180,7 @@ fn random_mixes_on(file: &Path) {
                 &FileOptions {
                     queue_depth: Some(1 + (seed % 8) as u32 * 4),
                     read_only: false,
+                    ..FileOptions::default()
                 },
             )
             .expect("open");

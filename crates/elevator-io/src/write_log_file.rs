@@ -25,10 +25,12 @@ use std::thread::JoinHandle;
 
 use crate::buf::AlignedBuf;
 
-/// Bytes of one staging chunk (a multiple of [`ALIGN`]).
-pub const CHUNK: usize = 1 << 20;
+/// Bytes of one staging chunk (a multiple of [`ALIGN`]): a huge page,
+/// at a huge page's alignment, so that pinning a chunk for a direct write
+/// takes one page, not 512.
+pub const CHUNK: usize = 2 << 20;
 /// Most chunks a log holds (filling, queued and being written).
-pub const CHUNKS: usize = 8;
+pub const CHUNKS: usize = 6;
 /// Threads writing chunks, each one at a time: a direct write waits for
 /// the device, and one at a time (1 MiB, about 1 ms on a virtio disk)
 /// is slower than a busy server fills chunks.
@@ -73,8 +75,6 @@ impl Shared {
 
 /// The log's file, written through staging chunks by a thread of its own.
 pub struct LogFile {
-    chunk_len: usize,
-    chunks: usize,
     /// The chunk being filled, and how much of it is.
     chunk: Option<AlignedBuf>,
     filled: usize,
@@ -120,6 +120,19 @@ fn open(path: &Path) -> io::Result<(File, bool)> {
     }
 }
 
+/// A new staging chunk, backed by a huge page where the system gives one
+/// to memory that asks (`madvise`), before anything touches it.
+fn new_chunk() -> io::Result<AlignedBuf> {
+    let mut buf = AlignedBuf::new(CHUNK, CHUNK).map_err(io::Error::other)?;
+    // SAFETY: the range is the buffer's own memory, untouched so far;
+    // MADV_HUGEPAGE changes only how the kernel backs it, never its
+    // contents or validity. Failure leaves small pages, which work too.
+    unsafe {
+        libc::madvise(buf.as_mut_ptr().cast(), CHUNK, libc::MADV_HUGEPAGE);
+    }
+    Ok(buf)
+}
+
 /// A file thread: write each job at its place; cut the file back after
 /// a padded partial chunk (no later chunk is handed over before the
 /// flush that sent it has seen it written, and every earlier one ends
@@ -149,10 +162,10 @@ fn write_jobs(file: Arc<File>, direct: bool, jobs: Arc<Mutex<Receiver<Job>>>, sh
                 })
         };
         let mut p = shared.lock();
-        if let Err(e) = result {
-            if p.error.is_none() {
-                p.error = Some(e);
-            }
+        if let Err(e) = result
+            && p.error.is_none()
+        {
+            p.error = Some(e);
         }
         p.done += 1;
         p.free.push(job.buf);
@@ -171,14 +184,8 @@ impl LogFile {
         });
         let (jobs, rx) = mpsc::channel();
         let (file, rx) = (Arc::new(file), Arc::new(Mutex::new(rx)));
-        let env = |k: &str, d: usize| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
         let mut threads = Vec::new();
-        for _ in 0..env("WLOG_WRITERS", WRITERS) {
+        for _ in 0..WRITERS {
             let (file, rx, shared) = (Arc::clone(&file), Arc::clone(&rx), Arc::clone(&shared));
             threads.push(
                 std::thread::Builder::new()
@@ -187,8 +194,6 @@ impl LogFile {
             );
         }
         Ok(LogFile {
-            chunk_len: env("WLOG_CHUNK", CHUNK),
-            chunks: env("WLOG_CHUNKS", CHUNKS),
             chunk: None,
             filled: 0,
             offset: 0,
@@ -209,10 +214,10 @@ impl LogFile {
             if let Some(buf) = p.free.pop() {
                 return Ok(buf);
             }
-            if p.allocated < self.chunks {
+            if p.allocated < CHUNKS {
                 p.allocated += 1;
                 drop(p);
-                return AlignedBuf::new(self.chunk_len, ALIGN).map_err(io::Error::other);
+                return new_chunk();
             }
             p = self
                 .shared
@@ -239,7 +244,7 @@ impl LogFile {
             return Ok(());
         };
         let len = self.filled;
-        if len == self.chunk_len {
+        if len == CHUNK {
             self.filled = 0;
             let offset = self.offset;
             self.offset += len as u64;
@@ -266,11 +271,11 @@ impl LogFile {
                     self.chunk.insert(c)
                 }
             };
-            let n = data.len().min(self.chunk_len - self.filled);
+            let n = data.len().min(CHUNK - self.filled);
             chunk[self.filled..self.filled + n].copy_from_slice(&data[..n]);
             self.filled += n;
             data = &data[n..];
-            if self.filled == self.chunk_len {
+            if self.filled == CHUNK {
                 self.hand_over()?;
             }
         }

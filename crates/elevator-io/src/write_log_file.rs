@@ -9,6 +9,11 @@
 //! page cache nor the write waits on the I/O path. At most [`CHUNKS`]
 //! chunks exist: a recorder that finds none free waits for the file.
 //!
+//! On a file system in memory (tmpfs, ramfs), where a direct write is a
+//! copy into the page cache all the same, or one that refuses O_DIRECT,
+//! the records go through a 64 KiB buffer straight to the file instead:
+//! a staging copy there would be a second one.
+//!
 //! [`LogFile::flush`] hands over the partly filled chunk and waits until
 //! every byte given so far is in the file (a direct write of a partial
 //! chunk is padded to a whole block, and the file cut back to its length;
@@ -16,7 +21,7 @@
 //! error of the file is kept and returned by every later call.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, IoSlice, Write};
+use std::io::{self, BufWriter, IoSlice, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -38,6 +43,10 @@ pub const WRITERS: usize = 3;
 /// Alignment of the chunks' memory, file offsets and direct write lengths:
 /// enough for every logical block size Linux has (at most a page).
 const ALIGN: usize = 4096;
+/// The buffer of a log written without O_DIRECT.
+const BUFFER: usize = 64 << 10;
+/// `statfs` magic numbers of file systems in memory.
+const MEMORY_FS: [u64; 2] = [0x0102_1994, 0x8584_58f6];
 
 /// A chunk for the file thread to write.
 struct Job {
@@ -75,6 +84,9 @@ impl Shared {
 
 /// The log's file, written through staging chunks by a thread of its own.
 pub struct LogFile {
+    /// The file and its first error, when it is written without O_DIRECT
+    /// (and none of the rest is used).
+    buffered: Option<(BufWriter<File>, Option<io::Error>)>,
     /// The chunk being filled, and how much of it is.
     chunk: Option<AlignedBuf>,
     filled: usize,
@@ -96,6 +108,12 @@ fn open(path: &Path) -> io::Result<(File, bool)> {
     let mut opts = OpenOptions::new();
     opts.write(true).create(true).truncate(true);
     let plain = opts.open(path)?;
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs by architecture
+    let in_memory =
+        rustix::fs::fstatfs(&plain).is_ok_and(|st| MEMORY_FS.contains(&(st.f_type as u64)));
+    if in_memory {
+        return Ok((plain, false));
+    }
     let direct = match OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_DIRECT)
@@ -182,6 +200,17 @@ impl LogFile {
             progress: Mutex::new(Progress::default()),
             changed: Condvar::new(),
         });
+        if !direct {
+            return Ok(LogFile {
+                buffered: Some((BufWriter::with_capacity(BUFFER, file), None)),
+                chunk: None,
+                filled: 0,
+                offset: 0,
+                jobs: None,
+                shared,
+                threads: Vec::new(),
+            });
+        }
         let (jobs, rx) = mpsc::channel();
         let (file, rx) = (Arc::new(file), Arc::new(Mutex::new(rx)));
         let mut threads = Vec::new();
@@ -194,6 +223,7 @@ impl LogFile {
             );
         }
         Ok(LogFile {
+            buffered: None,
             chunk: None,
             filled: 0,
             offset: 0,
@@ -290,14 +320,31 @@ impl LogFile {
     }
 }
 
+/// `f` on a buffered file, unless it failed before; its error is kept.
+fn buffered<T>(
+    (file, error): &mut (BufWriter<File>, Option<io::Error>),
+    f: impl FnOnce(&mut BufWriter<File>) -> io::Result<T>,
+) -> io::Result<T> {
+    if let Some(e) = error {
+        return Err(copy_error(e));
+    }
+    f(file).inspect_err(|e| *error = Some(copy_error(e)))
+}
+
 impl Write for LogFile {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if let Some(b) = &mut self.buffered {
+            return buffered(b, |f| f.write(data));
+        }
         self.check()?;
         self.put(data)?;
         Ok(data.len())
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        if let Some(b) = &mut self.buffered {
+            return buffered(b, |f| f.write_vectored(bufs));
+        }
         self.check()?;
         let mut n = 0;
         for b in bufs {
@@ -309,6 +356,9 @@ impl Write for LogFile {
 
     /// Hand over what is filled and wait until the file holds all of it.
     fn flush(&mut self) -> io::Result<()> {
+        if let Some(b) = &mut self.buffered {
+            return buffered(b, BufWriter::flush);
+        }
         self.check()?;
         if self.chunk.is_some() && self.filled > 0 {
             self.hand_over()?;

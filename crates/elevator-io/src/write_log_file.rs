@@ -30,7 +30,7 @@ use std::thread::JoinHandle;
 
 use crate::buf::AlignedBuf;
 
-/// Bytes of one staging chunk (a multiple of [`ALIGN`]): a huge page,
+/// Bytes of one staging chunk (a multiple of the 4 KiB alignment): a huge page,
 /// at a huge page's alignment, so that pinning a chunk for a direct write
 /// takes one page, not 512.
 pub const CHUNK: usize = 2 << 20;

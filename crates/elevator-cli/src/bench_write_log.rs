@@ -1,6 +1,6 @@
 //! `elevator bench-write-log`: what `--write-log` costs. `elevator serve`
-//! with a memory export, without and then with a write log, under the same
-//! clients, over a Unix socket: `nbdcopy` of a file of random bytes into the
+//! with a memory export, without and then with a write log (in
+//! `--log-dir`), under the same clients, over a Unix socket: `nbdcopy` of a file of random bytes into the
 //! export over one connection and over four, and fio's `nbd` engine with
 //! 4 KiB random writes and random reads at depth 16 over four connections.
 //! Rounds alternate which server goes first; the table shows each figure's
@@ -27,9 +27,14 @@ pub struct Args {
     /// Rounds (each runs both servers).
     #[arg(long, default_value_t = 3)]
     rounds: u32,
-    /// Where the socket, the source file and the write log go.
+    /// Where the socket and the source file go.
     #[arg(long, default_value = "/dev/shm")]
     dir: PathBuf,
+    /// Where the write log goes: a disk, as a log of every written byte
+    /// would be kept (it is written with O_DIRECT where the file system
+    /// takes it); give /dev/shm to keep it in memory.
+    #[arg(long, default_value = "/var/tmp")]
+    log_dir: PathBuf,
 }
 
 /// What a workload runs.
@@ -67,12 +72,8 @@ pub fn run(args: &Args) -> Result<()> {
     let size = parse_param("bench", "--size", ParamUnit::Bytes, &args.size)? as u64;
     let pid = std::process::id();
     let at = |what: &str| args.dir.join(format!("elevator-bench-{pid}-{what}"));
-    let (source, socket, server_log, write_log) = (
-        at("src.img"),
-        at("nbd.sock"),
-        at("server.log"),
-        at("w.wlog"),
-    );
+    let (source, socket, server_log) = (at("src.img"), at("nbd.sock"), at("server.log"));
+    let write_log = args.log_dir.join(format!("elevator-bench-{pid}-w.wlog"));
     let me = std::env::current_exe().context("finding the elevator binary")?;
     // figures[workload][logged] per round.
     let mut figures: Vec<[Vec<f64>; 2]> = WORKLOADS.iter().map(|_| Default::default()).collect();
@@ -131,8 +132,10 @@ pub fn run(args: &Args) -> Result<()> {
     }
     result?;
     println!(
-        "elevator serve, mem:{} export, scheduler none, Unix socket; {} rounds; median (per-round ratio range)",
-        args.size, args.rounds
+        "elevator serve, mem:{} export, scheduler none, Unix socket, log in {}; {} rounds; median (per-round ratio range)",
+        args.size,
+        args.log_dir.display(),
+        args.rounds
     );
     println!(
         "{:<28} {:>12} {:>16} {:>22}",

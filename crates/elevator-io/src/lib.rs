@@ -60,6 +60,7 @@ mod sync;
 pub mod tags;
 mod uring;
 pub mod write_log;
+pub mod write_log_file;
 mod written;
 
 pub use buf::{AlignedBuf, BufError, IoBuf, Slice};

@@ -11,8 +11,10 @@
 //! - A flush is recorded when the device receives it, so it covers exactly
 //!   the writes completed before it was issued; a write with PREFLUSH is
 //!   recorded as a flush, then the write when it completes.
-//! - Recording takes one lock and copies the data into a buffered file: the
-//!   cost is a memory copy per written byte.
+//! - Recording takes one lock and copies the record into the log file's
+//!   staging chunks ([`LogFile`]), whose own thread writes them to the
+//!   file (with O_DIRECT where it can): the cost on the I/O path is a
+//!   checksum and a memory copy per written byte.
 //!
 //! If the log cannot be written (disk full), the I/O whose record failed
 //! completes with `IoError` and every later write does too: nothing the
@@ -25,8 +27,7 @@
 //! built from such a log lose data that was fsynced: a checker must catch
 //! it.
 
-use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -37,11 +38,7 @@ use elevator_trace::write_log::{
 };
 
 use crate::device::{DataDevice, DataSegment};
-
-/// The log file's buffer: records smaller than this are gathered into
-/// 64 KiB writes; larger ones go to the file in one vectored write of
-/// their own, without a copy in between.
-const LOG_BUFFER: usize = 64 << 10;
+use crate::write_log_file::LogFile;
 
 /// How a write log records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -80,7 +77,7 @@ struct Held {
 }
 
 struct LogState {
-    writer: Writer<BufWriter<File>>,
+    writer: Writer<LogFile>,
     counts: WriteLogCounts,
     error: Option<io::Error>,
     /// Broken mode: writes since the last flush, and those before it.
@@ -120,14 +117,13 @@ impl WriteLog {
             path: path.display().to_string(),
             source,
         };
-        let file = File::create(path).map_err(fail)?;
+        let file = LogFile::create(path).map_err(fail)?;
         let header = LogHeader {
             has_data: true,
             capacity: limits.capacity,
             block_size: limits.logical_block_size,
         };
-        let writer =
-            Writer::new(BufWriter::with_capacity(LOG_BUFFER, file), header).map_err(fail)?;
+        let writer = Writer::new(file, header).map_err(fail)?;
         Ok(Arc::new(WriteLog {
             state: Mutex::new(LogState {
                 writer,

@@ -13,8 +13,12 @@
 //! (240 KiB for a 1 TB disk in 4 KiB blocks, where the bitmap is 30 MiB), so
 //! it stays in cache while the bitmap does not: while the map is sparse,
 //! most draws land in an untouched pair, are answered from `touched` alone,
-//! and are taken with a plain store into the bitmap (no read of a word that
-//! is not in cache). The answers are the same as without it.
+//! and are taken without reading the bitmap. Such a take is written to the
+//! bitmap later, with up to [`PENDING`] others (`pending`): a burst of
+//! independent stores, whose page walks and cache misses overlap, in place
+//! of one stall per I/O. A question about a pair with a take still pending,
+//! or that reads past its word, writes them first. The answers are the
+//! same as without either.
 //!
 //! [`FullCycle`] walks a full-period linear congruential sequence modulo
 //! the next power of two, scrambled by a bijection and with values past the
@@ -29,6 +33,9 @@ pub const MAX_MAP_BYTES: u64 = 256 << 20;
 /// Words of the bitmap per bit of [`RandomMap`]'s `touched` summary.
 const TOUCH_SPAN: usize = 2;
 
+/// Takes into untouched pairs held before they are written to the bitmap.
+const PENDING: usize = 32;
+
 /// A bitmap of `bits` blocks with summary levels: the next free block after
 /// any position in O(levels).
 #[derive(Clone, Debug)]
@@ -40,6 +47,9 @@ pub struct RandomMap {
     /// One bit per [`TOUCH_SPAN`] words of level 0 (set: some block in
     /// them is taken, or they hold padding past the end).
     touched: Vec<u64>,
+    /// Takes into untouched pairs not yet written to level 0 (block
+    /// numbers; one per pair at most, never more than [`PENDING`]).
+    pending: Vec<u64>,
     bits: u64,
     taken: u64,
 }
@@ -57,7 +67,9 @@ impl RandomMap {
             }
             n = words;
         }
-        total.saturating_add(Self::touched_words(bits.max(1).div_ceil(64)).saturating_mul(8))
+        total
+            .saturating_add(Self::touched_words(bits.max(1).div_ceil(64)).saturating_mul(8))
+            .saturating_add(PENDING as u64 * 8)
     }
 
     /// Words of `touched` for `words` words of level 0.
@@ -83,6 +95,7 @@ impl RandomMap {
         let mut map = RandomMap {
             levels,
             touched,
+            pending: Vec::with_capacity(PENDING),
             bits,
             taken: 0,
         };
@@ -129,7 +142,30 @@ impl RandomMap {
     /// Whether block `i` is taken.
     #[cfg(test)]
     pub fn is_taken(&self, i: u64) -> bool {
-        i < self.bits && self.levels[0][(i / 64) as usize] & (1 << (i % 64)) != 0
+        i < self.bits
+            && (self.levels[0][(i / 64) as usize] & (1 << (i % 64)) != 0
+                || self.pending.contains(&i))
+    }
+
+    /// Writes the pending takes to level 0 (each is a word's only bit).
+    #[inline(never)]
+    fn write_pending(&mut self) {
+        let row = &mut self.levels[0];
+        for &i in &self.pending {
+            row[(i / 64) as usize] = 1 << (i % 64);
+        }
+        self.pending.clear();
+    }
+
+    /// Makes level 0's word `w` exact: writes the pending takes if one is
+    /// in its pair.
+    #[inline]
+    fn settle(&mut self, w: usize) {
+        let t = (w / TOUCH_SPAN) as u64;
+        let per = 64 * TOUCH_SPAN as u64;
+        if self.pending.iter().any(|&i| i / per == t) {
+            self.write_pending();
+        }
     }
 
     /// Whether word `w` of level 0 and the others of its span have no
@@ -155,13 +191,17 @@ impl RandomMap {
         }
         let w = (i / 64) as usize;
         if self.untouched(w) {
-            // The word is known to be 0: store its one bit without reading
-            // it (one bit of 64 never fills it).
+            // The word is known to be 0: its one bit is written later,
+            // without reading it (one bit of 64 never fills it).
+            if self.pending.len() == PENDING {
+                self.write_pending();
+            }
             self.touch(w);
-            self.levels[0][w] = 1 << (i % 64);
+            self.pending.push(i);
             self.taken += 1;
             return;
         }
+        self.settle(w);
         let mut idx = i;
         for k in 0..self.levels.len() {
             let w = (idx / 64) as usize;
@@ -184,13 +224,23 @@ impl RandomMap {
     /// The first free block at or after `i`, wrapping to the start; `None`
     /// when every block is taken.
     #[inline]
-    pub fn next_free(&self, i: u64) -> Option<u64> {
+    pub fn next_free(&mut self, i: u64) -> Option<u64> {
         if self.full() {
             return None;
         }
         let i = i.min(self.bits - 1);
-        if self.untouched((i / 64) as usize) {
+        let w = (i / 64) as usize;
+        if self.untouched(w) {
             return Some(i);
+        }
+        self.settle(w);
+        let free = !self.levels[0][w] & (!0u64 << (i % 64));
+        if free != 0 {
+            return Some(w as u64 * 64 + u64::from(free.trailing_zeros()));
+        }
+        // Past this word: every word read must be exact.
+        if !self.pending.is_empty() {
+            self.write_pending();
         }
         self.free_from(i).or_else(|| self.free_from(0))
     }
@@ -229,6 +279,7 @@ impl RandomMap {
             level.fill(0);
         }
         self.touched.fill(0);
+        self.pending.clear();
         self.taken = 0;
         self.pad();
     }

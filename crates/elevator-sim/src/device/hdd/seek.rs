@@ -94,8 +94,11 @@ impl SeekCurve {
 pub(super) struct SeekTable {
     /// Exact values for `d < fine.len()`.
     fine: Vec<u32>,
-    /// Values at multiples of `1 << shift`, interpolated between.
-    coarse: Vec<u32>,
+    /// Values at multiples of `1 << shift`, each with the rise to the
+    /// next (saturating at 0), interpolated between: one lookup per seek.
+    coarse: Vec<(u32, u32)>,
+    /// The last coarse value: the answer past the table.
+    last: u32,
     shift: u32,
 }
 
@@ -108,16 +111,25 @@ impl SeekTable {
         while (max >> shift) > SEEK_FINE {
             shift += 1;
         }
-        let coarse = if max >= SEEK_FINE {
+        let at: Vec<u32> = if max >= SEEK_FINE {
             (0..=(max >> shift) + 1)
                 .map(|i| ns(f64::from(i) * f64::from(1u32 << shift)))
                 .collect()
         } else {
             Vec::new()
         };
+        // The last value has no next: a distance in its step is past the
+        // table and answers the last value.
+        let coarse = at
+            .iter()
+            .zip(at.iter().skip(1))
+            .map(|(&a, &b)| (a, b.saturating_sub(a)))
+            .collect();
+        let last = at.last().copied().unwrap_or(0);
         SeekTable {
             fine,
             coarse,
+            last,
             shift,
         }
     }
@@ -129,10 +141,10 @@ impl SeekTable {
         }
         let i = (d >> self.shift) as usize;
         let f = u64::from(d & ((1 << self.shift) - 1));
-        let (Some(&a), Some(&b)) = (self.coarse.get(i), self.coarse.get(i + 1)) else {
-            return self.coarse.last().copied().unwrap_or(0);
+        let Some(&(a, rise)) = self.coarse.get(i) else {
+            return self.last;
         };
-        a + ((u64::from(b.saturating_sub(a)) * f) >> self.shift) as u32
+        a + ((u64::from(rise) * f) >> self.shift) as u32
     }
 }
 

@@ -144,6 +144,8 @@ pub struct Row {
     pub baseline: Option<f64>,
     /// Its count now.
     pub now: f64,
+    /// Whether its growth fails the guard.
+    pub gated: bool,
 }
 
 impl Row {
@@ -173,18 +175,19 @@ impl Comparison {
                     unit: c.unit,
                     baseline: baselines.get(&c.name),
                     now: c.per_op(),
+                    gated: c.gated,
                 })
                 .collect(),
             threshold_pct,
         }
     }
 
-    /// The rows that fail: grown by more than the threshold, or with no
-    /// baseline.
+    /// The rows that fail: gated ones grown by more than the threshold, or
+    /// with no baseline.
     pub fn failures(&self) -> Vec<&Row> {
         self.rows
             .iter()
-            .filter(|r| r.change_pct().is_none_or(|c| c > self.threshold_pct))
+            .filter(|r| r.gated && r.change_pct().is_none_or(|c| c > self.threshold_pct))
             .collect()
     }
 
@@ -206,7 +209,9 @@ impl Comparison {
                 (Some(b), Some(c)) => (
                     format!("{b:.1}"),
                     format!("{c:+.2}%"),
-                    if c > self.threshold_pct {
+                    if !r.gated {
+                        "  (not gated: varies between runs)"
+                    } else if c > self.threshold_pct {
                         "  REGRESSION"
                     } else {
                         ""
@@ -234,6 +239,7 @@ mod tests {
             unit: "bio",
             ops: 10,
             instructions,
+            gated: name != "noisy",
         }
     }
 
@@ -278,12 +284,14 @@ mod tests {
         b.set("same", 100.0);
         b.set("slower", 100.0);
         b.set("faster", 100.0);
+        b.set("noisy", 100.0);
         let c = Comparison::new(
             &[
                 counted("same", 1020),
                 counted("slower", 1050),
                 counted("faster", 500),
                 counted("new", 10),
+                counted("noisy", 2000),
             ],
             &b,
             3.0,

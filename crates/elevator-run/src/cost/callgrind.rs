@@ -34,6 +34,8 @@ pub struct Counted {
     pub ops: u64,
     /// Instructions counted (the difference, for a delta).
     pub instructions: u64,
+    /// Whether its growth fails the guard ([`Scenario::gated`]).
+    pub gated: bool,
 }
 
 impl Counted {
@@ -207,6 +209,7 @@ pub fn count(program: &Path, scenario: &Scenario) -> Result<Counted, CostError> 
         unit: scenario.unit,
         ops,
         instructions,
+        gated: scenario.gated,
     })
 }
 

@@ -47,6 +47,7 @@ impl CellCounter {
                 unit: "bio",
                 ops: cell_ios(s, d),
                 counting: Counting::Region,
+                gated: true,
             })
             .collect();
         progress(0, scenarios.len());

@@ -58,6 +58,10 @@ pub struct Scenario {
     pub ops: u64,
     /// How it is counted.
     pub counting: Counting,
+    /// Whether growth past the threshold fails the guard: false for a
+    /// scenario whose count varies between runs by more than the threshold
+    /// (it is counted and printed, not judged).
+    pub gated: bool,
 }
 
 /// The schedulers the core scenarios measure.
@@ -87,6 +91,7 @@ pub fn all() -> Vec<Scenario> {
                 unit: "bio",
                 ops: cell_ios(sched, depth),
                 counting: Counting::Region,
+                gated: true,
             });
         }
     }
@@ -96,6 +101,7 @@ pub fn all() -> Vec<Scenario> {
             unit: "simulated I/O",
             ops: 20_000,
             counting: Counting::RegionDelta,
+            gated: true,
         });
     }
     out.push(Scenario {
@@ -103,18 +109,24 @@ pub fn all() -> Vec<Scenario> {
         unit: "record",
         ops: 40_000,
         counting: Counting::RegionDelta,
+        gated: true,
     });
     out.push(Scenario {
         name: "nbd/mem-rw".to_string(),
         unit: "request",
         ops: 4_000,
         counting: Counting::ProcessDelta(super::nbd::CLIENT_SYMBOL),
+        // Varies by up to 9 % between runs: how many passes the server's
+        // event loop makes per request depends on how its thread and the
+        // client's are scheduled. Printed, not judged, until it is steady.
+        gated: false,
     });
     out.push(Scenario {
         name: "io/mem-randread-qd32".to_string(),
         unit: "I/O",
         ops: 20_000,
         counting: Counting::RegionDelta,
+        gated: true,
     });
     out
 }
@@ -142,6 +154,7 @@ pub fn find(name: &str) -> Result<Scenario, CostError> {
             unit: "bio",
             ops: case.ios,
             counting: Counting::Region,
+            gated: true,
         });
     }
     Err(CostError::UnknownScenario {

@@ -21,6 +21,7 @@ mod bench_nbd;
 mod bench_write_log;
 mod closed_stdout;
 mod compare;
+mod cost_scenario;
 mod crash_states;
 mod experiment;
 mod fio_args;
@@ -94,6 +95,10 @@ enum Command {
     Devices,
     /// List the I/O schedulers with their tunables and Linux defaults.
     Schedulers,
+    /// Internal: the instruction-count regression guard (scripts/perf-guard)
+    /// and its scenarios, run under callgrind. Hidden from --help.
+    #[command(hide = true)]
+    CostScenario(cost_scenario::Args),
 }
 
 fn main() -> ExitCode {
@@ -134,6 +139,7 @@ fn main() -> ExitCode {
         Command::CrashStates(args) => crash_states::run(&args),
         Command::Devices => run::devices(),
         Command::Schedulers => list::schedulers(),
+        Command::CostScenario(args) => cost_scenario::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -19,12 +19,14 @@
 //! - [`write_log`]: a write log applied to image files;
 //!   [`crash_states`]: the crash states of a write log, built and checked.
 //! - [`listener`]: progress and notes; [`error`]: what can fail.
-//! - [`cpu_time`]: the host CPU a run took.
+//! - [`cpu_time`]: the host CPU a run took; [`cost`]: the instructions
+//!   the hot paths take, counted under callgrind, and their baselines.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod advise;
+pub mod cost;
 pub mod cpu_time;
 pub mod crash_states;
 pub mod error;

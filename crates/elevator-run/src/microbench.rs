@@ -405,52 +405,83 @@ fn build_queue(
     Ok(queue)
 }
 
+/// A case's queue filled to its depth and warmed up, ready for the bios
+/// that are measured: [`measure`] times them, the instruction-count
+/// scenarios ([`crate::cost`]) count them.
+pub struct Prepared {
+    bench: Bench,
+}
+
+impl Prepared {
+    /// Build the queue of `case` with `sets` applied, fill the scheduler to
+    /// its depth and run the warm-up.
+    pub fn new(case: &Case, sets: &[(String, String)]) -> Result<Prepared, MicrobenchError> {
+        check_sizes(case)?;
+        let queue = build_queue(case, sets)?;
+        let block_sectors = u64::from(case.bs / 512);
+        let mut bench = Bench {
+            queue,
+            positions: Positions {
+                pattern: case.pattern,
+                state: case.seed,
+                next_seq: 0,
+                blocks: DEVICE_SECTORS / block_sectors,
+                block_sectors,
+            },
+            bs: case.bs,
+            depth: case.depth,
+            inflight: VecDeque::with_capacity(case.inflight as usize),
+            inflight_max: case.inflight as usize,
+            now: 0,
+            token: 0,
+            completed: 0,
+            failed: 0,
+        };
+        // Fill the scheduler to its depth, then warm up in steady state.
+        let fill_limit = u64::from(case.depth) * 4096 + 100_000;
+        let mut filled = 0;
+        while bench.queue.queued() < case.depth && filled < fill_limit {
+            bench.step()?;
+            filled += 1;
+        }
+        for _ in 0..(case.ios / 10).max(10_000) {
+            bench.step()?;
+        }
+        bench.queue.reset_stats();
+        Ok(Prepared { bench })
+    }
+
+    /// Submit `ios` bios in steady state: the measured loop.
+    pub fn run(&mut self, ios: u64) -> Result<(), MicrobenchError> {
+        for _ in 0..ios {
+            self.bench.step()?;
+        }
+        Ok(())
+    }
+
+    /// Dispatch and complete everything left, and check that every bio
+    /// submitted completed without error.
+    pub fn finish(mut self) -> Result<(), MicrobenchError> {
+        self.bench.drain()?;
+        let b = &self.bench;
+        if b.completed != b.token || b.failed != 0 {
+            return Err(MicrobenchError::from(MicrobenchErrorKind::Accounting {
+                submitted: b.token,
+                completed: b.completed,
+                failed: b.failed,
+            }));
+        }
+        Ok(())
+    }
+}
+
 fn run_once(case: &Case, sets: &[(String, String)]) -> Result<Run, MicrobenchError> {
-    let queue = build_queue(case, sets)?;
-    let block_sectors = u64::from(case.bs / 512);
-    let mut bench = Bench {
-        queue,
-        positions: Positions {
-            pattern: case.pattern,
-            state: case.seed,
-            next_seq: 0,
-            blocks: DEVICE_SECTORS / block_sectors,
-            block_sectors,
-        },
-        bs: case.bs,
-        depth: case.depth,
-        inflight: VecDeque::with_capacity(case.inflight as usize),
-        inflight_max: case.inflight as usize,
-        now: 0,
-        token: 0,
-        completed: 0,
-        failed: 0,
-    };
-    // Fill the scheduler to its depth, then warm up in steady state.
-    let fill_limit = u64::from(case.depth) * 4096 + 100_000;
-    let mut filled = 0;
-    while bench.queue.queued() < case.depth && filled < fill_limit {
-        bench.step()?;
-        filled += 1;
-    }
-    for _ in 0..(case.ios / 10).max(10_000) {
-        bench.step()?;
-    }
-    bench.queue.reset_stats();
+    let mut prepared = Prepared::new(case, sets)?;
     let t0 = thread_cpu_ns();
-    for _ in 0..case.ios {
-        bench.step()?;
-    }
+    prepared.run(case.ios)?;
     let t1 = thread_cpu_ns();
-    let stats = bench.queue.stats().clone();
-    bench.drain()?;
-    if bench.completed != bench.token || bench.failed != 0 {
-        return Err(MicrobenchError::from(MicrobenchErrorKind::Accounting {
-            submitted: bench.token,
-            completed: bench.completed,
-            failed: bench.failed,
-        }));
-    }
+    let stats = prepared.bench.queue.stats().clone();
+    prepared.finish()?;
     Ok(Run {
         ns_per_io: (t1 - t0) as f64 / case.ios as f64,
         merges: stats.bio_merges(),
@@ -458,6 +489,18 @@ fn run_once(case: &Case, sets: &[(String, String)]) -> Result<Run, MicrobenchErr
         requests: stats.requests,
         dispatches: stats.dispatches,
     })
+}
+
+/// A case with no bios, or a bio size that is not a positive multiple of
+/// 512, is refused.
+fn check_sizes(case: &Case) -> Result<(), MicrobenchError> {
+    if case.ios == 0 {
+        return Err(MicrobenchErrorKind::Empty.into());
+    }
+    if case.bs == 0 || !case.bs.is_multiple_of(512) {
+        return Err(MicrobenchErrorKind::BioSize(case.bs).into());
+    }
+    Ok(())
 }
 
 /// Measure one case: `repeat` runs, each on a fresh queue with `sets`
@@ -469,12 +512,10 @@ pub fn measure(
     sets: &[(String, String)],
     repeat: u32,
 ) -> Result<CaseResult, MicrobenchError> {
-    if case.ios == 0 || repeat == 0 {
+    if repeat == 0 {
         return Err(MicrobenchErrorKind::Empty.into());
     }
-    if case.bs == 0 || !case.bs.is_multiple_of(512) {
-        return Err(MicrobenchErrorKind::BioSize(case.bs).into());
-    }
+    check_sizes(case)?;
     let mut runs = Vec::with_capacity(repeat as usize);
     for _ in 0..repeat {
         runs.push(run_once(case, sets)?);

@@ -17,6 +17,7 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 
 use crate::run::OutputFormat;
+use elevator_run::cost::CellCounter;
 use elevator_run::experiment::{
     Opts, Outcome, Progress, cfq_idling, deadline_cost, lock_scaling, merging,
 };
@@ -83,6 +84,12 @@ pub struct Args {
     /// lock-scaling: the scheduler every queue runs.
     #[arg(long, default_value = "none")]
     scheduler: String,
+    /// merging, deadline-cost: base the CPU-cost verdicts on the timed
+    /// figures alone. Without it they use instructions per bio of the same
+    /// cases, counted under valgrind's callgrind, when valgrind is
+    /// installed (a count a busy machine does not move).
+    #[arg(long)]
+    timed: bool,
 }
 
 /// Run `elevator experiment`.
@@ -99,10 +106,22 @@ fn outcome(which: Which, args: &Args, opts: &Opts, progress: Progress) -> Result
         Which::All => bail!("experiment all runs every experiment, not one"),
         Which::CfqIdling => cfq_idling::outcome(opts, progress)?,
         Which::LockScaling => lock_scaling::outcome(&lock_scaling_params(args), opts, progress)?,
-        Which::Merging => merging::outcome(opts, progress)?,
+        Which::Merging => merging::outcome_counted(opts, progress, cell_counter(args)?.as_ref())?,
         Which::DirectIo => direct_io::outcome(opts, progress)?,
-        Which::DeadlineCost => deadline_cost::outcome(opts, progress)?,
+        Which::DeadlineCost => {
+            deadline_cost::outcome_counted(opts, progress, cell_counter(args)?.as_ref())?
+        }
     })
+}
+
+/// What counts the instructions of merging's and deadline-cost's cells:
+/// this executable under valgrind, unless `--timed` or valgrind is missing.
+fn cell_counter(args: &Args) -> Result<Option<CellCounter>> {
+    if args.timed {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe().context("finding this executable")?;
+    Ok(CellCounter::if_valgrind(&exe))
 }
 
 /// Run `f` with a progress line on stderr (redrawn with `\r`, only when

@@ -5,6 +5,7 @@
 mod advise;
 mod cli;
 mod common;
+mod cost_guard;
 mod crash_ext4;
 mod crash_states;
 mod experiment_seeds;

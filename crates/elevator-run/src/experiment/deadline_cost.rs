@@ -12,11 +12,16 @@
 //! `nomerges=0` (the seed's kernels tried every merge), for `deadline-list`
 //! (2.5.45's sorted list), `deadline-rbtree` (the seed's patch) and
 //! `mq-deadline` (elevator's B+tree), at queue depths from 16 to 4,096.
+//! The verdicts use instructions per I/O of the same cases at 128, 512 and
+//! 4,096, counted under callgrind ([`crate::cost::cells`]), when valgrind
+//! is there, so that a busy machine cannot flip them; without it they are
+//! timed, and say so.
 
 use serde_json::json;
 
 use super::figure::{Axis, Figure, Mark, Series, XyPlot};
 use super::{ExperimentError, Opts, Outcome, Progress, Shape, measure_each, round_to};
+use crate::cost::{CellCounter, CellMeasure};
 use crate::microbench::{Case, CaseResult, Pattern};
 
 /// The list: the seed's problem.
@@ -66,6 +71,18 @@ const TREE_GROWTH_512: f64 = 1.3;
 /// The most a tree may grow from 128 to 4,096.
 const TREE_GROWTH_4096: f64 = 1.5;
 
+/// The cases whose instructions the verdicts use.
+const COUNTED: [(&str, Pattern, u8, u32); 8] = [
+    (LIST, Pattern::Random, 0, 128),
+    (LIST, Pattern::Random, 0, 512),
+    (LIST, Pattern::Random, 0, 4096),
+    (RBTREE, Pattern::Random, 0, 128),
+    (RBTREE, Pattern::Random, 0, 512),
+    (RBTREE, Pattern::Random, 0, 4096),
+    (MQ, Pattern::Random, 0, 128),
+    (MQ, Pattern::Random, 0, 4096),
+];
+
 /// What the experiment measured: every scheduler at every depth.
 #[derive(Clone, Debug)]
 pub struct Results {
@@ -75,6 +92,8 @@ pub struct Results {
     repeat: u32,
     random_seed: u64,
     cases: Vec<CaseResult>,
+    /// The instructions the verdicts use, or why they are timed.
+    instructions: CellMeasure,
 }
 
 impl Results {
@@ -100,10 +119,46 @@ impl Results {
     pub fn growth(&self, sched: &str, depth: u32) -> f64 {
         self.ns(sched, depth) / self.ns(sched, 128).max(f64::MIN_POSITIVE)
     }
+
+    /// Instructions per I/O of `sched` at `depth`, if counted.
+    pub fn instructions(&self, sched: &str, depth: u32) -> Option<f64> {
+        let n = self
+            .instructions
+            .counts()?
+            .get(sched, Pattern::Random, 0, depth);
+        n.is_finite().then_some(n)
+    }
+
+    /// What the verdicts rest on.
+    pub fn measure(&self) -> &CellMeasure {
+        &self.instructions
+    }
+
+    /// The figure a verdict compares for `sched` at `depth`: instructions
+    /// per I/O when they were counted, else ns per I/O.
+    fn verdict_figure(&self, sched: &str, depth: u32) -> f64 {
+        if self.instructions.counts().is_some() {
+            self.instructions(sched, depth).unwrap_or(f64::NAN)
+        } else {
+            self.ns(sched, depth)
+        }
+    }
 }
 
-/// Measure every scheduler at every depth.
+/// Measure every scheduler at every depth (timed only: the verdicts are
+/// timed; [`measure_counted`] counts instructions too).
 pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, ExperimentError> {
+    measure_counted(opts, progress, None)
+}
+
+/// Measure every scheduler at every depth, and count the instructions of
+/// the cases the verdicts use with `counter` (`None`: valgrind is not
+/// there, the verdicts are timed).
+pub fn measure_counted(
+    opts: &Opts,
+    progress: Progress,
+    counter: Option<&CellCounter>,
+) -> Result<Results, ExperimentError> {
     let (depths, base_ios, min_ios, repeat): (&'static [u32], u64, u64, u32) = if opts.quick {
         (&[16, 64, 128, 512, 1024, 4096], 300_000, 30_000, 3)
     } else {
@@ -144,6 +199,9 @@ pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, Experimen
             format!("measuring {sched} at depth {depth}"),
         )
     })?;
+    let instructions = CellMeasure::of(counter, &COUNTED, &mut |done, total| {
+        progress("counting instructions under callgrind", done, total)
+    });
     Ok(Results {
         depths,
         base_ios,
@@ -151,12 +209,23 @@ pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, Experimen
         repeat,
         random_seed: opts.seed,
         cases,
+        instructions,
     })
 }
 
-/// Run the experiment: measure, then check and render.
+/// Run the experiment: measure (timed verdicts), then check and render.
 pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome, ExperimentError> {
     Ok(outcome_of(&measure_all(opts, progress)?))
+}
+
+/// Run the experiment with instruction counts for the verdicts (see
+/// [`measure_counted`]), then check and render.
+pub fn outcome_counted(
+    opts: &Opts,
+    progress: Progress,
+    counter: Option<&CellCounter>,
+) -> Result<Outcome, ExperimentError> {
+    Ok(outcome_of(&measure_counted(opts, progress, counter)?))
 }
 
 /// The outcome of measured results: table, JSON, shapes, plot and notes.
@@ -204,6 +273,19 @@ pub fn table(r: &Results) -> String {
         }
         table.push('\n');
     }
+    if r.instructions.counts().is_some() {
+        table.push_str("\ninstructions per I/O under callgrind (the verdicts'):\n");
+        for d in [128, 512, 4096] {
+            table.push_str(&format!("{d:>11}"));
+            for s in SCHEDULERS {
+                match r.instructions(s, d) {
+                    Some(n) => table.push_str(&format!(" {n:>16.0}")),
+                    None => table.push_str(&format!(" {:>16}", "-")),
+                }
+            }
+            table.push('\n');
+        }
+    }
     table
 }
 
@@ -216,6 +298,19 @@ fn per_io_growth(from: f64, to: f64, digits: usize) -> String {
     format!("{from:.1} -> {to:.1} ns per I/O ({:.digits$}x)", to / from)
 }
 
+/// `sched`'s growth from 128 to `depth`: in instructions (the verdict's)
+/// and in ns when counted, else in ns.
+fn growth_text(r: &Results, sched: &str, depth: u32, digits: usize) -> String {
+    let timed = per_io_growth(r.ns(sched, 128), r.ns(sched, depth), digits);
+    match (r.instructions(sched, 128), r.instructions(sched, depth)) {
+        (Some(a), Some(b)) => format!(
+            "{a:.0} -> {b:.0} instructions per I/O ({:.digits$}x); {timed}",
+            b / a
+        ),
+        _ => timed,
+    }
+}
+
 /// The seed's `samples` at 128 requests and at `seed::DEPTHS[to]`, then
 /// `span` and the growth to `digits` places: `A -> B samples{span} (Gx)`.
 fn seed_growth(samples: [u32; 3], to: usize, span: &str, digits: usize) -> String {
@@ -225,7 +320,7 @@ fn seed_growth(samples: [u32; 3], to: usize, span: &str, digits: usize) -> Strin
 
 /// The shapes the seed reported, checked.
 pub fn shapes(r: &Results) -> Vec<Shape> {
-    let ns = |s, d| r.ns(s, d);
+    let ns = |s, d| r.verdict_figure(s, d);
     let (l128, l512, l4096) = (ns(LIST, 128), ns(LIST, 512), ns(LIST, 4096));
     let (r128, r512, r4096) = (ns(RBTREE, 128), ns(RBTREE, 512), ns(RBTREE, 4096));
     let (m128, m4096) = (ns(MQ, 128), ns(MQ, 4096));
@@ -244,7 +339,7 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                     1
                 )
             ),
-            ours: per_io_growth(l128, l4096, 1),
+            ours: growth_text(r, LIST, 4096, 1),
             holds: l4096 / l128 >= LIST_GROWTH_4096,
         },
         Shape {
@@ -257,7 +352,7 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                  128'",
                 seed_growth(seed::LIST_MERGE, 1, " from 128 to 512", 1)
             ),
-            ours: per_io_growth(l128, l512, 1),
+            ours: growth_text(r, LIST, 512, 1),
             holds: l512 / l128 >= LIST_GROWTH_512,
         },
         Shape {
@@ -268,11 +363,12 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                 "rbtree deadline functions {}",
                 seed_growth(seed::RBTREE_ALL, 1, "", 2)
             ),
-            ours: per_io_growth(r128, r512, 2),
+            ours: growth_text(r, RBTREE, 512, 2),
             holds: r512 / r128 <= TREE_GROWTH_512,
         },
     ];
     for (sched, lo, hi) in [(RBTREE, r128, r4096), (MQ, m128, m4096)] {
+        let ours = growth_text(r, sched, 4096, 2);
         shapes.push(Shape {
             claim: format!(
                 "{sched} (a tree): at most {TREE_GROWTH_4096}x the cost per I/O at depth 4096 \
@@ -283,7 +379,7 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
                  small at 4096",
                 seed_growth(seed::RBTREE_ALL, 2, "", 2)
             ),
-            ours: per_io_growth(lo, hi, 2),
+            ours,
             holds: hi / lo <= TREE_GROWTH_4096,
         });
     }
@@ -296,10 +392,21 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
             seed::RBTREE_ALL[0],
             ratio(seed::LIST_ALL[0], seed::RBTREE_ALL[0])
         ),
-        ours: format!(
-            "{LIST} {l128:.1} vs {RBTREE} {r128:.1} ns per I/O ({:.2}x)",
-            l128 / r128
-        ),
+        ours: {
+            let (tl, tr) = (r.ns(LIST, 128), r.ns(RBTREE, 128));
+            let timed = format!(
+                "{LIST} {tl:.1} vs {RBTREE} {tr:.1} ns per I/O ({:.2}x)",
+                tl / tr
+            );
+            if r.instructions.counts().is_some() {
+                format!(
+                    "{LIST} {l128:.0} vs {RBTREE} {r128:.0} instructions per I/O ({:.2}x); {timed}",
+                    l128 / r128
+                )
+            } else {
+                timed
+            }
+        },
         holds: r128 < l128,
     });
     shapes
@@ -307,8 +414,12 @@ pub fn shapes(r: &Results) -> Vec<Shape> {
 
 /// What a reader needs to know beside the shapes (`shapes`: this run's).
 pub fn notes(r: &Results, shapes: &[Shape]) -> Vec<String> {
-    let (r128, r4096) = (r.ns(RBTREE, 128), r.ns(RBTREE, 4096));
+    let (r128, r4096) = (
+        r.verdict_figure(RBTREE, 128),
+        r.verdict_figure(RBTREE, 4096),
+    );
     let mut notes = vec![
+        r.instructions.note(),
         "The seed's figures are oprofile samples of the scheduler's functions over whole \
          tiobench runs (128 threads, ext2 on a 9 GB SCSI disk), not CPU per I/O, and its \
          I/O rate rose with the queue size; its ratios are the shape, not the scale."
@@ -328,7 +439,7 @@ pub fn notes(r: &Results, shapes: &[Shape]) -> Vec<String> {
             r4096 / r128
         ));
     }
-    if shapes.iter().any(|s| !s.holds) {
+    if shapes.iter().any(|s| !s.holds) && r.instructions.counts().is_none() {
         notes.push(
             "A shape that does not hold here may be the machine: runs on a shared two-core \
              machine vary by about 5%; a run without --quick measures more bios per case."
@@ -370,6 +481,13 @@ pub fn data(r: &Results) -> serde_json::Value {
         "depths": r.depths,
         "random_seed": r.random_seed,
         "cases": r.cases,
+        "verdicts": if r.instructions.counts().is_some() { "instructions" } else { "timed" },
+        "instructions_per_io": r.instructions.counts().map(|c| {
+            c.all()
+                .iter()
+                .map(|(name, n)| (name.clone(), json!(round_to(*n, 1))))
+                .collect::<serde_json::Map<_, _>>()
+        }),
         "growth_vs_128": SCHEDULERS
             .iter()
             .map(|s| (s.to_string(), json!({

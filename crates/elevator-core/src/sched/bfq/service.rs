@@ -39,7 +39,7 @@
 //!
 //! Async queues always get `max_budget`.
 
-use super::bfqq::{NEVER, Place, Raise};
+use super::bfqq::{NEVER, Place, REQUESTS_WITHIN_TIMER, Raise};
 use super::rate::SEQ_DISTANCE;
 use super::{Bfq, SEC, raise};
 use crate::bio::Nanos;
@@ -113,7 +113,20 @@ impl Bfq {
     /// service: decide on weight raising and put it on its tree.
     pub(super) fn activate(&mut self, h: u32, sectors: u32, now: Nanos) {
         self.raise_on_activation(h, now);
+        let slice_idle = self.slice_idle;
         let q = &mut self.queues[h as usize];
+        if !q.io_bound {
+            // Back to I/O-bound after enough arrivals right after its
+            // completions.
+            if q.last_end_request != NEVER && now < q.last_end_request.saturating_add(slice_idle) {
+                q.requests_within_timer += 1;
+                if q.requests_within_timer >= REQUESTS_WITHIN_TIMER {
+                    q.io_bound = true;
+                }
+            } else {
+                q.requests_within_timer = 0;
+            }
+        }
         let history = !q.fresh;
         q.fresh = false;
         let budget = self.queue_budget(h).max(self.charge(h, sectors));
@@ -126,7 +139,9 @@ impl Bfq {
     }
 
     /// Busy queue `h` preempts the queue in service if it has a higher class,
-    /// or the same class and a higher weight.
+    /// or the same class and a higher weight, or if the queue in service has
+    /// nothing queued and, now that `h` is active, is no longer worth idling
+    /// for (Linux: `!bfq_better_to_idle` on a queue becoming busy).
     fn maybe_preempt(&mut self, h: u32, now: Nanos) {
         let s = self.in_service;
         if s == NIL || s == h {
@@ -134,7 +149,8 @@ impl Bfq {
         }
         let (q, sq) = (&self.queues[h as usize], &self.queues[s as usize]);
         let preempt = q.class < sq.class
-            || (q.class == sq.class && self.wf2q.weight(h) > self.wf2q.weight(s));
+            || (q.class == sq.class && self.wf2q.weight(h) > self.wf2q.weight(s))
+            || (sq.queued == 0 && !self.strict_guarantees && !self.may_idle(s, now));
         if preempt {
             self.expire(s, Expiry::Preempted, now);
         }
@@ -149,8 +165,8 @@ impl Bfq {
             if let Some(h) = self.wf2q.pick(class) {
                 let q = &mut self.queues[h as usize];
                 debug_assert!(q.place == Place::Busy && q.queued > 0);
+                // Its service is 0 unless injection served it while busy.
                 q.place = Place::InService;
-                q.service = 0;
                 q.fifo_checked = false;
                 q.budget_timeout = NEVER;
                 q.idle_until = NEVER;
@@ -171,6 +187,9 @@ impl Bfq {
         now: Nanos,
     ) -> RequestId {
         let rq = RequestId::from_raw(id);
+        if h == self.in_service {
+            self.injection_on_dispatch(id);
+        }
         let r = &rqs[rq];
         let q = &mut self.queues[h as usize];
         self.sort.remove(&mut q.sort, id);
@@ -217,6 +236,10 @@ impl Bfq {
         } else {
             max
         };
+        if why == Expiry::TooIdle && served <= q.budget / 5 {
+            q.io_bound = false;
+        }
+        q.service = 0;
         q.idle_until = NEVER;
         q.budget_timeout = NEVER;
         if q.raise != Raise::Off && !q.raised(now, self.low_latency) {

@@ -1,0 +1,220 @@
+//! I/O injection: while the device is kept for the queue in service (it has
+//! nothing queued and is idled for, or waits for its requests in flight),
+//! other queues' requests are dispatched to keep the device busy, as Linux's
+//! BFQ does (`bfq_choose_bfqq_for_injection`), without changing the queue in
+//! service.
+//!
+//! The source, in this order:
+//! 1. the async queue of the in-service queue's priority, if its oldest
+//!    request comes from the same context (a process's own writes);
+//! 2. if idling does not boost throughput, and the in-service queue is not
+//!    raised, or other raised queues are active, or its think time is long:
+//!    the first of the busy queues, in service order (at most
+//!    [`SCAN_LIMIT`] looked at), whose next request fits in what is left of
+//!    its budget; only raised ones when the in-service queue is raised with
+//!    a short think time. On a non-rotational device a request of
+//!    [`NONROT_SMALL`] sectors or more is injected only into an empty device
+//!    (large requests are served first by flash and would delay the
+//!    in-service queue's next one).
+//!
+//! Injection stops at the in-service queue's **inject limit** of requests in
+//! the device. The limit adapts (Linux `bfq_update_inject_limit`): when the
+//! in-service queue gets a request while the device is empty, the time to that
+//! request's completion is its *service time*; measured without injection it
+//! is the baseline, and the limit starts at 1 once there is one. Measured with
+//! injection, a time within 3/2 of the baseline raises the limit by one (up
+//! to the deepest in-flight count seen), a longer one lowers it. Each queue's
+//! limit and baseline are reset every [`INJECT_RESET`] (to 0 for a queue with
+//! a short think time, 1 otherwise), so that the limit follows the workload.
+//! A queue that injection empties leaves its tree, charged the service it got.
+//!
+//! Not modelled: Linux's waker/blocked queue detection (a queue whose I/O
+//! unblocks the in-service one gets injected first).
+
+use super::bfqq::{NONROT_SMALL, Place};
+use super::queues::key_of;
+use super::{Bfq, MS};
+use crate::bio::Nanos;
+use crate::index::NIL;
+use crate::request::{RequestId, Requests};
+
+/// Busy queues looked at for a request to inject, per dispatch.
+const SCAN_LIMIT: u32 = 8;
+/// A queue's inject limit and baseline are reset this long after they were
+/// last lowered or reset (Linux: 1 s).
+pub(super) const INJECT_RESET: Nanos = 1_000 * MS;
+/// A service time is measured only this long after the limit was last
+/// lowered or reset (Linux: 10 ms).
+const MEASURE_HOLDOFF: Nanos = 10 * MS;
+
+impl Bfq {
+    /// A request arrived for queue `h` at `now`: reset its inject limit when
+    /// due, and start timing the request if `h` is in service and the
+    /// device is empty (or injection is being judged).
+    pub(super) fn injection_on_arrival(&mut self, h: u32, now: Nanos) {
+        let q = &self.queues[h as usize];
+        if !q.sync {
+            return;
+        }
+        if now >= q.inject_decreased.saturating_add(INJECT_RESET) {
+            self.reset_inject_limit(h, now);
+        }
+        let q = &self.queues[h as usize];
+        if self.in_service == h
+            && (self.dispatched == 0
+                || (q.last_serv_time > 0 && self.rqs_injected && self.dispatched > 0))
+            && now >= q.inject_decreased.saturating_add(MEASURE_HOLDOFF)
+        {
+            self.service_timer_start = now;
+            self.time_next_dispatch = true;
+            if self.dispatched == 0 {
+                self.rqs_injected = false;
+            }
+        }
+    }
+
+    /// Queue `h`'s limit and baseline start over.
+    fn reset_inject_limit(&mut self, h: u32, now: Nanos) {
+        let short = self.queues[h as usize].short_think_time(self.slice_idle);
+        let q = &mut self.queues[h as usize];
+        q.last_serv_time = 0;
+        q.inject_limit = u32::from(!short);
+        q.inject_decreased = now;
+        self.timed_rq = NIL;
+    }
+
+    /// Request `id` of the in-service queue is dispatched: time it if its
+    /// arrival asked for it.
+    #[inline]
+    pub(super) fn injection_on_dispatch(&mut self, id: u32) {
+        if self.time_next_dispatch {
+            self.time_next_dispatch = false;
+            self.timed_rq = id;
+        }
+    }
+
+    /// Request `id` of queue `h` completed at `now`, `in_flight` in the
+    /// device counting it: if it was the timed one, adapt `h`'s limit.
+    #[inline]
+    pub(super) fn injection_on_completion(&mut self, h: u32, id: u32, in_flight: u32, now: Nanos) {
+        if id != self.timed_rq {
+            return;
+        }
+        let max_in_flight = self.queueing.max_in_flight();
+        let injected = self.rqs_injected;
+        let took = now.saturating_sub(self.service_timer_start);
+        let q = &mut self.queues[h as usize];
+        let old = q.inject_limit;
+        if q.last_serv_time > 0 && injected {
+            let threshold = q.last_serv_time.saturating_mul(3) / 2;
+            if took >= threshold && old > 0 {
+                q.inject_limit -= 1;
+                q.inject_decreased = now;
+            } else if took < threshold && old <= max_in_flight {
+                q.inject_limit += 1;
+            }
+        }
+        if (q.last_serv_time == 0 && in_flight == 1) || took < q.last_serv_time {
+            if q.last_serv_time == 0 {
+                q.inject_limit = old.max(1);
+            }
+            q.last_serv_time = took;
+        } else if !injected && in_flight == 1 {
+            q.last_serv_time = took;
+        }
+        self.timed_rq = NIL;
+        self.rqs_injected = false;
+    }
+
+    /// Dispatch another queue's request while in-service queue `h` (nothing
+    /// queued) keeps the device, if injection allows one.
+    pub(super) fn inject(&mut self, rqs: &Requests, h: u32, now: Nanos) -> Option<RequestId> {
+        if self.strict_guarantees || self.queued == 0 {
+            return None;
+        }
+        let c = self.injection_source(rqs, h, now)?;
+        let id = self.choose(rqs, c, now);
+        let charge = self.charge(c, rqs[RequestId::from_raw(id)].sectors());
+        self.rqs_injected = true;
+        let rq = self.take(rqs, c, id, charge, now);
+        if self.queues[c as usize].queued == 0 {
+            self.drained_by_injection(c, now);
+        }
+        Some(rq)
+    }
+
+    /// What is left of busy queue `c`'s budget covers its next request.
+    fn fits_budget(&self, rqs: &Requests, c: u32, next: u32) -> bool {
+        let q = &self.queues[c as usize];
+        let charge = self.charge(c, rqs[RequestId::from_raw(next)].sectors());
+        charge <= q.budget.saturating_sub(q.service)
+    }
+
+    /// The queue to inject from, if any.
+    fn injection_source(&self, rqs: &Requests, h: u32, now: Nanos) -> Option<u32> {
+        let q = &self.queues[h as usize];
+        // 1. The same context's async requests.
+        if let Some(a) = self
+            .table
+            .get(key_of(0, false, usize::from(q.class), q.level))
+            && a != h
+            && let Some(f) = self.queues[a as usize].fifo.front()
+            && rqs[RequestId::from_raw(f)].ctx().0 == q.key as u32
+            && self.fits_budget(rqs, a, f)
+        {
+            return Some(a);
+        }
+        // 2. Any busy queue, if idling is not there for throughput.
+        let raised = q.raised(now, self.low_latency);
+        let short = q.short_think_time(self.slice_idle);
+        if self.idling_boosts_throughput(h, now) || (raised && self.raised_active() <= 1 && short) {
+            return None;
+        }
+        let limit = q.inject_limit;
+        if self.dispatched >= limit {
+            return None;
+        }
+        let always = !raised || !short;
+        let mut looked = 0;
+        for class in 0..3 {
+            let mut cur = self.wf2q.first_busy(class);
+            while let Some(c) = cur {
+                looked += 1;
+                if looked > SCAN_LIMIT {
+                    return None;
+                }
+                cur = self.wf2q.next_busy(c);
+                let cq = &self.queues[c as usize];
+                debug_assert!(cq.place == Place::Busy && cq.queued > 0);
+                if !(always || cq.raised(now, self.low_latency)) {
+                    continue;
+                }
+                let next = self.nearest(rqs, c);
+                if !self.fits_budget(rqs, c, next) {
+                    continue;
+                }
+                if !self.rotational
+                    && rqs[RequestId::from_raw(next)].sectors() >= NONROT_SMALL
+                    && self.dispatched >= 1
+                {
+                    continue;
+                }
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// Busy queue `c` has nothing queued left after an injection: it leaves
+    /// its tree, charged what it was served, and waits for its completions.
+    fn drained_by_injection(&mut self, c: u32, now: Nanos) {
+        let served = self.queues[c as usize].service;
+        self.wf2q.remove_busy(c);
+        self.wf2q.deactivate(c, served);
+        self.uncount_weight(c);
+        self.went_idle(c, now);
+        let q = &mut self.queues[c as usize];
+        q.service = 0;
+        q.place = Place::Idle;
+    }
+}

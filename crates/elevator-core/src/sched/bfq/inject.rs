@@ -5,8 +5,11 @@
 //! service.
 //!
 //! The source, in this order:
-//! 1. the async queue of the in-service queue's priority, if its oldest
-//!    request comes from the same context (a process's own writes);
+//! 1. the async queue of the in-service queue's priority, if one of its
+//!    [`OWN_ASYNC_LOOK`] most recent requests comes from the same context (a
+//!    process's own buffered writes: idling for a process must not hold back
+//!    the writes it issued meanwhile; Linux looks at the async queue's next
+//!    request only, and detects other blocking queues as "wakers");
 //! 2. if idling does not boost throughput, and the in-service queue is not
 //!    raised, or other raised queues are active, or its think time is long:
 //!    the first of the busy queues, in service order (at most
@@ -40,6 +43,8 @@ use crate::request::{RequestId, Requests};
 
 /// Busy queues looked at for a request to inject, per dispatch.
 const SCAN_LIMIT: u32 = 8;
+/// Most recent async requests looked at for one of the in-service context.
+const OWN_ASYNC_LOOK: u32 = 8;
 /// A queue's inject limit and baseline are reset this long after they were
 /// last lowered or reset (Linux: 1 s).
 pub(super) const INJECT_RESET: Nanos = 1_000 * MS;
@@ -132,8 +137,7 @@ impl Bfq {
         if self.strict_guarantees || self.queued == 0 {
             return None;
         }
-        let c = self.injection_source(rqs, h, now)?;
-        let id = self.choose(rqs, c, now);
+        let (c, id) = self.injection_source(rqs, h, now)?;
         let charge = self.charge(c, rqs[RequestId::from_raw(id)].sectors());
         self.rqs_injected = true;
         let rq = self.take(rqs, c, id, charge, now);
@@ -150,20 +154,35 @@ impl Bfq {
         charge <= q.budget.saturating_sub(q.service)
     }
 
-    /// The queue to inject from, if any.
-    fn injection_source(&self, rqs: &Requests, h: u32, now: Nanos) -> Option<u32> {
+    /// A recent async request of in-service queue `h`'s context, with its
+    /// queue.
+    fn own_async(&self, rqs: &Requests, h: u32) -> Option<(u32, u32)> {
         let q = &self.queues[h as usize];
-        // 1. The same context's async requests.
-        if let Some(a) = self
+        let a = self
             .table
-            .get(key_of(0, false, usize::from(q.class), q.level))
-            && a != h
-            && let Some(f) = self.queues[a as usize].fifo.front()
-            && rqs[RequestId::from_raw(f)].ctx().0 == q.key as u32
-            && self.fits_budget(rqs, a, f)
-        {
-            return Some(a);
+            .get(key_of(0, false, usize::from(q.class), q.level))?;
+        if a == h {
+            return None;
         }
+        let ctx = q.key as u32;
+        let mut cur = self.queues[a as usize].fifo.back();
+        for _ in 0..OWN_ASYNC_LOOK {
+            let id = cur?;
+            if rqs[RequestId::from_raw(id)].ctx().0 == ctx {
+                return self.fits_budget(rqs, a, id).then_some((a, id));
+            }
+            cur = self.fifo.prev(id);
+        }
+        None
+    }
+
+    /// The queue to inject from and its request, if any.
+    fn injection_source(&self, rqs: &Requests, h: u32, now: Nanos) -> Option<(u32, u32)> {
+        // 1. The same context's async requests.
+        if let Some(found) = self.own_async(rqs, h) {
+            return Some(found);
+        }
+        let q = &self.queues[h as usize];
         // 2. Any busy queue, if idling is not there for throughput.
         let raised = q.raised(now, self.low_latency);
         let short = q.short_think_time(self.slice_idle);
@@ -199,7 +218,7 @@ impl Bfq {
                 {
                     continue;
                 }
-                return Some(c);
+                return Some((c, next));
             }
         }
         None

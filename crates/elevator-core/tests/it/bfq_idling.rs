@@ -250,3 +250,56 @@ fn command_queueing_is_learned_from_the_depth_in_flight() {
         }
     }
 }
+
+/// Context 1 has two reads in flight while an IDLE-class queue is active
+/// (so context 1 is idled for) and context 2's async write is queued; one of
+/// the reads completes. What does dispatch answer?
+fn idled_for_with_a_write_waiting(q: &mut Queue<Bfq>, now: u64) -> Dispatch {
+    let idle_class = prio(PrioClass::Idle, 4);
+    q.submit(&read_prio(3, 1 << 21, idle_class), now).unwrap();
+    q.submit(&read(1, 4096, 4), now).unwrap();
+    q.submit(&read(1, 8192, 4), now).unwrap();
+    let a = request(q, now);
+    let b = request(q, now);
+    assert_eq!(q.request(a).ctx(), IoContext(1));
+    assert_eq!(q.request(b).ctx(), IoContext(1));
+    q.submit(&async_write(2, 1 << 22), now).unwrap();
+    complete(q, a, now + 100 * US);
+    q.dispatch(now + 100 * US)
+}
+
+#[test]
+fn the_queue_whose_completions_wake_the_one_in_service_is_injected() {
+    // Control: with no waker known, nothing is injected while context 1 is
+    // idled for with a request in flight (its inject limit is 0).
+    let mut q = bfq_on(32, false, &[("low_latency", 0)]);
+    assert_eq!(idled_for_with_a_write_waiting(&mut q, 0), Dispatch::Blocked);
+
+    // Context 1's reads follow the completions of context 2's async writes,
+    // three times in a row: the async queue becomes its waker.
+    let mut q = bfq_on(32, false, &[("low_latency", 0)]);
+    let mut now = 0;
+    for round in 0..4u64 {
+        q.submit(&read(1, round * 64, 4), now).unwrap();
+        let r = request(&mut q, now);
+        assert_eq!(q.request(r).ctx(), IoContext(1));
+        q.submit(&async_write(2, (1 << 20) + round * 64), now)
+            .unwrap();
+        now += 100 * US;
+        complete(&mut q, r, now);
+        // Symmetric queues on a queueing device: no idling.
+        let w = request(&mut q, now);
+        assert_eq!(q.request(w).ctx(), IoContext(2));
+        now += 100 * US;
+        complete(&mut q, w, now);
+        now += 100 * US;
+    }
+    match idled_for_with_a_write_waiting(&mut q, now) {
+        Dispatch::Request(w) => {
+            assert_eq!(q.request(w).ctx(), IoContext(2));
+            assert!(!q.request(w).is_sync());
+        }
+        other => panic!("the waker's write was not injected: {other:?}"),
+    }
+    check(&q);
+}

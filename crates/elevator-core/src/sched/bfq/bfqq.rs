@@ -3,7 +3,7 @@
 //! that decides idling and weight raising.
 
 use crate::bio::{IoPrio, Nanos, Sector};
-use crate::index::{ListHead, RbRoot};
+use crate::index::{ListHead, NIL, RbRoot};
 
 /// A time that never comes.
 pub(super) const NEVER: Nanos = Nanos::MAX;
@@ -125,6 +125,15 @@ pub(super) struct Bfqq {
     pub last_serv_time: Nanos,
     /// When its inject limit was last lowered or reset.
     pub inject_decreased: Nanos,
+    /// The queue whose completions its new requests follow (Linux
+    /// `waker_bfqq`), with that queue's key to tell a reused slot; `NIL`:
+    /// none.
+    pub waker: u32,
+    pub waker_key: u64,
+    /// The candidate waker, how many times in a row it was seen, since when.
+    pub tentative_waker: u32,
+    pub waker_detections: u32,
+    pub waker_detection_start: Nanos,
 }
 
 /// Arrivals in a row within `slice_idle` of the last completion that make a
@@ -169,6 +178,11 @@ impl Bfqq {
         inject_limit: 0,
         last_serv_time: 0,
         inject_decreased: 0,
+        waker: NIL,
+        waker_key: u64::MAX,
+        tentative_waker: NIL,
+        waker_detections: 0,
+        waker_detection_start: 0,
     };
 
     /// A new queue for `key`.

@@ -10,7 +10,16 @@
 //!    process's own buffered writes: idling for a process must not hold back
 //!    the writes it issued meanwhile; Linux looks at the async queue's next
 //!    request only, and detects other blocking queues as "wakers");
-//! 2. if idling does not boost throughput, and the in-service queue is not
+//! 2. its waker queue, if busy and its next request fits in what is left of
+//!    its budget, without limit (Linux `waker_bfqq`): a queue whose
+//!    completions the in-service queue's new requests follow, within
+//!    [`WAKER_GAP`], [`WAKER_DETECTIONS`] times in a row (detection starts
+//!    over after 128 × `slice_idle`). Idling for a process whose next request
+//!    waits for another queue's I/O would otherwise only stall both; this is
+//!    how a client waiting on its own writes (an NBD connection, a process
+//!    writing then reading) keeps going while it is idled for. Linux detects
+//!    wakers only for queues with a long think time; here for any sync queue;
+//! 3. if idling does not boost throughput, and the in-service queue is not
 //!    raised, or other raised queues are active, or its think time is long:
 //!    the first of the busy queues, in service order (at most
 //!    [`SCAN_LIMIT`] looked at), whose next request fits in what is left of
@@ -45,6 +54,13 @@ use crate::request::{RequestId, Requests};
 const SCAN_LIMIT: u32 = 8;
 /// Most recent async requests looked at for one of the in-service context.
 const OWN_ASYNC_LOOK: u32 = 8;
+/// A new request this soon after another queue's completion was woken by it
+/// (Linux: 4 ms).
+const WAKER_GAP: Nanos = 4 * MS;
+/// Wake-ups in a row that make a queue the waker (Linux: 3).
+const WAKER_DETECTIONS: u32 = 3;
+/// Waker detection starts over after this many `slice_idle`s (Linux: 128).
+const WAKER_WINDOW_IDLES: u64 = 128;
 /// A queue's inject limit and baseline are reset this long after they were
 /// last lowered or reset (Linux: 1 s).
 pub(super) const INJECT_RESET: Nanos = 1_000 * MS;
@@ -86,6 +102,31 @@ impl Bfq {
         q.inject_limit = u32::from(!short);
         q.inject_decreased = now;
         self.timed_rq = NIL;
+    }
+
+    /// Sync queue `h`, empty, gets a request at `now`: if it follows another
+    /// queue's completion closely, count that queue as its tentative waker,
+    /// and make it the waker after [`WAKER_DETECTIONS`] in a row.
+    pub(super) fn check_waker(&mut self, h: u32, now: Nanos) {
+        let last = self.last_completed_queue;
+        if last == NIL || last == h || now.saturating_sub(self.last_completion) >= WAKER_GAP {
+            return;
+        }
+        let window = self.slice_idle.saturating_mul(WAKER_WINDOW_IDLES);
+        let last_key = self.queues[last as usize].key;
+        let q = &mut self.queues[h as usize];
+        if q.tentative_waker != last || now > q.waker_detection_start.saturating_add(window) {
+            q.tentative_waker = last;
+            q.waker_detections = 1;
+            q.waker_detection_start = now;
+        } else {
+            q.waker_detections += 1;
+        }
+        if q.waker_detections >= WAKER_DETECTIONS {
+            q.waker = last;
+            q.waker_key = last_key;
+            q.tentative_waker = NIL;
+        }
     }
 
     /// Request `id` of the in-service queue is dispatched: time it if its
@@ -183,7 +224,19 @@ impl Bfq {
             return Some(found);
         }
         let q = &self.queues[h as usize];
-        // 2. Any busy queue, if idling is not there for throughput.
+        // 2. Its waker.
+        let w = q.waker;
+        if w != NIL
+            && w != h
+            && self.queues[w as usize].key == q.waker_key
+            && self.queues[w as usize].place == Place::Busy
+        {
+            let next = self.nearest(rqs, w);
+            if self.fits_budget(rqs, w, next) {
+                return Some((w, next));
+            }
+        }
+        // 3. Any busy queue, if idling is not there for throughput.
         let raised = q.raised(now, self.low_latency);
         let short = q.short_think_time(self.slice_idle);
         if self.idling_boosts_throughput(h, now) || (raised && self.raised_active() <= 1 && short) {

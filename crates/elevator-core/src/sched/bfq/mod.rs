@@ -245,6 +245,9 @@ pub struct Bfq {
     service_timer_start: Nanos,
     time_next_dispatch: bool,
     rqs_injected: bool,
+    /// The queue of the last completed request, and when it completed.
+    last_completed_queue: u32,
+    last_completion: Nanos,
 }
 
 impl Default for Bfq {
@@ -294,6 +297,8 @@ impl Bfq {
             service_timer_start: 0,
             time_next_dispatch: false,
             rqs_injected: false,
+            last_completed_queue: NIL,
+            last_completion: 0,
         };
         tunable::apply_defaults(&TABLE, &mut b);
         b
@@ -388,6 +393,12 @@ impl Scheduler for Bfq {
         self.fifo_time[i] = now.saturating_add(self.fifo_expire[usize::from(sync)]);
         let think_cap = self.slice_idle.saturating_mul(2);
         let rotational = self.rotational;
+        if self.queues[h as usize].sync
+            && self.queues[h as usize].queued == 0
+            && self.queues[h as usize].dispatched == 0
+        {
+            self.check_waker(h, now);
+        }
         let q = &mut self.queues[h as usize];
         q.exited = false;
         self.sort.insert(&mut q.sort, rq.raw(), r.sector());
@@ -529,6 +540,8 @@ impl Scheduler for Bfq {
         self.queueing
             .completed(in_flight, self.queued, shallow_by_idling);
         self.injection_on_completion(h, rq.raw(), in_flight, now);
+        self.last_completed_queue = h;
+        self.last_completion = now;
         self.dispatched -= 1;
         self.rate.completed(now, rqs[rq].sectors(), self.dispatched);
         let q = &mut self.queues[h as usize];

@@ -62,8 +62,10 @@
 //! for. Whether the device queues is learned from the depth observed in
 //! flight (Linux `hw_tag`), not taken from `queue_depth` (beyond: a device
 //! that takes one command cannot queue). While it keeps the device for the
-//! queue in service, BFQ injects other queues' requests, up to an inject
-//! limit adapted from the in-service queue's measured service times. The
+//! queue in service, BFQ injects other queues' requests: the same context's
+//! async ones, the in-service queue's waker's (the queue whose completions
+//! its requests follow), and others' up to an inject limit adapted from the
+//! in-service queue's measured service times. The
 //! wait is given up when every tag is held and nothing BFQ dispatched is in
 //! the device. `strict_guarantees` = 1 idles for every sync queue and keeps
 //! one request in the device at a time (no injection).
@@ -119,14 +121,19 @@
 //! service times are measured from 10 ms after a reset or decrease, and a
 //! time within 3/2 of the baseline raises the limit; a request of 8 sectors
 //! or more is injected into a non-rotational device only when it is empty
-//! (`BFQQ_SECT_THR_NONROT`).//!
+//! (`BFQQ_SECT_THR_NONROT`); a queue's new request that follows another
+//! queue's completion within 4 ms, 3 times in a row (counting restarts after
+//! 128 × `slice_idle`), makes that queue its waker, injected first while the
+//! queue is idled for.//!
 //! # Simplified against Linux
 //!
 //! - One cgroup (no group hierarchy); sync queues keyed by context and
 //!   priority (Linux: per process, with the process's priority).
-//! - No merging of the queues of cooperating processes; no waker/blocked
-//!   queue detection for injection; at most 8 busy queues looked at for a
-//!   request to inject.
+//! - No merging of the queues of cooperating processes; at most 8 busy
+//!   queues looked at for a request to inject; wakers are detected for every
+//!   sync queue (Linux: only for queues with a long think time), and a
+//!   context's own async requests are found among the async queue's 8 most
+//!   recent (Linux: its next request only).
 //! - Idling still requires a short think time in every case (Linux idles
 //!   without one on a rotational device that does not queue, and for
 //!   guarantees); a raised queue is not denied idling for throughput when

@@ -51,10 +51,9 @@
 //! device for it rather than switch: it waits for its requests in flight,
 //! then up to `slice_idle` (8 ms, on every device) for its next request.
 //! Following Linux's rules, it idles for a sync queue with a short think time
-//! only when idling boosts throughput without issues (a rotational device
-//! that does not queue commands; or a sequential, I/O-bound queue on a device
-//! that is rotational or does not queue; and no raised queue active that this
-//! one would hold off) or is needed for service guarantees (the queue is
+//! only when idling boosts throughput (a rotational device that does not
+//! queue commands; or a sequential, I/O-bound queue on a device that is
+//! rotational or does not queue) or is needed for service guarantees (the queue is
 //! raised and some active queue is not, or the device is deep in others'
 //! requests; active sync queues of different weights, the queue not the
 //! lightest; active queues in more than one class; or it is the only active
@@ -136,9 +135,10 @@
 //!   recent (Linux: its next request only).
 //! - Idling still requires a short think time in every case (Linux idles
 //!   without one on a rotational device that does not queue, and for
-//!   guarantees); a raised queue is not denied idling for throughput when
-//!   other raised queues are active (Linux denies it, leaving it to the
-//!   guarantee rule); the idle wait of a raised queue is `slice_idle` (Linux:
+//!   guarantees); idling for throughput is not refused while raised queues
+//!   are active (Linux refuses it, `wr_busy_queues`, which here starved a
+//!   sequential reader beside raised random writers on a disk); the idle
+//!   wait of a raised queue is `slice_idle` (Linux:
 //!   at least 20 ms).
 //! - A queue becoming active ends a pointless wait of the queue in service
 //!   only when that queue has nothing queued (Linux also preempts a queue

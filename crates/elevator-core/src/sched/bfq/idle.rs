@@ -106,7 +106,11 @@ impl Bfq {
     pub(super) fn idling_boosts_throughput(&self, h: u32) -> bool {
         let q = &self.queues[h as usize];
         let queueing = self.queueing.queueing();
-        let sequential_io_bound = !q.seeky() && q.io_bound && q.short_think_time(self.slice_idle);
+        // On a disk a sequential queue is worth idling for even when it is
+        // not I/O-bound (CFQ's rule; Linux's BFQ asks for I/O-bound, which
+        // here cost a sequential reader its share beside random writers).
+        let sequential_io_bound =
+            !q.seeky() && (q.io_bound || self.rotational) && q.short_think_time(self.slice_idle);
         (self.rotational && !queueing) || ((self.rotational || !queueing) && sequential_io_bound)
     }
 

@@ -54,8 +54,7 @@
 //! only when idling boosts throughput (a rotational device that does not
 //! queue commands; or a sequential, I/O-bound queue on a device that is
 //! rotational or does not queue) or is needed for service guarantees (the queue is
-//! raised and some active queue is not, or the device is deep in others'
-//! requests; active sync queues of different weights, the queue not the
+//! raised and some active queue is not; active sync queues of different weights, the queue not the
 //! lightest; active queues in more than one class; or it is the only active
 //! queue). A queue becoming active ends a wait these rules no longer call
 //! for. Whether the device queues is learned from the depth observed in
@@ -115,8 +114,8 @@
 //! I/O-bound from creation, stops being one when it expires too idle having
 //! used at most 1/5 of its budget, and becomes one again after 120 arrivals
 //! in a row within `slice_idle` of its last completion
-//! (`bfq_requests_within_timer`); a raised queue is idled for when the device
-//! holds 4 requests more than its own; the inject limit is reset every 1 s,
+//! (`bfq_requests_within_timer`); a raised queue's budget is 2 × the
+//! smallest budget (`__bfq_bfqq_recalc_budget`); the inject limit is reset every 1 s,
 //! service times are measured from 10 ms after a reset or decrease, and a
 //! time within 3/2 of the baseline raises the limit; a request of 8 sectors
 //! or more is injected into a non-rotational device only when it is empty
@@ -139,7 +138,11 @@
 //!   are active (Linux refuses it, `wr_busy_queues`, which here starved a
 //!   sequential reader beside raised random writers on a disk); the idle
 //!   wait of a raised queue is `slice_idle` (Linux:
-//!   at least 20 ms).
+//!   at least 20 ms); a raised queue is not idled for merely because the
+//!   device holds 4 requests more than its own (Linux does; here it gave
+//!   raised random writers slots that held the disk yet cost them a few
+//!   sectors each, and a raised sequential reader beside them waited seconds,
+//!   see `idle.rs`).
 //! - A queue becoming active ends a pointless wait of the queue in service
 //!   only when that queue has nothing queued (Linux also preempts a queue
 //!   with requests when the new one comes first by timestamps).

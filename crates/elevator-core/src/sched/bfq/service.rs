@@ -37,7 +37,12 @@
 //! - no more requests: what it used (at least `max_budget/32`);
 //! - preempted, tags held: unchanged.
 //!
-//! Async queues always get `max_budget`.
+//! Async queues always get `max_budget`. A queue whose weight is raised gets
+//! 2 × `max_budget/32` whatever its own budget (Linux
+//! `__bfq_bfqq_recalc_budget`): short slots keep its latency low, and a raised
+//! queue is charged little per slot, so a raised sequential reader does not
+//! pay for a whole budget at once and then wait behind raised random writers
+//! that are each charged only their few sectors per slot.
 
 use super::bfqq::{NEVER, Place, REQUESTS_WITHIN_TIMER, Raise};
 use super::rate::SEQ_DISTANCE;
@@ -53,6 +58,8 @@ const DEFAULT_MAX_BUDGET: u64 = 16 * 1024;
 const MIN_AUTO_MAX_BUDGET: u64 = 256;
 /// The smallest budget is `max_budget` / this.
 const MIN_BUDGET_DIVISOR: u64 = 32;
+/// A raised queue's budget, in minimum budgets (Linux: 2).
+const RAISED_BUDGET_MINS: u64 = 2;
 /// Async requests are charged this many times their size.
 const ASYNC_CHARGE_FACTOR: u64 = 3;
 
@@ -82,14 +89,17 @@ impl Bfq {
         }
     }
 
-    /// The budget queue `h` gets for its next slot.
-    fn queue_budget(&self, h: u32) -> u64 {
+    /// The budget queue `h` gets for its next slot at `now`.
+    fn queue_budget(&self, h: u32, now: Nanos) -> u64 {
         let q = &self.queues[h as usize];
         let max = self.max_budget();
         if !q.sync {
             return max;
         }
         let min = (max / MIN_BUDGET_DIVISOR).max(1);
+        if q.raised(now, self.low_latency) {
+            return (RAISED_BUDGET_MINS * min).min(max);
+        }
         let b = if q.max_budget == 0 {
             max * 2 / 3
         } else {
@@ -129,7 +139,7 @@ impl Bfq {
         }
         let history = !q.fresh;
         q.fresh = false;
-        let budget = self.queue_budget(h).max(self.charge(h, sectors));
+        let budget = self.queue_budget(h, now).max(self.charge(h, sectors));
         let weight = self.weight(h, now);
         self.queues[h as usize].budget = budget;
         self.queues[h as usize].place = Place::Busy;
@@ -216,7 +226,7 @@ impl Bfq {
         self.in_service = NIL;
         let max = self.max_budget();
         let min = (max / MIN_BUDGET_DIVISOR).max(1);
-        let budget = self.queue_budget(h);
+        let budget = self.queue_budget(h, now);
         let q = &mut self.queues[h as usize];
         let served = q.service;
         let charged = if why == Expiry::Timeout {
@@ -251,7 +261,7 @@ impl Bfq {
         }
         self.uncount_weight(h);
         if self.queues[h as usize].queued > 0 {
-            let budget = self.queue_budget(h);
+            let budget = self.queue_budget(h, now);
             let weight = self.weight(h, now);
             let q = &mut self.queues[h as usize];
             q.budget = budget;

@@ -1,7 +1,8 @@
 //! BFQ's idling rules as Linux's: no idling for symmetric queues on a device
 //! that queues commands, idling for the only active queue until another
 //! becomes active, idling where guarantees need it (classes, raised queues,
-//! weights), injection of the same context's async writes and of others'
+//! weights) but not merely because the device is deep in others' requests,
+//! injection of the same context's async writes and of others'
 //! requests up to the learned inject limit, and command queueing learned from
 //! the depth seen in flight.
 
@@ -144,6 +145,29 @@ fn a_raised_queue_is_idled_for_when_an_active_queue_is_not_raised() {
             other => panic!("{other:?}"),
         }
     }
+}
+
+#[test]
+fn raised_queues_of_one_weight_are_not_idled_for_because_the_device_is_deep() {
+    // Two new queues, both raised: context 2's five reads are in the device
+    // when context 1's one read is dispatched. Context 1, with nothing
+    // queued, is not kept: context 2's next read goes next.
+    let mut q = bfq_on(32, false, &[]);
+    for i in 0..5 {
+        q.submit(&read(2, (i + 1) << 24, 4), 0).unwrap();
+    }
+    q.submit(&read(1, 0, 4), 0).unwrap();
+    let firsts: Vec<u32> = (0..6)
+        .map(|_| {
+            let id = request(&mut q, 0);
+            q.request(id).ctx().0
+        })
+        .collect();
+    assert_eq!(firsts, [2, 2, 2, 2, 2, 1]);
+    q.submit(&read(2, 6 << 24, 4), 10 * US).unwrap();
+    check(&q);
+    let next = request(&mut q, 10 * US);
+    assert_eq!(q.request(next).ctx(), IoContext(2));
 }
 
 #[test]

@@ -21,10 +21,9 @@
 //!   (`idling_boosts_thr_without_issues`): the device is rotational and does
 //!   not queue commands; or the queue is sequential (not seeky) and I/O-bound
 //!   and the device is rotational or does not queue. Never on a flash device
-//!   that queues: there idling only lowers throughput. (Linux also refuses
-//!   it while raised queues are active, to favour them; this model does not:
-//!   a sequential reader beside raised random writers on a disk would lose
-//!   its stream, and with it the share a fair scheduler exists to give it);
+//!   that queues: there idling only lowers throughput. Not for a queue that
+//!   is not raised while raised queues are active (it would hold the device
+//!   against them; Linux `wr_busy_queues`);
 //! - **idling is needed for service guarantees**
 //!   (`idling_needed_for_service_guarantees`): the queue is raised and some
 //!   active queue is not; or the scenario is asymmetric: active sync queues of
@@ -104,19 +103,18 @@ impl Bfq {
         if self.slice_idle == 0 || !q.short_think_time(self.slice_idle) {
             return false;
         }
-        self.idling_boosts_throughput(h) || self.idling_needed_for_guarantees(h, now)
+        self.idling_boosts_throughput(h, now) || self.idling_needed_for_guarantees(h, now)
     }
 
-    /// Whether idling for `h` raises throughput.
-    pub(super) fn idling_boosts_throughput(&self, h: u32) -> bool {
+    /// Whether idling for `h` raises throughput without holding the device
+    /// against raised queues.
+    pub(super) fn idling_boosts_throughput(&self, h: u32, now: Nanos) -> bool {
         let q = &self.queues[h as usize];
         let queueing = self.queueing.queueing();
-        // On a disk a sequential queue is worth idling for even when it is
-        // not I/O-bound (CFQ's rule; Linux's BFQ asks for I/O-bound, which
-        // here cost a sequential reader its share beside random writers).
-        let sequential_io_bound =
-            !q.seeky() && (q.io_bound || self.rotational) && q.short_think_time(self.slice_idle);
-        (self.rotational && !queueing) || ((self.rotational || !queueing) && sequential_io_bound)
+        let sequential_io_bound = !q.seeky() && q.io_bound && q.short_think_time(self.slice_idle);
+        let boosts = (self.rotational && !queueing)
+            || ((self.rotational || !queueing) && sequential_io_bound);
+        boosts && (self.raised_active() == 0 || q.raised(now, self.low_latency))
     }
 
     /// Whether idling for `h` is needed to keep the service it is owed.

@@ -239,7 +239,7 @@ impl Bfq {
         // 3. Any busy queue, if idling is not there for throughput.
         let raised = q.raised(now, self.low_latency);
         let short = q.short_think_time(self.slice_idle);
-        if self.idling_boosts_throughput(h) || (raised && self.raised_active() <= 1 && short) {
+        if self.idling_boosts_throughput(h, now) || (raised && self.raised_active() <= 1 && short) {
             return None;
         }
         let limit = q.inject_limit;

@@ -53,7 +53,8 @@
 //! Following Linux's rules, it idles for a sync queue with a short think time
 //! only when idling boosts throughput (a rotational device that does not
 //! queue commands; or a sequential, I/O-bound queue on a device that is
-//! rotational or does not queue) or is needed for service guarantees (the queue is
+//! rotational or does not queue; not for an unraised queue while raised ones
+//! are active) or is needed for service guarantees (the queue is
 //! raised and some active queue is not; active sync queues of different weights, the queue not the
 //! lightest; active queues in more than one class; or it is the only active
 //! queue). A queue becoming active ends a wait these rules no longer call
@@ -134,9 +135,7 @@
 //!   recent (Linux: its next request only).
 //! - Idling still requires a short think time in every case (Linux idles
 //!   without one on a rotational device that does not queue, and for
-//!   guarantees); idling for throughput is not refused while raised queues
-//!   are active (Linux refuses it, `wr_busy_queues`, which here starved a
-//!   sequential reader beside raised random writers on a disk); the idle
+//!   guarantees); the idle
 //!   wait of a raised queue is `slice_idle` (Linux:
 //!   at least 20 ms); a raised queue is not idled for merely because the
 //!   device holds 4 requests more than its own (Linux does; here it gave

@@ -3,6 +3,7 @@
 //! each module below was a test file of its own.
 
 mod bfq;
+mod bfq_idling;
 mod common;
 mod deadline_order;
 mod disk_stats;

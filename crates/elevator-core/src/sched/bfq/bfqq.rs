@@ -3,7 +3,7 @@
 //! that decides idling and weight raising.
 
 use crate::bio::{IoPrio, Nanos, Sector};
-use crate::index::{ListHead, RbRoot};
+use crate::index::{ListHead, NIL, RbRoot};
 
 /// A time that never comes.
 pub(super) const NEVER: Nanos = Nanos::MAX;
@@ -108,7 +108,37 @@ pub(super) struct Bfqq {
     pub soft_rt_next_start: Nanos,
     /// The asymmetry counter it is counted in (sync queues while active).
     pub weight_slot: u8,
+
+    /// It keeps the device busy when served (Linux `IO_bound`): set when
+    /// created and after [`REQUESTS_WITHIN_TIMER`] arrivals in a row each
+    /// within `slice_idle` of its last completion; cleared when it expires
+    /// too idle having used at most a fifth of its budget.
+    pub io_bound: bool,
+    /// Arrivals in a row within `slice_idle` of its last completion, while
+    /// not I/O-bound.
+    pub requests_within_timer: u32,
+    /// Requests of other queues that may be in the device while it is in
+    /// service with nothing queued (I/O injection, `inject.rs`).
+    pub inject_limit: u32,
+    /// Time from its first request after it was empty to that request's
+    /// completion, with nothing injected; 0: not measured yet.
+    pub last_serv_time: Nanos,
+    /// When its inject limit was last lowered or reset.
+    pub inject_decreased: Nanos,
+    /// The queue whose completions its new requests follow (Linux
+    /// `waker_bfqq`), with that queue's key to tell a reused slot; `NIL`:
+    /// none.
+    pub waker: u32,
+    pub waker_key: u64,
+    /// The candidate waker, how many times in a row it was seen, since when.
+    pub tentative_waker: u32,
+    pub waker_detections: u32,
+    pub waker_detection_start: Nanos,
 }
+
+/// Arrivals in a row within `slice_idle` of the last completion that make a
+/// queue I/O-bound again (Linux `bfq_requests_within_timer`).
+pub(super) const REQUESTS_WITHIN_TIMER: u32 = 120;
 
 impl Bfqq {
     pub const FREE: Bfqq = Bfqq {
@@ -143,6 +173,16 @@ impl Bfqq {
         service_from_backlogged: 0,
         soft_rt_next_start: 0,
         weight_slot: NO_SLOT,
+        io_bound: true,
+        requests_within_timer: 0,
+        inject_limit: 0,
+        last_serv_time: 0,
+        inject_decreased: 0,
+        waker: NIL,
+        waker_key: u64::MAX,
+        tentative_waker: NIL,
+        waker_detections: 0,
+        waker_detection_start: 0,
     };
 
     /// A new queue for `key`.
@@ -167,6 +207,13 @@ impl Bfqq {
     #[inline]
     pub fn seeky(&self) -> bool {
         self.seek_history.count_ones() > SEEKY_BITS
+    }
+
+    /// Whether every one of its last 32 requests was a seek (Linux
+    /// `BFQQ_TOTALLY_SEEKY`).
+    #[inline]
+    pub fn totally_seeky(&self) -> bool {
+        self.seek_history == u32::MAX
     }
 
     /// Whether its mean think time is within `slice_idle` (no samples yet

@@ -80,10 +80,11 @@ impl Bfq {
             }
         }
         assert_eq!(counts, self.weight_counts, "asymmetry counters");
-        assert_eq!(
-            self.distinct_weights as usize,
-            counts.iter().filter(|&&c| c > 0).count()
-        );
+        let mask = counts
+            .iter()
+            .enumerate()
+            .fold(0u16, |m, (i, &c)| if c > 0 { m | 1 << i } else { m });
+        assert_eq!(self.weight_mask, mask, "non-zero weight counters");
         assert_eq!(queued, self.queued, "queued count");
         assert_eq!(dispatched, self.dispatched, "dispatched count");
         assert_eq!(self.lru.len(), retained, "LRU list length");

@@ -72,6 +72,12 @@ impl Bfq {
                 return f;
             }
         }
+        self.nearest(rqs, h)
+    }
+
+    /// The request of queue `h` nearest the head position (by the rule
+    /// above, FIFO aside).
+    pub(super) fn nearest(&self, rqs: &Requests, h: u32) -> u32 {
         let q = &self.queues[h as usize];
         let head = self.last_pos;
         let ahead = self.sort.lower_bound(&q.sort, head);

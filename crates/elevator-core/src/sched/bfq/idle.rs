@@ -1,25 +1,51 @@
 //! Idling: whether the device waits for the queue in service when it has
 //! nothing queued, and for how long; and the counters of active sync queues
-//! by weight that tell whether idling is needed for guarantees. (A queue's
-//! think time and seekiness are kept in `bfqq.rs`; `dispatch` and
-//! `completed`, in `mod.rs`, start, end and give up the wait.)
+//! by weight that tell whether the scenario is asymmetric. (A queue's think
+//! time, seekiness and I/O-boundness are kept in `bfqq.rs`; whether the
+//! device queues commands is learned in `queueing.rs`; serving other queues
+//! while idling is `inject.rs`; `dispatch` and `completed`, in `mod.rs`,
+//! start, end and give up the wait.)
 //!
 //! When the queue in service has dispatched everything, BFQ may keep the
 //! device for it rather than switch: it waits for its requests in flight to
 //! complete, and after the last completion waits up to `slice_idle` for its
 //! next request (dispatch answers [`SchedDispatch::WaitUntil`]); a request for
-//! it ends the wait, and the end of the wait expires it (too idle). A queue
-//! is idled for if it is sync, not IDLE class, has a short think time (mean
-//! gap between a completion and its next request, over arrivals that find it
-//! with nothing pending, within `slice_idle`; no samples yet counts as short),
-//! and either
-//! - idling boosts throughput: the device is rotational without command
-//!   queueing (`queue_depth` 1), or it is rotational or lacks queueing and the
-//!   queue is not seeky (more than 4 of its last 32 requests more than 800
-//!   sectors from the previous one); or
-//! - idling is needed for guarantees: the active sync queues do not all have
-//!   the same class, weight and raising (an asymmetric scenario), or the
-//!   queue is weight-raised.
+//! it ends the wait, and the end of the wait expires it (too idle). As in
+//! Linux (`bfq_better_to_idle`), a queue is idled for only if it is sync, not
+//! IDLE class, its context is not gone, `slice_idle` is not 0, it has a short
+//! think time (mean gap between a completion and its next request, over
+//! arrivals that find it with nothing pending, within `slice_idle`; no
+//! samples yet counts as short), and either:
+//!
+//! - **idling boosts throughput without issues**
+//!   (`idling_boosts_thr_without_issues`): the device is rotational and does
+//!   not queue commands; or the queue is sequential (not seeky) and I/O-bound
+//!   and the device is rotational or does not queue. Never on a flash device
+//!   that queues: there idling only lowers throughput. Not for a queue that
+//!   is not raised while raised queues are active (it would hold the device
+//!   against them; Linux `wr_busy_queues`);
+//! - **idling is needed for service guarantees**
+//!   (`idling_needed_for_service_guarantees`): the queue is raised and some
+//!   active queue is not; or the scenario is asymmetric: active sync queues of
+//!   different weights (unless this queue has the smallest weight: idling
+//!   cannot protect the share of the queue everybody else outweighs), or
+//!   active queues in more than one class; or it is the only active queue
+//!   (idling then costs nobody anything, and a queue that becomes active
+//!   while it waits ends the wait unless one of these rules still holds).
+//!
+//! Linux also idles for a raised queue whenever the device holds at least 4
+//! requests more than the queue's own; this model does not. Here that rule
+//! kept each of several raised random writers in service only while the
+//! others' requests drained, each such slot charged just the few sectors it
+//! had dispatched, so the device's time went to slots that cost nothing and
+//! a raised sequential reader beside them waited seconds for its turn (its
+//! throughput fell from 7.5 to 2.1 MB/s on hdd-7200). Among raised queues of
+//! one weight, idling protects nobody's share.
+//!
+//! A queue that becomes active while the one in service waits for its next
+//! request ends the wait (preempts it) once these rules no longer call for
+//! it (`service.rs`). Whether the device queues is not a flag: see
+//! `queueing.rs` (Linux `hw_tag`).
 //!
 //! The wait is given up at once (the queue expires, its budget unchanged)
 //! when every tag is in use and nothing BFQ dispatched is in the device:
@@ -32,10 +58,9 @@
 //! the tags, `bfq_limit_depth`. Here the engines' tag waiters stand in one
 //! first-come line, so the scheduler gives up the wait instead.)
 //!
-//! A seeky queue that is idled for only because of throughput, not raised,
-//! waits at most 2 ms (Linux `BFQ_MIN_TT`). `slice_idle` is 8 ms on every
-//! device, as in Linux's BFQ; on a non-rotational device with queueing the
-//! rule above idles only to protect guarantees.
+//! A seeky queue that is not raised, in a symmetric scenario, waits at most
+//! 2 ms (Linux `BFQ_MIN_TT`). `slice_idle` is 8 ms on every device, as in
+//! Linux's BFQ.
 //!
 //! `strict_guarantees` = 1: every sync queue is idled for (whatever its think
 //! time or seekiness), the queue in service is never expired while it has
@@ -51,9 +76,22 @@ use crate::bio::Nanos;
 
 /// Longest idle wait for a seeky queue idled for throughput only.
 const MIN_TT: Nanos = 2 * MS;
+/// Weight counters: 8 levels, raised or not.
+pub(super) const WEIGHT_SLOTS: usize = 16;
+/// The counters of raised weights (every raised weight is above every
+/// unraised one).
+const RAISED_SLOTS: u16 = 0xff00;
+
+/// Weight counter of a queue at `level`, `raised` or not: counters ordered by
+/// weight, lightest first.
+#[inline]
+fn weight_slot(level: u8, raised: bool) -> usize {
+    usize::from(raised) * 8 + (7 - usize::from(level.min(7)))
+}
 
 impl Bfq {
-    /// Whether idling for in-service queue `h` is worth it.
+    /// Whether idling for in-service queue `h` is worth it (Linux
+    /// `bfq_better_to_idle`).
     pub(super) fn may_idle(&self, h: u32, now: Nanos) -> bool {
         let q = &self.queues[h as usize];
         if !q.sync || q.class == IDLE_CLASS || q.exited {
@@ -65,10 +103,47 @@ impl Bfq {
         if self.slice_idle == 0 || !q.short_think_time(self.slice_idle) {
             return false;
         }
-        let boosts_throughput = (self.rotational && !self.hw_queueing)
-            || ((self.rotational || !self.hw_queueing) && !q.seeky());
-        let needed_for_guarantees = self.distinct_weights > 1 || q.raised(now, self.low_latency);
-        boosts_throughput || needed_for_guarantees
+        self.idling_boosts_throughput(h, now) || self.idling_needed_for_guarantees(h, now)
+    }
+
+    /// Whether idling for `h` raises throughput without holding the device
+    /// against raised queues.
+    pub(super) fn idling_boosts_throughput(&self, h: u32, now: Nanos) -> bool {
+        let q = &self.queues[h as usize];
+        let queueing = self.queueing.queueing();
+        let sequential_io_bound = !q.seeky() && q.io_bound && q.short_think_time(self.slice_idle);
+        let boosts = (self.rotational && !queueing)
+            || ((self.rotational || !queueing) && sequential_io_bound);
+        boosts && (self.raised_active() == 0 || q.raised(now, self.low_latency))
+    }
+
+    /// Whether idling for `h` is needed to keep the service it is owed.
+    pub(super) fn idling_needed_for_guarantees(&self, h: u32, now: Nanos) -> bool {
+        let q = &self.queues[h as usize];
+        let active = self.wf2q.active_total();
+        (q.raised(now, self.low_latency) && self.raised_active() < active)
+            || self.asymmetric(h)
+            || active == 1
+    }
+
+    /// Whether queues would not get their shares without idling for `h`:
+    /// active sync queues of different weights, `h` not the lightest; or
+    /// active queues in more than one class (Linux
+    /// `bfq_asymmetric_scenario`).
+    pub(super) fn asymmetric(&self, h: u32) -> bool {
+        let slot = self.queues[h as usize].weight_slot;
+        let lightest = slot != NO_SLOT && u32::from(slot) == self.weight_mask.trailing_zeros();
+        let varied = !lightest && self.weight_mask.count_ones() > 1;
+        varied || self.wf2q.classes_active() > 1
+    }
+
+    /// Active sync queues with a raised weight.
+    #[inline]
+    pub(super) fn raised_active(&self) -> u32 {
+        if self.weight_mask & RAISED_SLOTS == 0 {
+            return 0;
+        }
+        self.weight_counts[8..].iter().sum()
     }
 
     /// How long to wait for in-service queue `h`'s next request.
@@ -77,7 +152,7 @@ impl Bfq {
         if !self.strict_guarantees
             && q.seeky()
             && !q.raised(now, self.low_latency)
-            && self.distinct_weights <= 1
+            && !self.asymmetric(h)
         {
             self.slice_idle.min(MIN_TT)
         } else {
@@ -92,12 +167,9 @@ impl Bfq {
             return;
         }
         debug_assert_eq!(q.weight_slot, NO_SLOT, "queue {h} counted twice");
-        let raised = q.raised(now, self.low_latency);
-        let slot = usize::from(q.class) * 16 + usize::from(q.level) * 2 + usize::from(raised);
+        let slot = weight_slot(q.level, q.raised(now, self.low_latency));
         self.weight_counts[slot] += 1;
-        if self.weight_counts[slot] == 1 {
-            self.distinct_weights += 1;
-        }
+        self.weight_mask |= 1 << slot;
         self.queues[h as usize].weight_slot = slot as u8;
     }
 
@@ -110,7 +182,7 @@ impl Bfq {
         let slot = usize::from(slot);
         self.weight_counts[slot] -= 1;
         if self.weight_counts[slot] == 0 {
-            self.distinct_weights -= 1;
+            self.weight_mask &= !(1 << slot);
         }
         self.queues[h as usize].weight_slot = NO_SLOT;
     }

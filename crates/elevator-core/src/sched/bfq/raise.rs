@@ -14,7 +14,9 @@
 //!   than `soft_rt_next_start`, computed when it last went idle as the later of
 //!   (when it became backlogged + its service since then / 7000 sectors/s) and
 //!   (now + `slice_idle` + 4 ms): a queue that issues little, periodically,
-//!   and does not come straight back. Raised for 300 ms, renewed each time.
+//!   and does not come straight back, and whose last 32 requests were not
+//!   all seeks (Linux `BFQQ_TOTALLY_SEEKY`). Raised for 300 ms, renewed each
+//!   time.
 //!
 //! **Bursts**: queue creations less than 180 ms apart form a burst; once a
 //! burst reaches 8 queues, none of its queues (and none created while it
@@ -110,6 +112,7 @@ impl Bfq {
                 q.wr_until = now.saturating_add(wr_duration);
                 q.wr_service = 0;
             } else if q.dispatched == 0
+                && !q.totally_seeky()
                 && now >= q.soft_rt_next_start
                 && !(q.raised(now, true) && q.wr_until > now.saturating_add(WR_RT_MAX_TIME))
             {

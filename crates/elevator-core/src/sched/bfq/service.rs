@@ -37,9 +37,14 @@
 //! - no more requests: what it used (at least `max_budget/32`);
 //! - preempted, tags held: unchanged.
 //!
-//! Async queues always get `max_budget`.
+//! Async queues always get `max_budget`. A queue whose weight is raised gets
+//! 2 × `max_budget/32` whatever its own budget (Linux
+//! `__bfq_bfqq_recalc_budget`): short slots keep its latency low, and a raised
+//! queue is charged little per slot, so a raised sequential reader does not
+//! pay for a whole budget at once and then wait behind raised random writers
+//! that are each charged only their few sectors per slot.
 
-use super::bfqq::{NEVER, Place, Raise};
+use super::bfqq::{NEVER, Place, REQUESTS_WITHIN_TIMER, Raise};
 use super::rate::SEQ_DISTANCE;
 use super::{Bfq, SEC, raise};
 use crate::bio::Nanos;
@@ -53,6 +58,8 @@ const DEFAULT_MAX_BUDGET: u64 = 16 * 1024;
 const MIN_AUTO_MAX_BUDGET: u64 = 256;
 /// The smallest budget is `max_budget` / this.
 const MIN_BUDGET_DIVISOR: u64 = 32;
+/// A raised queue's budget, in minimum budgets (Linux: 2).
+const RAISED_BUDGET_MINS: u64 = 2;
 /// Async requests are charged this many times their size.
 const ASYNC_CHARGE_FACTOR: u64 = 3;
 
@@ -82,14 +89,17 @@ impl Bfq {
         }
     }
 
-    /// The budget queue `h` gets for its next slot.
-    fn queue_budget(&self, h: u32) -> u64 {
+    /// The budget queue `h` gets for its next slot at `now`.
+    fn queue_budget(&self, h: u32, now: Nanos) -> u64 {
         let q = &self.queues[h as usize];
         let max = self.max_budget();
         if !q.sync {
             return max;
         }
         let min = (max / MIN_BUDGET_DIVISOR).max(1);
+        if q.raised(now, self.low_latency) {
+            return (RAISED_BUDGET_MINS * min).min(max);
+        }
         let b = if q.max_budget == 0 {
             max * 2 / 3
         } else {
@@ -113,10 +123,23 @@ impl Bfq {
     /// service: decide on weight raising and put it on its tree.
     pub(super) fn activate(&mut self, h: u32, sectors: u32, now: Nanos) {
         self.raise_on_activation(h, now);
+        let slice_idle = self.slice_idle;
         let q = &mut self.queues[h as usize];
+        if !q.io_bound {
+            // Back to I/O-bound after enough arrivals right after its
+            // completions.
+            if q.last_end_request != NEVER && now < q.last_end_request.saturating_add(slice_idle) {
+                q.requests_within_timer += 1;
+                if q.requests_within_timer >= REQUESTS_WITHIN_TIMER {
+                    q.io_bound = true;
+                }
+            } else {
+                q.requests_within_timer = 0;
+            }
+        }
         let history = !q.fresh;
         q.fresh = false;
-        let budget = self.queue_budget(h).max(self.charge(h, sectors));
+        let budget = self.queue_budget(h, now).max(self.charge(h, sectors));
         let weight = self.weight(h, now);
         self.queues[h as usize].budget = budget;
         self.queues[h as usize].place = Place::Busy;
@@ -126,7 +149,9 @@ impl Bfq {
     }
 
     /// Busy queue `h` preempts the queue in service if it has a higher class,
-    /// or the same class and a higher weight.
+    /// or the same class and a higher weight, or if the queue in service has
+    /// nothing queued and, now that `h` is active, is no longer worth idling
+    /// for (Linux: `!bfq_better_to_idle` on a queue becoming busy).
     fn maybe_preempt(&mut self, h: u32, now: Nanos) {
         let s = self.in_service;
         if s == NIL || s == h {
@@ -134,7 +159,8 @@ impl Bfq {
         }
         let (q, sq) = (&self.queues[h as usize], &self.queues[s as usize]);
         let preempt = q.class < sq.class
-            || (q.class == sq.class && self.wf2q.weight(h) > self.wf2q.weight(s));
+            || (q.class == sq.class && self.wf2q.weight(h) > self.wf2q.weight(s))
+            || (sq.queued == 0 && !self.strict_guarantees && !self.may_idle(s, now));
         if preempt {
             self.expire(s, Expiry::Preempted, now);
         }
@@ -149,8 +175,8 @@ impl Bfq {
             if let Some(h) = self.wf2q.pick(class) {
                 let q = &mut self.queues[h as usize];
                 debug_assert!(q.place == Place::Busy && q.queued > 0);
+                // Its service is 0 unless injection served it while busy.
                 q.place = Place::InService;
-                q.service = 0;
                 q.fifo_checked = false;
                 q.budget_timeout = NEVER;
                 q.idle_until = NEVER;
@@ -171,6 +197,9 @@ impl Bfq {
         now: Nanos,
     ) -> RequestId {
         let rq = RequestId::from_raw(id);
+        if h == self.in_service {
+            self.injection_on_dispatch(id);
+        }
         let r = &rqs[rq];
         let q = &mut self.queues[h as usize];
         self.sort.remove(&mut q.sort, id);
@@ -197,7 +226,7 @@ impl Bfq {
         self.in_service = NIL;
         let max = self.max_budget();
         let min = (max / MIN_BUDGET_DIVISOR).max(1);
-        let budget = self.queue_budget(h);
+        let budget = self.queue_budget(h, now);
         let q = &mut self.queues[h as usize];
         let served = q.service;
         let charged = if why == Expiry::Timeout {
@@ -217,6 +246,10 @@ impl Bfq {
         } else {
             max
         };
+        if why == Expiry::TooIdle && served <= q.budget / 5 {
+            q.io_bound = false;
+        }
+        q.service = 0;
         q.idle_until = NEVER;
         q.budget_timeout = NEVER;
         if q.raise != Raise::Off && !q.raised(now, self.low_latency) {
@@ -228,7 +261,7 @@ impl Bfq {
         }
         self.uncount_weight(h);
         if self.queues[h as usize].queued > 0 {
-            let budget = self.queue_budget(h);
+            let budget = self.queue_budget(h, now);
             let weight = self.weight(h, now);
             let q = &mut self.queues[h as usize];
             q.budget = budget;

@@ -123,6 +123,55 @@ impl Wf2q {
         !t.eligible.is_empty() || !t.waiting.is_empty()
     }
 
+    /// Active entities (busy or in service) over all classes.
+    #[inline]
+    pub(super) fn active_total(&self) -> u32 {
+        self.trees.iter().map(|t| t.active).sum()
+    }
+
+    /// Classes with an active entity.
+    #[inline]
+    pub(super) fn classes_active(&self) -> u32 {
+        self.trees.iter().map(|t| u32::from(t.active > 0)).sum()
+    }
+
+    /// The first busy entity of `class` in service order: the eligible ones
+    /// by finish time, then the waiting ones by start time.
+    #[inline]
+    pub(super) fn first_busy(&self, class: usize) -> Option<u32> {
+        let t = &self.trees[class];
+        self.nodes
+            .first(&t.eligible)
+            .or_else(|| self.nodes.first(&t.waiting))
+    }
+
+    /// The busy entity after `h` in [`Wf2q::first_busy`]'s order.
+    #[inline]
+    pub(super) fn next_busy(&self, h: u32) -> Option<u32> {
+        let e = &self.entities[h as usize];
+        match e.place {
+            Place::Eligible => self
+                .nodes
+                .next(h)
+                .or_else(|| self.nodes.first(&self.trees[e.class as usize].waiting)),
+            Place::Waiting => self.nodes.next(h),
+            Place::Out => None,
+        }
+    }
+
+    /// Take busy `h` off its tree without serving it (it stays active, as
+    /// one in service does, until deactivated).
+    pub(super) fn remove_busy(&mut self, h: u32) {
+        let e = &mut self.entities[h as usize];
+        let t = &mut self.trees[e.class as usize];
+        match e.place {
+            Place::Eligible => self.nodes.remove(&mut t.eligible, h),
+            Place::Waiting => self.nodes.remove(&mut t.waiting, h),
+            Place::Out => debug_assert!(false, "entity {h} is not on a tree"),
+        }
+        e.place = Place::Out;
+    }
+
     /// The weight `h` is counted with.
     #[inline]
     pub(super) fn weight(&self, h: u32) -> u64 {

@@ -106,10 +106,10 @@ fn outcome(which: Which, args: &Args, opts: &Opts, progress: Progress) -> Result
         Which::All => bail!("experiment all runs every experiment, not one"),
         Which::CfqIdling => cfq_idling::outcome(opts, progress)?,
         Which::LockScaling => lock_scaling::outcome(&lock_scaling_params(args), opts, progress)?,
-        Which::Merging => merging::outcome_counted(opts, progress, cell_counter(args)?.as_ref())?,
+        Which::Merging => merging::outcome(opts, progress, cell_counter(args)?.as_ref())?,
         Which::DirectIo => direct_io::outcome(opts, progress)?,
         Which::DeadlineCost => {
-            deadline_cost::outcome_counted(opts, progress, cell_counter(args)?.as_ref())?
+            deadline_cost::outcome(opts, progress, cell_counter(args)?.as_ref())?
         }
     })
 }

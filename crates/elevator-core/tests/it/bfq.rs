@@ -20,6 +20,12 @@ fn bfq_queue(sets: &[(&str, u64)], queue_depth: u32, merges: bool) -> Queue<Bfq>
         nr_requests: 256,
         ..QueueConfig::default()
     };
+    bfq_with(cfg, sets)
+}
+
+/// A BFQ queue of `cfg` with the tunables `sets` set (shared with
+/// `bfq_idling`).
+pub(crate) fn bfq_with(cfg: QueueConfig, sets: &[(&str, u64)]) -> Queue<Bfq> {
     let mut q = Queue::new(cfg, Bfq::new()).unwrap();
     for &(name, value) in sets {
         q.set(name, value).unwrap();
@@ -27,7 +33,7 @@ fn bfq_queue(sets: &[(&str, u64)], queue_depth: u32, merges: bool) -> Queue<Bfq>
     q
 }
 
-fn prio(class: PrioClass, level: u8) -> IoPrio {
+pub(crate) fn prio(class: PrioClass, level: u8) -> IoPrio {
     IoPrio::new(class, level).unwrap()
 }
 

@@ -6,6 +6,7 @@
 //! requests up to the learned inject limit, and command queueing learned from
 //! the depth seen in flight.
 
+use crate::bfq::{bfq_with, prio};
 use elevator_core::sched::Bfq;
 use elevator_core::{
     Bio, Dispatch, IoContext, IoPrio, Outcome, PrioClass, Queue, QueueConfig, RequestId,
@@ -23,15 +24,7 @@ fn bfq_on(queue_depth: u32, rotational: bool, sets: &[(&str, u64)]) -> Queue<Bfq
         nr_requests: 256,
         ..QueueConfig::default()
     };
-    let mut q = Queue::new(cfg, Bfq::new()).unwrap();
-    for &(name, value) in sets {
-        q.set(name, value).unwrap();
-    }
-    q
-}
-
-fn prio(class: PrioClass, level: u8) -> IoPrio {
-    IoPrio::new(class, level).unwrap()
+    bfq_with(cfg, sets)
 }
 
 /// A sync read of 8 sectors for `ctx` at `sector`, best effort at `level`.

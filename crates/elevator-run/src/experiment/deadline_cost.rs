@@ -145,16 +145,10 @@ impl Results {
     }
 }
 
-/// Measure every scheduler at every depth (timed only: the verdicts are
-/// timed; [`measure_counted`] counts instructions too).
-pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, ExperimentError> {
-    measure_counted(opts, progress, None)
-}
-
 /// Measure every scheduler at every depth, and count the instructions of
 /// the cases the verdicts use with `counter` (`None`: valgrind is not
 /// there, the verdicts are timed).
-pub fn measure_counted(
+pub fn measure_all(
     opts: &Opts,
     progress: Progress,
     counter: Option<&CellCounter>,
@@ -213,19 +207,14 @@ pub fn measure_counted(
     })
 }
 
-/// Run the experiment: measure (timed verdicts), then check and render.
-pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome, ExperimentError> {
-    Ok(outcome_of(&measure_all(opts, progress)?))
-}
-
 /// Run the experiment with instruction counts for the verdicts (see
-/// [`measure_counted`]), then check and render.
-pub fn outcome_counted(
+/// [`measure_all`]), then check and render.
+pub fn outcome(
     opts: &Opts,
     progress: Progress,
     counter: Option<&CellCounter>,
 ) -> Result<Outcome, ExperimentError> {
-    Ok(outcome_of(&measure_counted(opts, progress, counter)?))
+    Ok(outcome_of(&measure_all(opts, progress, counter)?))
 }
 
 /// The outcome of measured results: table, JSON, shapes, plot and notes.

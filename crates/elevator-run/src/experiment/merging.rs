@@ -117,16 +117,10 @@ fn sizes(opts: &Opts) -> (u64, u32) {
     }
 }
 
-/// Measure every scheduler, pattern and `nomerges` (timed only: the
-/// verdicts are timed; [`measure_counted`] counts instructions too).
-pub fn measure_all(opts: &Opts, progress: Progress) -> Result<Results, ExperimentError> {
-    measure_counted(opts, progress, None)
-}
-
 /// Measure every scheduler, pattern and `nomerges`, and count the
 /// instructions of the cases the CPU-cost verdicts use with `counter`
 /// (`None`: valgrind is not there, the verdicts are timed).
-pub fn measure_counted(
+pub fn measure_all(
     opts: &Opts,
     progress: Progress,
     counter: Option<&CellCounter>,
@@ -168,19 +162,14 @@ pub fn measure_counted(
     })
 }
 
-/// Run the experiment: measure (timed verdicts), then check and render.
-pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome, ExperimentError> {
-    Ok(outcome_of(&measure_all(opts, progress)?))
-}
-
 /// Run the experiment with instruction counts for the CPU-cost verdicts
-/// (see [`measure_counted`]), then check and render.
-pub fn outcome_counted(
+/// (see [`measure_all`]), then check and render.
+pub fn outcome(
     opts: &Opts,
     progress: Progress,
     counter: Option<&CellCounter>,
 ) -> Result<Outcome, ExperimentError> {
-    Ok(outcome_of(&measure_counted(opts, progress, counter)?))
+    Ok(outcome_of(&measure_all(opts, progress, counter)?))
 }
 
 /// The outcome of measured results: table, JSON, shapes, plot and notes.

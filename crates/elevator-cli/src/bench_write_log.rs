@@ -75,6 +75,11 @@ pub fn run(args: &Args) -> Result<()> {
     let at = |what: &str| args.dir.join(format!("elevator-bench-{pid}-{what}"));
     let (source, socket, server_log) = (at("src.img"), at("nbd.sock"), at("server.log"));
     let log_dir = args.log_dir.as_ref().unwrap_or(&args.dir);
+    for (flag, dir) in [("--dir", &args.dir), ("--log-dir", log_dir)] {
+        if !dir.is_dir() {
+            bail!("{flag} {}: not a directory", dir.display());
+        }
+    }
     let write_log = log_dir.join(format!("elevator-bench-{pid}-w.wlog"));
     let me = std::env::current_exe().context("finding the elevator binary")?;
     // figures[workload][logged] per round.

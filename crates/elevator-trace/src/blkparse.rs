@@ -26,6 +26,13 @@
 //! [`MAX_NAMED_PROCESSES`] processes: past that it forgets them and names
 //! each again when next seen).
 //!
+//! blkparse merges the per-CPU files by time, but its output can still be a
+//! little out of time order across CPUs (read from a pipe, it sorts what it
+//! has read so far): the reader puts lines back in time order within its
+//! reorder window ([`crate::reorder`];
+//! [`BlkparseReader::with_reorder_window`], strict unless given one) and
+//! refuses, naming both lines, one that falls outside it.
+//!
 //! Text holds less than the binary format: times are relative to the first
 //! event (the origin is lost); data-less events other than C/R and X print
 //! no sector; sizes are in 512-byte blocks; a split prints no size (read
@@ -44,6 +51,7 @@ use crate::record::{
     Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, item_reader, name_prefix, parse_rwbs,
     process_name, traced_event,
 };
+use crate::reorder::{Reorder, ReorderStats, ReorderWindow};
 use crate::sink::TraceSink;
 use crate::text_fields::{
     Fields, LineRead, MAX_LINE_BYTES, parse_seconds, parse_uint, push_right, push_uint,
@@ -52,8 +60,6 @@ use crate::text_fields::{
 
 /// How blkparse names a process it has no notify record for.
 const NO_NAME: &str = "(null)";
-/// CPUs whose time order is checked.
-const CHECKED_CPUS: usize = 4096;
 
 /// Streams the events of blkparse's default output, one line at a time.
 pub struct BlkparseReader<R: BufRead> {
@@ -65,8 +71,12 @@ pub struct BlkparseReader<R: BufRead> {
     ignored: u64,
     lines: u64,
     names: HashMap<u32, String>,
-    last_time: Vec<u64>,
-    pending: Option<Item>,
+    /// The items read, put back in time order.
+    reorder: Reorder,
+    /// No more lines are read: the end, or `failure`.
+    ended: bool,
+    /// The error that ends the read, given once the items before it are.
+    failure: Option<TraceError>,
     done: bool,
 }
 
@@ -85,7 +95,8 @@ enum Line {
 impl<R: BufRead> BlkparseReader<R> {
     /// A reader of `input`, named `source_name` in errors. With `skip_bad`,
     /// lines that do not parse are counted ([`BlkparseReader::skipped`])
-    /// instead of ending the read with an error.
+    /// instead of ending the read with an error. Strict about time order:
+    /// [`BlkparseReader::with_reorder_window`] gives a window.
     pub fn new(input: R, source_name: &str, skip_bad: bool) -> BlkparseReader<R> {
         BlkparseReader {
             input,
@@ -96,10 +107,23 @@ impl<R: BufRead> BlkparseReader<R> {
             ignored: 0,
             lines: 0,
             names: HashMap::new(),
-            last_time: Vec::new(),
-            pending: None,
+            reorder: Reorder::new(ReorderWindow::STRICT),
+            ended: false,
+            failure: None,
             done: false,
         }
+    }
+
+    /// The same reader, putting lines back in time order within `window`
+    /// (given before the first item is read).
+    pub fn with_reorder_window(mut self, window: ReorderWindow) -> BlkparseReader<R> {
+        self.reorder.set_window(window);
+        self
+    }
+
+    /// What the reorder window did so far.
+    pub fn reordered(&self) -> ReorderStats {
+        self.reorder.stats()
     }
 
     /// Bad lines skipped (with `skip_bad`).
@@ -124,16 +148,41 @@ impl<R: BufRead> BlkparseReader<R> {
         })
     }
 
-    /// Read the next item: `Ok(None)` at the end.
+    /// Read the next item, in time order: `Ok(None)` at the end.
     fn read_item(&mut self) -> Result<Option<Item>, TraceError> {
-        if let Some(item) = self.pending.take() {
-            return Ok(Some(item));
+        loop {
+            if let Some(item) = self.reorder.pop_ready() {
+                return Ok(Some(item));
+            }
+            if self.ended {
+                if let Some(item) = self.reorder.pop_any() {
+                    return Ok(Some(item));
+                }
+                return self.failure.take().map_or(Ok(None), Err);
+            }
+            match self.read_line_items() {
+                Ok(true) => {}
+                Ok(false) => self.ended = true,
+                // Skipped by the caller, which counts it.
+                Err(e) if self.skip_bad && !matches!(e.kind, TraceErrorKind::Io(_)) => {
+                    return Err(e);
+                }
+                Err(e) => {
+                    self.ended = true;
+                    self.failure = Some(e);
+                }
+            }
         }
+    }
+
+    /// Read lines up to the next that gives items, into the reorder
+    /// buffer: `Ok(false)` at the end.
+    fn read_line_items(&mut self) -> Result<bool, TraceError> {
         loop {
             let read = read_line(&mut self.input, &mut self.line)
                 .map_err(|e| TraceError::at_line(&self.source_name, self.lines + 1, e.into()))?;
             if read == LineRead::End {
-                return Ok(None);
+                return Ok(false);
             }
             self.lines += 1;
             if read == LineRead::TooLong {
@@ -149,52 +198,56 @@ impl<R: BufRead> BlkparseReader<R> {
                     self.ignored += 1;
                     continue;
                 }
-                Line::End => return Ok(None),
+                Line::End => return Ok(false),
                 Line::Event(record, comm) => {
                     self.check_order(&record)?;
-                    let Some((from, to)) = comm else {
-                        return Ok(Some(Item::Record(record)));
-                    };
-                    let name = &self.line[from..to];
-                    if name == NO_NAME.as_bytes() {
-                        return Ok(Some(Item::Record(record)));
+                    if let Some(item) = self.name_item(&record, comm) {
+                        self.reorder.push(self.lines, item);
                     }
-                    let pid = record.pid();
-                    let known = self.names.get(&pid).map(String::as_bytes);
-                    if known == Some(name_prefix(name)) {
-                        return Ok(Some(Item::Record(record)));
-                    }
-                    if known.is_none() && self.names.len() >= MAX_NAMED_PROCESSES {
-                        self.names.clear();
-                    }
-                    let name = process_name(name);
-                    self.names.insert(pid, name.clone());
-                    self.pending = Some(Item::Record(record));
-                    return Ok(Some(Item::Process {
-                        pid,
-                        name,
-                        time: record.event.time,
-                    }));
+                    self.reorder.push(self.lines, Item::Record(record));
+                    return Ok(true);
                 }
             }
         }
     }
 
+    /// The process item naming `record`'s pid from its line's `comm`, if
+    /// it is new.
+    fn name_item(&mut self, record: &Record, comm: Option<(usize, usize)>) -> Option<Item> {
+        let (from, to) = comm?;
+        let name = &self.line[from..to];
+        if name == NO_NAME.as_bytes() {
+            return None;
+        }
+        let pid = record.pid();
+        let known = self.names.get(&pid).map(String::as_bytes);
+        if known == Some(name_prefix(name)) {
+            return None;
+        }
+        if known.is_none() && self.names.len() >= MAX_NAMED_PROCESSES {
+            self.names.clear();
+        }
+        let name = process_name(name);
+        self.names.insert(pid, name.clone());
+        Some(Item::Process {
+            pid,
+            name,
+            time: record.event.time,
+        })
+    }
+
+    /// Refuse `record` if it is further out of time order than the window
+    /// puts back.
     fn check_order(&mut self, record: &Record) -> Result<(), TraceError> {
-        let slot = record.cpu as usize;
-        if slot >= CHECKED_CPUS {
-            return Ok(());
-        }
-        if self.last_time.len() <= slot {
-            self.last_time.resize(slot + 1, 0);
-        }
-        let previous = self.last_time[slot];
         let time = record.event.time;
-        if time < previous {
-            return Err(self.error(TraceErrorKind::TimeOrder { time, previous }));
-        }
-        self.last_time[slot] = time;
-        Ok(())
+        self.reorder.check(time, self.lines).map_err(|refusal| {
+            let previous = self.reorder.refused_against(&refusal);
+            self.error(TraceErrorKind::TimeOrder {
+                time,
+                previous,
+                window: Some(refusal),
+            })
+        })
     }
 }
 

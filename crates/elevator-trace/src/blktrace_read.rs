@@ -278,6 +278,7 @@ impl<R: Read> BlktraceReader<R> {
                     return Err(self.error(TraceErrorKind::TimeOrder {
                         time: raw.time,
                         previous,
+                        window: None,
                     }));
                 }
                 *previous = raw.time;

@@ -4,6 +4,7 @@
 use thiserror::Error;
 
 pub use crate::record::RangeRefusal;
+pub use crate::reorder::OutsideWindow;
 
 /// What was wrong with a trace.
 #[derive(Debug, Error)]
@@ -28,13 +29,16 @@ pub enum TraceErrorKind {
     /// An action code (or tracepoint, or letter) elevator does not know.
     #[error("unknown event '{0}'")]
     UnknownEvent(String),
-    /// A record is earlier than the one before it in the same file.
-    #[error("out of time order: {time} ns after {previous} ns")]
+    /// A record is earlier than the one before it in the same file (for
+    /// text, more than the reorder window earlier than a line before it).
+    #[error("{}", crate::reorder::time_order_text(*time, *previous, window.as_deref()))]
     TimeOrder {
         /// This record's time.
         time: u64,
-        /// The previous record's.
+        /// The previous record's (for text, the earlier line's).
         previous: u64,
+        /// For text: both lines, and why the reorder window refused it.
+        window: Option<Box<OutsideWindow>>,
     },
     /// A text line that does not parse.
     #[error("cannot parse: {why}: '{text}'")]

@@ -11,6 +11,8 @@
 //!   [`blktrace_encode`].
 //! - [`blkparse`]: blkparse's default text, read and written.
 //! - [`tracefs`]: tracefs block tracepoint text, read.
+//! - [`reorder`]: the text readers' reorder window, which puts lines a
+//!   little out of time order (CPUs interleaved) back in order.
 //! - [`iolog`]: fio's iolog v2/v3, read and written.
 //! - [`mod@open`]: one entry point, [`open()`], that finds the format (and gzip
 //!   or xz compression) from the content and returns a [`TraceReader`].
@@ -55,6 +57,7 @@ pub mod iolog;
 pub mod open;
 pub mod read_iolog;
 pub mod record;
+pub mod reorder;
 pub mod replay;
 pub mod sink;
 pub mod synthetic;

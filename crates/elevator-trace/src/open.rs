@@ -3,7 +3,9 @@
 //! (recognised from the magic and decompressed as a stream); in blktrace
 //! binary, blkparse text, tracefs text or a fio iolog (recognised from the
 //! content unless named). [`open`] returns a [`TraceReader`], one iterator
-//! over the items of any of them.
+//! over the items of any of them; its text readers put lines a little out
+//! of time order back in order within [`ReorderWindow::DEFAULT`] unless
+//! given another window ([`TraceReader::with_reorder_window`]).
 
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read};
@@ -15,6 +17,7 @@ use crate::blktrace_read::{BlktraceReader, BlktraceSetReader, is_set, set_prefix
 use crate::error::{TraceError, TraceErrorKind};
 use crate::iolog::{IologReader, IologVersion};
 use crate::record::Item;
+use crate::reorder::{ReorderStats, ReorderWindow};
 use crate::tracefs::TracefsReader;
 
 /// Bytes looked at to recognise compression and format.
@@ -196,14 +199,17 @@ impl TraceReader {
             }
         };
         let buffered = |input| BufReader::with_capacity(1 << 16, input);
+        let window = ReorderWindow::DEFAULT;
         let inner = match format {
             Format::Blktrace => Inner::Blktrace(BlktraceReader::new(input, source_name, skip_bad)),
-            Format::Blkparse => {
-                Inner::Blkparse(BlkparseReader::new(buffered(input), source_name, skip_bad))
-            }
-            Format::Tracefs => {
-                Inner::Tracefs(TracefsReader::new(buffered(input), source_name, skip_bad))
-            }
+            Format::Blkparse => Inner::Blkparse(
+                BlkparseReader::new(buffered(input), source_name, skip_bad)
+                    .with_reorder_window(window),
+            ),
+            Format::Tracefs => Inner::Tracefs(
+                TracefsReader::new(buffered(input), source_name, skip_bad)
+                    .with_reorder_window(window),
+            ),
             Format::Iolog => Inner::Iolog(IologReader::new(buffered(input), source_name, skip_bad)),
         };
         Ok(TraceReader {
@@ -211,6 +217,30 @@ impl TraceReader {
             format,
             source_name: source_name.to_string(),
         })
+    }
+
+    /// The same reader, with the text formats' reorder window `window`
+    /// (given before the first item is read; [`ReorderWindow::STRICT`]
+    /// refuses any line earlier than the one before it). Binary blktrace
+    /// (merged by time across a per-CPU set, checked per CPU) and fio
+    /// iologs (one thread's log, checked in order) have no window.
+    pub fn with_reorder_window(mut self, window: ReorderWindow) -> TraceReader {
+        self.inner = match self.inner {
+            Inner::Blkparse(r) => Inner::Blkparse(r.with_reorder_window(window)),
+            Inner::Tracefs(r) => Inner::Tracefs(r.with_reorder_window(window)),
+            other => other,
+        };
+        self
+    }
+
+    /// What the reorder window did so far (nothing for the binary format
+    /// and iologs).
+    pub fn reordered(&self) -> ReorderStats {
+        match &self.inner {
+            Inner::Blkparse(r) => r.reordered(),
+            Inner::Tracefs(r) => r.reordered(),
+            Inner::Blktrace(_) | Inner::Set(_) | Inner::Iolog(_) => ReorderStats::default(),
+        }
     }
 
     /// The format being read.

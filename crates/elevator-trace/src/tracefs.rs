@@ -34,6 +34,12 @@
 //! [`MAX_NAMED_PROCESSES`] pids the reader forgets them and names each
 //! again when next seen). A line is at most
 //! [`crate::text_fields::MAX_LINE_BYTES`].
+//!
+//! `trace_pipe` merges the CPUs' buffers as it reads them, so a line can
+//! be a little earlier than one before it: the reader puts such lines back
+//! in time order within its reorder window ([`crate::reorder`];
+//! [`TracefsReader::with_reorder_window`], strict unless given one) and
+//! refuses, naming both lines, one that falls outside it.
 
 use std::io::BufRead;
 
@@ -47,6 +53,7 @@ use crate::record::{
     DevT, Extent, Item, MAX_NAMED_PROCESSES, Record, dev_t, parse_rwbs_bytes, process_name,
     traced_event,
 };
+use crate::reorder::{Reorder, ReorderStats, ReorderWindow};
 use crate::text_fields::{LineRead, MAX_LINE_BYTES, parse_uint, read_line};
 
 /// Block tracepoints read and passed over: elevator records no such event.
@@ -81,12 +88,14 @@ struct LineState {
     /// The last pid found named by a real name (a name once real stays so
     /// until `named` is cleared): most lines are of the task before.
     last_named: Option<u32>,
-    /// A record waiting behind the process item announcing its pid.
-    pending: Option<Record>,
-    /// The time of the last record read: tracefs prints events in time
-    /// order (trace_pipe merges the CPUs' buffers), so one earlier than
-    /// this is a damaged or spliced trace.
-    last_time: u64,
+    /// The items read, put back in time order: trace_pipe merges the
+    /// CPUs' buffers, and a line a little earlier than one before it is
+    /// sorted into place; one earlier by more than the window is a damaged
+    /// or spliced trace.
+    reorder: Reorder,
+    /// The error that ends the read, given once the items before it are.
+    failure: Option<TraceError>,
+    /// No more lines are read (the end, or an error).
     done: bool,
 }
 
@@ -103,7 +112,8 @@ struct Line<'a> {
 impl<R: BufRead> TracefsReader<R> {
     /// A reader of `reader`, named `source_name` in errors. With `skip_bad`,
     /// lines that do not parse are counted ([`TracefsReader::skipped`])
-    /// instead of ending the read with an error.
+    /// instead of ending the read with an error. Strict about time order:
+    /// [`TracefsReader::with_reorder_window`] gives a window.
     pub fn new(reader: R, source_name: &str, skip_bad: bool) -> TracefsReader<R> {
         TracefsReader {
             reader,
@@ -115,11 +125,23 @@ impl<R: BufRead> TracefsReader<R> {
                 line_no: 0,
                 named: IntMap::default(),
                 last_named: None,
-                pending: None,
-                last_time: 0,
+                reorder: Reorder::new(ReorderWindow::STRICT),
+                failure: None,
                 done: false,
             },
         }
+    }
+
+    /// The same reader, putting lines back in time order within `window`
+    /// (given before the first item is read).
+    pub fn with_reorder_window(mut self, window: ReorderWindow) -> TracefsReader<R> {
+        self.lines.reorder.set_window(window);
+        self
+    }
+
+    /// What the reorder window did so far.
+    pub fn reordered(&self) -> ReorderStats {
+        self.lines.reorder.stats()
     }
 
     /// Lines skipped as bad.
@@ -167,51 +189,50 @@ impl LineState {
     }
 
     /// Take the next line (`too_long`: it was passed over as longer than
-    /// [`MAX_LINE_BYTES`]): the item it gives, if any.
-    fn line(&mut self, line: &[u8], too_long: bool) -> Option<Result<Item, TraceError>> {
+    /// [`MAX_LINE_BYTES`]): the items it gives go to the reorder buffer.
+    fn line(&mut self, line: &[u8], too_long: bool) {
         self.line_no += 1;
         let text = trim(line);
         let parsed = if too_long {
             Err(TraceErrorKind::LineTooLong(MAX_LINE_BYTES))
         } else if text.is_empty() || text[0] == b'#' {
-            return None;
+            return;
         } else {
             parse_line(text).and_then(|line| Ok(record_of(&line)?.map(|r| (r, line))))
         };
         match parsed {
-            Ok(None) => None,
-            Ok(Some((_, line))) if line.time < self.last_time => {
-                self.refuse(TraceErrorKind::TimeOrder {
-                    time: line.time,
-                    previous: self.last_time,
-                })
-            }
+            Ok(None) => {}
             Ok(Some((record, line))) => {
-                self.last_time = line.time;
-                match self.name_for(line.pid, line.task, line.fields, line.time) {
-                    Some(item) => {
-                        self.pending = Some(record);
-                        Some(Ok(item))
-                    }
-                    None => Some(Ok(Item::Record(record))),
+                if let Err(refusal) = self.reorder.check(line.time, self.line_no) {
+                    let previous = self.reorder.refused_against(&refusal);
+                    return self.refuse(TraceErrorKind::TimeOrder {
+                        time: line.time,
+                        previous,
+                        window: Some(refusal),
+                    });
                 }
+                if let Some(item) = self.name_for(line.pid, line.task, line.fields, line.time) {
+                    self.reorder.push(self.line_no, item);
+                }
+                self.reorder.push(self.line_no, Item::Record(record));
             }
             Err(kind) => self.refuse(kind),
         }
     }
 
     /// A bad line: counted with `skip_bad`, else the error ending the read.
-    fn refuse(&mut self, kind: TraceErrorKind) -> Option<Result<Item, TraceError>> {
+    fn refuse(&mut self, kind: TraceErrorKind) {
         if self.skip_bad {
             self.skipped += 1;
-            return None;
+            return;
         }
+        self.fail(TraceError::at_line(&self.source_name, self.line_no, kind));
+    }
+
+    /// End the read with `error`, given after the items before it.
+    fn fail(&mut self, error: TraceError) {
         self.done = true;
-        Some(Err(TraceError::at_line(
-            &self.source_name,
-            self.line_no,
-            kind,
-        )))
+        self.failure = Some(error);
     }
 }
 
@@ -219,54 +240,43 @@ impl<R: BufRead> Iterator for TracefsReader<R> {
     type Item = Result<Item, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(r) = self.lines.pending.take() {
-            return Some(Ok(Item::Record(r)));
-        }
         loop {
+            if let Some(item) = self.lines.reorder.pop_ready() {
+                return Some(Ok(item));
+            }
             if self.lines.done {
-                return None;
+                if let Some(item) = self.lines.reorder.pop_any() {
+                    return Some(Ok(item));
+                }
+                return self.lines.failure.take().map(Err);
             }
             // A whole line in the reader's buffer is parsed where it lies:
             // no copy.
-            let buffered = match self.reader.fill_buf() {
+            match self.reader.fill_buf() {
                 Ok(buf) => match memchr(b'\n', buf) {
                     Some(end) if end < MAX_LINE_BYTES => {
-                        let out = self.lines.line(&buf[..=end], false);
+                        self.lines.line(&buf[..=end], false);
                         self.reader.consume(end + 1);
-                        Some(out)
+                        continue;
                     }
-                    _ => None,
+                    _ => {}
                 },
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    self.lines.done = true;
-                    return Some(Err(TraceError::at_line(
-                        &self.lines.source_name,
-                        self.lines.line_no + 1,
-                        TraceErrorKind::Io(e),
-                    )));
+                    let at = self.lines.line_no + 1;
+                    let error = TraceError::at_line(&self.lines.source_name, at, e.into());
+                    self.lines.fail(error);
+                    continue;
                 }
-            };
-            let out = match buffered {
-                Some(out) => out,
-                None => match read_line(&mut self.reader, &mut self.buf) {
-                    Ok(LineRead::End) => {
-                        self.lines.done = true;
-                        return None;
-                    }
-                    Ok(read) => self.lines.line(&self.buf, read == LineRead::TooLong),
-                    Err(e) => {
-                        self.lines.done = true;
-                        return Some(Err(TraceError::at_line(
-                            &self.lines.source_name,
-                            self.lines.line_no + 1,
-                            TraceErrorKind::Io(e),
-                        )));
-                    }
-                },
-            };
-            if out.is_some() {
-                return out;
+            }
+            match read_line(&mut self.reader, &mut self.buf) {
+                Ok(LineRead::End) => self.lines.done = true,
+                Ok(read) => self.lines.line(&self.buf, read == LineRead::TooLong),
+                Err(e) => {
+                    let at = self.lines.line_no + 1;
+                    let error = TraceError::at_line(&self.lines.source_name, at, e.into());
+                    self.lines.fail(error);
+                }
             }
         }
     }

@@ -147,9 +147,12 @@ fn a_line_earlier_than_the_one_before_is_named_or_counted() {
     let err = TracefsReader::new(text.as_bytes(), "t", false)
         .find_map(Result::err)
         .expect("an error");
+    // Issue 29: the message names both lines and the window's flag.
     assert_eq!(
         err.to_string(),
-        "t: line 2: out of time order: 1662621700000 ns after 1662621792000 ns"
+        "t: line 2: out of time order: line 2 at 1662.621700000 s is 92.000 µs before line 1 \
+         at 1662.621792000 s, outside --reorder-window 0s (widen it, or --skip-bad to leave \
+         such lines out)"
     );
     let mut skipping = TracefsReader::new(text.as_bytes(), "t", true);
     let sectors: Vec<u64> = skipping
@@ -161,6 +164,63 @@ fn a_line_earlier_than_the_one_before_is_named_or_counted() {
         .collect();
     assert_eq!(sectors, [8, 24]);
     assert_eq!(skipping.skipped(), 1);
+}
+
+#[test]
+fn lines_a_little_out_of_order_are_put_back_within_the_window() {
+    let text = "\
+        postgres-19830   [000] .....  1662.621792: block_bio_queue: 7,0 W 8 + 8 [postgres]
+          <...>-19831    [001] .....  1662.621700: block_bio_queue: 7,0 W 16 + 8 [psql]
+        postgres-19830   [000] .....  1662.621800: block_bio_queue: 7,0 W 24 + 8 [postgres]
+        postgres-19830   [000] .....  1662.621800: block_bio_queue: 7,0 W 32 + 8 [postgres]
+          <...>-19831    [001] .....  1662.621790: block_bio_queue: 7,0 W 40 + 8 [psql]
+";
+    let window = ReorderWindow::parse("100us").expect("window");
+    let mut reader = TracefsReader::new(text.as_bytes(), "t", false).with_reorder_window(window);
+    let items: Vec<Item> = reader
+        .by_ref()
+        .collect::<Result<_, _>>()
+        .expect("reordered");
+    let order: Vec<(u64, u64)> = items
+        .iter()
+        .map(|i| match i {
+            Item::Record(r) => (r.event.sector, r.event.time),
+            Item::Process { pid, time, .. } => (u64::from(*pid), *time),
+        })
+        .collect();
+    // Each name before its pid's first record; equal times in file order.
+    assert_eq!(
+        order,
+        [
+            (19831, 1662621700000),
+            (16, 1662621700000),
+            (40, 1662621790000),
+            (19830, 1662621792000),
+            (8, 1662621792000),
+            (24, 1662621800000),
+            (32, 1662621800000),
+        ]
+    );
+    assert_eq!(
+        reader.reordered(),
+        ReorderStats {
+            records: 2,
+            largest_inversion_ns: 92_000
+        }
+    );
+    // 91 us is not enough for line 2.
+    let window = ReorderWindow::parse("91us").expect("window");
+    let err = TracefsReader::new(text.as_bytes(), "t", false)
+        .with_reorder_window(window)
+        .find_map(Result::err)
+        .expect("an error");
+    assert!(
+        err.to_string().starts_with(
+            "t: line 2: out of time order: line 2 at 1662.621700000 s is 92.000 µs before line 1"
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--reorder-window 91us"), "{err}");
 }
 
 #[test]

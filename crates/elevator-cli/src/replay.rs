@@ -21,6 +21,7 @@ use elevator_run::replay::{ReplayOptions, parse_dev, replay, timing};
 use elevator_run::target::parse_tunables;
 use elevator_run::{Taps, Target};
 use elevator_trace::Format;
+use elevator_trace::reorder::ReorderWindow;
 use elevator_trace::replay::{Events, FlushModel};
 
 use crate::progress::Stderr;
@@ -118,6 +119,11 @@ pub struct Args {
     /// Count and leave out bad lines and records instead of stopping.
     #[arg(long)]
     skip_bad: bool,
+    /// Put text traces' lines back in time order when they are at most this
+    /// much earlier than a line before them (trace_pipe interleaves CPUs a
+    /// little out of order): 1s, 250ms, 131us; 0 refuses any step back.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    reorder_window: ReorderWindow,
     /// The device honours FUA writes (default: write-back cache, no FUA,
     /// like a loop device: a FUA write is a write then a flush).
     #[arg(long)]
@@ -162,6 +168,7 @@ pub fn run(args: &Args) -> Result<()> {
         timing: timing(args.depth, args.timing == TimingArg::Asap, args.speed)?,
         dev: args.dev.as_deref().map(parse_dev).transpose()?,
         skip_bad: args.skip_bad,
+        reorder_window: args.reorder_window,
         flush: FlushModel {
             write_cache: !args.write_through,
             fua: args.fua,
@@ -182,6 +189,7 @@ pub fn run(args: &Args) -> Result<()> {
         events: args.events,
         timing: opts.timing,
         dev: run.result.device,
+        reorder_window: args.reorder_window,
         run,
     };
     let printed = match args.output_format {

@@ -10,6 +10,7 @@ use elevator_core::{Op, Summary, TraceAction};
 use elevator_run::replay::ReplayRun;
 use elevator_trace::DevT;
 use elevator_trace::analyze::Analysis;
+use elevator_trace::reorder::{ReorderWindow, micros};
 use elevator_trace::replay::Timing;
 use serde_json::{Value, json};
 
@@ -29,6 +30,8 @@ pub struct Report {
     pub timing: Timing,
     /// The trace's device replayed.
     pub dev: DevT,
+    /// The text readers' reorder window.
+    pub reorder_window: ReorderWindow,
     /// What the replay gave.
     pub run: ReplayRun,
 }
@@ -130,6 +133,16 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
         if r.run.real { "real" } else { "simulated" },
         res.events
     )?;
+    let reordered = r.run.reordered;
+    if reordered.records > 0 {
+        writeln!(
+            out,
+            "  reordered: {} records, largest inversion {} µs (--reorder-window {})",
+            reordered.records,
+            micros(reordered.largest_inversion_ns),
+            r.reorder_window
+        )?;
+    }
     writeln!(
         out,
         "  the recording's plugs replayed: {} ({} steps waited behind another task's plug)",
@@ -331,6 +344,11 @@ pub fn print_json(r: &Report, out: &mut dyn Write) -> Result<()> {
         "dev": dev_text(r.dev),
         "records": r.run.records,
         "skipped_lines": r.run.skipped_lines,
+        "reordered": {
+            "records": r.run.reordered.records,
+            "largest_inversion_us": r.run.reordered.largest_inversion_ns as f64 / 1e3,
+            "window": r.reorder_window.to_string(),
+        },
         "device": r.run.device,
         "scheduler": r.scheduler,
         "set": r.tunables,

@@ -13,6 +13,7 @@ use elevator_io::replay::RealReplayConfig;
 use elevator_sim::device::WriteLogReport;
 use elevator_sim::replay::{ReplayConfig, ReplayProgress, SimReplayError};
 use elevator_trace::analyze::Analysis;
+use elevator_trace::reorder::{ReorderStats, ReorderWindow};
 use elevator_trace::replay::ReplayResult;
 use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
 use elevator_trace::{DevT, Format, Item, TraceError, TraceReader, TraceSink, dev_t};
@@ -45,6 +46,8 @@ pub struct ReplayOptions {
     pub dev: Option<DevT>,
     /// Count and leave out bad lines and records instead of stopping.
     pub skip_bad: bool,
+    /// How far back text traces' lines are put back in time order.
+    pub reorder_window: ReorderWindow,
     /// The device's write cache and FUA.
     pub flush: FlushModel,
 }
@@ -61,6 +64,8 @@ pub struct ReplayRun {
     pub records: u64,
     /// Trace lines skipped as bad.
     pub skipped_lines: u64,
+    /// Trace lines put back in time order by the reorder window.
+    pub reordered: ReorderStats,
     /// The recording system's own events on the device replayed, if any.
     pub recorded: Option<Analysis>,
     /// The recording's plugs and unplugs (they name no device).
@@ -115,12 +120,13 @@ pub fn replay(
     taps: &Taps<'_>,
     listener: &mut dyn Listener,
 ) -> Result<ReplayRun, RunError> {
-    let reader = elevator_trace::open(Path::new(&opts.trace), opts.format, opts.skip_bad)?;
+    let reader = elevator_trace::open(Path::new(&opts.trace), opts.format, opts.skip_bad)?
+        .with_reorder_window(opts.reorder_window);
     let mut trace_out = taps.trace_out.map(blktrace::open_sink).transpose()?;
-    let skipped = Rc::default();
+    let read = Rc::default();
     let tap = Skipped {
         inner: reader,
-        skipped: Rc::clone(&skipped),
+        read: Rc::clone(&read),
     };
     // The recording's own events are analysed by the planner, which knows
     // the device replayed: other devices' events cost nothing.
@@ -189,6 +195,7 @@ pub fn replay(
         )))?;
     }
     let recorded = result.recorded.clone().unwrap_or_default();
+    let (skipped_lines, reordered) = read.get();
     let failure = write_log
         .as_ref()
         .and_then(|r| r.verdict().err())
@@ -196,7 +203,8 @@ pub fn replay(
     Ok(ReplayRun {
         device: target.described(),
         records: recorded.records,
-        skipped_lines: skipped.get(),
+        skipped_lines,
+        reordered,
         recorded: recorded.device,
         recorded_plugs: recorded.deviceless,
         cpu_ns,
@@ -207,11 +215,11 @@ pub fn replay(
     })
 }
 
-/// Passes trace items on to the planner, and the count of lines skipped
-/// as bad at the end.
+/// Passes trace items on to the planner, and at the end the count of
+/// lines skipped as bad and what the reorder window did.
 struct Skipped {
     inner: TraceReader,
-    skipped: Rc<Cell<u64>>,
+    read: Rc<Cell<(u64, ReorderStats)>>,
 }
 
 impl Iterator for Skipped {
@@ -220,7 +228,8 @@ impl Iterator for Skipped {
     fn next(&mut self) -> Option<Self::Item> {
         let item = self.inner.next();
         if item.is_none() {
-            self.skipped.set(self.inner.skipped());
+            self.read
+                .set((self.inner.skipped(), self.inner.reordered()));
         }
         item
     }

@@ -171,15 +171,8 @@ impl TraceReader {
             place: "header".into(),
             kind: e.into(),
         };
-        let (head, input) = sniff(input).map_err(header_error)?;
-        let (head, input) = match compression(&head) {
-            Compression::None => (head, input),
-            Compression::Gzip => {
-                sniff(Box::new(flate2::read::MultiGzDecoder::new(input))).map_err(header_error)?
-            }
-            Compression::Xz => sniff(Box::new(liblzma::read::XzDecoder::new_multi_decoder(input)))
-                .map_err(header_error)?,
-        };
+        let (head, input) =
+            sniff(decompressed(input).map_err(header_error)?).map_err(header_error)?;
         let format = match format.or_else(|| detect(&head)) {
             Some(f) => f,
             None if head.is_empty() => {
@@ -288,6 +281,16 @@ impl Iterator for TraceReader {
             Inner::Iolog(r) => r.next(),
         }
     }
+}
+
+/// The bytes of `input`, decompressed as a stream if it is gzip or xz.
+pub fn decompressed(input: TraceInput) -> io::Result<TraceInput> {
+    let (head, input) = sniff(input)?;
+    Ok(match compression(&head) {
+        Compression::None => input,
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+        Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(input)),
+    })
 }
 
 /// The first bytes of `input` and a stream that still starts with them.

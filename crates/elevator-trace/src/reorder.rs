@@ -6,7 +6,7 @@
 //! `trace_pipe` merges the kernel's per-CPU buffers as it reads them: an
 //! event committed late on one CPU can follow another CPU's later one, so
 //! real traces hold a few inversions of microseconds to a few hundred. A
-//! [`Reorder`] holds each item read until the newest item read is more
+//! reorder buffer holds each item read until the newest item read is more
 //! than the window ([`ReorderWindow`], 1 s by default) later than it, and
 //! sorts an item that arrives earlier than the newest into its place among
 //! those held (stably: equal times keep the file's order). In-order input

@@ -109,6 +109,161 @@ fn pgbench_trace_merges_as_the_kernel_did() {
     assert_eq!(v["bios"], 1408);
 }
 
+/// A tracefs line's CPU and time (µs).
+fn cpu_time(line: &str) -> Option<(u32, u64)> {
+    let mut words = line.split_whitespace();
+    let cpu = words.find_map(|w| w.strip_prefix('[')?.strip_suffix(']')?.parse().ok())?;
+    let (s, f) = words.find_map(|w| w.strip_suffix(':'))?.split_once('.')?;
+    let time = s.parse::<u64>().ok()? * 1_000_000 + f.parse::<u64>().ok()?;
+    Some((cpu, time))
+}
+
+/// The shipped trace's text with adjacent lines of different CPUs swapped
+/// every 300 lines or so, where the later is 1 to 500 µs later (as
+/// trace_pipe interleaves CPUs): the text and the swaps (the second line's
+/// number, the inversion in µs).
+fn interleaved() -> (String, Vec<(u64, u64)>) {
+    use std::io::Read;
+    let path = traces().join("pgbench-init-mq-deadline.trace.xz");
+    let file = std::fs::File::open(&path).expect("the shipped trace");
+    let mut text = String::new();
+    elevator_trace::open::decompressed(Box::new(file))
+        .and_then(|mut r| r.read_to_string(&mut text))
+        .expect("xz text");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let mut swaps = Vec::new();
+    let mut i = 300;
+    while i + 1 < lines.len() {
+        match (cpu_time(lines[i]), cpu_time(lines[i + 1])) {
+            (Some((ca, ta)), Some((cb, tb))) if ca != cb && tb > ta && tb - ta <= 500 => {
+                lines.swap(i, i + 1);
+                swaps.push((i as u64 + 2, tb - ta));
+                i += 300;
+            }
+            _ => i += 1,
+        }
+    }
+    (lines.join("\n") + "\n", swaps)
+}
+
+/// Issue 29, item 1: the shipped trace with lines of different CPUs a
+/// little out of time order, as `trace_pipe` writes them, replays with
+/// exactly the counts of the trace as recorded (no `--skip-bad`) and says
+/// how many lines it put back in order; an inversion wider than
+/// `--reorder-window` is refused naming both lines; 0 is strict.
+#[test]
+fn a_trace_with_cpus_interleaved_replays_as_recorded() {
+    let dir = TempDir::new("replay-interleaved");
+    let (text, swaps) = interleaved();
+    assert!(swaps.len() >= 30, "{swaps:?}");
+    let widest = swaps.iter().map(|s| s.1).max().expect("swaps");
+    assert!(widest >= 200, "{swaps:?}");
+    let path = dir.path().join("interleaved.trace");
+    std::fs::write(&path, &text).expect("write");
+    let swapped = path.to_string_lossy().into_owned();
+    let shipped = traces().join("pgbench-init-mq-deadline.trace.xz");
+    let shipped = shipped.to_string_lossy().into_owned();
+    let options = [
+        "--scheduler",
+        "mq-deadline",
+        "--set",
+        "max_sectors_kb=1280",
+        "--set",
+        "nr_requests=256",
+    ];
+    let want = elevator_json(&[&["replay", &shipped], &options[..]].concat());
+    let got = elevator_json(&[&["replay", &swapped], &options[..]].concat());
+    for side in ["recorded", "elevator"] {
+        assert_eq!(got[side]["counts"], want[side]["counts"], "{side}");
+        assert_eq!(got[side]["ops"], want[side]["ops"], "{side}");
+    }
+    // The kernel's own counts (the summary beside the trace).
+    for (row, kernel) in [
+        ("Q  bios queued", 1408),
+        ("M  back merges", 307),
+        ("X  splits", 573),
+        ("I  requests inserted", 1277),
+        ("D  requests issued", 1789),
+    ] {
+        assert_eq!(count(&got, "recorded", row), kernel, "{row}");
+    }
+    assert_eq!(
+        (&got["bios"], &got["skipped_lines"]),
+        (&want["bios"], &want["skipped_lines"])
+    );
+    assert_eq!(want["reordered"]["records"], 0);
+    assert_eq!(got["reordered"]["records"], swaps.len() as u64);
+    assert_eq!(got["reordered"]["largest_inversion_us"], widest as f64);
+    assert_eq!(got["reordered"]["window"], "1s");
+    // The text report says so.
+    let (ok, out, err) = elevator(&[&["replay", &swapped], &options[..]].concat());
+    assert!(ok, "{err}");
+    let line = format!(
+        "  reordered: {} records, largest inversion {widest}.000 µs (--reorder-window 1s)\n",
+        swaps.len()
+    );
+    assert!(out.contains(&line), "{out}");
+    // Strict: the first swap is refused, naming both lines and the flag.
+    let (ok, _, err) = elevator(&["replay", &swapped, "--reorder-window", "0"]);
+    assert!(!ok);
+    let (l, d) = swaps[0];
+    assert!(
+        err.contains(&format!(
+            "interleaved.trace: line {l}: out of time order: line {l} at "
+        )) && err.contains(&format!("is {d}.000 µs before line {} at ", l - 1))
+            && err.contains("outside --reorder-window 0s"),
+        "{err}"
+    );
+    // A window narrower than the widest inversion refuses that one.
+    let narrower = format!("{}us", widest - 1);
+    let (ok, _, err) = elevator(&["replay", &swapped, "--reorder-window", &narrower]);
+    assert!(!ok);
+    let (l, _) = swaps
+        .iter()
+        .find(|s| s.1 == widest)
+        .copied()
+        .expect("widest");
+    assert!(
+        err.contains(&format!("line {l}: out of time order"))
+            && err.contains(&format!("outside --reorder-window {narrower}")),
+        "{err}"
+    );
+    // --skip-bad still leaves out only those.
+    let v = elevator_json(&[
+        "replay",
+        &swapped,
+        "--reorder-window",
+        &narrower,
+        "--skip-bad",
+    ]);
+    let wide = swaps.iter().filter(|s| s.1 == widest).count();
+    assert_eq!(v["skipped_lines"], wide as u64);
+    assert_eq!(v["reordered"]["records"], (swaps.len() - wide) as u64);
+    // trace convert puts them back in order too, and says so.
+    let out_path = dir.path().join("out.txt");
+    let out_path = out_path.to_string_lossy().into_owned();
+    let (ok, out, err) = elevator(&["trace", "convert", &swapped, &out_path, "--to", "text"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!(
+            "0 not replayable dropped, {} reordered (largest inversion {widest}.000 µs, --reorder-window 1s)",
+            swaps.len()
+        )),
+        "{out}"
+    );
+    let (ok, _, err) = elevator(&[
+        "trace",
+        "convert",
+        &swapped,
+        &out_path,
+        "--to",
+        "text",
+        "--reorder-window",
+        "0",
+    ]);
+    assert!(!ok && err.contains("outside --reorder-window 0s"), "{err}");
+}
+
 #[test]
 fn bad_lines_are_named_or_counted() {
     let dir = TempDir::new("replay-bad");

@@ -293,6 +293,7 @@ fn replay_trace(name: &str, ops: u64) -> Result<u64, CostError> {
             timing: Timing::Asap,
             dev: None,
             skip_bad: false,
+            reorder_window: elevator_trace::reorder::ReorderWindow::DEFAULT,
             flush: FlushModel::default(),
         };
         let target = Target::parse("null").map_err(|e| CostError::scenario(name, e))?;

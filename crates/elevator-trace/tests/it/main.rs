@@ -4,3 +4,4 @@
 
 mod formats;
 mod never_panics;
+mod reorder;

@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use elevator_core::{IoContext, Nanos, Op, TraceLog};
+use elevator_core::{Bio, BioError, IoContext, Nanos, Op, SubmitError, TraceLog};
 use elevator_trace::error::{TraceError, TraceErrorKind};
 use elevator_trace::replay::{
     EventOut, FlushModel, InFlight, PlannedBio, Planner, ReplayError, ReplayResult, SequenceLabels,
@@ -311,6 +311,22 @@ impl<D: DataDevice> Replayer<'_, D> {
         let Some((op, flags, sector, bytes)) = slot.part() else {
             return Ok(());
         };
+        if op != Op::Flush
+            && let Some(error) =
+                self.queue_refuses(&Bio::new(op, sector, bytes, 0).with_flags(flags))
+        {
+            if self.cfg.skip_bad {
+                self.skipped += 1;
+                self.in_flight.release(s);
+                return Ok(());
+            }
+            return Err(ReplayError::Refused {
+                source_name: self.cfg.source_name.clone(),
+                record: slot.record,
+                error,
+            }
+            .into());
+        }
         let offset = sector * 512;
         let user = u64::from(s);
         let req = match op {
@@ -342,6 +358,30 @@ impl<D: DataDevice> Replayer<'_, D> {
         }
         self.labels.submitted(s, &slot);
         Ok(())
+    }
+
+    /// Why the queue would refuse `bio` whole, if it would: a bio it cannot
+    /// take, or one that splits into more requests than it has tags. (The
+    /// engine would fail the request with an I/O error; the replay names
+    /// the record, as the simulated replay does.)
+    fn queue_refuses(&mut self, bio: &Bio) -> Option<SubmitError> {
+        self.engine.with_queue(|q| {
+            let limits = q.limits();
+            if let Err(e) = limits.check_bio(bio) {
+                return Some(SubmitError::Bio(e));
+            }
+            let pieces = limits.pieces(bio);
+            let tags = q.requests().capacity();
+            (pieces > tags).then(|| {
+                SubmitError::Bio(BioError::TooLarge {
+                    op: bio.op,
+                    len: bio.len,
+                    pieces,
+                    max_piece: limits.max_piece_bytes(bio.op),
+                    limit: format!("nr_requests={tags}"),
+                })
+            })
+        })
     }
 
     fn recycle(&mut self, bufs: Vec<AlignedBuf>) {

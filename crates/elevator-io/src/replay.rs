@@ -1,13 +1,20 @@
 //! Trace replay on a real device (an O_DIRECT file or block device through
 //! io_uring, or memory), on the real clock, through the [`Engine`]: each
-//! planned bio is one direct-I/O request (writes write zeroes: replaying a
-//! trace's writes overwrites the target), submitted when due (recorded
-//! times, sped up, as fast as the engine takes them, or a closed loop), with
-//! the plan's plugs, and the kernel's flush machinery as
-//! [`FlushModel`] says. The queue's own events go to the analyzer and to an
-//! optional [`TraceSink`] as records of the trace's device on CPU 0. On a
-//! real device a flush sequence shows as its parts (a flush, the write, a
-//! flush), not relabelled as the simulated replay shows it.
+//! planned bio is one request (writes write zeroes: replaying a trace's
+//! writes overwrites the target), submitted when due (recorded times, sped
+//! up, as fast as the engine takes them, or a closed loop), with the plan's
+//! plugs, and the kernel's flush machinery as [`FlushModel`] says.
+//!
+//! The recorded bio stream is what the queue sees: the engine submits each
+//! request as one bio ([`Engine::set_whole_bios`]), which the queue splits
+//! as its limits require (`X`), merges and plugs as it does any bio, as the
+//! simulated replay does; the engine then hands the resulting requests to
+//! the device. So `Q` and `X` are the recording's whatever the timing, and
+//! merges, inserts and issues depend on the timing as the recording's did.
+//! The queue's own events go to the analyzer and to an optional
+//! [`TraceSink`] as records of the trace's device on CPU 0, a flush
+//! sequence shown as the recorded bio, as in simulation
+//! ([`SequenceLabels`]).
 //!
 //! Data buffers are reused by size (at most [`MAX_POOLED_BYTES`] kept), so
 //! a replay maps no new memory per bio once sizes repeat. What is in flight
@@ -18,10 +25,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use elevator_core::{IoContext, Nanos, Op, TraceLog};
+use elevator_core::{Bio, BioError, IoContext, Nanos, Op, SubmitError, TraceLog};
 use elevator_trace::error::{TraceError, TraceErrorKind};
 use elevator_trace::replay::{
-    EventOut, FlushModel, InFlight, PlannedBio, Planner, ReplayError, ReplayResult, Step, Timing,
+    EventOut, FlushModel, InFlight, PlannedBio, Planner, ReplayError, ReplayResult, SequenceLabels,
+    Step, Timing,
 };
 use elevator_trace::{Item, TraceSink};
 use thiserror::Error;
@@ -113,10 +121,13 @@ struct Replayer<'s, D: DataDevice> {
     out: EventOut<'s>,
     cfg: RealReplayConfig,
     in_flight: InFlight,
+    labels: SequenceLabels,
     bufs: BufferPool,
     /// Bytes of data buffers given to the engine and not back yet.
     in_flight_bytes: u64,
     align: usize,
+    /// Whether the plan holds a plug.
+    plugged: bool,
     bios: u64,
     skipped: u64,
 }
@@ -135,6 +146,8 @@ where
 {
     let mut engine: Engine<D> = Engine::new(device, &cfg.engine)?;
     engine.set_tracing(true, TraceLog::DEFAULT_LIMIT);
+    engine.set_whole_bios(true);
+    engine.set_plug_held_while_waiting(true);
     let align = engine.alignment().memory.max(512) as usize;
     let mut next = plan.next().transpose().map_err(ReplayError::from)?;
     let dev = plan.device().unwrap_or(0);
@@ -143,9 +156,11 @@ where
         out: EventOut::new(dev, sink),
         cfg: cfg.clone(),
         in_flight: InFlight::new(),
+        labels: SequenceLabels::new(),
         bufs: BufferPool::default(),
         in_flight_bytes: 0,
         align,
+        plugged: false,
         bios: 0,
         skipped: 0,
     };
@@ -167,8 +182,20 @@ where
             {
                 break;
             }
+            // At the recorded times a bio that reaches the queue unplugged
+            // (or an unplug) is dispatched at once, as the kernel runs the
+            // hardware queue on submission: the next step waits for that.
+            let dispatch = match step {
+                Step::Bio(_) => !r.plugged,
+                Step::Unplug { .. } => true,
+                _ => false,
+            } && matches!(timing, Timing::Recorded(_));
             r.step(step, now)?;
             next = plan.next().transpose().map_err(ReplayError::from)?;
+            if dispatch {
+                wait = Some(Duration::ZERO);
+                break;
+            }
         }
         if next.is_none() && r.in_flight.outstanding() == 0 && r.engine.is_idle() {
             break;
@@ -210,13 +237,24 @@ where
 impl<D: DataDevice> Replayer<'_, D> {
     fn drain(&mut self) {
         let out = &mut self.out;
-        self.engine.drain_trace(&mut |e| out.event(e));
+        let labels = &mut self.labels;
+        self.engine.drain_trace(&mut |mut e| {
+            if labels.apply(&mut e) {
+                out.event(e);
+            }
+        });
     }
 
     fn step(&mut self, step: &Step, now: Nanos) -> Result<(), RealReplayError> {
         match step {
-            Step::Plug { .. } => self.engine.plug(),
-            Step::Unplug { .. } => self.engine.unplug(),
+            Step::Plug { .. } => {
+                self.plugged = true;
+                self.engine.plug();
+            }
+            Step::Unplug { .. } => {
+                self.plugged = false;
+                self.engine.unplug();
+            }
             Step::Process { pid, name } => self.out.process(*pid, name, now),
             Step::Bio(b) => {
                 if let Err(kind) = b.on_device(self.engine.capacity()) {
@@ -273,6 +311,22 @@ impl<D: DataDevice> Replayer<'_, D> {
         let Some((op, flags, sector, bytes)) = slot.part() else {
             return Ok(());
         };
+        if op != Op::Flush
+            && let Some(error) =
+                self.queue_refuses(&Bio::new(op, sector, bytes, 0).with_flags(flags))
+        {
+            if self.cfg.skip_bad {
+                self.skipped += 1;
+                self.in_flight.release(s);
+                return Ok(());
+            }
+            return Err(ReplayError::Refused {
+                source_name: self.cfg.source_name.clone(),
+                record: slot.record,
+                error,
+            }
+            .into());
+        }
         let offset = sector * 512;
         let user = u64::from(s);
         let req = match op {
@@ -288,6 +342,7 @@ impl<D: DataDevice> Replayer<'_, D> {
             self.recycle(rejected.request.bufs);
             if self.cfg.skip_bad {
                 self.skipped += 1;
+                self.labels.forget(s);
                 self.in_flight.release(s);
                 return Ok(());
             }
@@ -301,7 +356,32 @@ impl<D: DataDevice> Replayer<'_, D> {
             ))
             .into());
         }
+        self.labels.submitted(s, &slot);
         Ok(())
+    }
+
+    /// Why the queue would refuse `bio` whole, if it would: a bio it cannot
+    /// take, or one that splits into more requests than it has tags. (The
+    /// engine would fail the request with an I/O error; the replay names
+    /// the record, as the simulated replay does.)
+    fn queue_refuses(&mut self, bio: &Bio) -> Option<SubmitError> {
+        self.engine.with_queue(|q| {
+            let limits = q.limits();
+            if let Err(e) = limits.check_bio(bio) {
+                return Some(SubmitError::Bio(e));
+            }
+            let pieces = limits.pieces(bio);
+            let tags = q.requests().capacity();
+            (pieces > tags).then(|| {
+                SubmitError::Bio(BioError::TooLarge {
+                    op: bio.op,
+                    len: bio.len,
+                    pieces,
+                    max_piece: limits.max_piece_bytes(bio.op),
+                    limit: format!("nr_requests={tags}"),
+                })
+            })
+        })
     }
 
     fn recycle(&mut self, bufs: Vec<AlignedBuf>) {
@@ -314,6 +394,7 @@ impl<D: DataDevice> Replayer<'_, D> {
     fn completed(&mut self, c: Completion<AlignedBuf>) -> Result<(), RealReplayError> {
         self.recycle(c.bufs);
         let s = c.user_data as u32;
+        self.labels.forget(s);
         if self.in_flight.part_done(s) == Some(true) {
             self.submit_part(s)?;
             self.drain();

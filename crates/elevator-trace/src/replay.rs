@@ -2,7 +2,8 @@
 //! in order, with the plugs the recording's submitters held. Pure: the
 //! drivers (elevator-sim's and elevator-io's) run the plan, with what they
 //! share from here: when a step is due ([`Step::due`]), the recorded bios
-//! in flight and their flush parts ([`InFlight`], [`FlushModel`]), and where
+//! in flight and their flush parts ([`InFlight`], [`FlushModel`]), how a
+//! flush sequence shows in the trace ([`SequenceLabels`]), and where
 //! the queue's events go and what a replay reports ([`EventOut`],
 //! [`ReplayResult`], [`ReplayError`]).
 //!
@@ -55,10 +56,12 @@ use elevator_core::{BioFlags, Nanos, Op, TraceAction};
 
 mod flush;
 mod in_flight;
+mod labels;
 mod outcome;
 
 pub use flush::{FlushModel, FlushParts};
 pub use in_flight::{InFlight, InFlightBio, Part};
+pub use labels::SequenceLabels;
 pub use outcome::{EventOut, ReplayError, ReplayResult};
 
 use crate::analyze::{Analysis, Analyzer};

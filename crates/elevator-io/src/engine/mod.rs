@@ -235,6 +235,12 @@ pub struct Engine<D: DataDevice, B: IoBuf = AlignedBuf, Q: QueueAccess = QueueSt
     timer_at: Option<Nanos>,
     cancelling: bool,
     user_plug: bool,
+    /// Each request goes to the queue as one bio per buffer (see
+    /// [`Engine::set_whole_bios`]).
+    whole_bios: bool,
+    /// A poll with a timeout leaves the caller's plug as it is (see
+    /// [`Engine::set_plug_held_while_waiting`]).
+    plug_held_while_waiting: bool,
     /// Requests handed to the kernel per submission (`u32::MAX`: each
     /// dispatch round's all at once).
     submit_batch: u32,
@@ -342,6 +348,8 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
             timer_at: None,
             cancelling: false,
             user_plug: false,
+            whole_bios: false,
+            plug_held_while_waiting: false,
             submit_batch,
             unkicked: 0,
             stats: EngineStats::default(),
@@ -407,6 +415,27 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
     /// after each call into the engine.
     pub fn set_tracing(&mut self, on: bool, limit: usize) {
         self.q.with(|s| s.queue.set_tracing(on, limit));
+    }
+
+    /// Submit each request from now on as one bio per buffer, whatever its
+    /// size, for the queue to split as its limits require (`X` events, as
+    /// Linux splits a bio in `blk_mq_submit_bio`), instead of cutting it
+    /// into bios that fit first as a direct-I/O path does (the default).
+    /// A trace replay submits the recorded bios so, and the queue sees
+    /// each as the recording's queue did.
+    pub fn set_whole_bios(&mut self, on: bool) {
+        self.whole_bios = on;
+    }
+
+    /// Whether a [`Engine::poll`] with a timeout, about to sleep, leaves the
+    /// requests on the caller's plug there (`true`) or hands them to the
+    /// scheduler first (`false`, the default, as Linux flushes a task's
+    /// plug when it sleeps). A trace replay waiting for the recorded time
+    /// of its next step holds the plug as the recording's task did, which
+    /// did not sleep between its bios; a poll with no timeout always
+    /// flushes, or nothing could wake it.
+    pub fn set_plug_held_while_waiting(&mut self, on: bool) {
+        self.plug_held_while_waiting = on;
     }
 
     /// Hand the queue's trace events recorded since the last drain to `f`,
@@ -585,6 +614,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
             return Ok(());
         }
         let me = self.me();
+        let whole = self.whole_bios;
         let Engine {
             q,
             records,
@@ -597,7 +627,8 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
             if !*user_plug {
                 s.queue.plug();
             }
-            let all_in = feed(s, &mut records[r as usize], r, me, align, stats, now);
+            let rec = &mut records[r as usize];
+            let all_in = feed(s, rec, r, me, align, whole, stats, now);
             if !*user_plug {
                 s.queue.unplug(now);
             }
@@ -665,6 +696,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
             let me = self.me();
             let per_request = self.q.per_request();
             let shared = self.q.shared();
+            let whole = self.whole_bios;
             let Engine {
                 q,
                 records,
@@ -684,7 +716,7 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
                 let mut blocked = false;
                 while let Some(&r) = waiting.front() {
                     let rec = &mut records[r as usize];
-                    if !feed(s, rec, r, me, align, stats, now) {
+                    if !feed(s, rec, r, me, align, whole, stats, now) {
                         blocked = true;
                         if shared {
                             // Woken by whoever next completes a request here.
@@ -982,7 +1014,9 @@ impl<D: DataDevice, B: IoBuf, Q: QueueAccess> Engine<D, B, Q> {
         self.reap(now)?;
         self.pump(now)?;
         if self.finished.is_empty() && timeout != Some(Duration::ZERO) {
-            self.flush_before_sleep(now)?;
+            if timeout.is_none() || !self.plug_held_while_waiting {
+                self.flush_before_sleep(now)?;
+            }
             let mut wait = timeout;
             if let Some(t) = self.timer_at {
                 let d = Clock::until(now, t);
@@ -1164,7 +1198,8 @@ fn send<D: DataDevice>(device: &mut D, staged: &mut Vec<Staged>, segs: &[DataSeg
 }
 
 /// Submit record `r`'s next bios into the queue of `s` until it is all in
-/// (true) or the queue is full (false).
+/// (true) or the queue is full (false): bios that fit the queue's limits,
+/// or with `whole` one bio per buffer for the queue to split.
 #[allow(clippy::too_many_arguments)]
 fn feed<B: IoBuf>(
     s: &mut QueueState,
@@ -1172,6 +1207,7 @@ fn feed<B: IoBuf>(
     r: u32,
     me: u16,
     align: &Alignment,
+    whole: bool,
     stats: &mut EngineStats,
     now: Nanos,
 ) -> bool {
@@ -1184,8 +1220,13 @@ fn feed<B: IoBuf>(
             return true;
         }
         let pos = rec.offset + rec.issued;
-        let mut piece = u64::from(limits.max_piece_bytes(rec.op)).min(rec.len - rec.issued);
-        if limits.chunk_sectors > 0 {
+        let mut piece = if whole {
+            whole_bio_bytes(&limits)
+        } else {
+            u64::from(limits.max_piece_bytes(rec.op))
+        }
+        .min(rec.len - rec.issued);
+        if limits.chunk_sectors > 0 && !whole {
             let chunk = u64::from(limits.chunk_sectors) << 9;
             piece = piece.min(chunk - pos % chunk);
         }
@@ -1252,6 +1293,13 @@ fn feed<B: IoBuf>(
             }
         }
     }
+}
+
+/// The most bytes one whole bio may carry (a bio's length is a `u32`): the
+/// largest multiple of the logical block size that fits.
+fn whole_bio_bytes(limits: &elevator_core::Limits) -> u64 {
+    let most = u64::from(u32::MAX);
+    most - most % u64::from(limits.logical_block_size.max(1))
 }
 
 /// Complete request `id` of the queue of `s` with `outcome`: each bio's

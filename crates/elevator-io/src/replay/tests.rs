@@ -58,16 +58,32 @@ fn replay_text(
     timing: Timing,
     device_bytes: u64,
 ) -> Result<ReplayResult, RealReplayError> {
+    replay_with(text, timing, device_bytes, &[], false)
+}
+
+fn replay_with(
+    text: &str,
+    timing: Timing,
+    device_bytes: u64,
+    tunables: &[(&str, &str)],
+    skip_bad: bool,
+) -> Result<ReplayResult, RealReplayError> {
     let plan = Planner::new(
         TracefsReader::new(text.as_bytes(), "t", false),
         Events::Queued,
         None,
     );
     let cfg = RealReplayConfig {
-        engine: EngineConfig::default(),
+        engine: EngineConfig {
+            tunables: tunables
+                .iter()
+                .map(|&(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            ..EngineConfig::default()
+        },
         timing,
         flush: FlushModel::default(),
-        skip_bad: false,
+        skip_bad,
         source_name: "t".into(),
     };
     let dev = MemDevice::new(device_bytes, MemOptions::default()).expect("memory");
@@ -107,4 +123,44 @@ fn the_buffer_pool_is_bounded() {
     let r =
         replay_text(&reads(600, |i| (i % 300 + 1) * 512), Timing::Asap, 1 << 30).expect("replays");
     assert_eq!(r.bios, 600);
+}
+
+/// A recorded bio reaches the queue whole, and the queue splits it as
+/// the kernel does (X), whatever the timing: 2 MiB under
+/// `max_sectors_kb=1280` is one split and two requests.
+#[test]
+fn a_recorded_bio_is_split_by_the_queue() {
+    let text = " a-1 [000] ..... 1.000000: block_bio_queue: 8,0 W 0 + 4096 [a]\n";
+    for timing in [Timing::Asap, Timing::Recorded(1.0), Timing::Depth(1)] {
+        let r = replay_with(text, timing, 64 << 20, &[("max_sectors_kb", "1280")], false)
+            .expect("replays");
+        let a = &r.analysis;
+        assert_eq!(a.count(TraceAction::Queue), 1, "{timing:?}");
+        assert_eq!(a.count(TraceAction::Split), 1, "{timing:?}");
+        assert_eq!(a.count(TraceAction::Issue), 2, "{timing:?}");
+        assert_eq!(a.count(TraceAction::Complete), 2, "{timing:?}");
+    }
+}
+
+/// A bio that would need more requests than the queue has tags is
+/// refused naming its record, as in simulation, or left out as bad.
+#[test]
+fn a_bio_the_queue_cannot_take_whole_is_named() {
+    let text = format!(
+        "{}{}",
+        " a-1 [000] ..... 1.000000: block_bio_queue: 8,0 W 0 + 8 [a]\n",
+        " a-1 [000] ..... 1.000001: block_bio_queue: 8,0 W 64 + 128 [a]\n"
+    );
+    let tunables = [("max_sectors_kb", "4"), ("nr_requests", "4")];
+    let err = replay_with(&text, Timing::Asap, 1 << 20, &tunables, false)
+        .expect_err("16 pieces, 4 tags")
+        .to_string();
+    assert!(
+        err.contains("t: record 2: the queue refused the bio"),
+        "{err}"
+    );
+    assert!(err.contains("nr_requests=4"), "{err}");
+    let r = replay_with(&text, Timing::Asap, 1 << 20, &tunables, true).expect("skips");
+    assert_eq!((r.bios, r.skipped), (2, 1));
+    assert_eq!(r.analysis.count(TraceAction::Queue), 1);
 }

@@ -14,6 +14,7 @@ mod fio_verify;
 mod mq_integrity;
 mod plug;
 mod random_mix;
+mod replay_trace;
 mod share;
 mod splitting;
 mod threads;

@@ -4,7 +4,10 @@
 //! options as fio does: every `--option[=value]` that is not one of
 //! elevator's own flags for the subcommand is a fio job option, passed to
 //! the job-file parser in order ([`split`]); elevator-run reads the job
-//! ([`elevator_run::job_text`]).
+//! ([`elevator_run::job_text`]). `--option value` goes with it as in fio:
+//! an option fio gives a required argument takes the next one whatever it
+//! is ([`elevator_fio::job::takes_next_argument`]), unless it is one of
+//! elevator's own flags; fio's switches (`--time_based`) take none.
 
 use std::ffi::OsString;
 
@@ -14,8 +17,8 @@ use clap::CommandFactory;
 const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare", "advise"];
 
 /// `args` (the whole command line) split into what clap parses and the fio
-/// job options (`--name=value` or `--switch`) of `run`, `compare` and
-/// `advise`, in order. Elevator's own flags (`--device`, `--output-format`,
+/// job options (`--name=value`, `--name value` or `--switch`) of `run`,
+/// `compare` and `advise`, in order. Elevator's own flags (`--device`, `--output-format`,
 /// ...) stay with clap, with their values.
 pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
     let Some(sub) = args.get(1).and_then(|a| a.to_str()).map(str::to_string) else {
@@ -65,7 +68,21 @@ pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<Stri
                     keep.push(value);
                 }
             }
-            None => fio.push(text.clone()),
+            None => {
+                fio.push(text.clone());
+                if !body.contains('=') && elevator_fio::job::takes_next_argument(name) {
+                    let next = rest.as_slice().first().and_then(|a| a.to_str());
+                    let own = next.is_some_and(|n| {
+                        let flag = n.strip_prefix("--").unwrap_or("");
+                        let flag = flag.split_once('=').map_or(flag, |(f, _)| f);
+                        n == "--" || flags.iter().any(|(f, _)| f == flag)
+                    });
+                    if let (false, Some(value)) = (own, next) {
+                        fio.push(value.to_string());
+                        rest.next();
+                    }
+                }
+            }
         }
     }
     (keep, fio)

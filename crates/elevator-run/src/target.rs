@@ -1,13 +1,18 @@
 //! [`Target`]: where a workload runs, a device model on the virtual clock
 //! (elevator-sim) or real devices through io_uring (elevator-io) with their
 //! threads and lock design, from the spec a user gives (`hdd-7200,rpm=5400`,
-//! `file:PATH`, `mem:SIZE`); and the checks made before anything runs
-//! (schedulers and tunables, memory).
+//! `file:PATH`, `mem:SIZE`); the checks made before anything runs
+//! (schedulers and tunables, memory); and what a job's file is on it (the
+//! device's own file is the whole device: [`Target::jobs_on_device`]).
+
+use std::borrow::Cow;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use elevator_core::{BuildError, DeviceShape, Limits, Queue};
-use elevator_fio::job::JobFile;
-use elevator_io::DeviceSpec;
+use elevator_fio::job::{JobFile, JobSpec};
 use elevator_io::mq::LockMode;
+use elevator_io::{DeviceKind, DeviceSpec};
 use elevator_sim::device::ModelSpec;
 
 use crate::error::RunError;
@@ -102,6 +107,50 @@ impl Target {
                 self.name
             ))
         })
+    }
+
+    /// `jobs` as they run on this target. On `file:PATH`, a job whose
+    /// `filename` (under its `directory`) is the device's own file, the same
+    /// file however it is written, and that gives no `size`, `filesize` or
+    /// `fill_device`, does its I/O on the whole device, as fio does on an
+    /// existing file or device with no size: it is given no file name of
+    /// its own, which the layout reads as the whole device. Other jobs, and
+    /// every job on a model or `mem:`, are as given (a job that names no
+    /// file and no size uses the whole device there too).
+    pub fn jobs_on_device<'a>(&self, jobs: &'a JobFile) -> Cow<'a, JobFile> {
+        let DeviceKind::File { path, .. } = &self.spec.kind else {
+            return Cow::Borrowed(jobs);
+        };
+        let Ok(device) = std::fs::metadata(path) else {
+            return Cow::Borrowed(jobs);
+        };
+        let is_device = |job: &JobSpec| {
+            let Some(name) = &job.filename else {
+                return false;
+            };
+            if job.size.is_some() || job.filesize.is_some() || job.fill_device {
+                return false;
+            }
+            let name = match &job.directory {
+                Some(dir) if !name.starts_with('/') => Path::new(dir).join(name),
+                _ => Path::new(name).to_path_buf(),
+            };
+            std::fs::metadata(name)
+                .is_ok_and(|m| m.dev() == device.dev() && m.ino() == device.ino())
+        };
+        if !jobs.jobs.iter().any(is_device) {
+            return Cow::Borrowed(jobs);
+        }
+        let mut resolved = jobs.clone();
+        for job in &mut resolved.jobs {
+            if is_device(job) {
+                job.filename = None;
+                job.filename_format = None;
+                job.directory = None;
+                job.nrfiles = 1;
+            }
+        }
+        Cow::Owned(resolved)
     }
 
     /// Check every scheduler name and every tunable before anything runs,

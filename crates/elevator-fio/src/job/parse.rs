@@ -59,6 +59,9 @@ pub(super) struct Builder {
     /// The file of the current job's header: jobs named on the command
     /// line take the overrides as defaults instead.
     job_file: String,
+    /// The next job section is the first of a job file after the first:
+    /// it gets a `stonewall`, as fio separates job files.
+    stonewall_next: bool,
 }
 
 /// Set `key` to `value` in a list of options as written, keeping each key
@@ -87,14 +90,31 @@ impl Builder {
             in_section: Vec::new(),
             path: path.to_string(),
             job_file: String::new(),
+            stonewall_next: false,
         }
+    }
+
+    /// The end of one job file and the start of the next, read in the same
+    /// run: the last section ends, the next file starts from fio's
+    /// defaults (no `[global]` of the last reaches it), and its first job
+    /// waits for every job before it.
+    pub(super) fn next_file(&mut self, overrides: Overrides<'_>) -> Result<(), JobError> {
+        self.finish_section(overrides)?;
+        self.template = JobSpec::new("", 0);
+        self.global_options.clear();
+        self.stonewall_next = true;
+        Ok(())
     }
 
     /// The jobs, once every item was given.
     pub(super) fn finish(mut self, overrides: Overrides<'_>) -> Result<JobFile, JobError> {
         self.finish_section(overrides)?;
         if self.jobs.is_empty() {
-            let message = "no jobs: add a [name] section after [global]".to_string();
+            let message = if self.path == super::cmdline::COMMAND_LINE {
+                "no jobs: start one with --name=JOB".to_string()
+            } else {
+                "no jobs: add a [name] section after [global]".to_string()
+            };
             return Err(JobError {
                 file: self.path,
                 line: 0,
@@ -128,6 +148,12 @@ impl Builder {
                     job.name.clone_from(name);
                     job.line = item.line;
                     job.options.clear();
+                    // A job of one of several files, or named on the
+                    // command line after a file, knows where it is.
+                    job.file = (item.file != self.path).then(|| item.file.clone());
+                    if std::mem::take(&mut self.stonewall_next) {
+                        job.stonewall = true;
+                    }
                     self.job_file.clone_from(&item.file);
                     Target::Job(Box::new(job))
                 };
@@ -224,7 +250,7 @@ impl Builder {
         self.clones = self.clones.saturating_add(job.numjobs);
         if self.clones > MAX_JOBS {
             return Err(JobError {
-                file: self.path.clone(),
+                file: self.job_file.clone(),
                 line,
                 option: (job.numjobs > 1).then(|| "numjobs".to_string()),
                 message: format!(
@@ -235,7 +261,7 @@ impl Builder {
             });
         }
         finish(&mut job, &self.jobs).map_err(|(option, message)| JobError {
-            file: self.path.clone(),
+            file: self.job_file.clone(),
             line,
             option: option.map(str::to_string),
             message,

@@ -1495,7 +1495,7 @@ fn command_line_options() {
     );
     assert!(
         err.to_string()
-            .starts_with("command line:2: option 'rw': unknown mode"),
+            .starts_with("--rw (command line, argument 2): unknown mode"),
         "{err}"
     );
     let err = JobFile::from_command_line(None, &args(&["--name=a", "--direct"]), &e).unwrap_err();

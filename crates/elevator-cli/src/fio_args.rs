@@ -18,9 +18,22 @@ const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare", "advise"];
 
 /// `args` (the whole command line) split into what clap parses and the fio
 /// job options (`--name=value`, `--name value` or `--switch`) of `run`,
-/// `compare` and `advise`, in order. Elevator's own flags (`--device`, `--output-format`,
-/// ...) stay with clap, with their values.
+/// `compare` and `advise`, in order. Elevator's own flags (`--device`,
+/// `--output-format`, ...) stay with clap, with their values.
 pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
+    let (keep, fio) = split_at::<C>(args);
+    (keep, fio.into_iter().map(|(_, a)| a).collect())
+}
+
+/// Where each of the fio job options [`split`] takes from `args` is on the
+/// command line: its index in `args` (the program is 0, the subcommand 1),
+/// for errors that name the argument a user typed.
+pub fn positions<C: CommandFactory>(args: Vec<OsString>) -> Vec<usize> {
+    split_at::<C>(args).1.into_iter().map(|(i, _)| i).collect()
+}
+
+/// [`split`], each fio job option with its index in `args`.
+fn split_at<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<(usize, String)>) {
     let Some(sub) = args.get(1).and_then(|a| a.to_str()).map(str::to_string) else {
         return (args, Vec::new());
     };
@@ -46,7 +59,10 @@ pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<Stri
     let mut rest = args.into_iter();
     keep.extend(rest.by_ref().take(2));
     let mut after_dashes = false;
+    // The index in `args` of the argument `rest` gave last.
+    let mut index = 1;
     while let Some(arg) = rest.next() {
+        index += 1;
         let Some(text) = arg.to_str().map(str::to_string) else {
             keep.push(arg);
             continue;
@@ -65,11 +81,12 @@ pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<Stri
                     && !body.contains('=')
                     && let Some(value) = rest.next()
                 {
+                    index += 1;
                     keep.push(value);
                 }
             }
             None => {
-                fio.push(text.clone());
+                fio.push((index, text.clone()));
                 if !body.contains('=') && elevator_fio::job::takes_next_argument(name) {
                     let next = rest.as_slice().first().and_then(|a| a.to_str());
                     let own = next.is_some_and(|n| {
@@ -78,8 +95,9 @@ pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<Stri
                         n == "--" || flags.iter().any(|(f, _)| f == flag)
                     });
                     if let (false, Some(value)) = (own, next) {
-                        fio.push(value.to_string());
+                        fio.push((index + 1, value.to_string()));
                         rest.next();
+                        index += 1;
                     }
                 }
             }

@@ -173,7 +173,13 @@ pub struct CompareArgs {
 /// The job a command line gives ([`elevator_run::job_text::load_jobs`]):
 /// job files and fio options; its warnings are printed to stderr.
 pub fn load_job(paths: &[String], fio: &[String]) -> Result<JobFile> {
-    let jobs = elevator_run::job_text::load_jobs(paths, fio)?;
+    // Where each fio option is on this process's command line, found by the
+    // same split that gave `fio` (none when `fio` came from elsewhere).
+    let mut at = crate::fio_args::positions::<crate::Cli>(std::env::args_os().collect());
+    if at.len() != fio.len() {
+        at.clear();
+    }
+    let jobs = elevator_run::job_text::load_jobs(paths, fio, &at)?;
     print_warnings(&jobs);
     Ok(jobs)
 }

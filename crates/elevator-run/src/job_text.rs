@@ -17,13 +17,14 @@ use crate::listener::Listener;
 /// every job). Its warnings are in [`JobFile::warnings`].
 pub fn load_job(path: Option<&str>, fio: &[String]) -> Result<JobFile, RunError> {
     let paths: Vec<String> = path.map(str::to_string).into_iter().collect();
-    load_jobs(&paths, fio)
+    load_jobs(&paths, fio, &[])
 }
 
 /// [`load_job`] with any number of job files, read as fio reads several in
 /// one run ([`JobFile::from_files`]: each file's `[global]` is its own, and
-/// a `stonewall` separates the files).
-pub fn load_jobs(paths: &[String], fio: &[String]) -> Result<JobFile, RunError> {
+/// a `stonewall` separates the files); `at` gives where each of `fio` is on
+/// the user's command line, for errors ([`JobFile::from_files_at`]).
+pub fn load_jobs(paths: &[String], fio: &[String], at: &[usize]) -> Result<JobFile, RunError> {
     if paths.is_empty() && fio.is_empty() {
         return Err(RunError::Usage(
             "no job: give a fio job file, or the job as fio options on the command line \
@@ -57,7 +58,7 @@ pub fn load_jobs(paths: &[String], fio: &[String]) -> Result<JobFile, RunError> 
         .zip(paths)
         .map(|(t, p)| (t.as_str(), p.as_str()))
         .collect();
-    Ok(JobFile::from_files(&files, fio, &parse_env())?)
+    Ok(JobFile::from_files_at(&files, fio, at, &parse_env())?)
 }
 
 /// The seed of a run: `given` if any; else 0, unless a job sets

@@ -235,7 +235,18 @@ fn command_line_errors_name_the_option() {
     );
     let said = String::from_utf8_lossy(&e.stderr);
     assert!(
-        said.contains("--bs (command line, argument 3): '4q'"),
+        said.contains("--bs (command line, argument 4): '4q'"),
+        "{said}"
+    );
+    // The position is the one on the command line typed, elevator's own
+    // flags and `--opt value` pairs counted.
+    let e = elevator(
+        dir.path(),
+        &["run", "--device", "nvme", "--name", "x", "--bs", "4q"],
+    );
+    let said = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        said.contains("--bs (command line, argument 6): '4q'"),
         "{said}"
     );
     // A job file's errors keep its file and line.

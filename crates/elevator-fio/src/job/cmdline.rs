@@ -26,14 +26,19 @@ pub fn takes_next_argument(name: &str) -> bool {
 }
 
 /// The command line split into the options before any `--name` (global)
-/// and the sections that follow. Each item's line is the 1-based position
-/// of its argument.
-pub(super) fn items(args: &[String], env: &ParseEnv) -> Result<(Vec<Item>, Vec<Item>), JobError> {
+/// and the sections that follow. Each item's line is its argument's
+/// position: `at[i]` for `args[i]` (where the caller found it on the
+/// user's command line), else `i + 1`.
+pub(super) fn items(
+    args: &[String],
+    at: &[usize],
+    env: &ParseEnv,
+) -> Result<(Vec<Item>, Vec<Item>), JobError> {
     let mut global = Vec::new();
     let mut jobs = Vec::new();
     let mut i = 0;
     while i < args.len() {
-        let position = i + 1;
+        let position = at.get(i).copied().unwrap_or(i + 1);
         let arg = &args[i];
         let error = |option: Option<&str>, message: String| JobError {
             file: COMMAND_LINE.to_string(),

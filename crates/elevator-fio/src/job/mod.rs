@@ -195,7 +195,20 @@ impl JobFile {
         args: &[String],
         env: &ParseEnv,
     ) -> Result<JobFile, JobError> {
-        let (global, jobs) = cmdline::items(args, env)?;
+        JobFile::from_files_at(files, args, &[], env)
+    }
+
+    /// [`JobFile::from_files`], with where each of `args` is on the user's
+    /// command line (`at[i]` for `args[i]`, as errors give it: `--bs
+    /// (command line, argument 4)`); an argument with no position given is
+    /// numbered by its place in `args` (from 1).
+    pub fn from_files_at(
+        files: &[(&str, &str)],
+        args: &[String],
+        at: &[usize],
+        env: &ParseEnv,
+    ) -> Result<JobFile, JobError> {
+        let (global, jobs) = cmdline::items(args, at, env)?;
         let path = match files {
             [] => cmdline::COMMAND_LINE.to_string(),
             [(_, path)] => (*path).to_string(),

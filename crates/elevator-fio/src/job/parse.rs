@@ -246,13 +246,21 @@ impl Builder {
                 );
             }
         }
-        let line = job.line;
+        // In a file, errors about the whole job point at its header; on the
+        // command line, at the argument that gave the option (else the
+        // job's --name).
+        let on_command_line = self.job_file == super::cmdline::COMMAND_LINE;
+        let line_of = |job: &JobSpec, option: Option<&str>| match option {
+            Some(o) if on_command_line => job.line_of(&[o]),
+            _ => job.line,
+        };
         self.clones = self.clones.saturating_add(job.numjobs);
         if self.clones > MAX_JOBS {
+            let option = (job.numjobs > 1).then_some("numjobs");
             return Err(JobError {
                 file: self.job_file.clone(),
-                line,
-                option: (job.numjobs > 1).then(|| "numjobs".to_string()),
+                line: line_of(&job, option),
+                option: option.map(str::to_string),
                 message: format!(
                     "job '{}' makes {} jobs, more than fio's limit of {MAX_JOBS} (every \
                      numjobs clone counts)",
@@ -262,7 +270,7 @@ impl Builder {
         }
         finish(&mut job, &self.jobs).map_err(|(option, message)| JobError {
             file: self.job_file.clone(),
-            line,
+            line: line_of(&job, option),
             option: option.map(str::to_string),
             message,
         })?;

@@ -7,7 +7,8 @@
 //! ([`elevator_run::job_text`]). `--option value` goes with it as in fio:
 //! an option fio gives a required argument takes the next one whatever it
 //! is ([`elevator_fio::job::takes_next_argument`]), unless it is one of
-//! elevator's own flags; fio's switches (`--time_based`) take none.
+//! elevator's own flags; fio's switches (`--time_based`) take none. As in
+//! fio, one dash does for a fio option's name (`-bs=4k`, `-name x`).
 
 use std::ffi::OsString;
 
@@ -30,6 +31,16 @@ pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<Stri
 /// for errors that name the argument a user typed.
 pub fn positions<C: CommandFactory>(args: Vec<OsString>) -> Vec<usize> {
     split_at::<C>(args).1.into_iter().map(|(i, _)| i).collect()
+}
+
+/// Whether `body` (an argument after one `-`) is a fio option as fio's
+/// getopt_long_only takes it: `NAME` or `NAME=VALUE`, NAME fio's (or
+/// `name`), two letters or more.
+fn is_fio_option(body: &str) -> bool {
+    let name = body.split_once('=').map_or(body, |(n, _)| n);
+    name.len() > 1
+        && !name.starts_with('-')
+        && (name == "name" || elevator_fio::job::option_verdict(name).is_some())
 }
 
 /// [`split`], each fio job option with its index in `args`.
@@ -66,6 +77,12 @@ fn split_at<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<(usiz
         let Some(text) = arg.to_str().map(str::to_string) else {
             keep.push(arg);
             continue;
+        };
+        // fio's getopt_long_only: `-bs=4k` is `--bs=4k` for a name fio
+        // knows (elevator's short flags are one letter).
+        let text = match text.strip_prefix('-') {
+            Some(body) if !after_dashes && is_fio_option(body) => format!("-{text}"),
+            _ => text,
         };
         if after_dashes || !text.starts_with("--") || text == "--" {
             after_dashes |= text == "--";

@@ -45,6 +45,9 @@ const VERDICTS: &[(&str, bool)] = &[
         true,
     ),
     ("--name=x --filename=data", true),
+    // fio's getopt_long_only: one dash does.
+    ("-name=x -size=1m -bs 4k", true),
+    ("-name x -size 1m -time_based -runtime=1", true),
     ("a.fio b.fio", true),
     ("a.fio --name=c --rw=read --size=1m b.fio", true),
     ("--bs=16k a.fio b.fio", true),

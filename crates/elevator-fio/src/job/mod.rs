@@ -190,6 +190,11 @@ impl JobFile {
     /// command-line globals override every file's jobs; `--name` jobs come
     /// after the last file's. With several files, every job knows its file
     /// ([`JobSpec::file`]) and [`JobFile::path`] lists them.
+    ///
+    /// fio 3.33 differs on the command line's part, as
+    /// [`JobFile::from_command_line`] says: its `--name` jobs run first
+    /// (in the first file's group), and its globals are defaults of the
+    /// first file only (the second starts from fio's own).
     pub fn from_files(
         files: &[(&str, &str)],
         args: &[String],

@@ -32,6 +32,8 @@ pub fn load_jobs(paths: &[String], fio: &[String], at: &[usize]) -> Result<JobFi
                 .to_string(),
         ));
     }
+    let env = parse_env();
+    JobFile::check_command_line(fio, at, &env)?;
     let mut texts = Vec::with_capacity(paths.len());
     let mut total = 0usize;
     for p in paths {
@@ -58,7 +60,7 @@ pub fn load_jobs(paths: &[String], fio: &[String], at: &[usize]) -> Result<JobFi
         .zip(paths)
         .map(|(t, p)| (t.as_str(), p.as_str()))
         .collect();
-    Ok(JobFile::from_files_at(&files, fio, at, &parse_env())?)
+    Ok(JobFile::from_files_at(&files, fio, at, &env)?)
 }
 
 /// The seed of a run: `given` if any; else 0, unless a job sets

@@ -59,6 +59,7 @@ const VERDICTS: &[(&str, bool)] = &[
     ("--name=x --size=1m --write_bw_log", false),
     ("--name=x --rw sideways", false),
     ("--name=x --size=1m --nosuch=1", false),
+    ("--name=x --size=1m --nosuch 1", false),
     ("a.fio missing.fio", false),
 ];
 
@@ -250,6 +251,17 @@ fn command_line_errors_name_the_option() {
     let said = String::from_utf8_lossy(&e.stderr);
     assert!(
         said.contains("--bs (command line, argument 6): '4q'"),
+        "{said}"
+    );
+    // An option fio does not know is named before any job file is read.
+    let e = elevator(
+        dir.path(),
+        &["run", "--name=x", "--iodpeth", "4", "--device", "nvme"],
+    );
+    let said = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        said.contains("--iodpeth (command line, argument 3): unknown option")
+            && said.contains("did you mean 'iodepth'"),
         "{said}"
     );
     // A job file's errors keep its file and line.

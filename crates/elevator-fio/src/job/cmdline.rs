@@ -9,7 +9,7 @@
 //! an argument that starts with `-` (`--offset -1`) or `--` (fio reads
 //! `--direct --rw=read` as `direct=--rw=read`, and refuses it).
 
-use super::option::{Store, lookup};
+use super::option::{Store, closest, lookup};
 use super::syntax::{Item, Kind, substitute};
 use super::{JobError, ParseEnv};
 
@@ -72,6 +72,17 @@ pub(super) fn items(
         i += 1;
         if name.is_empty() {
             return Err(error(None, format!("'{arg}': no option name")));
+        }
+        // Known before any job file is read: `--nosuch 1` is refused for
+        // `nosuch`, not for a job file `1` that is not there.
+        if name != "name" && lookup(name).is_none() {
+            let hint = closest(name)
+                .map(|c| format!(" (did you mean '{c}'?)"))
+                .unwrap_or_default();
+            return Err(error(
+                Some(name),
+                format!("unknown option: fio has no option '{name}'{hint}"),
+            ));
         }
         if name == "name" {
             let Some(job) = value.filter(|v| !v.is_empty()) else {

@@ -245,6 +245,18 @@ impl JobFile {
 }
 
 impl JobFile {
+    /// Check the command line's job options alone, before any job file is
+    /// read (`at` as for [`JobFile::from_files_at`]): its form, every
+    /// option's name and `${VAR}`s; values are checked when the jobs are
+    /// built.
+    pub fn check_command_line(
+        args: &[String],
+        at: &[usize],
+        env: &ParseEnv,
+    ) -> Result<(), JobError> {
+        cmdline::items(args, at, env).map(|_| ())
+    }
+
     /// The job file `job` is in: its own with several files, else
     /// [`JobFile::path`]. Errors about the job name it with the job's
     /// lines.

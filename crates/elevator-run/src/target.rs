@@ -109,48 +109,65 @@ impl Target {
         })
     }
 
-    /// `jobs` as they run on this target. On `file:PATH`, a job whose
-    /// `filename` (under its `directory`) is the device's own file, the same
-    /// file however it is written, and that gives no `size`, `filesize` or
-    /// `fill_device`, does its I/O on the whole device, as fio does on an
-    /// existing file or device with no size: it is given no file name of
-    /// its own, which the layout reads as the whole device. Other jobs, and
-    /// every job on a model or `mem:`, are as given (a job that names no
-    /// file and no size uses the whole device there too).
+    /// `jobs` as they run on this target, sized as fio sizes a job that
+    /// gives no `size`, `filesize` or `fill_device` from its existing file:
+    ///
+    /// - on `file:PATH`, a job whose `filename` (under its `directory`) is
+    ///   the device's own file, the same file however it is written, does
+    ///   its I/O on the whole device, as fio does on a device: it is given
+    ///   no file name of its own, which the layout reads as the whole
+    ///   device (as it does a job that names no file, on any device);
+    /// - a job whose `filename` is another regular file that exists here,
+    ///   and that no earlier job gave a size, gets that file's size as its
+    ///   `filesize` (fio reads an existing file whole), its file laid out
+    ///   on the device as any other.
+    ///
+    /// Every other job is as given (a missing file with no size is refused
+    /// by the layout, as fio refuses it).
     pub fn jobs_on_device<'a>(&self, jobs: &'a JobFile) -> Cow<'a, JobFile> {
-        let DeviceKind::File { path, .. } = &self.spec.kind else {
-            return Cow::Borrowed(jobs);
+        let device = match &self.spec.kind {
+            DeviceKind::File { path, .. } => std::fs::metadata(path).ok(),
+            _ => None,
         };
-        let Ok(device) = std::fs::metadata(path) else {
-            return Cow::Borrowed(jobs);
-        };
-        let is_device = |job: &JobSpec| {
-            let Some(name) = &job.filename else {
-                return false;
+        let mut resolved: Option<JobFile> = None;
+        for (j, job) in jobs.jobs.iter().enumerate() {
+            let Some(name) = host_file(job) else {
+                continue;
             };
-            if job.size.is_some() || job.filesize.is_some() || job.fill_device {
-                return false;
-            }
-            let name = match &job.directory {
-                Some(dir) if !name.starts_with('/') => Path::new(dir).join(name),
-                _ => Path::new(name).to_path_buf(),
+            // An earlier job that gave the file a size laid it out: it
+            // keeps that size, as before.
+            let laid_out = jobs.jobs[..j].iter().any(|earlier| {
+                earlier.filename.is_some()
+                    && host_file(earlier).is_none()
+                    && host_file_name(earlier) == name
+            });
+            let Ok(meta) = std::fs::metadata(&name) else {
+                continue;
             };
-            std::fs::metadata(name)
-                .is_ok_and(|m| m.dev() == device.dev() && m.ino() == device.ino())
-        };
-        if !jobs.jobs.iter().any(is_device) {
-            return Cow::Borrowed(jobs);
-        }
-        let mut resolved = jobs.clone();
-        for job in &mut resolved.jobs {
-            if is_device(job) {
-                job.filename = None;
-                job.filename_format = None;
-                job.directory = None;
-                job.nrfiles = 1;
+            if laid_out {
+                continue;
+            }
+            let whole = device
+                .as_ref()
+                .is_some_and(|d| d.dev() == meta.dev() && d.ino() == meta.ino());
+            let sized = !whole && meta.is_file() && meta.len() >= 512;
+            if !whole && !sized {
+                continue;
+            }
+            let spec = &mut resolved.get_or_insert_with(|| jobs.clone()).jobs[j];
+            if whole {
+                spec.filename = None;
+                spec.filename_format = None;
+                spec.directory = None;
+                spec.nrfiles = 1;
+            } else {
+                spec.filesize = Some(meta.len() / 512 * 512);
             }
         }
-        Cow::Owned(resolved)
+        match resolved {
+            Some(r) => Cow::Owned(r),
+            None => Cow::Borrowed(jobs),
+        }
     }
 
     /// Check every scheduler name and every tunable before anything runs,
@@ -239,6 +256,27 @@ impl Target {
             )));
         }
         Ok(())
+    }
+}
+
+/// The host path of `job`'s file when fio would size the job from it: it
+/// names a file (not one under `/dev/`, which the layout takes as the
+/// device) and gives no `size`, `filesize` or `fill_device`.
+fn host_file(job: &JobSpec) -> Option<std::path::PathBuf> {
+    let name = job.filename.as_ref()?;
+    if job.size.is_some() || job.filesize.is_some() || job.fill_device || name.starts_with("/dev/")
+    {
+        return None;
+    }
+    Some(host_file_name(job))
+}
+
+/// `job`'s first file as a host path: `filename` under `directory`.
+fn host_file_name(job: &JobSpec) -> std::path::PathBuf {
+    let name = job.filename.as_deref().unwrap_or_default();
+    match &job.directory {
+        Some(dir) if !name.starts_with('/') => Path::new(dir).join(name),
+        _ => Path::new(name).to_path_buf(),
     }
 }
 

@@ -176,12 +176,18 @@ fn a_job_without_size_gets_its_file_or_device_size_as_in_fio() {
         let mut f_args = vec!["--output-format=json", "--filename=disk.img"];
         f_args.extend(&args);
         let want = jobs_of("fio", &stdout_ok("fio", &fio(dir.path(), &f_args)));
-        let devices: [(&str, &[&str]); 4] = [
+        let mut devices: Vec<(&str, &[&str])> = vec![
             ("file:disk.img", &["--filename=disk.img"]),
             ("mem:8m", &[]),
             ("nvme,capacity=8m", &[]),
             ("hdd-7200,capacity=8m", &[]),
         ];
+        // Another existing file: its size, laid out on the device (a
+        // percentage `size` stays the device's, so not here).
+        if !extra.contains("size=") {
+            devices.push(("nvme", &["--filename=data"]));
+            devices.push(("file:disk.img", &["--filename=data"]));
+        }
         for (device, name) in devices {
             let mut ours = vec!["run", "--output-format", "json", "--device", device];
             ours.extend(name);
@@ -198,6 +204,37 @@ fn a_job_without_size_gets_its_file_or_device_size_as_in_fio() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Two jobs on the device's own file with no size, the second after the
+/// first: each does the whole file, as in fio.
+#[test]
+fn jobs_sharing_the_device_file_each_use_all_of_it() {
+    elevator_testkit::needs!("fio");
+    let dir = scratch("shared");
+    let job = "[w]\nrw=write\nbs=64k\nfilename=disk.img\n[r]\nrw=read\nbs=64k\nfilename=disk.img\nstonewall\n";
+    dir.write("two.fio", job);
+    let f = stdout_ok(
+        "fio",
+        &fio(dir.path(), &["--output-format=json", "two.fio"]),
+    );
+    let e = elevator(
+        dir.path(),
+        &[
+            "run",
+            "two.fio",
+            "--device",
+            "file:disk.img",
+            "--output-format",
+            "json",
+        ],
+    );
+    let (f, e) = (
+        jobs_of("fio", &f),
+        jobs_of("elevator", &stdout_ok("elevator", &e)),
+    );
+    assert_eq!(f, e);
+    assert_eq!(f.get("r"), Some(&(1, 8 << 20)), "{f:?}");
 }
 
 #[test]

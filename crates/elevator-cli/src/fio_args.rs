@@ -4,7 +4,11 @@
 //! options as fio does: every `--option[=value]` that is not one of
 //! elevator's own flags for the subcommand is a fio job option, passed to
 //! the job-file parser in order ([`split`]); elevator-run reads the job
-//! ([`elevator_run::job_text`]).
+//! ([`elevator_run::job_text`]). `--option value` goes with it as in fio:
+//! an option fio gives a required argument takes the next one whatever it
+//! is ([`elevator_fio::job::takes_next_argument`]), unless it is one of
+//! elevator's own flags; fio's switches (`--time_based`) take none. As in
+//! fio, one dash does for a fio option's name (`-bs=4k`, `-name x`).
 
 use std::ffi::OsString;
 
@@ -14,10 +18,33 @@ use clap::CommandFactory;
 const TAKES_JOB_OPTIONS: &[&str] = &["run", "compare", "advise"];
 
 /// `args` (the whole command line) split into what clap parses and the fio
-/// job options (`--name=value` or `--switch`) of `run`, `compare` and
-/// `advise`, in order. Elevator's own flags (`--device`, `--output-format`,
-/// ...) stay with clap, with their values.
+/// job options (`--name=value`, `--name value` or `--switch`) of `run`,
+/// `compare` and `advise`, in order. Elevator's own flags (`--device`,
+/// `--output-format`, ...) stay with clap, with their values.
 pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
+    let (keep, fio) = split_at::<C>(args);
+    (keep, fio.into_iter().map(|(_, a)| a).collect())
+}
+
+/// Where each of the fio job options [`split`] takes from `args` is on the
+/// command line: its index in `args` (the program is 0, the subcommand 1),
+/// for errors that name the argument a user typed.
+pub fn positions<C: CommandFactory>(args: Vec<OsString>) -> Vec<usize> {
+    split_at::<C>(args).1.into_iter().map(|(i, _)| i).collect()
+}
+
+/// Whether `body` (an argument after one `-`) is a fio option as fio's
+/// getopt_long_only takes it: `NAME` or `NAME=VALUE`, NAME fio's (or
+/// `name`), two letters or more.
+fn is_fio_option(body: &str) -> bool {
+    let name = body.split_once('=').map_or(body, |(n, _)| n);
+    name.len() > 1
+        && !name.starts_with('-')
+        && (name == "name" || elevator_fio::job::option_verdict(name).is_some())
+}
+
+/// [`split`], each fio job option with its index in `args`.
+fn split_at<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<(usize, String)>) {
     let Some(sub) = args.get(1).and_then(|a| a.to_str()).map(str::to_string) else {
         return (args, Vec::new());
     };
@@ -43,10 +70,19 @@ pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<Stri
     let mut rest = args.into_iter();
     keep.extend(rest.by_ref().take(2));
     let mut after_dashes = false;
+    // The index in `args` of the argument `rest` gave last.
+    let mut index = 1;
     while let Some(arg) = rest.next() {
+        index += 1;
         let Some(text) = arg.to_str().map(str::to_string) else {
             keep.push(arg);
             continue;
+        };
+        // fio's getopt_long_only: `-bs=4k` is `--bs=4k` for a name fio
+        // knows (elevator's short flags are one letter).
+        let text = match text.strip_prefix('-') {
+            Some(body) if !after_dashes && is_fio_option(body) => format!("-{text}"),
+            _ => text,
         };
         if after_dashes || !text.starts_with("--") || text == "--" {
             after_dashes |= text == "--";
@@ -62,10 +98,26 @@ pub fn split<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<Stri
                     && !body.contains('=')
                     && let Some(value) = rest.next()
                 {
+                    index += 1;
                     keep.push(value);
                 }
             }
-            None => fio.push(text.clone()),
+            None => {
+                fio.push((index, text.clone()));
+                if !body.contains('=') && elevator_fio::job::takes_next_argument(name) {
+                    let next = rest.as_slice().first().and_then(|a| a.to_str());
+                    let own = next.is_some_and(|n| {
+                        let flag = n.strip_prefix("--").unwrap_or("");
+                        let flag = flag.split_once('=').map_or(flag, |(f, _)| f);
+                        n == "--" || flags.iter().any(|(f, _)| f == flag)
+                    });
+                    if let (false, Some(value)) = (own, next) {
+                        fio.push((index + 1, value.to_string()));
+                        rest.next();
+                        index += 1;
+                    }
+                }
+            }
         }
     }
     (keep, fio)

@@ -66,9 +66,11 @@ pub struct ThreadArgs {
 /// ([`crate::fio_args::split`]).
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The fio job file (optional when the job is given as fio options on
-    /// the command line).
-    jobfile: Option<String>,
+    /// The fio job files (optional when the job is given as fio options on
+    /// the command line). Several run as one run, as fio runs them: each
+    /// file's `[global]` is its own, and each file after the first starts
+    /// once every job before it has finished (fio's `stonewall`).
+    jobfiles: Vec<String>,
     /// fio job options from the command line, in order (filled by
     /// `fio_args::split`, not by clap).
     #[arg(skip)]
@@ -127,9 +129,10 @@ pub struct RunArgs {
 /// Options of `elevator compare`.
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
-    /// The fio job file (default: a shipped job, 8 random readers at depth 4,
-    /// unless the job is given as fio options on the command line).
-    jobfile: Option<String>,
+    /// The fio job files (default: a shipped job, 8 random readers at depth
+    /// 4, unless the job is given as fio options on the command line);
+    /// several run as one run, as in `elevator run`.
+    jobfiles: Vec<String>,
     /// fio job options from the command line (see `elevator run`).
     #[arg(skip)]
     pub fio: Vec<String>,
@@ -167,10 +170,16 @@ pub struct CompareArgs {
     threads: ThreadArgs,
 }
 
-/// The job a command line gives ([`elevator_run::job_text::load_job`]);
-/// its warnings are printed to stderr.
-pub fn load_job(path: Option<&str>, fio: &[String]) -> Result<JobFile> {
-    let jobs = elevator_run::job_text::load_job(path, fio)?;
+/// The job a command line gives ([`elevator_run::job_text::load_jobs`]):
+/// job files and fio options; its warnings are printed to stderr.
+pub fn load_job(paths: &[String], fio: &[String]) -> Result<JobFile> {
+    // Where each fio option is on this process's command line, found by the
+    // same split that gave `fio` (none when `fio` came from elsewhere).
+    let mut at = crate::fio_args::positions::<crate::Cli>(std::env::args_os().collect());
+    if at.len() != fio.len() {
+        at.clear();
+    }
+    let jobs = elevator_run::job_text::load_jobs(paths, fio, &at)?;
     print_warnings(&jobs);
     Ok(jobs)
 }
@@ -320,7 +329,7 @@ fn print_notes(jobs: &JobFile) {
 /// Run `elevator run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let formats = output_formats(&args.output_format)?;
-    let jobs = load_job(args.jobfile.as_deref(), &args.fio)?;
+    let jobs = load_job(&args.jobfiles, &args.fio)?;
     let target = Target::parse(&args.device)?.with_threads(args.threads.threads());
     let tunables = parse_tunables(&args.set)?;
     target.check_schedulers(std::slice::from_ref(&args.scheduler), &tunables)?;
@@ -374,11 +383,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         std::fs::write(&name, contents).with_context(|| format!("writing log {name}"))?;
     }
     if let (Some(path), Some(observer)) = (&args.report, &observer) {
-        let name = args.jobfile.as_deref().unwrap_or("command line");
+        let name = if args.jobfiles.is_empty() {
+            "command line".to_string()
+        } else {
+            args.jobfiles.join(" ")
+        };
         let normal = report::render(report::Format::Normal, &jobs, result, &args.device);
         run_report::write_run(
             path,
-            name,
+            &name,
             &args.device,
             &args.scheduler,
             result,
@@ -397,13 +410,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
 
 /// Run `elevator compare`.
 pub fn compare(args: &CompareArgs) -> Result<()> {
-    let (jobs, name) = match &args.jobfile {
-        Some(path) => (load_job(Some(path), &args.fio)?, path.clone()),
-        None if !args.fio.is_empty() => (load_job(None, &args.fio)?, "command line".to_string()),
-        None => (
+    let (jobs, name) = match args.jobfiles.as_slice() {
+        [] if !args.fio.is_empty() => (load_job(&[], &args.fio)?, "command line".to_string()),
+        [] => (
             JobFile::parse(DEFAULT_JOB.1, DEFAULT_JOB.0)?,
             DEFAULT_JOB.0.to_string(),
         ),
+        paths => (load_job(paths, &args.fio)?, paths.join(" ")),
     };
     if args.schedulers.is_empty() {
         bail!("--schedulers: give at least one scheduler");

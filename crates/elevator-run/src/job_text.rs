@@ -1,13 +1,13 @@
-//! The job a user gives: a fio job file, fio options from a command line,
-//! or both ([`load_job`]), read within bounds ([`read_job_text`]), with what
-//! job files may name from this machine and environment ([`parse_env`]:
+//! The job a user gives: fio job files, fio options from a command line,
+//! or both ([`load_job`], [`load_jobs`]), read within bounds
+//! ([`read_job_text`]), with what job files may name from this machine and environment ([`parse_env`]:
 //! `include` files, `${VAR}`, `$ncpus`, `$pagesize`, `$mb_memory`;
 //! elevator-fio itself reads nothing); and the seed of a run ([`run_seed`]).
 
 use std::io::Read;
 use std::path::Path;
 
-use elevator_fio::job::{JobFile, MAX_FILE_BYTES, ParseEnv};
+use elevator_fio::job::{JobFile, MAX_FILE_BYTES, MAX_TEXT_BYTES, ParseEnv};
 
 use crate::error::RunError;
 use crate::listener::Listener;
@@ -16,27 +16,51 @@ use crate::listener::Listener;
 /// --rw=randread ...`), or both (the options then override the file's for
 /// every job). Its warnings are in [`JobFile::warnings`].
 pub fn load_job(path: Option<&str>, fio: &[String]) -> Result<JobFile, RunError> {
-    if path.is_none() && fio.is_empty() {
+    let paths: Vec<String> = path.map(str::to_string).into_iter().collect();
+    load_jobs(&paths, fio, &[])
+}
+
+/// [`load_job`] with any number of job files, read as fio reads several in
+/// one run ([`JobFile::from_files`]: each file's `[global]` is its own, and
+/// a `stonewall` separates the files); `at` gives where each of `fio` is on
+/// the user's command line, for errors ([`JobFile::from_files_at`]).
+pub fn load_jobs(paths: &[String], fio: &[String], at: &[usize]) -> Result<JobFile, RunError> {
+    if paths.is_empty() && fio.is_empty() {
         return Err(RunError::Usage(
             "no job: give a fio job file, or the job as fio options on the command line \
              (e.g. --name=a --rw=randread --bs=4k --size=64m)"
                 .to_string(),
         ));
     }
-    let text = match path {
-        Some(p) => Some(
-            read_job_text(Path::new(p), false).map_err(|why| RunError::JobText {
-                path: p.to_string(),
-                why,
-            })?,
-        ),
-        None => None,
-    };
-    let file = match (&text, path) {
-        (Some(t), Some(p)) => Some((t.as_str(), p)),
-        _ => None,
-    };
-    Ok(JobFile::from_command_line(file, fio, &parse_env())?)
+    let env = parse_env();
+    JobFile::check_command_line(fio, at, &env)?;
+    let mut texts = Vec::with_capacity(paths.len());
+    let mut total = 0usize;
+    for p in paths {
+        let text = read_job_text(Path::new(p), false).map_err(|why| RunError::JobText {
+            path: p.clone(),
+            why,
+        })?;
+        // Several files together are bounded as one file and its includes.
+        total = total.saturating_add(text.len());
+        if total > MAX_TEXT_BYTES {
+            return Err(RunError::JobText {
+                path: p.clone(),
+                why: format!(
+                    "with the job files before it, more than {} MiB of text, the most a run's \
+                     job files may hold",
+                    MAX_TEXT_BYTES >> 20
+                ),
+            });
+        }
+        texts.push(text);
+    }
+    let files: Vec<(&str, &str)> = texts
+        .iter()
+        .zip(paths)
+        .map(|(t, p)| (t.as_str(), p.as_str()))
+        .collect();
+    Ok(JobFile::from_files_at(&files, fio, at, &env)?)
 }
 
 /// The seed of a run: `given` if any; else 0, unless a job sets

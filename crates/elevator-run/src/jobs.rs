@@ -62,6 +62,11 @@ impl JobsRequest<'_> {
     /// `write_iolog` log their I/Os there.
     pub fn run(&self, listener: &mut dyn Listener) -> Result<JobsRun, RunError> {
         let threads = &self.target.threads;
+        let jobs = self.target.jobs_on_device(self.jobs);
+        let request = JobsRequest {
+            jobs: &jobs,
+            ..*self
+        };
         let run = match self.target.model() {
             Some(_) if !threads.also.is_empty() => {
                 return Err(RunError::Usage(
@@ -77,8 +82,8 @@ impl JobsRequest<'_> {
                         .to_string(),
                 ));
             }
-            Some(model) => self.run_model(model, listener)?,
-            None => self.run_real(listener)?,
+            Some(model) => request.run_model(model, listener)?,
+            None => request.run_real(listener)?,
         };
         io_error_notes(self.jobs, &run.result, listener);
         Ok(run)

@@ -1,13 +1,18 @@
 //! [`Target`]: where a workload runs, a device model on the virtual clock
 //! (elevator-sim) or real devices through io_uring (elevator-io) with their
 //! threads and lock design, from the spec a user gives (`hdd-7200,rpm=5400`,
-//! `file:PATH`, `mem:SIZE`); and the checks made before anything runs
-//! (schedulers and tunables, memory).
+//! `file:PATH`, `mem:SIZE`); the checks made before anything runs
+//! (schedulers and tunables, memory); and what a job's file is on it (the
+//! device's own file is the whole device: [`Target::jobs_on_device`]).
+
+use std::borrow::Cow;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use elevator_core::{BuildError, DeviceShape, Limits, Queue};
-use elevator_fio::job::JobFile;
-use elevator_io::DeviceSpec;
+use elevator_fio::job::{JobFile, JobSpec};
 use elevator_io::mq::LockMode;
+use elevator_io::{DeviceKind, DeviceSpec};
 use elevator_sim::device::ModelSpec;
 
 use crate::error::RunError;
@@ -104,6 +109,67 @@ impl Target {
         })
     }
 
+    /// `jobs` as they run on this target, sized as fio sizes a job that
+    /// gives no `size`, `filesize` or `fill_device` from its existing file:
+    ///
+    /// - on `file:PATH`, a job whose `filename` (under its `directory`) is
+    ///   the device's own file, the same file however it is written, does
+    ///   its I/O on the whole device, as fio does on a device: it is given
+    ///   no file name of its own, which the layout reads as the whole
+    ///   device (as it does a job that names no file, on any device);
+    /// - a job whose `filename` is another regular file that exists here,
+    ///   and that no earlier job gave a size, gets that file's size as its
+    ///   `filesize` (fio reads an existing file whole), its file laid out
+    ///   on the device as any other.
+    ///
+    /// Every other job is as given (a missing file with no size is refused
+    /// by the layout, as fio refuses it).
+    pub fn jobs_on_device<'a>(&self, jobs: &'a JobFile) -> Cow<'a, JobFile> {
+        let device = match &self.spec.kind {
+            DeviceKind::File { path, .. } => std::fs::metadata(path).ok(),
+            _ => None,
+        };
+        let mut resolved: Option<JobFile> = None;
+        for (j, job) in jobs.jobs.iter().enumerate() {
+            let Some(name) = host_file(job) else {
+                continue;
+            };
+            // An earlier job that gave the file a size laid it out: it
+            // keeps that size, as before.
+            let laid_out = jobs.jobs[..j].iter().any(|earlier| {
+                earlier.filename.is_some()
+                    && host_file(earlier).is_none()
+                    && host_file_name(earlier) == name
+            });
+            let Ok(meta) = std::fs::metadata(&name) else {
+                continue;
+            };
+            if laid_out {
+                continue;
+            }
+            let whole = device
+                .as_ref()
+                .is_some_and(|d| d.dev() == meta.dev() && d.ino() == meta.ino());
+            let sized = !whole && meta.is_file() && meta.len() >= 512;
+            if !whole && !sized {
+                continue;
+            }
+            let spec = &mut resolved.get_or_insert_with(|| jobs.clone()).jobs[j];
+            if whole {
+                spec.filename = None;
+                spec.filename_format = None;
+                spec.directory = None;
+                spec.nrfiles = 1;
+            } else {
+                spec.filesize = Some(meta.len() / 512 * 512);
+            }
+        }
+        match resolved {
+            Some(r) => Cow::Owned(r),
+            None => Cow::Borrowed(jobs),
+        }
+    }
+
     /// Check every scheduler name and every tunable before anything runs,
     /// so that a mistake in the last of several schedulers is not found
     /// after the first has run in full. Tunables are tried on a queue of
@@ -190,6 +256,27 @@ impl Target {
             )));
         }
         Ok(())
+    }
+}
+
+/// The host path of `job`'s file when fio would size the job from it: it
+/// names a file (not one under `/dev/`, which the layout takes as the
+/// device) and gives no `size`, `filesize` or `fill_device`.
+fn host_file(job: &JobSpec) -> Option<std::path::PathBuf> {
+    let name = job.filename.as_ref()?;
+    if job.size.is_some() || job.filesize.is_some() || job.fill_device || name.starts_with("/dev/")
+    {
+        return None;
+    }
+    Some(host_file_name(job))
+}
+
+/// `job`'s first file as a host path: `filename` under `directory`.
+fn host_file_name(job: &JobSpec) -> std::path::PathBuf {
+    let name = job.filename.as_deref().unwrap_or_default();
+    match &job.directory {
+        Some(dir) if !name.starts_with('/') => Path::new(dir).join(name),
+        _ => Path::new(name).to_path_buf(),
     }
 }
 

@@ -9,6 +9,7 @@ mod cost_guard;
 mod crash_ext4;
 mod crash_states;
 mod experiment_seeds;
+mod fio_cmdline;
 mod fio_compat;
 mod hostile;
 mod input_checks;

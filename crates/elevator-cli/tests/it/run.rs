@@ -450,7 +450,7 @@ fn ignore_error_lets_the_listed_errors_go_on() {
             "--ignore_error=EWHAT",
             "--parse-only",
         ],
-        "option 'ignore_error': 'EWHAT': unknown error name",
+        "--ignore_error (command line, argument 4): 'EWHAT': unknown error name",
     );
     fails_with(
         &[
@@ -588,7 +588,7 @@ fn hostile_job_files_are_refused_within_bounds() {
             "--name=a",
             "--name=b",
         ],
-        "option 'numjobs': job 'b' makes 8000 jobs",
+        "--numjobs (command line, argument 4): job 'b' makes 8000 jobs",
     );
     // 3 MiB included six times: past the 16 MiB a file and its includes hold.
     dir.write("big.inc", &format!("; {}\n", "x".repeat(3 << 20)));
@@ -694,7 +694,7 @@ fn extreme_offsets_are_refused_naming_the_option() {
                 "--device",
                 "null",
             ],
-            &format!("option '{option}': "),
+            &format!("--{option} (command line, argument "),
         );
         let out = common::elevator(&["run", "--name=x", "--size=1m", "--numjobs=2", &arg]);
         let err = String::from_utf8_lossy(&out.stderr);

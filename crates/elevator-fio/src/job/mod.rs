@@ -30,6 +30,7 @@ mod syntax;
 mod table;
 mod values;
 
+pub use cmdline::takes_next_argument;
 pub use engines::BLOCK_ENGINES;
 pub use option::Verdict;
 pub use parse::{MAX_JOBS, MAX_WARNINGS};
@@ -57,9 +58,11 @@ pub struct JobFile {
     pub warnings: Vec<String>,
 }
 
-/// A job file that cannot be used, with where and why.
+/// A job file that cannot be used, with where and why: `FILE:LINE: option
+/// 'NAME': what`, or for an option given on the command line `--NAME
+/// (command line, argument N): what`.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("{file}:{line}: {}{message}", option.as_ref().map(|o| format!("option '{o}': ")).unwrap_or_default())]
+#[error("{}{message}", self.location())]
 pub struct JobError {
     /// The file (an included file's own path; `command line` for options
     /// given as arguments).
@@ -71,6 +74,20 @@ pub struct JobError {
     pub option: Option<String>,
     /// What is wrong.
     pub message: String,
+}
+
+impl JobError {
+    /// Where the error is, as its message begins: `FILE:LINE: option
+    /// 'NAME': `, or on the command line `--NAME (command line, argument
+    /// N): `, which a user finds on the line they typed.
+    fn location(&self) -> String {
+        match (&self.option, self.file == cmdline::COMMAND_LINE) {
+            (Some(o), true) => format!("--{o} (command line, argument {}): ", self.line),
+            (None, true) if self.line > 0 => format!("command line, argument {}: ", self.line),
+            (Some(o), false) => format!("{}:{}: option '{o}': ", self.file, self.line),
+            (None, _) => format!("{}:{}: ", self.file, self.line),
+        }
+    }
 }
 
 /// Reads an included file by path; the error says why it cannot.
@@ -161,10 +178,52 @@ impl JobFile {
         args: &[String],
         env: &ParseEnv,
     ) -> Result<JobFile, JobError> {
-        let (global, jobs) = cmdline::items(args, env)?;
-        let path = file.map_or(cmdline::COMMAND_LINE, |(_, path)| path);
-        let mut b = parse::Builder::new(path);
-        if let Some((text, path)) = file {
+        JobFile::from_files(file.as_slice(), args, env)
+    }
+
+    /// [`JobFile::from_command_line`] with any number of job files
+    /// `(text, path)`, read as fio reads several in one run: each file's
+    /// `[global]` sections reach only its own jobs (every file starts from
+    /// fio's defaults), and the first job of every file after the first
+    /// waits for all before it (fio puts a `stonewall` between files, so
+    /// each file's jobs are a reporting group of their own). The
+    /// command-line globals override every file's jobs; `--name` jobs come
+    /// after the last file's. With several files, every job knows its file
+    /// ([`JobSpec::file`]) and [`JobFile::path`] lists them.
+    ///
+    /// fio 3.33 differs on the command line's part, as
+    /// [`JobFile::from_command_line`] says: its `--name` jobs run first
+    /// (in the first file's group), and its globals are defaults of the
+    /// first file only (the second starts from fio's own).
+    pub fn from_files(
+        files: &[(&str, &str)],
+        args: &[String],
+        env: &ParseEnv,
+    ) -> Result<JobFile, JobError> {
+        JobFile::from_files_at(files, args, &[], env)
+    }
+
+    /// [`JobFile::from_files`], with where each of `args` is on the user's
+    /// command line (`at[i]` for `args[i]`, as errors give it: `--bs
+    /// (command line, argument 4)`); an argument with no position given is
+    /// numbered by its place in `args` (from 1).
+    pub fn from_files_at(
+        files: &[(&str, &str)],
+        args: &[String],
+        at: &[usize],
+        env: &ParseEnv,
+    ) -> Result<JobFile, JobError> {
+        let (global, jobs) = cmdline::items(args, at, env)?;
+        let path = match files {
+            [] => cmdline::COMMAND_LINE.to_string(),
+            [(_, path)] => (*path).to_string(),
+            _ => files.iter().map(|(_, p)| *p).collect::<Vec<_>>().join(", "),
+        };
+        let mut b = parse::Builder::new(&path);
+        for (k, &(text, path)) in files.iter().enumerate() {
+            if k > 0 {
+                b.next_file(&global)?;
+            }
             syntax::items(text, path, env, &mut |item| b.item(item, &global))?;
         }
         if let Some(first) = global.first() {
@@ -182,6 +241,27 @@ impl JobFile {
             b.item(item, &global)?;
         }
         b.finish(&global)
+    }
+}
+
+impl JobFile {
+    /// Check the command line's job options alone, before any job file is
+    /// read (`at` as for [`JobFile::from_files_at`]): its form, every
+    /// option's name and `${VAR}`s; values are checked when the jobs are
+    /// built.
+    pub fn check_command_line(
+        args: &[String],
+        at: &[usize],
+        env: &ParseEnv,
+    ) -> Result<(), JobError> {
+        cmdline::items(args, at, env).map(|_| ())
+    }
+
+    /// The job file `job` is in: its own with several files, else
+    /// [`JobFile::path`]. Errors about the job name it with the job's
+    /// lines.
+    pub fn file_of<'a>(&'a self, job: &'a JobSpec) -> &'a str {
+        job.file.as_deref().unwrap_or(&self.path)
     }
 }
 

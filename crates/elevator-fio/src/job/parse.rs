@@ -59,6 +59,9 @@ pub(super) struct Builder {
     /// The file of the current job's header: jobs named on the command
     /// line take the overrides as defaults instead.
     job_file: String,
+    /// The next job section is the first of a job file after the first:
+    /// it gets a `stonewall`, as fio separates job files.
+    stonewall_next: bool,
 }
 
 /// Set `key` to `value` in a list of options as written, keeping each key
@@ -87,14 +90,31 @@ impl Builder {
             in_section: Vec::new(),
             path: path.to_string(),
             job_file: String::new(),
+            stonewall_next: false,
         }
+    }
+
+    /// The end of one job file and the start of the next, read in the same
+    /// run: the last section ends, the next file starts from fio's
+    /// defaults (no `[global]` of the last reaches it), and its first job
+    /// waits for every job before it.
+    pub(super) fn next_file(&mut self, overrides: Overrides<'_>) -> Result<(), JobError> {
+        self.finish_section(overrides)?;
+        self.template = JobSpec::new("", 0);
+        self.global_options.clear();
+        self.stonewall_next = true;
+        Ok(())
     }
 
     /// The jobs, once every item was given.
     pub(super) fn finish(mut self, overrides: Overrides<'_>) -> Result<JobFile, JobError> {
         self.finish_section(overrides)?;
         if self.jobs.is_empty() {
-            let message = "no jobs: add a [name] section after [global]".to_string();
+            let message = if self.path == super::cmdline::COMMAND_LINE {
+                "no jobs: start one with --name=JOB".to_string()
+            } else {
+                "no jobs: add a [name] section after [global]".to_string()
+            };
             return Err(JobError {
                 file: self.path,
                 line: 0,
@@ -128,6 +148,12 @@ impl Builder {
                     job.name.clone_from(name);
                     job.line = item.line;
                     job.options.clear();
+                    // A job of one of several files, or named on the
+                    // command line after a file, knows where it is.
+                    job.file = (item.file != self.path).then(|| item.file.clone());
+                    if std::mem::take(&mut self.stonewall_next) {
+                        job.stonewall = true;
+                    }
                     self.job_file.clone_from(&item.file);
                     Target::Job(Box::new(job))
                 };
@@ -220,13 +246,21 @@ impl Builder {
                 );
             }
         }
-        let line = job.line;
+        // In a file, errors about the whole job point at its header; on the
+        // command line, at the argument that gave the option (else the
+        // job's --name).
+        let on_command_line = self.job_file == super::cmdline::COMMAND_LINE;
+        let line_of = |job: &JobSpec, option: Option<&str>| match option {
+            Some(o) if on_command_line => job.line_of(&[o]),
+            _ => job.line,
+        };
         self.clones = self.clones.saturating_add(job.numjobs);
         if self.clones > MAX_JOBS {
+            let option = (job.numjobs > 1).then_some("numjobs");
             return Err(JobError {
-                file: self.path.clone(),
-                line,
-                option: (job.numjobs > 1).then(|| "numjobs".to_string()),
+                file: self.job_file.clone(),
+                line: line_of(&job, option),
+                option: option.map(str::to_string),
                 message: format!(
                     "job '{}' makes {} jobs, more than fio's limit of {MAX_JOBS} (every \
                      numjobs clone counts)",
@@ -235,8 +269,8 @@ impl Builder {
             });
         }
         finish(&mut job, &self.jobs).map_err(|(option, message)| JobError {
-            file: self.path.clone(),
-            line,
+            file: self.job_file.clone(),
+            line: line_of(&job, option),
             option: option.map(str::to_string),
             message,
         })?;

@@ -352,6 +352,10 @@ pub struct JobSpec {
     /// Where each option that applies to this job was set: `(name, line)`,
     /// `[global]` ones first, in file order. [`JobSpec::line_of`] reads it.
     pub option_lines: Vec<(String, usize)> = Vec::new(),
+    /// The job file its section is in, when a run reads several (`None`:
+    /// the run's one file, [`super::JobFile::path`]); its lines are that
+    /// file's. [`super::JobFile::file_of`] reads it.
+    pub file: Option<String> = None,
 }
 }
 

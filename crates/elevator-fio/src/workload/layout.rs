@@ -24,7 +24,9 @@
 //!   offset to its end. With `fill_device`, the region is the rest of the
 //!   device (fio writes until it is full). Without `size` or `filesize`, a
 //!   file an earlier job laid out keeps its size, as fio reads an existing
-//!   file.
+//!   file; a job that names no file at all (no `filename`,
+//!   `filename_format` or `directory`, one file) uses the whole device as
+//!   a job on a raw device does, the device being the one the user named.
 //! - The start offset is `offset + clone × offset_increment`; a percentage
 //!   of either is of the file (of `filesize`, else of the region) and is
 //!   aligned down to the smallest block size. A file shared by clones is
@@ -107,6 +109,24 @@ impl Layout {
         }
     }
 
+    /// Whether `job` (whose first file is `first`) does its I/O on the
+    /// whole device: it names no file (no `filename`, `filename_format` or
+    /// `directory`), has one file, and gives no `size`, `filesize` or
+    /// `fill_device`, and no earlier job laid out a file of its name. fio
+    /// would create a file and need its size; here the device is the one
+    /// the user named, and the job uses all of it, as fio does a job whose
+    /// file is a block device.
+    fn is_whole_device(&self, job: &JobSpec, first: &str) -> bool {
+        job.filename.is_none()
+            && job.filename_format.is_none()
+            && job.directory.is_none()
+            && job.nrfiles <= 1
+            && job.size.is_none()
+            && job.filesize.is_none()
+            && !job.fill_device
+            && !self.shared.contains_key(first)
+    }
+
     /// The files of clone `clone` of `job` (from file `path`).
     pub fn files_for(
         &mut self,
@@ -158,7 +178,7 @@ impl Layout {
                 })
         };
         let first = Layout::file_name(job, clone, 0);
-        if first.starts_with("/dev/") {
+        if first.starts_with("/dev/") || self.is_whole_device(job, &first) {
             // fio on a raw device: I/O within `size` bytes from the start,
             // or from the start to the end.
             let (start, blame) = start_in(dev)?;
@@ -222,13 +242,27 @@ impl Layout {
             // existing file's.
             (None, None) => match self.shared.get(&Layout::file_name(job, clone, 0)) {
                 Some(e) => e.bytes,
+                None if job.filename.is_none() && n > 1 => {
+                    return Err(err(
+                        "size",
+                        format!(
+                            "job '{}' creates {n} files (nrfiles={n}), so it needs size= or \
+                             filesize= to share out (a job with one file and no size uses the \
+                             whole device)",
+                            job.name
+                        ),
+                    ));
+                }
                 None => {
                     return Err(err(
                         "size",
                         format!(
-                            "job '{}' creates files, so it needs size= or filesize= \
-                             (or a filename under /dev/ for the whole device)",
-                            job.name
+                            "job '{}' creates its file '{}', so it needs size= or filesize= \
+                             (fio: \"you need to specify size=\"); a job that names no file, \
+                             or names the device's own file or one under /dev/, uses the whole \
+                             device",
+                            job.name,
+                            Layout::file_name(job, clone, 0)
                         ),
                     ));
                 }
@@ -366,7 +400,8 @@ mod tests {
     #[test]
     fn errors_name_the_job() {
         let mut l = Layout::new(10 << 20);
-        let j = JobSpec::new("nosize", 3);
+        let mut j = JobSpec::new("nosize", 3);
+        j.filename = Some("new-file".into());
         let e = l.files_for(&j, 0, "x.fio").unwrap_err().to_string();
         assert!(e.starts_with("x.fio:3: option 'size'"), "{e}");
         let mut big = JobSpec::new("big", 5);

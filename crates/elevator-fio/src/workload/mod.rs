@@ -70,14 +70,14 @@ pub fn workers_with_logs(
             group += 1;
         }
         for clone in 0..job.numjobs {
-            let files = clone_files(&mut layout, job, clone, &jobs.path)?;
+            let files = clone_files(&mut layout, job, clone, jobs.file_of(job))?;
             let ctx = workers.len() as u32 + 1;
             let seed = seeds[workers.len()];
             let rule = rules.next().unwrap_or_default();
             let log = match &job.read_iolog {
                 Some(path) => {
                     let error = |e: IoLogError| JobError {
-                        file: jobs.path.clone(),
+                        file: jobs.file_of(job).to_string(),
                         line: job.line_of(&["read_iolog"]),
                         option: Some("read_iolog".into()),
                         message: format!("job '{}': cannot replay {path}: {e}", job.name),
@@ -88,7 +88,16 @@ pub fn workers_with_logs(
                 None => None,
             };
             workers.push(Worker::new(
-                job, &jobs.path, j, clone, group, ctx, files, seed, rule, log,
+                job,
+                jobs.file_of(job),
+                j,
+                clone,
+                group,
+                ctx,
+                files,
+                seed,
+                rule,
+                log,
             )?);
         }
     }
@@ -139,7 +148,7 @@ pub fn clone_files_all(jobs: &JobFile, device_bytes: u64) -> Result<Vec<CloneFil
     let mut out = Vec::new();
     for (j, job) in jobs.jobs.iter().enumerate() {
         for clone in 0..job.numjobs {
-            let extents = clone_files(&mut layout, job, clone, &jobs.path)?;
+            let extents = clone_files(&mut layout, job, clone, jobs.file_of(job))?;
             let files = extents
                 .into_iter()
                 .enumerate()

@@ -50,7 +50,7 @@ pub(crate) fn rules(jobs: &JobFile, seeds: &[u64]) -> Result<Vec<StartRule>, Job
                 .map(|(i, _)| i)
                 .collect();
             let err = |message: String| JobError {
-                file: jobs.path.clone(),
+                file: jobs.file_of(job).to_string(),
                 line: job.line_of(&["wait_for"]),
                 option: Some("wait_for".into()),
                 message,

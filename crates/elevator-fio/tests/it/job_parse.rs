@@ -1495,7 +1495,7 @@ fn command_line_options() {
     );
     assert!(
         err.to_string()
-            .starts_with("command line:2: option 'rw': unknown mode"),
+            .starts_with("--rw (command line, argument 2): unknown mode"),
         "{err}"
     );
     let err = JobFile::from_command_line(None, &args(&["--name=a", "--direct"]), &e).unwrap_err();
@@ -1522,6 +1522,86 @@ fn command_line_options() {
     let err =
         JobFile::from_command_line(Some((text, "f.fio")), &args(&["--bs=3"]), &e).unwrap_err();
     assert_eq!((err.file.as_str(), err.line), ("command line", 1), "{err}");
+}
+
+#[test]
+fn command_line_values_follow_fios_getopt() {
+    let e = ParseEnv::none();
+    let parse = |list: &[&str]| JobFile::from_command_line(None, &args(list), &e);
+    // A value that starts with '-' is still the value.
+    let err = parse(&["--name=a", "--offset", "-1"]).unwrap_err();
+    assert_eq!(err.option.as_deref(), Some("offset"), "{err}");
+    assert!(err.message.contains("'-1'"), "{err}");
+    // fio gives a log's name the next argument, whatever it is.
+    let f = parse(&["--name=a", "--write_bw_log", "--bs=4k"]).expect("parses");
+    assert_eq!(f.jobs[0].write_bw_log.as_deref(), Some("--bs=4k"));
+    assert_eq!(f.jobs[0].bs, [4096; 3]);
+    // A switch never takes one.
+    let err = parse(&["--name=a", "--time_based", "1"]).unwrap_err();
+    assert_eq!(err.line, 3, "{err}");
+    assert!(err.message.contains("expected --option=value"), "{err}");
+    let err = parse(&["--name=a", "--write_bw_log"]).unwrap_err();
+    assert!(err.message.contains("needs a value"), "{err}");
+    let err = parse(&["--name=a", "--bs=4q"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("--bs (command line, argument 2): '4q'"),
+        "{err}"
+    );
+    assert!(elevator_fio::job::takes_next_argument("bs"));
+    assert!(elevator_fio::job::takes_next_argument("name"));
+    assert!(elevator_fio::job::takes_next_argument("write_iops_log"));
+    assert!(!elevator_fio::job::takes_next_argument("time_based"));
+    assert!(!elevator_fio::job::takes_next_argument("group_reporting"));
+    assert!(!elevator_fio::job::takes_next_argument("no_such_option"));
+}
+
+#[test]
+fn several_job_files_are_one_run_with_their_own_globals() {
+    let e = ParseEnv::none();
+    let a = "[global]\nbs=8k\nsize=1m\n[a1]\n[a2]\nrw=write\n";
+    let b = "[b1]\nsize=2m\n[b2]\nsize=2m\nnumjobs=2\n";
+    let f = JobFile::from_files(&[(a, "a.fio"), (b, "b.fio")], &args(&["--iodepth=4"]), &e)
+        .expect("parses");
+    let got: Vec<(&str, u64, bool, u32, &str, usize)> = f
+        .jobs
+        .iter()
+        .map(|j| {
+            (
+                j.name.as_str(),
+                j.bs[0],
+                j.stonewall,
+                j.iodepth,
+                f.file_of(j),
+                j.line,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("a1", 8192, false, 4, "a.fio", 4),
+            ("a2", 8192, false, 4, "a.fio", 5),
+            ("b1", 4096, true, 4, "b.fio", 1),
+            ("b2", 4096, false, 4, "b.fio", 3),
+        ]
+    );
+    assert_eq!(f.path, "a.fio, b.fio");
+    // An error in the second file names it, and its line.
+    let bad = "[b1]\nsize=1m\nrw=sideways\n";
+    let err = JobFile::from_files(&[(a, "a.fio"), (bad, "b.fio")], &[], &e).unwrap_err();
+    assert_eq!((err.file.as_str(), err.line), ("b.fio", 3), "{err}");
+    // So does one found when its job is complete.
+    let bad = "[b1]\ntime_based=1\n";
+    let err = JobFile::from_files(&[(a, "a.fio"), (bad, "b.fio")], &[], &e).unwrap_err();
+    assert_eq!((err.file.as_str(), err.line), ("b.fio", 1), "{err}");
+    // An option before any section of the second file: no [global] of the
+    // first is open for it.
+    let err = JobFile::from_files(&[(a, "a.fio"), ("rw=read\n", "b.fio")], &[], &e).unwrap_err();
+    assert_eq!((err.file.as_str(), err.line), ("b.fio", 1), "{err}");
+    // One file: as before, no job knows a file of its own.
+    let f = JobFile::from_files(&[(a, "a.fio")], &[], &e).expect("parses");
+    assert!(f.jobs.iter().all(|j| j.file.is_none() && !j.stonewall));
 }
 
 #[test]

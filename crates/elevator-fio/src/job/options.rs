@@ -4,8 +4,8 @@
 use super::option::{self, Store, Verdict};
 use super::values::{boolean, float, int_in, int32, per_direction, range, set_switch, size, whole};
 use super::{
-    Amount, Distribution, ErrorPolicy, FileService, JobSpec, RandomGenerator, RateProcess, RwMode,
-    RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
+    Amount, Distribution, ErrorPolicy, ExitWhat, FileService, JobSpec, RandomGenerator,
+    RateProcess, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
 
 /// The longest value an option may have, in bytes: Linux's `PATH_MAX`, the
@@ -141,6 +141,13 @@ pub(super) const THINK_BLOCKS: &[(&str, ThinkBlocks)] = &[
 pub(super) const RATE_PROCESSES: &[(&str, RateProcess)] = &[
     ("linear", RateProcess::Linear),
     ("poisson", RateProcess::Poisson),
+];
+
+/// `exit_what`'s keywords (issue 29).
+pub(super) const EXIT_WHATS: &[(&str, ExitWhat)] = &[
+    ("group", ExitWhat::Group),
+    ("stonewall", ExitWhat::Stonewall),
+    ("all", ExitWhat::All),
 ];
 
 /// `kb_base`'s values.

@@ -341,6 +341,17 @@ pub struct JobSpec {
     /// `continue_on_error`, `ignore_error`, `error_dump`: which I/O errors
     /// end the job (by default, any).
     pub errors: ErrorPolicy = ErrorPolicy::default(),
+    // Ending jobs (issue 29): `exitall`, `exit_what`, `exitall_on_error`.
+    /// `exitall`: when this job ends, it ends others as `exit_what` says.
+    /// As in fio, one job with it turns it on for every job of the run
+    /// (every worker of the run ends others when it ends).
+    pub exitall: bool = false,
+    /// `exit_what` (default `group`): which jobs `exitall` and
+    /// `exitall_on_error` end.
+    pub exit_what: ExitWhat = ExitWhat::Group,
+    /// `exitall_on_error`: when this job ends in error, it ends others as
+    /// `exit_what` says.
+    pub exitall_on_error: bool = false,
     /// Options accepted that have no effect on elevator, each with why, in
     /// the order set (`invalidate` when every I/O is direct, ...). Verbose
     /// output and the JSON's `elevator.notes` list them.
@@ -568,4 +579,29 @@ pub enum UnifiedRw {
     Mixed,
     /// `both` / `2`: per direction and mixed.
     Both,
+}
+
+/// fio's `exit_what`: which jobs a job's end ends, under `exitall` or
+/// `exitall_on_error` (fio's `fio_terminate_threads`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// `group` (default): the jobs of its reporting group, started or not.
+    Group,
+    /// `stonewall`: the jobs running now (those waiting for a `stonewall`
+    /// start later, as usual).
+    Stonewall,
+    /// `all`: every job, started or not.
+    All,
+}
+
+impl ExitWhat {
+    /// Whether a job of `group`, which has (`started`) or has not started,
+    /// is ended by the end of a job of `ender_group` with this rule.
+    pub fn ends(self, ender_group: u32, group: u32, started: bool) -> bool {
+        match self {
+            ExitWhat::Group => group == ender_group,
+            ExitWhat::Stonewall => started,
+            ExitWhat::All => true,
+        }
+    }
 }

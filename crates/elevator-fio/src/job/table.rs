@@ -9,10 +9,11 @@
 use super::engines;
 use super::option::{FioOption, Store, Verdict, opt, set, value};
 use super::options::{
-    GENERATORS, KB_BASES, RATE_PROCESSES, RW_SEQUENCERS, THINK_BLOCKS, UNIFIED_RW, amount, choice,
-    continue_on_error, cpu_list, distribution, file_service, filename, ignore_error, note,
-    percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit,
-    store_filesize, store_verify_interval, store_verify_pattern, verify, zonemode,
+    EXIT_WHATS, GENERATORS, KB_BASES, RATE_PROCESSES, RW_SEQUENCERS, THINK_BLOCKS, UNIFIED_RW,
+    amount, choice, continue_on_error, cpu_list, distribution, file_service, filename,
+    ignore_error, note, percentiles, replay_skip, rw_mode, store_blockalign, store_bs,
+    store_bsrange, store_bssplit, store_filesize, store_verify_interval, store_verify_pattern,
+    verify, zonemode,
 };
 use super::values::{
     MICROSECOND, MILLISECOND, SECOND, int_in, int32, per_direction, percent, range, size, time,
@@ -474,9 +475,15 @@ pub(super) const OPTIONS: &[FioOption] = &[
     opt("flow_id", d("0", NOT_YET)),
     opt("flow", d("0", NOT_YET)),
     opt("flow_sleep", d("0", NOT_YET)),
-    opt("exitall", d("0", NOT_YET)).bare(),
-    opt("exit_what", d("group", NOT_YET)),
-    opt("exitall_on_error", d("0", NOT_YET)).bare(),
+    set("exitall", Store::Switch(|j, b| j.exitall = b)),
+    set(
+        "exit_what",
+        value!(|j, v| j.exit_what = choice(v, EXIT_WHATS, "group, stonewall or all")?),
+    ),
+    set(
+        "exitall_on_error",
+        Store::Switch(|j, b| j.exitall_on_error = b),
+    ),
     set("stonewall", Store::Switch(|j, b| j.stonewall = b)).aka(&["wait_for_previous"]),
     set("new_group", Store::Switch(|j, b| j.new_group = b)),
     set("thread", Store::Switch(|j, b| j.thread = b)).aka(&["threads"]),

@@ -4,6 +4,7 @@
 //! elevator-io drives the same workers on the real one.
 
 mod distribution;
+mod exit;
 mod failure;
 mod layout;
 mod pattern;
@@ -16,6 +17,7 @@ mod verify_log;
 mod worker;
 mod zones;
 
+pub use exit::{ExitRule, end_others};
 pub use failure::{IoError, JobFailure};
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};
@@ -92,6 +94,7 @@ pub fn workers_with_logs(
             )?);
         }
     }
+    exit::arm(jobs, &mut workers);
     Ok(workers)
 }
 

@@ -47,11 +47,15 @@
 //!   I/O failed and how. Errors it goes on after are counted
 //!   ([`Worker::total_err`], [`Worker::first_error`]). A block that does
 //!   not verify is an `EILSEQ` of the verify kind.
+//! - `exitall` / `exitall_on_error` ([`super::end_others`]): another
+//!   clone's end can end it ([`Worker::terminate`]): it issues nothing
+//!   more and ends once its I/O in flight completes.
 //! - Stops issuing when its pattern (or log) is exhausted or `runtime` is up; it is
 //!   done when its last I/O (and sync) completes.
 
 use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Status};
 
+use super::exit::ExitRule;
 use super::failure::{IoError, JobFailure};
 use super::layout::Extent;
 use super::pattern::{NextIo, Pattern};
@@ -219,6 +223,10 @@ pub struct Worker {
     pub first_ignored: Option<IoError>,
     /// Its figures.
     pub stats: JobStats,
+    /// When its end ends other clones (`exitall`, `exit_what`).
+    pub exit_rule: ExitRule,
+    /// Ended by another clone's end ([`super::end_others`]).
+    terminated: bool,
 }
 
 impl Worker {
@@ -376,6 +384,8 @@ impl Worker {
             first_error: 0,
             first_ignored: None,
             stats: JobStats::new(job),
+            exit_rule: ExitRule::default(),
+            terminated: false,
         })
     }
 
@@ -395,12 +405,49 @@ impl Worker {
         self.rule.after.clear();
     }
 
+    /// Which others its end ends, now that it is done (see
+    /// [`super::end_others`]).
+    pub fn ends_others(&self) -> Option<crate::job::ExitWhat> {
+        self.exit_rule.fires(self.failure.is_some())
+    }
+
+    /// Whether another clone's end ended it.
+    pub fn terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// Another clone's end ends it (fio's terminate): a running clone
+    /// issues nothing more and ends once its I/O in flight completes; a
+    /// waiting one ends as soon as it starts, with no start delay. Returns
+    /// whether it was running (the engine must look at it again).
+    pub fn terminate(&mut self) -> bool {
+        self.terminated = true;
+        match self.state {
+            State::Waiting => {
+                self.rule.delay = 0;
+                false
+            }
+            State::Running => {
+                self.stop();
+                self.slow = true;
+                self.sleeping_until = None;
+                self.spin_until = None;
+                true
+            }
+            State::Done => false,
+        }
+    }
+
     /// Start at `now`.
     pub fn start(&mut self, now: Nanos) {
         debug_assert_eq!(self.state, State::Waiting);
         self.state = State::Running;
         self.began = now;
         self.start = now;
+        if self.terminated {
+            self.stop();
+            self.slow = true;
+        }
         if self.ramp > 0 {
             self.ramp_end = Some(now.saturating_add(self.ramp));
         } else {

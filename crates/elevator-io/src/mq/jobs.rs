@@ -30,7 +30,7 @@ use crate::cpu::CpuTime;
 use crate::device::DataDevice;
 use crate::engine::access::QueueAccess;
 use crate::engine::{Engine, EngineConfig};
-use crate::jobs::{Buf, JobRunError, Runner, Stop, make_slots};
+use crate::jobs::{Buf, ExitBoard, ExitLink, JobRunError, Runner, Stop, make_slots};
 
 /// Which workers have finished, for the workers waiting for them.
 #[derive(Default)]
@@ -228,6 +228,7 @@ where
         flag: AtomicBool::new(false),
         wake: Box::new(inboxes),
     });
+    let exits = Arc::new(ExitBoard::new(&workers, stop.clone()));
     let done_ios = Arc::new(AtomicU64::new(0));
     let cpu0 = CpuTime::process_total();
     let mut pending: Vec<Option<Worker>> = workers.into_iter().map(Some).collect();
@@ -254,6 +255,7 @@ where
                 thread: w,
                 device: device_of(w),
                 stop: stop.clone(),
+                exits: exits.clone(),
                 done_ios: done_ios.clone(),
                 seed: cfg.run.seed,
                 finished: &finished,
@@ -441,6 +443,7 @@ struct Job<'a> {
     thread: usize,
     device: usize,
     stop: Arc<Stop>,
+    exits: Arc<ExitBoard>,
     done_ios: Arc<AtomicU64>,
     seed: u64,
     finished: &'a Finished,
@@ -534,6 +537,7 @@ impl Job<'_> {
             polls: 0,
             out: Vec::with_capacity(depth),
             stop: Some(self.stop.clone()),
+            exits: Some(ExitLink::new(self.exits.clone(), self.thread)),
         };
         let done_ios = &self.done_ios;
         let mut last = 0;

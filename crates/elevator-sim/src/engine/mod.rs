@@ -7,7 +7,9 @@
 //! `startdelay` running out, and a scheduler timer (a scheduler that idles
 //! answers "wait until T"). Jobs start by their start rules
 //! ([`workload::start_ready`]: `stonewall`, `wait_for`, `startdelay`),
-//! looked at when the run starts, when a job finishes and when a delay ends. After every event the engine dispatches
+//! looked at when the run starts, when a job finishes and when a delay ends.
+//! A job that ends with `exitall` (or `exitall_on_error`, failed) ends the
+//! others its `exit_what` names ([`workload::end_others`]) at that instant. After every event the engine dispatches
 //! from the queue while the device has room. Equal times are broken by the
 //! order events were scheduled, so the same job file, device, scheduler and
 //! seed give the same result, event for event.
@@ -595,6 +597,9 @@ impl<'d> Engine<'d> {
                 let ctx = self.workers[w as usize].ctx;
                 self.mark(w, "end", now);
                 self.queue.context_gone(ctx, now);
+                if self.workers[w as usize].ends_others().is_some() {
+                    self.end_others(w, now);
+                }
                 self.start_check(now);
             } else {
                 self.arm(w, now);
@@ -603,6 +608,17 @@ impl<'d> Engine<'d> {
         touched.clear();
         self.touched = touched;
         Ok(())
+    }
+
+    /// Worker `w` has ended with `exitall` or `exitall_on_error`: end the
+    /// others its `exit_what` ends; those running are looked at now.
+    #[cold]
+    fn end_others(&mut self, w: u32, now: Nanos) {
+        let mut running = Vec::new();
+        workload::end_others(&mut self.workers, w as usize, &mut running);
+        for x in running {
+            self.schedule(now, Event::Wake(x));
+        }
     }
 
     /// Worker `w` issues I/Os while it may.

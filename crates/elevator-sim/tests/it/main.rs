@@ -6,6 +6,7 @@ mod bfq_fairness;
 mod cfq;
 mod common;
 mod engine;
+mod exits;
 mod fault_props;
 mod faults;
 mod fio_options;

@@ -84,6 +84,19 @@ pub enum JobRunError {
         /// The CPUs there are, as a list.
         available: String,
     },
+    /// A job's `numa_cpu_nodes` names a node this machine does not have.
+    #[error(
+        "job '{job}': numa_cpu_nodes names node {node}, which this machine does not have \
+         (its nodes: {available})"
+    )]
+    NoSuchNode {
+        /// The job.
+        job: String,
+        /// The node named.
+        node: u32,
+        /// The nodes there are, as a list.
+        available: String,
+    },
     /// The thread's CPUs could not be set.
     #[error("job '{job}': cannot set its thread's CPUs: {error}")]
     Affinity {

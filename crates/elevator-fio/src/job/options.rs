@@ -4,8 +4,8 @@
 use super::option::{self, Store, Verdict};
 use super::values::{boolean, float, int_in, int32, per_direction, range, set_switch, size, whole};
 use super::{
-    Amount, Distribution, ErrorPolicy, ExitWhat, FileService, JobSpec, RandomGenerator,
-    RateProcess, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
+    Amount, Distribution, ErrorPolicy, ExitWhat, FileService, JobSpec, MemPolicy, NumaNodes,
+    RandomGenerator, RateProcess, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
 
 /// The longest value an option may have, in bytes: Linux's `PATH_MAX`, the
@@ -763,3 +763,48 @@ mod tests {
         assert!(pattern("\"\"").is_err());
     }
 }
+
+/// `numa_cpu_nodes` and the nodes of `numa_mem_policy`: `all`, or nodes
+/// and ranges as `numactl` writes them (`0-1,3`).
+pub(super) fn numa_nodes(v: &str) -> Result<NumaNodes, String> {
+    if v.trim() == "all" {
+        return Ok(NumaNodes::All);
+    }
+    cpu_list(v)
+        .map(NumaNodes::List)
+        .map_err(|_| format!("'{v}': expected all, or node numbers and ranges such as 0-1,3"))
+}
+
+/// `numa_mem_policy`: `default`, `prefer:N` (one node), `bind:NODES`,
+/// `interleave[:NODES]` or `local`, with fio's rules on the node list.
+pub(super) fn mem_policy(v: &str) -> Result<MemPolicy, String> {
+    let (mode, nodes) = match v.split_once(':') {
+        Some((m, n)) => (m, Some(n)),
+        None => (v, None),
+    };
+    Ok(match (mode, nodes) {
+        ("default", None) => MemPolicy::Default,
+        ("local", None) => MemPolicy::Local,
+        ("default" | "local", Some(_)) => {
+            return Err(format!("'{v}': {mode} takes no node list"));
+        }
+        ("prefer", Some(n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            MemPolicy::Prefer(int_in(n, 0, 1023)? as u32)
+        }
+        ("prefer", _) => return Err(format!("'{v}': prefer takes one node (prefer:0)")),
+        ("bind", Some(n)) => MemPolicy::Bind(numa_nodes(n)?),
+        ("bind", None) => return Err(format!("'{v}': bind needs a node list (bind:0-1)")),
+        ("interleave", n) => MemPolicy::Interleave(n.map_or(Ok(NumaNodes::All), numa_nodes)?),
+        _ => {
+            return Err(format!(
+                "'{v}': expected default, prefer:N, bind:NODES, interleave[:NODES] or local"
+            ));
+        }
+    })
+}
+
+/// Why `numa_cpu_nodes` is noted.
+pub(super) const NUMA_CPU_NOTE: &str = "on a real device each of the job's threads runs on the     CPUs of these nodes (read from /sys/devices/system/node); a simulation has no CPUs to place";
+
+/// Why `numa_mem_policy` is noted.
+pub(super) const NUMA_MEM_NOTE: &str = "checked, not set: elevator allocates a job's buffers on     its own thread once numa_cpu_nodes has placed it, so the kernel's default (local) policy puts     them on those nodes; a simulation has no memory to place";

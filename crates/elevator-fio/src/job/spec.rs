@@ -352,6 +352,13 @@ pub struct JobSpec {
     /// `exitall_on_error`: when this job ends in error, it ends others as
     /// `exit_what` says.
     pub exitall_on_error: bool = false,
+    // NUMA placement (issue 29): `numa_cpu_nodes`, `numa_mem_policy`.
+    /// `numa_cpu_nodes`: on a real device, the job's threads run on these
+    /// nodes' CPUs (in place of `cpus_allowed`); a simulation has no CPUs.
+    pub numa_cpu_nodes: Option<NumaNodes> = None,
+    /// `numa_mem_policy`: the memory policy fio sets for the job. elevator
+    /// checks it and notes it (see [`MemPolicy`]).
+    pub numa_mem_policy: Option<MemPolicy> = None,
     /// Options accepted that have no effect on elevator, each with why, in
     /// the order set (`invalidate` when every I/O is direct, ...). Verbose
     /// output and the JSON's `elevator.notes` list them.
@@ -604,4 +611,29 @@ impl ExitWhat {
             ExitWhat::All => true,
         }
     }
+}
+
+/// A list of NUMA nodes as `numa_cpu_nodes` and `numa_mem_policy` take it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NumaNodes {
+    /// `all`: every node.
+    All,
+    /// These nodes (sorted, no repeats).
+    List(Vec<u32>),
+}
+
+/// fio's `numa_mem_policy`: `mode[:nodes]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemPolicy {
+    /// `default`: the process's policy.
+    Default,
+    /// `prefer:N`: node N first.
+    Prefer(u32),
+    /// `bind:NODES`: only these nodes.
+    Bind(NumaNodes),
+    /// `interleave[:NODES]`: pages spread over these nodes (all when none
+    /// are named).
+    Interleave(NumaNodes),
+    /// `local`: the node of the CPU that allocates.
+    Local,
 }

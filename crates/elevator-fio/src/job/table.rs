@@ -9,11 +9,11 @@
 use super::engines;
 use super::option::{FioOption, Store, Verdict, opt, set, value};
 use super::options::{
-    EXIT_WHATS, GENERATORS, KB_BASES, RATE_PROCESSES, RW_SEQUENCERS, THINK_BLOCKS, UNIFIED_RW,
-    amount, choice, continue_on_error, cpu_list, distribution, file_service, filename,
-    ignore_error, note, percentiles, replay_skip, rw_mode, store_blockalign, store_bs,
-    store_bsrange, store_bssplit, store_filesize, store_verify_interval, store_verify_pattern,
-    verify, zonemode,
+    EXIT_WHATS, GENERATORS, KB_BASES, NUMA_CPU_NOTE, NUMA_MEM_NOTE, RATE_PROCESSES, RW_SEQUENCERS,
+    THINK_BLOCKS, UNIFIED_RW, amount, choice, continue_on_error, cpu_list, distribution,
+    file_service, filename, ignore_error, mem_policy, note, numa_nodes, percentiles, replay_skip,
+    rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit, store_filesize,
+    store_verify_interval, store_verify_pattern, verify, zonemode,
 };
 use super::values::{
     MICROSECOND, MILLISECOND, SECOND, int_in, int32, per_direction, percent, range, size, time,
@@ -465,8 +465,20 @@ pub(super) const OPTIONS: &[FioOption] = &[
         value!(|j, v| j.cpus_allowed = Some(cpu_list(v)?)),
     ),
     opt("cpus_allowed_policy", d("shared", NOT_YET)),
-    opt("numa_cpu_nodes", R(PROCESS)),
-    opt("numa_mem_policy", R(PROCESS)),
+    set(
+        "numa_cpu_nodes",
+        value!(|j, v| {
+            j.numa_cpu_nodes = Some(numa_nodes(v)?);
+            note(j, "numa_cpu_nodes", NUMA_CPU_NOTE)
+        }),
+    ),
+    set(
+        "numa_mem_policy",
+        value!(|j, v| {
+            j.numa_mem_policy = Some(mem_policy(v)?);
+            note(j, "numa_mem_policy", NUMA_MEM_NOTE)
+        }),
+    ),
     opt("cgroup", R(PROCESS)),
     opt("cgroup_nodelete", d("0", PROCESS)),
     opt("cgroup_weight", R(PROCESS)),

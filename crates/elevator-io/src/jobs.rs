@@ -375,16 +375,56 @@ pub(crate) struct ExitBoard {
     /// Bumped whenever a clone is ended, so a thread looks only then.
     epoch: AtomicU64,
     stop: Arc<Stop>,
+    /// With steady-state detection (`ss_dur`), each clone's progress as
+    /// its thread last published it: state (0 waiting, 1 running, 2 done),
+    /// start, bytes, I/Os. Empty without.
+    progress: Vec<[AtomicU64; 4]>,
 }
 
 impl ExitBoard {
-    pub(crate) fn new(workers: &[Worker], stop: Arc<Stop>) -> ExitBoard {
+    /// The board of `workers`; `watched`: publish progress for
+    /// steady-state detection.
+    pub(crate) fn new(workers: &[Worker], stop: Arc<Stop>, watched: bool) -> ExitBoard {
+        let progress = if watched { workers.len() } else { 0 };
         ExitBoard {
             groups: workers.iter().map(|w| w.group).collect(),
             started: workers.iter().map(|_| AtomicBool::new(false)).collect(),
             ended: workers.iter().map(|_| AtomicBool::new(false)).collect(),
             epoch: AtomicU64::new(0),
             stop,
+            progress: (0..progress).map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// Every clone's progress as last published, for a steady-state tick.
+    pub(crate) fn samples(&self) -> Vec<workload::CloneSample> {
+        self.progress
+            .iter()
+            .map(|p| {
+                let state = p[0].load(Ordering::Acquire);
+                workload::CloneSample {
+                    running: state == 1,
+                    done: state == 2,
+                    began: p[1].load(Ordering::Relaxed),
+                    bytes: p[2].load(Ordering::Relaxed),
+                    ios: p[3].load(Ordering::Relaxed),
+                }
+            })
+            .collect()
+    }
+
+    /// End clones `ended` (steady state attained) and wake every thread to
+    /// see it.
+    pub(crate) fn end(&self, ended: &[u32]) {
+        let mut any = false;
+        for &w in ended {
+            if let Some(e) = self.ended.get(w as usize) {
+                any |= !e.swap(true, Ordering::AcqRel);
+            }
+        }
+        if any {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+            (self.stop.wake)();
         }
     }
 }
@@ -411,6 +451,26 @@ impl ExitLink {
     pub(crate) fn started(&self, w: usize) {
         if let Some(s) = self.board.started.get(self.first + w) {
             s.store(true, Ordering::Release);
+        }
+    }
+
+    /// Publish the thread's clones' progress, when steady state is
+    /// watched (once per loop, not per I/O).
+    #[inline]
+    pub(crate) fn publish(&self, workers: &[Worker]) {
+        if self.board.progress.is_empty() {
+            return;
+        }
+        for (i, w) in workers.iter().enumerate() {
+            let Some(p) = self.board.progress.get(self.first + i) else {
+                continue;
+            };
+            let c = workload::CloneSample::of(w);
+            p[1].store(c.began, Ordering::Relaxed);
+            p[2].store(c.bytes, Ordering::Relaxed);
+            p[3].store(c.ios, Ordering::Relaxed);
+            let state = if c.done { 2 } else { u64::from(c.running) };
+            p[0].store(state, Ordering::Release);
         }
     }
 
@@ -532,6 +592,9 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
             let now = self.engine.now();
             for w in &mut self.workers {
                 w.reap(now);
+            }
+            if let Some(link) = &self.exits {
+                link.publish(&self.workers);
             }
             if self.polls & 0x3FF == 0 {
                 let now = self.engine.now();

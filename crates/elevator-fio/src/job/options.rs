@@ -2,7 +2,9 @@
 //! fio's value forms that the implemented options' rows read.
 
 use super::option::{self, Store, Verdict};
-use super::values::{boolean, float, int_in, int32, per_direction, range, set_switch, size, whole};
+use super::values::{
+    SECOND, boolean, float, int_in, int32, per_direction, range, set_switch, size, time, whole,
+};
 use super::{
     Amount, Distribution, ErrorPolicy, ExitWhat, FileService, JobSpec, MemPolicy, NumaNodes,
     RandomGenerator, RateProcess, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
@@ -808,3 +810,53 @@ pub(super) const NUMA_CPU_NOTE: &str = "on a real device each of the job's threa
 
 /// Why `numa_mem_policy` is noted.
 pub(super) const NUMA_MEM_NOTE: &str = "checked, not set: elevator allocates a job's buffers on     its own thread once numa_cpu_nodes has placed it, so the kernel's default (local) policy puts     them on those nodes; a simulation has no memory to place";
+
+/// The longest steady-state window `ss_dur` takes, in seconds (a day: the
+/// samples are kept for it).
+pub(super) const MAX_SS_DUR: u64 = 86_400;
+
+/// `steadystate` / `ss`: `iops`, `iops_slope`, `bw` or `bw_slope`, `:`,
+/// and the limit: a percentage (`10%`), else a number of IOPS or a
+/// bandwidth (`10m`, bytes/s).
+pub(super) fn store_steadystate(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let Some((criterion, limit)) = v.split_once(':') else {
+        return Err(format!(
+            "'{v}': the limit must follow the criterion (e.g. ss=iops:10% or ss=bw_slope:1%)"
+        ));
+    };
+    let (iops, slope) = match criterion.trim() {
+        "iops" => (true, false),
+        "iops_slope" => (true, true),
+        "bw" => (false, false),
+        "bw_slope" => (false, true),
+        _ => {
+            return Err(format!(
+                "'{criterion}': expected iops, iops_slope, bw or bw_slope"
+            ));
+        }
+    };
+    let (limit, percent) = match limit.trim().strip_suffix('%') {
+        Some(p) => (float(p)?, true),
+        None if iops => (float(limit)?, false),
+        None => (size(limit, spec.kb_base)? as f64, false),
+    };
+    if limit < 0.0 {
+        return Err(format!("'{v}': the limit cannot be negative"));
+    }
+    let s = &mut spec.steadystate;
+    (s.iops, s.slope, s.limit, s.percent) = (iops, slope, limit, percent);
+    Ok(())
+}
+
+/// `steadystate_duration` / `ss_dur`: a time (seconds by default), kept
+/// in whole seconds as fio keeps it.
+pub(super) fn store_ss_dur(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let secs = time(v, SECOND)? / SECOND;
+    if secs > MAX_SS_DUR {
+        return Err(format!(
+            "'{v}': at most {MAX_SS_DUR} s (elevator keeps every sample of the window)"
+        ));
+    }
+    spec.steadystate.dur = secs as u32;
+    Ok(())
+}

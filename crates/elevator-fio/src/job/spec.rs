@@ -359,6 +359,10 @@ pub struct JobSpec {
     /// `numa_mem_policy`: the memory policy fio sets for the job. elevator
     /// checks it and notes it (see [`MemPolicy`]).
     pub numa_mem_policy: Option<MemPolicy> = None,
+    // Steady state (issue 29): `ss`, `ss_dur`, `ss_ramp`.
+    /// `steadystate` / `ss` (criterion and limit), `ss_dur` and `ss_ramp`;
+    /// on only with an `ss_dur` of a second or more ([`JobSpec::steady`]).
+    pub steadystate: SteadySpec = SteadySpec::FIO_DEFAULT,
     /// Options accepted that have no effect on elevator, each with why, in
     /// the order set (`invalidate` when every I/O is direct, ...). Verbose
     /// output and the JSON's `elevator.notes` list them.
@@ -399,6 +403,12 @@ impl JobSpec {
         let ranges = self.bsrange.iter().flatten().map(end);
         let splits = self.bssplit.iter().flatten().flatten().map(|&(b, _)| b);
         ranges.chain(splits).fold(bs, pick)
+    }
+
+    /// Its steady-state detection, when `ss_dur` turns it on (fio ignores
+    /// `ss` without it).
+    pub fn steady(&self) -> Option<SteadySpec> {
+        Some(self.steadystate).filter(|s| s.dur > 0)
     }
 
     /// The line that last set any of `names` for this job (in its section
@@ -636,4 +646,46 @@ pub enum MemPolicy {
     Interleave(NumaNodes),
     /// `local`: the node of the CPU that allocates.
     Local,
+}
+
+/// fio's steady-state criterion (`ss=iops:10%`, `bw_slope:1%`...) with its
+/// window (`ss_dur`) and ramp (`ss_ramp`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadySpec {
+    /// IOPS (`iops...`) rather than bandwidth (`bw...`).
+    pub iops: bool,
+    /// The slope of the samples (`..._slope`) rather than their largest
+    /// deviation from the mean.
+    pub slope: bool,
+    /// The limit: below it, steady state is attained.
+    pub limit: f64,
+    /// The limit is a percentage of the mean (`%`).
+    pub percent: bool,
+    /// `ss_dur`: the window, in whole seconds (0: off).
+    pub dur: u32,
+    /// `ss_ramp`: time after a clone starts before its samples count.
+    pub ramp: Nanos,
+}
+
+impl SteadySpec {
+    /// fio's default criterion, `iops_slope:0.01%`, with no window.
+    pub const FIO_DEFAULT: SteadySpec = SteadySpec {
+        iops: true,
+        slope: true,
+        limit: 0.01,
+        percent: true,
+        dur: 0,
+        ramp: 0,
+    };
+
+    /// The criterion as fio's JSON names it: `iops_slope:0.010000%`.
+    pub fn name(&self) -> String {
+        format!(
+            "{}{}:{:.6}{}",
+            if self.iops { "iops" } else { "bw" },
+            if self.slope { "_slope" } else { "" },
+            self.limit as f32,
+            if self.percent { "%" } else { "" }
+        )
+    }
 }

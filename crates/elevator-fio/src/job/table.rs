@@ -13,7 +13,7 @@ use super::options::{
     THINK_BLOCKS, UNIFIED_RW, amount, choice, continue_on_error, cpu_list, distribution,
     file_service, filename, ignore_error, mem_policy, note, numa_nodes, percentiles, replay_skip,
     rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit, store_filesize,
-    store_verify_interval, store_verify_pattern, verify, zonemode,
+    store_ss_dur, store_steadystate, store_verify_interval, store_verify_pattern, verify, zonemode,
 };
 use super::values::{
     MICROSECOND, MILLISECOND, SECOND, int_in, int32, per_direction, percent, range, size, time,
@@ -390,9 +390,13 @@ pub(super) const OPTIONS: &[FioOption] = &[
     opt("latency_window", R(NOT_YET)),
     opt("latency_percentile", R(NOT_YET)),
     opt("latency_run", d("0", NOT_YET)),
-    opt("steadystate", R(NOT_YET)).aka(&["ss"]),
-    opt("steadystate_duration", d("0", NOT_YET)).aka(&["ss_dur"]),
-    opt("steadystate_ramp_time", d("0", NOT_YET)).aka(&["ss_ramp"]),
+    set("steadystate", Store::Value(store_steadystate)).aka(&["ss"]),
+    set("steadystate_duration", Store::Value(store_ss_dur)).aka(&["ss_dur"]),
+    set(
+        "steadystate_ramp_time",
+        value!(|j, v| j.steadystate.ramp = time(v, SECOND)?),
+    )
+    .aka(&["ss_ramp"]),
     // Verification.
     set("verify_only", Store::Switch(|j, b| j.verify_only = b)),
     set("verify", value!(|j, v| j.verify = verify(v)?)),

@@ -255,7 +255,29 @@ fn job_value(
     if let Value::Object(m) = rest {
         job.extend(m);
     }
+    if let Some(ss) = s.steady {
+        job.insert("steadystate".into(), steadystate(ss));
+    }
     Value::Object(job)
+}
+
+/// fio's `steadystate` object: the criterion, whether it was attained, the
+/// last tested values, and the window's samples (bytes/s and IOPS).
+fn steadystate(ss: &crate::workload::SteadyResult) -> Value {
+    json!({
+        "ss": ss.spec.name(),
+        "duration": ss.spec.dur,
+        "attained": u8::from(ss.attained),
+        "criterion": format!("{:.6}{}", ss.criterion as f32, if ss.spec.percent { "%" } else { "" }),
+        "max_deviation": ss.max_deviation,
+        "slope": ss.slope,
+        "data": {
+            "bw_mean": ss.bw_mean(),
+            "iops_mean": ss.iops_mean(),
+            "iops": ss.iops,
+            "bw": ss.bw,
+        },
+    })
 }
 
 /// The document around the jobs' objects `out`.

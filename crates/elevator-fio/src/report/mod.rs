@@ -125,6 +125,8 @@ pub struct Stanza<'a> {
     pub total_err: u64,
     /// The first of those (fio's `first_error`).
     pub first_error: i32,
+    /// Its steady-state result (`ss_dur`), the first clone's with one.
+    pub steady: Option<&'a crate::workload::SteadyResult>,
 }
 
 impl Stanza<'_> {
@@ -229,6 +231,7 @@ pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> impl Iterator<Item 
             failure: j.failure.as_ref(),
             total_err: j.total_err,
             first_error: j.first_error,
+            steady: j.steady.as_deref(),
         };
         for j in rest.iter().filter_map(|&i| run.jobs.get(i)) {
             absorb(&mut s, j);
@@ -254,6 +257,9 @@ fn absorb<'a>(s: &mut Stanza<'a>, j: &'a JobResult) {
     s.total_err += j.total_err;
     if s.first_error == 0 {
         s.first_error = j.first_error;
+    }
+    if s.steady.is_none() {
+        s.steady = j.steady.as_deref();
     }
 }
 

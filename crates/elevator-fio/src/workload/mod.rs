@@ -12,6 +12,7 @@ mod randommap;
 mod rate;
 mod replay;
 mod start;
+mod steady;
 mod think;
 mod verify_log;
 mod worker;
@@ -24,6 +25,7 @@ pub use pattern::{NextIo, Pattern};
 pub use rate::RateShortfall;
 pub use replay::{IoLog, IoLogError, LoggedIo, NoIoLogs, OpenIoLog};
 pub use start::{StartRule, start_ready};
+pub use steady::{CloneSample, SteadyResult, SteadyWatch, TICK as STEADY_TICK};
 pub use verify_log::GENERATION;
 pub use worker::{Pending, State, VerifyIo, Worker};
 
@@ -202,6 +204,7 @@ pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
             total_err: w.total_err,
             first_error: w.first_error,
             first_ignored: w.first_ignored,
+            steady: w.steady,
         })
         .collect()
 }

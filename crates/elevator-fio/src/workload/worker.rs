@@ -227,6 +227,9 @@ pub struct Worker {
     pub exit_rule: ExitRule,
     /// Ended by another clone's end ([`super::end_others`]).
     terminated: bool,
+    /// Its steady-state watch's result (`ss_dur`), on the first clone
+    /// watched ([`super::SteadyWatch::finish`]).
+    pub steady: Option<Box<super::SteadyResult>>,
 }
 
 impl Worker {
@@ -386,6 +389,7 @@ impl Worker {
             stats: JobStats::new(job),
             exit_rule: ExitRule::default(),
             terminated: false,
+            steady: None,
         })
     }
 
@@ -409,6 +413,11 @@ impl Worker {
     /// [`super::end_others`]).
     pub fn ends_others(&self) -> Option<crate::job::ExitWhat> {
         self.exit_rule.fires(self.failure.is_some())
+    }
+
+    /// When it started (its ramp's start).
+    pub fn began(&self) -> Nanos {
+        self.began
     }
 
     /// Whether another clone's end ended it.

@@ -231,7 +231,8 @@ where
         flag: AtomicBool::new(false),
         wake: Box::new(inboxes),
     });
-    let exits = Arc::new(ExitBoard::new(&workers, stop.clone()));
+    let mut steady = workload::SteadyWatch::new(jobs, &workers)?;
+    let exits = Arc::new(ExitBoard::new(&workers, stop.clone(), steady.is_some()));
     let done_ios = Arc::new(AtomicU64::new(0));
     let cpu0 = CpuTime::process_total();
     let mut pending: Vec<Option<Worker>> = workers.into_iter().map(Some).collect();
@@ -287,8 +288,27 @@ where
         }
         drop(done_tx);
         let mut done = 0;
+        let mut next_tick = run_start + workload::STEADY_TICK;
         while done < running.len() {
-            match done_rx.recv_timeout(Duration::from_millis(200)) {
+            let now = mq.clock().now();
+            if let Some(watch) = &mut steady
+                && now >= next_tick
+            {
+                // Steady state: the tick fio's helper thread makes.
+                let clones = exits.samples();
+                let mut ended = Vec::new();
+                watch.tick(&clones, now, &mut ended);
+                exits.end(&ended);
+                while next_tick <= now {
+                    next_tick += workload::STEADY_TICK;
+                }
+            }
+            let wait = match steady {
+                Some(_) => Duration::from_nanos(next_tick.saturating_sub(now))
+                    .min(Duration::from_millis(200)),
+                None => Duration::from_millis(200),
+            };
+            match done_rx.recv_timeout(wait) {
                 Ok(()) => done += 1,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => progress(Progress {
                     now: mq.clock().now(),
@@ -307,6 +327,18 @@ where
         Ok(())
     })?;
     let process = CpuTime::process_total().saturating_sub(cpu0);
+    for (w, result) in steady
+        .map(workload::SteadyWatch::finish)
+        .unwrap_or_default()
+    {
+        let worker = match ends.get_mut(w as usize) {
+            Some(Some(end)) => end.worker.as_mut(),
+            _ => pending.get_mut(w as usize).and_then(Option::as_mut),
+        };
+        if let Some(worker) = worker {
+            worker.steady = Some(Box::new(result));
+        }
+    }
     finish(ends, pending, &mq, &describe, cfg, process)
 }
 

@@ -17,5 +17,6 @@ mod kyber;
 mod lockmodel;
 mod power_cut;
 mod read_iolog;
+mod steady;
 mod tag_fairness;
 mod trace_out;

@@ -860,3 +860,11 @@ pub(super) fn store_ss_dur(spec: &mut JobSpec, v: &str) -> Result<(), String> {
     spec.steadystate.dur = secs as u32;
     Ok(())
 }
+
+/// `latency_percentile`: a percentage, 0 to 100.
+pub(super) fn latency_percentile(v: &str) -> Result<f64, String> {
+    match float(v)? {
+        p if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("'{v}': a percentage from 0 to 100")),
+    }
+}

@@ -363,6 +363,20 @@ pub struct JobSpec {
     /// `steadystate` / `ss` (criterion and limit), `ss_dur` and `ss_ramp`;
     /// on only with an `ss_dur` of a second or more ([`JobSpec::steady`]).
     pub steadystate: SteadySpec = SteadySpec::FIO_DEFAULT,
+    // Latency target (issue 29): `latency_target`, `latency_window`,
+    // `latency_percentile`, `latency_run`.
+    /// `latency_target` (µs unless a unit is given), in ns: search for the
+    /// highest depth whose I/O meets it; 0: off.
+    pub latency_target: Nanos = 0,
+    /// `latency_window` (µs unless a unit is given), in ns: how long each
+    /// depth is tried.
+    pub latency_window: Nanos = 0,
+    /// `latency_percentile` (default 100): the share of a window's I/O
+    /// that must meet the target.
+    pub latency_percentile: f64 = 100.0,
+    /// `latency_run`: keep adjusting the depth instead of ending once
+    /// found.
+    pub latency_run: bool = false,
     /// Options accepted that have no effect on elevator, each with why, in
     /// the order set (`invalidate` when every I/O is direct, ...). Verbose
     /// output and the JSON's `elevator.notes` list them.

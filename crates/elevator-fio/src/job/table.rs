@@ -11,9 +11,10 @@ use super::option::{FioOption, Store, Verdict, opt, set, value};
 use super::options::{
     EXIT_WHATS, GENERATORS, KB_BASES, NUMA_CPU_NOTE, NUMA_MEM_NOTE, RATE_PROCESSES, RW_SEQUENCERS,
     THINK_BLOCKS, UNIFIED_RW, amount, choice, continue_on_error, cpu_list, distribution,
-    file_service, filename, ignore_error, mem_policy, note, numa_nodes, percentiles, replay_skip,
-    rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit, store_filesize,
-    store_ss_dur, store_steadystate, store_verify_interval, store_verify_pattern, verify, zonemode,
+    file_service, filename, ignore_error, latency_percentile, mem_policy, note, numa_nodes,
+    percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit,
+    store_filesize, store_ss_dur, store_steadystate, store_verify_interval, store_verify_pattern,
+    verify, zonemode,
 };
 use super::values::{
     MICROSECOND, MILLISECOND, SECOND, int_in, int32, per_direction, percent, range, size, time,
@@ -386,10 +387,19 @@ pub(super) const OPTIONS: &[FioOption] = &[
         value!(|j, v| per_direction(v, &mut j.rate_iops_min, |x| whole(x, "rate"))?),
     ),
     opt("max_latency", R(NOT_YET)),
-    opt("latency_target", R(NOT_YET)),
-    opt("latency_window", R(NOT_YET)),
-    opt("latency_percentile", R(NOT_YET)),
-    opt("latency_run", d("0", NOT_YET)),
+    set(
+        "latency_target",
+        value!(|j, v| j.latency_target = time(v, MICROSECOND)?),
+    ),
+    set(
+        "latency_window",
+        value!(|j, v| j.latency_window = time(v, MICROSECOND)?),
+    ),
+    set(
+        "latency_percentile",
+        value!(|j, v| j.latency_percentile = latency_percentile(v)?),
+    ),
+    set("latency_run", Store::Bool(|j, b| j.latency_run = b)),
     set("steadystate", Store::Value(store_steadystate)).aka(&["ss"]),
     set("steadystate_duration", Store::Value(store_ss_dur)).aka(&["ss_dur"]),
     set(

@@ -234,6 +234,7 @@ fn job_value(
         }
         Value::Object(m)
     };
+    let latency = s.latency();
     let rest = json!({
         "job_runtime": runtime / 1_000_000,
         "usr_cpu": usr_cpu,
@@ -247,10 +248,10 @@ fn job_value(
         "latency_ns": lat(&x.lat_ns),
         "latency_us": lat(&x.lat_us),
         "latency_ms": lat(&x.lat_ms),
-        "latency_depth": s.spec.map_or(1, |j| j.iodepth),
-        "latency_target": 0,
-        "latency_percentile": 100.0,
-        "latency_window": 0,
+        "latency_depth": latency.0,
+        "latency_target": latency.1,
+        "latency_percentile": latency.3,
+        "latency_window": latency.2,
     });
     if let Value::Object(m) = rest {
         job.extend(m);

@@ -376,10 +376,11 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
                 crate::errno::describe(s.first_error)
             );
         }
+        let (depth, target, window, percentile) = s.latency();
         let _ = writeln!(
             out,
-            "     latency   : target=0, window=0, percentile=100.00%, depth={}",
-            s.spec.map_or(1, |j| j.iodepth)
+            "     latency   : target={target}, window={window}, percentile={percentile:.2}%, \
+             depth={depth}"
         );
         if let Some(ss) = s.steady {
             steady_line(&mut out, ss);

@@ -6,6 +6,7 @@
 mod distribution;
 mod exit;
 mod failure;
+mod latency_target;
 mod layout;
 mod pattern;
 mod randommap;
@@ -191,6 +192,7 @@ pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
     workers
         .into_iter()
         .map(|w| JobResult {
+            latency_depth: w.latency_depth(),
             name: w.name,
             job_index: w.job_index,
             clone: w.clone,

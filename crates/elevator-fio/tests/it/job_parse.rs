@@ -979,6 +979,7 @@ fn sample(name: &str) -> (&'static str, bool) {
         "verify_pattern" => ("0xdeadbeef", false),
         "cpus_allowed" => ("0-1", false),
         "exit_what" => ("stonewall", false),
+        "steadystate" | "ss" => ("iops:10%", false),
         "numa_cpu_nodes" => ("0", false),
         "numa_mem_policy" => ("bind:0", false),
         "percentile_list" => ("99:50", false),

@@ -84,6 +84,7 @@ fn make_run(job: &JobSpec, clones: u32) -> (JobFile, RunResult) {
                 first_error: 0,
                 first_ignored: None,
                 steady: None,
+                latency_depth: None,
             }
         })
         .collect();

@@ -14,6 +14,7 @@ mod hdd_model;
 mod hdd_sata_2011;
 mod head_log;
 mod kyber;
+mod latency_target;
 mod lockmodel;
 mod power_cut;
 mod read_iolog;

@@ -731,41 +731,6 @@ pub(super) fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
     Ok(cpus)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{bssplit, cpu_list, filename, pattern};
-
-    #[test]
-    fn cpu_lists_read_as_taskset_writes_them() {
-        assert_eq!(cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
-        assert_eq!(cpu_list("1,1,0"), Ok(vec![0, 1]));
-        assert!(cpu_list("3-1").unwrap_err().contains("lower CPU"));
-        assert!(cpu_list("x").unwrap_err().contains("not a CPU number"));
-        assert!(cpu_list("2000").unwrap_err().contains("beyond"));
-        assert!(cpu_list("0,").unwrap_err().contains("not a CPU number"));
-    }
-
-    #[test]
-    fn bssplit_fills_missing_shares() {
-        assert_eq!(bssplit("4k", 1024), Ok(vec![(4096, 100)]));
-        assert_eq!(
-            bssplit("4k/:8k/:16k/", 1024),
-            Ok(vec![(4096, 33), (8192, 33), (16384, 34)])
-        );
-        assert!(bssplit("4k/101", 1024).is_err());
-    }
-
-    #[test]
-    fn filenames_and_patterns() {
-        assert_eq!(filename("a\\:b\\:c"), Ok("a:b:c".to_string()));
-        assert_eq!(filename("a\\b"), Ok("a\\b".to_string()));
-        assert!(filename("a:b").is_err());
-        assert_eq!(pattern("0"), Ok(vec![0]));
-        assert_eq!(pattern("0x1"), Ok(vec![1]));
-        assert!(pattern("\"\"").is_err());
-    }
-}
-
 /// `numa_cpu_nodes` and the nodes of `numa_mem_policy`: `all`, or nodes
 /// and ranges as `numactl` writes them (`0-1,3`).
 pub(super) fn numa_nodes(v: &str) -> Result<NumaNodes, String> {
@@ -866,5 +831,40 @@ pub(super) fn latency_percentile(v: &str) -> Result<f64, String> {
     match float(v)? {
         p if (0.0..=100.0).contains(&p) => Ok(p),
         _ => Err(format!("'{v}': a percentage from 0 to 100")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bssplit, cpu_list, filename, pattern};
+
+    #[test]
+    fn cpu_lists_read_as_taskset_writes_them() {
+        assert_eq!(cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
+        assert_eq!(cpu_list("1,1,0"), Ok(vec![0, 1]));
+        assert!(cpu_list("3-1").unwrap_err().contains("lower CPU"));
+        assert!(cpu_list("x").unwrap_err().contains("not a CPU number"));
+        assert!(cpu_list("2000").unwrap_err().contains("beyond"));
+        assert!(cpu_list("0,").unwrap_err().contains("not a CPU number"));
+    }
+
+    #[test]
+    fn bssplit_fills_missing_shares() {
+        assert_eq!(bssplit("4k", 1024), Ok(vec![(4096, 100)]));
+        assert_eq!(
+            bssplit("4k/:8k/:16k/", 1024),
+            Ok(vec![(4096, 33), (8192, 33), (16384, 34)])
+        );
+        assert!(bssplit("4k/101", 1024).is_err());
+    }
+
+    #[test]
+    fn filenames_and_patterns() {
+        assert_eq!(filename("a\\:b\\:c"), Ok("a:b:c".to_string()));
+        assert_eq!(filename("a\\b"), Ok("a\\b".to_string()));
+        assert!(filename("a:b").is_err());
+        assert_eq!(pattern("0"), Ok(vec![0]));
+        assert_eq!(pattern("0x1"), Ok(vec![1]));
+        assert!(pattern("\"\"").is_err());
     }
 }

@@ -98,13 +98,16 @@ impl CloneSample {
     }
 }
 
+/// A clone at its last tick: time, bytes, I/Os.
+type LastTick = (Nanos, u64, u64);
+
 /// One job's (or group's) watch.
 #[derive(Debug)]
 struct Tracker {
     spec: SteadySpec,
-    /// Worker indices it covers, and each one's last tick: time, bytes,
-    /// I/Os (`None` before its first tick).
-    members: Vec<(u32, Option<(Nanos, u64, u64)>)>,
+    /// Worker indices it covers, and each one's last tick (`None` before
+    /// its first).
+    members: Vec<(u32, Option<LastTick>)>,
     /// `(bw, iops)`, oldest first, at most `spec.dur`.
     window: VecDeque<(u64, u64)>,
     attained: bool,
@@ -139,16 +142,16 @@ impl SteadyWatch {
             let spec = job.steady();
             let member = (i as u32, None);
             let seen = groups.iter().position(|g| g.0 == w.group);
-            if job.group_reporting {
-                if let Some(g) = seen {
-                    if groups[g].1 != spec {
-                        return Err(inconsistent(jobs, job));
-                    }
-                    if let Some(t) = groups[g].2 {
-                        trackers[t].members.push(member);
-                    }
-                    continue;
+            if job.group_reporting
+                && let Some(g) = seen
+            {
+                if groups[g].1 != spec {
+                    return Err(inconsistent(jobs, job));
                 }
+                if let Some(t) = groups[g].2 {
+                    trackers[t].members.push(member);
+                }
+                continue;
             }
             let Some(spec) = spec else {
                 if job.group_reporting {

@@ -126,7 +126,7 @@ const NODE_DIR: &str = "/sys/devices/system/node";
 const MAX_LISTED: u32 = 1024;
 
 /// A sysfs list (`0-3,8,10-11`), sorted, no repeats; `None` if it is not
-/// one or names more than [`MAX_LISTED`].
+/// one or names a number of 1024 or more.
 pub fn parse_list(text: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {

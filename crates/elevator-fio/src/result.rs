@@ -589,6 +589,12 @@ pub struct JobResult {
     /// The first I/O error it went on after, when `error_dump` asked for
     /// it to be reported.
     pub first_ignored: Option<IoError>,
+    /// Its steady-state detection's result (`ss_dur`): on the first clone
+    /// of a job, or of a group with `group_reporting`.
+    pub steady: Option<Box<crate::workload::SteadyResult>>,
+    /// The depth its `latency_target` search ended at, when it had one
+    /// (fio's `latency_depth`).
+    pub latency_depth: Option<u32>,
 }
 
 impl JobResult {

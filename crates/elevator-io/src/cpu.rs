@@ -18,6 +18,9 @@
 //! 0.357 s of user time was reported with 0.327 s for the whole process), so
 //! the process is given as a total only ([`CpuTime::process_total`]), and
 //! its threads other than the engine's are that total minus the thread's.
+//!
+//! Also where this machine's NUMA nodes and their CPUs are
+//! ([`node_cpus`], for fio's `numa_cpu_nodes`), as sysfs lists them.
 
 use std::time::Duration;
 
@@ -116,6 +119,50 @@ impl CpuTime {
     }
 }
 
+/// Where Linux lists NUMA nodes.
+const NODE_DIR: &str = "/sys/devices/system/node";
+
+/// The most CPUs or nodes a sysfs list may name here (`CPU_SETSIZE`).
+const MAX_LISTED: u32 = 1024;
+
+/// A sysfs list (`0-3,8,10-11`), sorted, no repeats; `None` if it is not
+/// one or names a number of 1024 or more.
+pub fn parse_list(text: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+            None => {
+                let n = part.parse::<u32>().ok()?;
+                (n, n)
+            }
+        };
+        if lo > hi || hi >= MAX_LISTED {
+            return None;
+        }
+        out.extend(lo..=hi);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// This machine's online NUMA nodes (node 0 alone when sysfs has no list:
+/// a kernel without NUMA has one node).
+pub fn online_nodes() -> Vec<u32> {
+    std::fs::read_to_string(format!("{NODE_DIR}/online"))
+        .ok()
+        .and_then(|t| parse_list(&t))
+        .unwrap_or_else(|| vec![0])
+}
+
+/// The CPUs of NUMA node `node`, from sysfs; `None` when there is no such
+/// node (or its list cannot be read).
+pub fn node_cpus(node: u32) -> Option<Vec<u32>> {
+    let text = std::fs::read_to_string(format!("{NODE_DIR}/node{node}/cpulist")).ok()?;
+    parse_list(&text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +173,23 @@ mod tests {
         while CpuTime::thread().total() - start < until {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
         }
+    }
+
+    #[test]
+    fn sysfs_lists_read_as_the_kernel_writes_them() {
+        assert_eq!(
+            parse_list("0-3,8,10-11\n"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_list("\n"), Some(vec![]));
+        assert_eq!(parse_list("3-1"), None);
+        assert_eq!(parse_list("0-99999"), None);
+        assert_eq!(parse_list("x"), None);
+        // This machine has node 0 (every Linux machine does), with CPUs.
+        assert!(online_nodes().contains(&0));
+        assert!(
+            node_cpus(0).is_some_and(|c| !c.is_empty()) || std::fs::metadata(NODE_DIR).is_err()
+        );
     }
 
     /// The whole process's CPU covers the thread's, user time included:

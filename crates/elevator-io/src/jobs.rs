@@ -24,7 +24,8 @@
 //! [`JobRunError::JobFailed`]. Without `verify`, buffers keep the random
 //! bytes written once at the start.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use elevator_core::rng::Rng;
 use elevator_core::{Nanos, Op, Scheduler, Status};
@@ -81,6 +82,19 @@ pub enum JobRunError {
         /// The CPU named.
         cpu: u32,
         /// The CPUs there are, as a list.
+        available: String,
+    },
+    /// A job's `numa_cpu_nodes` names a node this machine does not have.
+    #[error(
+        "job '{job}': numa_cpu_nodes names node {node}, which this machine does not have \
+         (its nodes: {available})"
+    )]
+    NoSuchNode {
+        /// The job.
+        job: String,
+        /// The node named.
+        node: u32,
+        /// The nodes there are, as a list.
         available: String,
     },
     /// The thread's CPUs could not be set.
@@ -233,6 +247,7 @@ pub fn run_traced<D: DataDevice>(
         polls: 0,
         out: Vec::with_capacity(depth as usize),
         stop: None,
+        exits: None,
     };
     let (cpu0, thread0) = (CpuTime::process_total(), CpuTime::thread());
     runner.run(progress)?;
@@ -328,6 +343,10 @@ pub(crate) struct Runner<D: DataDevice, Q: QueueAccess = QueueState> {
     /// Set when the run is to stop early (another thread failed): the
     /// engine is cancelled and drained.
     pub(crate) stop: Option<std::sync::Arc<Stop>>,
+    /// In a threaded run, where clones on other threads learn that this
+    /// one's end ends them (`exitall`), and this one learns of its own;
+    /// `None`: every clone is in `workers`.
+    pub(crate) exits: Option<ExitLink>,
 }
 
 /// A threaded run's stop: a flag, and a way to wake every thread to see it.
@@ -343,6 +362,153 @@ impl Stop {
     pub(crate) fn now(&self) {
         self.flag.store(true, Ordering::SeqCst);
         (self.wake)();
+    }
+}
+
+/// Which clones of a threaded run have started and which another clone's
+/// end has ended (`exitall`, `exit_what`), for every thread to see.
+pub(crate) struct ExitBoard {
+    /// Each clone's reporting group.
+    groups: Vec<u32>,
+    started: Vec<AtomicBool>,
+    ended: Vec<AtomicBool>,
+    /// Bumped whenever a clone is ended, so a thread looks only then.
+    epoch: AtomicU64,
+    stop: Arc<Stop>,
+    /// With steady-state detection (`ss_dur`), each clone's progress as
+    /// its thread last published it: state (0 waiting, 1 running, 2 done),
+    /// start, bytes, I/Os. Empty without.
+    progress: Vec<[AtomicU64; 4]>,
+}
+
+impl ExitBoard {
+    /// The board of `workers`; `watched`: publish progress for
+    /// steady-state detection.
+    pub(crate) fn new(workers: &[Worker], stop: Arc<Stop>, watched: bool) -> ExitBoard {
+        let progress = if watched { workers.len() } else { 0 };
+        ExitBoard {
+            groups: workers.iter().map(|w| w.group).collect(),
+            started: workers.iter().map(|_| AtomicBool::new(false)).collect(),
+            ended: workers.iter().map(|_| AtomicBool::new(false)).collect(),
+            epoch: AtomicU64::new(0),
+            stop,
+            progress: (0..progress).map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// Every clone's progress as last published, for a steady-state tick.
+    pub(crate) fn samples(&self) -> Vec<workload::CloneSample> {
+        self.progress
+            .iter()
+            .map(|p| {
+                let state = p[0].load(Ordering::Acquire);
+                workload::CloneSample {
+                    running: state == 1,
+                    done: state == 2,
+                    began: p[1].load(Ordering::Relaxed),
+                    bytes: p[2].load(Ordering::Relaxed),
+                    ios: p[3].load(Ordering::Relaxed),
+                }
+            })
+            .collect()
+    }
+
+    /// End clones `ended` (steady state attained) and wake every thread to
+    /// see it.
+    pub(crate) fn end(&self, ended: &[u32]) {
+        let mut any = false;
+        for &w in ended {
+            if let Some(e) = self.ended.get(w as usize) {
+                any |= !e.swap(true, Ordering::AcqRel);
+            }
+        }
+        if any {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+            (self.stop.wake)();
+        }
+    }
+}
+
+/// One thread's view of the [`ExitBoard`]: its clones are the board's
+/// `first..` (one per thread here).
+pub(crate) struct ExitLink {
+    board: Arc<ExitBoard>,
+    first: usize,
+    seen: u64,
+}
+
+impl ExitLink {
+    /// The link of the thread whose first clone is the board's `first`.
+    pub(crate) fn new(board: Arc<ExitBoard>, first: usize) -> ExitLink {
+        ExitLink {
+            board,
+            first,
+            seen: 0,
+        }
+    }
+
+    /// The thread's clone `w` has started.
+    pub(crate) fn started(&self, w: usize) {
+        if let Some(s) = self.board.started.get(self.first + w) {
+            s.store(true, Ordering::Release);
+        }
+    }
+
+    /// Publish the thread's clones' progress, when steady state is
+    /// watched (once per loop, not per I/O).
+    #[inline]
+    pub(crate) fn publish(&self, workers: &[Worker]) {
+        if self.board.progress.is_empty() {
+            return;
+        }
+        for (i, w) in workers.iter().enumerate() {
+            let Some(p) = self.board.progress.get(self.first + i) else {
+                continue;
+            };
+            let c = workload::CloneSample::of(w);
+            p[1].store(c.began, Ordering::Relaxed);
+            p[2].store(c.bytes, Ordering::Relaxed);
+            p[3].store(c.ios, Ordering::Relaxed);
+            let state = if c.done { 2 } else { u64::from(c.running) };
+            p[0].store(state, Ordering::Release);
+        }
+    }
+
+    /// End the thread's clones that another's end has ended (one load
+    /// when nothing changed).
+    pub(crate) fn see(&mut self, workers: &mut [Worker]) {
+        let epoch = self.board.epoch.load(Ordering::Acquire);
+        if epoch == self.seen {
+            return;
+        }
+        self.seen = epoch;
+        for (i, w) in workers.iter_mut().enumerate() {
+            let ended = self.board.ended.get(self.first + i);
+            if ended.is_some_and(|e| e.load(Ordering::Acquire)) && !w.terminated() {
+                w.terminate();
+            }
+        }
+    }
+
+    /// The thread's clone `w` (`worker`) has finished: mark the clones it
+    /// ends and wake every thread to see it.
+    pub(crate) fn ended(&self, w: usize, worker: &Worker) {
+        let Some(what) = worker.ends_others() else {
+            return;
+        };
+        let me = self.first + w;
+        let b = &self.board;
+        let mut any = false;
+        for (i, group) in b.groups.iter().enumerate() {
+            let started = b.started[i].load(Ordering::Acquire);
+            if i != me && what.ends(worker.group, *group, started) {
+                any |= !b.ended[i].swap(true, Ordering::AcqRel);
+            }
+        }
+        if any {
+            b.epoch.fetch_add(1, Ordering::AcqRel);
+            (b.stop.wake)();
+        }
     }
 }
 
@@ -367,8 +533,10 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
         let _stop_on_panic = self.stop.clone().map(StopOnPanic);
         let now = self.engine.now();
         let run_start = *self.run_start.get_or_insert(now);
+        self.see_exits();
         self.start_check(run_start.min(now), now);
         loop {
+            self.see_exits();
             if self
                 .stop
                 .as_ref()
@@ -425,6 +593,9 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
             for w in &mut self.workers {
                 w.reap(now);
             }
+            if let Some(link) = &self.exits {
+                link.publish(&self.workers);
+            }
             if self.polls & 0x3FF == 0 {
                 let now = self.engine.now();
                 progress(Progress {
@@ -448,6 +619,30 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
         self.started.clear();
         self.start_next =
             workload::start_ready(&mut self.workers, run_start, now, &mut self.started);
+        if let Some(link) = &self.exits {
+            for &w in &self.started {
+                link.started(w as usize);
+            }
+        }
+    }
+
+    /// End the workers another thread's clone has ended (`exitall`).
+    #[inline]
+    fn see_exits(&mut self) {
+        if let Some(link) = &mut self.exits {
+            link.see(&mut self.workers);
+        }
+    }
+
+    /// Worker `w` has just finished: end the clones its `exitall` /
+    /// `exitall_on_error` ends, here or (through the link) on other
+    /// threads.
+    #[cold]
+    fn end_others(&mut self, w: usize) {
+        match &self.exits {
+            Some(link) => link.ended(w, &self.workers[w]),
+            None => workload::end_others(&mut self.workers, w, &mut Vec::new()),
+        }
     }
 
     /// The end of the spinning part of a worker's think time, if one is
@@ -560,10 +755,14 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
     /// them may start.
     fn retire(&mut self, run_start: Nanos, now: Nanos) {
         let mut any = false;
-        for w in &mut self.workers {
+        for i in 0..self.workers.len() {
+            let w = &mut self.workers[i];
             if w.state == State::Running && w.check_done(now) {
                 self.engine.context_gone(w.ctx);
                 any = true;
+                if w.ends_others().is_some() {
+                    self.end_others(i);
+                }
             }
         }
         if any {

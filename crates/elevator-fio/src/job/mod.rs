@@ -35,8 +35,9 @@ pub use engines::BLOCK_ENGINES;
 pub use option::Verdict;
 pub use parse::{MAX_JOBS, MAX_WARNINGS};
 pub use spec::{
-    Amount, Distribution, ErrorKind, ErrorPolicy, FileService, JobSpec, RandomGenerator,
-    RateProcess, ReplaySkip, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
+    Amount, Distribution, ErrorKind, ErrorPolicy, ExitWhat, FileService, JobSpec, MemPolicy,
+    NumaNodes, RandomGenerator, RateProcess, ReplaySkip, RwMode, RwSequencer, SteadySpec,
+    ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
 pub use syntax::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INCLUDES, MAX_TEXT_BYTES};
 

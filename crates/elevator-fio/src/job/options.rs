@@ -2,10 +2,12 @@
 //! fio's value forms that the implemented options' rows read.
 
 use super::option::{self, Store, Verdict};
-use super::values::{boolean, float, int_in, int32, per_direction, range, set_switch, size, whole};
+use super::values::{
+    SECOND, boolean, float, int_in, int32, per_direction, range, set_switch, size, time, whole,
+};
 use super::{
-    Amount, Distribution, ErrorPolicy, FileService, JobSpec, RandomGenerator, RateProcess, RwMode,
-    RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
+    Amount, Distribution, ErrorPolicy, ExitWhat, FileService, JobSpec, MemPolicy, NumaNodes,
+    RandomGenerator, RateProcess, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
 };
 
 /// The longest value an option may have, in bytes: Linux's `PATH_MAX`, the
@@ -141,6 +143,13 @@ pub(super) const THINK_BLOCKS: &[(&str, ThinkBlocks)] = &[
 pub(super) const RATE_PROCESSES: &[(&str, RateProcess)] = &[
     ("linear", RateProcess::Linear),
     ("poisson", RateProcess::Poisson),
+];
+
+/// `exit_what`'s keywords (issue 29).
+pub(super) const EXIT_WHATS: &[(&str, ExitWhat)] = &[
+    ("group", ExitWhat::Group),
+    ("stonewall", ExitWhat::Stonewall),
+    ("all", ExitWhat::All),
 ];
 
 /// `kb_base`'s values.
@@ -720,6 +729,109 @@ pub(super) fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
     cpus.sort_unstable();
     cpus.dedup();
     Ok(cpus)
+}
+
+/// `numa_cpu_nodes` and the nodes of `numa_mem_policy`: `all`, or nodes
+/// and ranges as `numactl` writes them (`0-1,3`).
+pub(super) fn numa_nodes(v: &str) -> Result<NumaNodes, String> {
+    if v.trim() == "all" {
+        return Ok(NumaNodes::All);
+    }
+    cpu_list(v)
+        .map(NumaNodes::List)
+        .map_err(|_| format!("'{v}': expected all, or node numbers and ranges such as 0-1,3"))
+}
+
+/// `numa_mem_policy`: `default`, `prefer:N` (one node), `bind:NODES`,
+/// `interleave[:NODES]` or `local`, with fio's rules on the node list.
+pub(super) fn mem_policy(v: &str) -> Result<MemPolicy, String> {
+    let (mode, nodes) = match v.split_once(':') {
+        Some((m, n)) => (m, Some(n)),
+        None => (v, None),
+    };
+    Ok(match (mode, nodes) {
+        ("default", None) => MemPolicy::Default,
+        ("local", None) => MemPolicy::Local,
+        ("default" | "local", Some(_)) => {
+            return Err(format!("'{v}': {mode} takes no node list"));
+        }
+        ("prefer", Some(n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            MemPolicy::Prefer(int_in(n, 0, 1023)? as u32)
+        }
+        ("prefer", _) => return Err(format!("'{v}': prefer takes one node (prefer:0)")),
+        ("bind", Some(n)) => MemPolicy::Bind(numa_nodes(n)?),
+        ("bind", None) => return Err(format!("'{v}': bind needs a node list (bind:0-1)")),
+        ("interleave", n) => MemPolicy::Interleave(n.map_or(Ok(NumaNodes::All), numa_nodes)?),
+        _ => {
+            return Err(format!(
+                "'{v}': expected default, prefer:N, bind:NODES, interleave[:NODES] or local"
+            ));
+        }
+    })
+}
+
+/// Why `numa_cpu_nodes` is noted.
+pub(super) const NUMA_CPU_NOTE: &str = "on a real device each of the job's threads runs on the     CPUs of these nodes (read from /sys/devices/system/node); a simulation has no CPUs to place";
+
+/// Why `numa_mem_policy` is noted.
+pub(super) const NUMA_MEM_NOTE: &str = "checked, not set: elevator allocates a job's buffers on     its own thread once numa_cpu_nodes has placed it, so the kernel's default (local) policy puts     them on those nodes; a simulation has no memory to place";
+
+/// The longest steady-state window `ss_dur` takes, in seconds (a day: the
+/// samples are kept for it).
+pub(super) const MAX_SS_DUR: u64 = 86_400;
+
+/// `steadystate` / `ss`: `iops`, `iops_slope`, `bw` or `bw_slope`, `:`,
+/// and the limit: a percentage (`10%`), else a number of IOPS or a
+/// bandwidth (`10m`, bytes/s).
+pub(super) fn store_steadystate(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let Some((criterion, limit)) = v.split_once(':') else {
+        return Err(format!(
+            "'{v}': the limit must follow the criterion (e.g. ss=iops:10% or ss=bw_slope:1%)"
+        ));
+    };
+    let (iops, slope) = match criterion.trim() {
+        "iops" => (true, false),
+        "iops_slope" => (true, true),
+        "bw" => (false, false),
+        "bw_slope" => (false, true),
+        _ => {
+            return Err(format!(
+                "'{criterion}': expected iops, iops_slope, bw or bw_slope"
+            ));
+        }
+    };
+    let (limit, percent) = match limit.trim().strip_suffix('%') {
+        Some(p) => (float(p)?, true),
+        None if iops => (float(limit)?, false),
+        None => (size(limit, spec.kb_base)? as f64, false),
+    };
+    if limit < 0.0 {
+        return Err(format!("'{v}': the limit cannot be negative"));
+    }
+    let s = &mut spec.steadystate;
+    (s.iops, s.slope, s.limit, s.percent) = (iops, slope, limit, percent);
+    Ok(())
+}
+
+/// `steadystate_duration` / `ss_dur`: a time (seconds by default), kept
+/// in whole seconds as fio keeps it.
+pub(super) fn store_ss_dur(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let secs = time(v, SECOND)? / SECOND;
+    if secs > MAX_SS_DUR {
+        return Err(format!(
+            "'{v}': at most {MAX_SS_DUR} s (elevator keeps every sample of the window)"
+        ));
+    }
+    spec.steadystate.dur = secs as u32;
+    Ok(())
+}
+
+/// `latency_percentile`: a percentage, 0 to 100.
+pub(super) fn latency_percentile(v: &str) -> Result<f64, String> {
+    match float(v)? {
+        p if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("'{v}': a percentage from 0 to 100")),
+    }
 }
 
 #[cfg(test)]

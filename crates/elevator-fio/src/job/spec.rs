@@ -341,6 +341,42 @@ pub struct JobSpec {
     /// `continue_on_error`, `ignore_error`, `error_dump`: which I/O errors
     /// end the job (by default, any).
     pub errors: ErrorPolicy = ErrorPolicy::default(),
+    // Ending jobs (issue 29): `exitall`, `exit_what`, `exitall_on_error`.
+    /// `exitall`: when this job ends, it ends others as `exit_what` says.
+    /// As in fio, one job with it turns it on for every job of the run
+    /// (every worker of the run ends others when it ends).
+    pub exitall: bool = false,
+    /// `exit_what` (default `group`): which jobs `exitall` and
+    /// `exitall_on_error` end.
+    pub exit_what: ExitWhat = ExitWhat::Group,
+    /// `exitall_on_error`: when this job ends in error, it ends others as
+    /// `exit_what` says.
+    pub exitall_on_error: bool = false,
+    // NUMA placement (issue 29): `numa_cpu_nodes`, `numa_mem_policy`.
+    /// `numa_cpu_nodes`: on a real device, the job's threads run on these
+    /// nodes' CPUs (in place of `cpus_allowed`); a simulation has no CPUs.
+    pub numa_cpu_nodes: Option<NumaNodes> = None,
+    /// `numa_mem_policy`: the memory policy fio sets for the job. elevator
+    /// checks it and notes it (see [`MemPolicy`]).
+    pub numa_mem_policy: Option<MemPolicy> = None,
+    // Steady state (issue 29): `ss`, `ss_dur`, `ss_ramp`.
+    /// `steadystate` / `ss` (criterion and limit), `ss_dur` and `ss_ramp`;
+    /// on only with an `ss_dur` of a second or more ([`JobSpec::steady`]).
+    pub steadystate: SteadySpec = SteadySpec::FIO_DEFAULT,
+    // Latency target (issue 29): `latency_target`, `latency_window`,
+    // `latency_percentile`, `latency_run`.
+    /// `latency_target` (µs unless a unit is given), in ns: search for the
+    /// highest depth whose I/O meets it; 0: off.
+    pub latency_target: Nanos = 0,
+    /// `latency_window` (µs unless a unit is given), in ns: how long each
+    /// depth is tried.
+    pub latency_window: Nanos = 0,
+    /// `latency_percentile` (default 100): the share of a window's I/O
+    /// that must meet the target.
+    pub latency_percentile: f64 = 100.0,
+    /// `latency_run`: keep adjusting the depth instead of ending once
+    /// found.
+    pub latency_run: bool = false,
     /// Options accepted that have no effect on elevator, each with why, in
     /// the order set (`invalidate` when every I/O is direct, ...). Verbose
     /// output and the JSON's `elevator.notes` list them.
@@ -385,6 +421,12 @@ impl JobSpec {
         let ranges = self.bsrange.iter().flatten().map(end);
         let splits = self.bssplit.iter().flatten().flatten().map(|&(b, _)| b);
         ranges.chain(splits).fold(bs, pick)
+    }
+
+    /// Its steady-state detection, when `ss_dur` turns it on (fio ignores
+    /// `ss` without it).
+    pub fn steady(&self) -> Option<SteadySpec> {
+        Some(self.steadystate).filter(|s| s.dur > 0)
     }
 
     /// The line that last set any of `names` for this job (in its section
@@ -572,4 +614,96 @@ pub enum UnifiedRw {
     Mixed,
     /// `both` / `2`: per direction and mixed.
     Both,
+}
+
+/// fio's `exit_what`: which jobs a job's end ends, under `exitall` or
+/// `exitall_on_error` (fio's `fio_terminate_threads`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// `group` (default): the jobs of its reporting group, started or not.
+    Group,
+    /// `stonewall`: the jobs running now (those waiting for a `stonewall`
+    /// start later, as usual).
+    Stonewall,
+    /// `all`: every job, started or not.
+    All,
+}
+
+impl ExitWhat {
+    /// Whether a job of `group`, which has (`started`) or has not started,
+    /// is ended by the end of a job of `ender_group` with this rule.
+    pub fn ends(self, ender_group: u32, group: u32, started: bool) -> bool {
+        match self {
+            ExitWhat::Group => group == ender_group,
+            ExitWhat::Stonewall => started,
+            ExitWhat::All => true,
+        }
+    }
+}
+
+/// A list of NUMA nodes as `numa_cpu_nodes` and `numa_mem_policy` take it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NumaNodes {
+    /// `all`: every node.
+    All,
+    /// These nodes (sorted, no repeats).
+    List(Vec<u32>),
+}
+
+/// fio's `numa_mem_policy`: `mode[:nodes]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemPolicy {
+    /// `default`: the process's policy.
+    Default,
+    /// `prefer:N`: node N first.
+    Prefer(u32),
+    /// `bind:NODES`: only these nodes.
+    Bind(NumaNodes),
+    /// `interleave[:NODES]`: pages spread over these nodes (all when none
+    /// are named).
+    Interleave(NumaNodes),
+    /// `local`: the node of the CPU that allocates.
+    Local,
+}
+
+/// fio's steady-state criterion (`ss=iops:10%`, `bw_slope:1%`...) with its
+/// window (`ss_dur`) and ramp (`ss_ramp`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadySpec {
+    /// IOPS (`iops...`) rather than bandwidth (`bw...`).
+    pub iops: bool,
+    /// The slope of the samples (`..._slope`) rather than their largest
+    /// deviation from the mean.
+    pub slope: bool,
+    /// The limit: below it, steady state is attained.
+    pub limit: f64,
+    /// The limit is a percentage of the mean (`%`).
+    pub percent: bool,
+    /// `ss_dur`: the window, in whole seconds (0: off).
+    pub dur: u32,
+    /// `ss_ramp`: time after a clone starts before its samples count.
+    pub ramp: Nanos,
+}
+
+impl SteadySpec {
+    /// fio's default criterion, `iops_slope:0.01%`, with no window.
+    pub const FIO_DEFAULT: SteadySpec = SteadySpec {
+        iops: true,
+        slope: true,
+        limit: 0.01,
+        percent: true,
+        dur: 0,
+        ramp: 0,
+    };
+
+    /// The criterion as fio's JSON names it: `iops_slope:0.010000%`.
+    pub fn name(&self) -> String {
+        format!(
+            "{}{}:{:.6}{}",
+            if self.iops { "iops" } else { "bw" },
+            if self.slope { "_slope" } else { "" },
+            self.limit as f32,
+            if self.percent { "%" } else { "" }
+        )
+    }
 }

@@ -9,10 +9,12 @@
 use super::engines;
 use super::option::{FioOption, Store, Verdict, opt, set, value};
 use super::options::{
-    GENERATORS, KB_BASES, RATE_PROCESSES, RW_SEQUENCERS, THINK_BLOCKS, UNIFIED_RW, amount, choice,
-    continue_on_error, cpu_list, distribution, file_service, filename, ignore_error, note,
+    EXIT_WHATS, GENERATORS, KB_BASES, NUMA_CPU_NOTE, NUMA_MEM_NOTE, RATE_PROCESSES, RW_SEQUENCERS,
+    THINK_BLOCKS, UNIFIED_RW, amount, choice, continue_on_error, cpu_list, distribution,
+    file_service, filename, ignore_error, latency_percentile, mem_policy, note, numa_nodes,
     percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit,
-    store_filesize, store_verify_interval, store_verify_pattern, verify, zonemode,
+    store_filesize, store_ss_dur, store_steadystate, store_verify_interval, store_verify_pattern,
+    verify, zonemode,
 };
 use super::values::{
     MICROSECOND, MILLISECOND, SECOND, int_in, int32, per_direction, percent, range, size, time,
@@ -385,13 +387,26 @@ pub(super) const OPTIONS: &[FioOption] = &[
         value!(|j, v| per_direction(v, &mut j.rate_iops_min, |x| whole(x, "rate"))?),
     ),
     opt("max_latency", R(NOT_YET)),
-    opt("latency_target", R(NOT_YET)),
-    opt("latency_window", R(NOT_YET)),
-    opt("latency_percentile", R(NOT_YET)),
-    opt("latency_run", d("0", NOT_YET)),
-    opt("steadystate", R(NOT_YET)).aka(&["ss"]),
-    opt("steadystate_duration", d("0", NOT_YET)).aka(&["ss_dur"]),
-    opt("steadystate_ramp_time", d("0", NOT_YET)).aka(&["ss_ramp"]),
+    set(
+        "latency_target",
+        value!(|j, v| j.latency_target = time(v, MICROSECOND)?),
+    ),
+    set(
+        "latency_window",
+        value!(|j, v| j.latency_window = time(v, MICROSECOND)?),
+    ),
+    set(
+        "latency_percentile",
+        value!(|j, v| j.latency_percentile = latency_percentile(v)?),
+    ),
+    set("latency_run", Store::Bool(|j, b| j.latency_run = b)),
+    set("steadystate", Store::Value(store_steadystate)).aka(&["ss"]),
+    set("steadystate_duration", Store::Value(store_ss_dur)).aka(&["ss_dur"]),
+    set(
+        "steadystate_ramp_time",
+        value!(|j, v| j.steadystate.ramp = time(v, SECOND)?),
+    )
+    .aka(&["ss_ramp"]),
     // Verification.
     set("verify_only", Store::Switch(|j, b| j.verify_only = b)),
     set("verify", value!(|j, v| j.verify = verify(v)?)),
@@ -464,8 +479,20 @@ pub(super) const OPTIONS: &[FioOption] = &[
         value!(|j, v| j.cpus_allowed = Some(cpu_list(v)?)),
     ),
     opt("cpus_allowed_policy", d("shared", NOT_YET)),
-    opt("numa_cpu_nodes", R(PROCESS)),
-    opt("numa_mem_policy", R(PROCESS)),
+    set(
+        "numa_cpu_nodes",
+        value!(|j, v| {
+            j.numa_cpu_nodes = Some(numa_nodes(v)?);
+            note(j, "numa_cpu_nodes", NUMA_CPU_NOTE)
+        }),
+    ),
+    set(
+        "numa_mem_policy",
+        value!(|j, v| {
+            j.numa_mem_policy = Some(mem_policy(v)?);
+            note(j, "numa_mem_policy", NUMA_MEM_NOTE)
+        }),
+    ),
     opt("cgroup", R(PROCESS)),
     opt("cgroup_nodelete", d("0", PROCESS)),
     opt("cgroup_weight", R(PROCESS)),
@@ -474,9 +501,15 @@ pub(super) const OPTIONS: &[FioOption] = &[
     opt("flow_id", d("0", NOT_YET)),
     opt("flow", d("0", NOT_YET)),
     opt("flow_sleep", d("0", NOT_YET)),
-    opt("exitall", d("0", NOT_YET)).bare(),
-    opt("exit_what", d("group", NOT_YET)),
-    opt("exitall_on_error", d("0", NOT_YET)).bare(),
+    set("exitall", Store::Switch(|j, b| j.exitall = b)),
+    set(
+        "exit_what",
+        value!(|j, v| j.exit_what = choice(v, EXIT_WHATS, "group, stonewall or all")?),
+    ),
+    set(
+        "exitall_on_error",
+        Store::Switch(|j, b| j.exitall_on_error = b),
+    ),
     set("stonewall", Store::Switch(|j, b| j.stonewall = b)).aka(&["wait_for_previous"]),
     set("new_group", Store::Switch(|j, b| j.new_group = b)),
     set("thread", Store::Switch(|j, b| j.thread = b)).aka(&["threads"]),

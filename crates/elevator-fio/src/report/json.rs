@@ -234,6 +234,7 @@ fn job_value(
         }
         Value::Object(m)
     };
+    let latency = s.latency();
     let rest = json!({
         "job_runtime": runtime / 1_000_000,
         "usr_cpu": usr_cpu,
@@ -247,15 +248,37 @@ fn job_value(
         "latency_ns": lat(&x.lat_ns),
         "latency_us": lat(&x.lat_us),
         "latency_ms": lat(&x.lat_ms),
-        "latency_depth": s.spec.map_or(1, |j| j.iodepth),
-        "latency_target": 0,
-        "latency_percentile": 100.0,
-        "latency_window": 0,
+        "latency_depth": latency.0,
+        "latency_target": latency.1,
+        "latency_percentile": latency.3,
+        "latency_window": latency.2,
     });
     if let Value::Object(m) = rest {
         job.extend(m);
     }
+    if let Some(ss) = s.steady {
+        job.insert("steadystate".into(), steadystate(ss));
+    }
     Value::Object(job)
+}
+
+/// fio's `steadystate` object: the criterion, whether it was attained, the
+/// last tested values, and the window's samples (bytes/s and IOPS).
+fn steadystate(ss: &crate::workload::SteadyResult) -> Value {
+    json!({
+        "ss": ss.spec.name(),
+        "duration": ss.spec.dur,
+        "attained": u8::from(ss.attained),
+        "criterion": format!("{:.6}{}", ss.criterion as f32, if ss.spec.percent { "%" } else { "" }),
+        "max_deviation": ss.max_deviation,
+        "slope": ss.slope,
+        "data": {
+            "bw_mean": ss.bw_mean(),
+            "iops_mean": ss.iops_mean(),
+            "iops": ss.iops,
+            "bw": ss.bw,
+        },
+    })
 }
 
 /// The document around the jobs' objects `out`.

@@ -125,9 +125,31 @@ pub struct Stanza<'a> {
     pub total_err: u64,
     /// The first of those (fio's `first_error`).
     pub first_error: i32,
+    /// Its steady-state result (`ss_dur`), the first clone's with one.
+    pub steady: Option<&'a crate::workload::SteadyResult>,
+    /// The depth its `latency_target` search ended at (the first clone's).
+    pub latency_depth: Option<u32>,
 }
 
 impl Stanza<'_> {
+    /// fio's `latency` figures: depth, target (ns), window (µs) and
+    /// percentile; without a `latency_target`, the job's depth and fio's
+    /// zeros.
+    pub fn latency(&self) -> (u32, u64, u64, f64) {
+        let depth = self
+            .latency_depth
+            .unwrap_or_else(|| self.spec.map_or(1, |j| j.iodepth));
+        match self.spec.filter(|j| j.latency_target > 0) {
+            Some(j) => (
+                depth,
+                j.latency_target,
+                j.latency_window / 1000,
+                j.latency_percentile,
+            ),
+            None => (depth, 0, 0, 100.0),
+        }
+    }
+
     /// How long it ran, in ns.
     pub fn runtime(&self) -> u64 {
         self.end.saturating_sub(self.start)
@@ -229,6 +251,8 @@ pub fn stanzas<'a>(jobs: &'a JobFile, run: &'a RunResult) -> impl Iterator<Item 
             failure: j.failure.as_ref(),
             total_err: j.total_err,
             first_error: j.first_error,
+            steady: j.steady.as_deref(),
+            latency_depth: j.latency_depth,
         };
         for j in rest.iter().filter_map(|&i| run.jobs.get(i)) {
             absorb(&mut s, j);
@@ -255,6 +279,10 @@ fn absorb<'a>(s: &mut Stanza<'a>, j: &'a JobResult) {
     if s.first_error == 0 {
         s.first_error = j.first_error;
     }
+    if s.steady.is_none() {
+        s.steady = j.steady.as_deref();
+    }
+    s.latency_depth = s.latency_depth.or(j.latency_depth);
 }
 
 /// A reporting group's totals.

@@ -376,11 +376,15 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
                 crate::errno::describe(s.first_error)
             );
         }
+        let (depth, target, window, percentile) = s.latency();
         let _ = writeln!(
             out,
-            "     latency   : target=0, window=0, percentile=100.00%, depth={}",
-            s.spec.map_or(1, |j| j.iodepth)
+            "     latency   : target={target}, window={window}, percentile={percentile:.2}%, \
+             depth={depth}"
         );
+        if let Some(ss) = s.steady {
+            steady_line(&mut out, ss);
+        }
         out.push('\n');
     }
     for g in &groups {
@@ -532,4 +536,22 @@ pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
         out.push_str(&super::locks::lockstat_table(&report));
     }
     out
+}
+
+/// fio's `steadystate :` line: attained, the window's mean bandwidth and
+/// IOPS, and the last tested criterion.
+fn steady_line(out: &mut String, ss: &crate::workload::SteadyResult) {
+    let bw = ss.bw_mean();
+    let _ = writeln!(
+        out,
+        "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={:.3}{}",
+        if ss.attained { "yes" } else { "no" },
+        num2str(bw, 4, true, "B/s"),
+        num2str(bw, 4, false, "B/s"),
+        num2str(ss.iops_mean(), 4, false, ""),
+        if ss.spec.iops { "iops" } else { "bw" },
+        if ss.spec.slope { " slope" } else { " mean dev" },
+        ss.criterion,
+        if ss.spec.percent { "%" } else { "" }
+    );
 }

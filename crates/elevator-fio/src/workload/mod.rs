@@ -4,24 +4,29 @@
 //! elevator-io drives the same workers on the real one.
 
 mod distribution;
+mod exit;
 mod failure;
+mod latency_target;
 mod layout;
 mod pattern;
 mod randommap;
 mod rate;
 mod replay;
 mod start;
+mod steady;
 mod think;
 mod verify_log;
 mod worker;
 mod zones;
 
+pub use exit::{ExitRule, end_others};
 pub use failure::{IoError, JobFailure};
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};
 pub use rate::RateShortfall;
 pub use replay::{IoLog, IoLogError, LoggedIo, NoIoLogs, OpenIoLog};
 pub use start::{StartRule, start_ready};
+pub use steady::{CloneSample, SteadyResult, SteadyWatch, TICK as STEADY_TICK};
 pub use verify_log::GENERATION;
 pub use worker::{Pending, State, VerifyIo, Worker};
 
@@ -101,6 +106,7 @@ pub fn workers_with_logs(
             )?);
         }
     }
+    exit::arm(jobs, &mut workers);
     Ok(workers)
 }
 
@@ -195,6 +201,7 @@ pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
     workers
         .into_iter()
         .map(|w| JobResult {
+            latency_depth: w.latency_depth(),
             name: w.name,
             job_index: w.job_index,
             clone: w.clone,
@@ -208,6 +215,7 @@ pub fn job_results(workers: Vec<Worker>) -> Vec<JobResult> {
             total_err: w.total_err,
             first_error: w.first_error,
             first_ignored: w.first_ignored,
+            steady: w.steady,
         })
         .collect()
 }

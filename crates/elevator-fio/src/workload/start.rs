@@ -3,6 +3,10 @@
 //! clone of the named job has finished) and `startdelay` (not before this
 //! long after the run began; a range draws a delay per clone).
 //!
+//! A job after a `stonewall` job (up to the next one) waits as that job
+//! does: fio creates jobs in file order and goes no further than a
+//! stonewall until it may start.
+//!
 //! `startdelay` counts from the start of the run, as fio counts it from its
 //! own start (not from the moment the job's waits are over): a job that
 //! waits for another and has a delay starts at whichever comes later.
@@ -36,11 +40,14 @@ pub(crate) fn rules(jobs: &JobFile, seeds: &[u64]) -> Result<Vec<StartRule>, Job
     }
     first.push(n);
     let mut out = Vec::with_capacity(n as usize);
+    // The workers before the last `stonewall` job: fio creates jobs in file
+    // order and stops at a stonewall, so the jobs after one wait as it does.
+    let mut wall = 0u32;
     for (j, job) in jobs.jobs.iter().enumerate() {
-        let mut after: Vec<u32> = Vec::new();
         if j > 0 && job.stonewall {
-            after.extend(0..first[j]);
+            wall = first[j];
         }
+        let mut after: Vec<u32> = (0..wall).collect();
         if let Some(name) = &job.wait_for {
             let named: Vec<usize> = jobs
                 .jobs

@@ -47,12 +47,20 @@
 //!   I/O failed and how. Errors it goes on after are counted
 //!   ([`Worker::total_err`], [`Worker::first_error`]). A block that does
 //!   not verify is an `EILSEQ` of the verify kind.
+//! - `exitall` / `exitall_on_error` ([`super::end_others`]): another
+//!   clone's end can end it ([`Worker::terminate`]): it issues nothing
+//!   more and ends once its I/O in flight completes.
+//! - `latency_target` ([`super::latency_target`]): the depth it keeps is
+//!   the search's; a change waits for its I/O in flight; the search's end
+//!   ends its I/O as an exhausted pattern does.
 //! - Stops issuing when its pattern (or log) is exhausted or `runtime` is up; it is
 //!   done when its last I/O (and sync) completes.
 
 use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Status};
 
+use super::exit::ExitRule;
 use super::failure::{IoError, JobFailure};
+use super::latency_target::{LatencyStep, LatencyTarget};
 use super::layout::Extent;
 use super::pattern::{NextIo, Pattern};
 use super::rate::{Rate, RateMin, directions};
@@ -219,6 +227,23 @@ pub struct Worker {
     pub first_ignored: Option<IoError>,
     /// Its figures.
     pub stats: JobStats,
+    /// When its end ends other clones (`exitall`, `exit_what`).
+    pub exit_rule: ExitRule,
+    /// Ended by another clone's end ([`super::end_others`]).
+    terminated: bool,
+    /// Its steady-state watch's result (`ss_dur`), on the first clone
+    /// watched ([`super::SteadyWatch::finish`]).
+    pub steady: Option<Box<super::SteadyResult>>,
+    /// `latency_target`'s search for a depth, when it has one.
+    lat_target: Option<Box<LatencyTarget>>,
+    /// The search is over: its I/O ends as if its pattern had.
+    lat_done: bool,
+    /// Its figures restart once its I/O in flight has completed (the
+    /// search's final cycle).
+    lat_reset: bool,
+    /// `iodepth_low` as the job gives it (the depth the search keeps caps
+    /// it).
+    job_low: u32,
 }
 
 impl Worker {
@@ -305,6 +330,7 @@ impl Worker {
             [0; 2]
         };
         let slow = rate.is_some()
+            || job.latency_target > 0
             || rate_min.is_some()
             || job.ramp_time > 0
             || sync_every != [0; 2]
@@ -376,6 +402,13 @@ impl Worker {
             first_error: 0,
             first_ignored: None,
             stats: JobStats::new(job),
+            exit_rule: ExitRule::default(),
+            terminated: false,
+            steady: None,
+            lat_target: LatencyTarget::new(job).map(Box::new),
+            lat_done: false,
+            lat_reset: false,
+            job_low: job.iodepth_low.unwrap_or(iodepth).min(iodepth),
         })
     }
 
@@ -395,12 +428,60 @@ impl Worker {
         self.rule.after.clear();
     }
 
+    /// Which others its end ends, now that it is done (see
+    /// [`super::end_others`]).
+    pub fn ends_others(&self) -> Option<crate::job::ExitWhat> {
+        self.exit_rule.fires(self.failure.is_some())
+    }
+
+    /// The depth its latency target's search kept last (`latency_target`),
+    /// if it has one.
+    pub fn latency_depth(&self) -> Option<u32> {
+        self.lat_target.as_ref().map(|t| t.depth())
+    }
+
+    /// When it started (its ramp's start).
+    pub fn began(&self) -> Nanos {
+        self.began
+    }
+
+    /// Whether another clone's end ended it.
+    pub fn terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// Another clone's end ends it (fio's terminate): a running clone
+    /// issues nothing more and ends once its I/O in flight completes; a
+    /// waiting one ends as soon as it starts, with no start delay. Returns
+    /// whether it was running (the engine must look at it again).
+    pub fn terminate(&mut self) -> bool {
+        self.terminated = true;
+        match self.state {
+            State::Waiting => {
+                self.rule.delay = 0;
+                false
+            }
+            State::Running => {
+                self.stop();
+                self.slow = true;
+                self.sleeping_until = None;
+                self.spin_until = None;
+                true
+            }
+            State::Done => false,
+        }
+    }
+
     /// Start at `now`.
     pub fn start(&mut self, now: Nanos) {
         debug_assert_eq!(self.state, State::Waiting);
         self.state = State::Running;
         self.began = now;
         self.start = now;
+        if self.terminated {
+            self.stop();
+            self.slow = true;
+        }
         if self.ramp > 0 {
             self.ramp_end = Some(now.saturating_add(self.ramp));
         } else {
@@ -410,6 +491,11 @@ impl Worker {
     }
 
     fn restart_clocks(&mut self, now: Nanos) {
+        if let Some(t) = &mut self.lat_target {
+            t.begin(now, self.stats.dirs.iter().map(|d| d.ios).sum());
+            let depth = t.depth();
+            self.set_depth(depth);
+        }
         if let Some(r) = &mut self.rate {
             r.restart(now);
         }
@@ -449,6 +535,36 @@ impl Worker {
             && let Err(shortfall) = r.check(now)
         {
             self.fail(JobFailure::RateMin(shortfall), true);
+        }
+    }
+
+    /// Keep at most `depth` I/Os in flight (the latency target's search).
+    fn set_depth(&mut self, depth: u32) {
+        self.iodepth = depth.max(1);
+        self.low = self.job_low.min(self.iodepth);
+        self.filling = self.in_flight <= self.low || self.in_flight < self.iodepth;
+    }
+
+    /// Act on a step of the latency target's search, taken at `now`
+    /// (`io`: the I/O that missed the target, for a fatal step).
+    #[cold]
+    fn lat_step(&mut self, step: LatencyStep, io: Option<&Pending>) {
+        match step {
+            LatencyStep::None => {}
+            LatencyStep::Quiesce => self.quiescing = true,
+            LatencyStep::FinalRun => {
+                self.quiescing = true;
+                self.lat_reset = true;
+            }
+            LatencyStep::Done => self.lat_done = true,
+            LatencyStep::Fatal => {
+                if let Some(io) = io {
+                    self.io_failed(io, super::latency_target::ETIMEDOUT);
+                }
+            }
+        }
+        if let Some(depth) = self.lat_target.as_ref().map(|t| t.depth()) {
+            self.set_depth(depth);
         }
     }
 
@@ -630,6 +746,9 @@ impl Worker {
     /// log, is over.
     #[inline]
     fn exhausted(&self) -> bool {
+        if self.lat_done {
+            return true;
+        }
         match &self.replay {
             Some(r) => r.done() && self.held.is_none(),
             None => self.pattern.exhausted(),
@@ -869,6 +988,13 @@ impl Worker {
             if let Some(r) = &mut self.rate_min {
                 r.completed(io.op, bytes);
             }
+            if matches!(io.op, Op::Read | Op::Write)
+                && let Some(t) = &mut self.lat_target
+            {
+                let ios = self.stats.dirs.iter().map(|d| d.ios).sum();
+                let step = t.completed(now.saturating_sub(io.issued), now, ios);
+                self.lat_step(step, Some(io));
+            }
         }
     }
 
@@ -893,9 +1019,26 @@ impl Worker {
         }
         if self.slow {
             self.tick(now);
+            if self.ramp_end.is_none()
+                && self.stage == Stage::Io
+                && !self.lat_done
+                && let Some(t) = &mut self.lat_target
+            {
+                let ios = self.stats.dirs.iter().map(|d| d.ios).sum();
+                let step = t.check(now, ios);
+                self.lat_step(step, None);
+            }
         }
         if self.in_flight > 0 {
             return None;
+        }
+        if std::mem::take(&mut self.lat_reset) {
+            // The search's final cycle: its figures only.
+            self.start = now;
+            self.stats.start(now);
+            if let Some(t) = &mut self.lat_target {
+                t.restart(now);
+            }
         }
         if self.backlog_due {
             self.backlog_due = false;

@@ -978,6 +978,10 @@ fn sample(name: &str) -> (&'static str, bool) {
         "verify_interval" => ("512", false),
         "verify_pattern" => ("0xdeadbeef", false),
         "cpus_allowed" => ("0-1", false),
+        "exit_what" => ("stonewall", false),
+        "steadystate" | "ss" => ("iops:10%", false),
+        "numa_cpu_nodes" => ("0", false),
+        "numa_mem_policy" => ("bind:0", false),
         "percentile_list" => ("99:50", false),
         "kb_base" => ("1000", false),
         "write_bw_log" | "write_lat_log" | "write_iops_log" => ("logs", false),
@@ -1835,4 +1839,50 @@ fn a_value_is_at_most_path_max_and_a_pattern_fios_512_bytes() {
         "d".repeat(1 << 20)
     ));
     assert_eq!((e.line, e.option.as_deref()), (2, Some("directory")), "{e}");
+}
+
+// NUMA placement (issue 29): numa_cpu_nodes, numa_mem_policy.
+
+#[test]
+fn numa_options_take_fios_forms() {
+    use elevator_fio::job::{MemPolicy, NumaNodes};
+    let j = job("numa_cpu_nodes=0-1,3");
+    assert_eq!(j.numa_cpu_nodes, Some(NumaNodes::List(vec![0, 1, 3])));
+    assert_eq!(
+        job("numa_cpu_nodes=all").numa_cpu_nodes,
+        Some(NumaNodes::All)
+    );
+    assert!(j.notes.iter().any(|(n, _)| n == "numa_cpu_nodes"));
+    for (v, want) in [
+        ("default", MemPolicy::Default),
+        ("local", MemPolicy::Local),
+        ("prefer:1", MemPolicy::Prefer(1)),
+        ("bind:0", MemPolicy::Bind(NumaNodes::List(vec![0]))),
+        (
+            "interleave:0-1",
+            MemPolicy::Interleave(NumaNodes::List(vec![0, 1])),
+        ),
+        ("interleave", MemPolicy::Interleave(NumaNodes::All)),
+    ] {
+        assert_eq!(
+            job(&format!("numa_mem_policy={v}")).numa_mem_policy,
+            Some(want),
+            "{v}"
+        );
+    }
+    // fio's rules: prefer takes one node, bind needs a list, default and
+    // local take none.
+    for bad in [
+        "prefer",
+        "prefer:0-1",
+        "bind",
+        "local:0",
+        "default:1",
+        "spread:0",
+    ] {
+        let e = JobFile::parse(&format!("[j]\nnuma_mem_policy={bad}\n"), FILE).unwrap_err();
+        assert_eq!(e.option.as_deref(), Some("numa_mem_policy"), "{bad}");
+    }
+    let e = JobFile::parse("[j]\nnuma_cpu_nodes=x\n", FILE).unwrap_err();
+    assert_eq!(e.option.as_deref(), Some("numa_cpu_nodes"));
 }

@@ -83,6 +83,8 @@ fn make_run(job: &JobSpec, clones: u32) -> (JobFile, RunResult) {
                 total_err: 0,
                 first_error: 0,
                 first_ignored: None,
+                steady: None,
+                latency_depth: None,
             }
         })
         .collect();

@@ -4,7 +4,10 @@
 //! until the clones its job waits for (`stonewall`, `wait_for`) have
 //! finished, then for its `startdelay` (counted from the run's start), then
 //! runs. A job that fails (`rate_min`, `verify`) ends; the others run on and
-//! the run then ends with [`JobRunError::JobFailed`].
+//! the run then ends with [`JobRunError::JobFailed`]. A thread is kept on its
+//! job's CPUs: those of its `numa_cpu_nodes` (from sysfs), else its
+//! `cpus_allowed`. A clone whose `exitall` fires ends the clones its
+//! `exit_what` names on every thread, through an [`ExitBoard`].
 //! A thread that fails (a device error, a refused I/O, a panic) stops the
 //! run: every other thread cancels what it has in flight and drains, and the
 //! error comes back with every thread's results.
@@ -17,7 +20,7 @@ use std::time::Duration;
 use elevator_core::Nanos;
 use elevator_core::lockstat::LockStat;
 use elevator_core::{DeviceStats, QueueStats};
-use elevator_fio::job::JobFile;
+use elevator_fio::job::{JobFile, NumaNodes};
 use elevator_fio::result::RunResult;
 use elevator_fio::workload::{self, Worker};
 use elevator_fio::{Progress, RunConfig};
@@ -30,7 +33,7 @@ use crate::cpu::CpuTime;
 use crate::device::DataDevice;
 use crate::engine::access::QueueAccess;
 use crate::engine::{Engine, EngineConfig};
-use crate::jobs::{Buf, JobRunError, Runner, Stop, make_slots};
+use crate::jobs::{Buf, ExitBoard, ExitLink, JobRunError, Runner, Stop, make_slots};
 
 /// Which workers have finished, for the workers waiting for them.
 #[derive(Default)]
@@ -186,7 +189,7 @@ where
         cfg.run.seed,
         &elevator_trace::read_iolog::TraceLogs::sizing_buffers(),
     )?;
-    check_cpus(jobs)?;
+    let pins = job_cpus(jobs)?;
     let nthreads = workers.len();
     let names: Vec<(IoContext, String)> = workers.iter().map(|w| (w.ctx, w.name.clone())).collect();
     // A device no clone would use is left out.
@@ -228,6 +231,8 @@ where
         flag: AtomicBool::new(false),
         wake: Box::new(inboxes),
     });
+    let mut steady = workload::SteadyWatch::new(jobs, &workers)?;
+    let exits = Arc::new(ExitBoard::new(&workers, stop.clone(), steady.is_some()));
     let done_ios = Arc::new(AtomicU64::new(0));
     let cpu0 = CpuTime::process_total();
     let mut pending: Vec<Option<Worker>> = workers.into_iter().map(Some).collect();
@@ -250,10 +255,12 @@ where
             };
             let job = Job {
                 jobs,
+                pins: &pins,
                 mq: &mq,
                 thread: w,
                 device: device_of(w),
                 stop: stop.clone(),
+                exits: exits.clone(),
                 done_ios: done_ios.clone(),
                 seed: cfg.run.seed,
                 finished: &finished,
@@ -281,8 +288,27 @@ where
         }
         drop(done_tx);
         let mut done = 0;
+        let mut next_tick = run_start + workload::STEADY_TICK;
         while done < running.len() {
-            match done_rx.recv_timeout(Duration::from_millis(200)) {
+            let now = mq.clock().now();
+            if let Some(watch) = &mut steady
+                && now >= next_tick
+            {
+                // Steady state: the tick fio's helper thread makes.
+                let clones = exits.samples();
+                let mut ended = Vec::new();
+                watch.tick(&clones, now, &mut ended);
+                exits.end(&ended);
+                while next_tick <= now {
+                    next_tick += workload::STEADY_TICK;
+                }
+            }
+            let wait = match steady {
+                Some(_) => Duration::from_nanos(next_tick.saturating_sub(now))
+                    .min(Duration::from_millis(200)),
+                None => Duration::from_millis(200),
+            };
+            match done_rx.recv_timeout(wait) {
                 Ok(()) => done += 1,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => progress(Progress {
                     now: mq.clock().now(),
@@ -301,6 +327,18 @@ where
         Ok(())
     })?;
     let process = CpuTime::process_total().saturating_sub(cpu0);
+    for (w, result) in steady
+        .map(workload::SteadyWatch::finish)
+        .unwrap_or_default()
+    {
+        let worker = match ends.get_mut(w as usize) {
+            Some(Some(end)) => end.worker.as_mut(),
+            _ => pending.get_mut(w as usize).and_then(Option::as_mut),
+        };
+        if let Some(worker) = worker {
+            worker.steady = Some(Box::new(result));
+        }
+    }
     finish(ends, pending, &mq, &describe, cfg, process)
 }
 
@@ -314,27 +352,62 @@ fn usable_cpus() -> Vec<u32> {
     }
 }
 
-/// Every CPU a job's `cpus_allowed` names exists for this process.
-fn check_cpus(jobs: &JobFile) -> Result<(), JobRunError> {
+/// The CPUs each job's threads are kept on, by job: its
+/// `numa_cpu_nodes`' CPUs (as fio, they replace `cpus_allowed`), else its
+/// `cpus_allowed`, else none; each must exist for this process.
+fn job_cpus(jobs: &JobFile) -> Result<Vec<Option<Vec<u32>>>, JobRunError> {
     let usable = usable_cpus();
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let mut out = Vec::with_capacity(jobs.jobs.len());
     for job in &jobs.jobs {
-        let Some(cpus) = &job.cpus_allowed else {
-            continue;
+        let cpus = match &job.numa_cpu_nodes {
+            Some(nodes) => Some(node_set_cpus(job, nodes, &usable)?),
+            None => job.cpus_allowed.clone(),
         };
-        if let Some(&cpu) = cpus.iter().find(|c| !usable.contains(c)) {
-            let available = usable
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(",");
+        if let Some(cpus) = &cpus
+            && let Some(&cpu) = cpus.iter().find(|c| !usable.contains(c))
+        {
             return Err(JobRunError::NoSuchCpu {
                 job: job.name.clone(),
                 cpu,
-                available,
+                available: list(&usable),
             });
         }
+        out.push(cpus);
     }
-    Ok(())
+    Ok(out)
+}
+
+/// The CPUs of `nodes` that this process may use (`all`: of every online
+/// node).
+fn node_set_cpus(
+    job: &elevator_fio::job::JobSpec,
+    nodes: &NumaNodes,
+    usable: &[u32],
+) -> Result<Vec<u32>, JobRunError> {
+    let online = crate::cpu::online_nodes();
+    let named = match nodes {
+        NumaNodes::All => online.clone(),
+        NumaNodes::List(l) => l.clone(),
+    };
+    let mut cpus = Vec::new();
+    for node in named {
+        let Some(c) = crate::cpu::node_cpus(node).filter(|_| online.contains(&node)) else {
+            return Err(JobRunError::NoSuchNode {
+                job: job.name.clone(),
+                node,
+                available: online
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            });
+        };
+        cpus.extend(c.into_iter().filter(|c| usable.contains(c)));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
 }
 
 /// Keep the calling thread on `cpus`.
@@ -437,10 +510,13 @@ fn finish(
 /// One thread's work: its worker on its device handle.
 struct Job<'a> {
     jobs: &'a JobFile,
+    /// The CPUs each job's threads are kept on ([`job_cpus`]).
+    pins: &'a [Option<Vec<u32>>],
     mq: &'a MultiQueue,
     thread: usize,
     device: usize,
     stop: Arc<Stop>,
+    exits: Arc<ExitBoard>,
     done_ios: Arc<AtomicU64>,
     seed: u64,
     finished: &'a Finished,
@@ -460,7 +536,7 @@ impl Job<'_> {
         }
         worker.clear_waits();
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            if let Some(cpus) = &self.jobs.jobs[worker.job_index].cpus_allowed
+            if let Some(Some(cpus)) = self.pins.get(worker.job_index)
                 && let Err(e) = pin(&worker.name, cpus)
             {
                 return ThreadEnd::failed(worker, e);
@@ -534,6 +610,7 @@ impl Job<'_> {
             polls: 0,
             out: Vec::with_capacity(depth),
             stop: Some(self.stop.clone()),
+            exits: Some(ExitLink::new(self.exits.clone(), self.thread)),
         };
         let done_ios = &self.done_ios;
         let mut last = 0;

@@ -7,7 +7,11 @@
 //! `startdelay` running out, and a scheduler timer (a scheduler that idles
 //! answers "wait until T"). Jobs start by their start rules
 //! ([`workload::start_ready`]: `stonewall`, `wait_for`, `startdelay`),
-//! looked at when the run starts, when a job finishes and when a delay ends. After every event the engine dispatches
+//! looked at when the run starts, when a job finishes and when a delay ends.
+//! A job that ends with `exitall` (or `exitall_on_error`, failed) ends the
+//! others its `exit_what` names ([`workload::end_others`]) at that instant.
+//! With `ss_dur`, a tick every second of virtual time samples the jobs for
+//! steady state ([`workload::SteadyWatch`]) and ends those that reach it. After every event the engine dispatches
 //! from the queue while the device has room. Equal times are broken by the
 //! order events were scheduled, so the same job file, device, scheduler and
 //! seed give the same result, event for event.
@@ -115,6 +119,8 @@ enum Event {
     Start,
     /// The scheduler asked to be called again.
     Timer,
+    /// A second has passed: the steady-state watches sample (`ss_dur`).
+    Steady,
 }
 
 /// One I/O in flight: who issued it, what it was, and when.
@@ -327,6 +333,8 @@ struct Engine<'d> {
     ios_done: u64,
     scheduler: String,
     device_name: String,
+    /// Steady-state detection, when a job asks for it.
+    steady: Option<workload::SteadyWatch>,
 }
 
 impl<'d> Engine<'d> {
@@ -350,6 +358,7 @@ impl<'d> Engine<'d> {
             cfg.seed,
             &elevator_trace::read_iolog::TraceLogs::streamed(),
         )?;
+        let steady = workload::SteadyWatch::new(jobs, &workers)?;
         let depth = workload::total_depth(jobs);
         let nworkers = workers.len();
         Ok(Engine {
@@ -374,6 +383,7 @@ impl<'d> Engine<'d> {
             now: 0,
             event_count: 0,
             ios_done: 0,
+            steady,
         })
     }
 
@@ -439,6 +449,9 @@ impl<'d> Engine<'d> {
             return Ok(());
         }
         self.start_check(0);
+        if self.steady.is_some() {
+            self.schedule(workload::STEADY_TICK, Event::Steady);
+        }
         let mut still = 0u64;
         loop {
             let next_event = self.events.peek().map(|Reverse((t, _, _))| *t);
@@ -488,6 +501,7 @@ impl<'d> Engine<'d> {
                             self.timer_at = None;
                         }
                     }
+                    Event::Steady => self.steady_tick(now),
                 }
             }
             self.serve_touched(now)?;
@@ -595,6 +609,9 @@ impl<'d> Engine<'d> {
                 let ctx = self.workers[w as usize].ctx;
                 self.mark(w, "end", now);
                 self.queue.context_gone(ctx, now);
+                if self.workers[w as usize].ends_others().is_some() {
+                    self.end_others(w, now);
+                }
                 self.start_check(now);
             } else {
                 self.arm(w, now);
@@ -603,6 +620,38 @@ impl<'d> Engine<'d> {
         touched.clear();
         self.touched = touched;
         Ok(())
+    }
+
+    /// Worker `w` has ended with `exitall` or `exitall_on_error`: end the
+    /// others its `exit_what` ends; those running are looked at now.
+    #[cold]
+    fn end_others(&mut self, w: u32, now: Nanos) {
+        let mut running = Vec::new();
+        workload::end_others(&mut self.workers, w as usize, &mut running);
+        for x in running {
+            self.schedule(now, Event::Wake(x));
+        }
+    }
+
+    /// The steady-state watches' tick: the clones of a watch that attains
+    /// steady state end (looked at now); the next tick while any waits.
+    #[cold]
+    fn steady_tick(&mut self, now: Nanos) {
+        let Some(watch) = &mut self.steady else {
+            return;
+        };
+        let clones: Vec<_> = self.workers.iter().map(workload::CloneSample::of).collect();
+        let mut ended = Vec::new();
+        watch.tick(&clones, now, &mut ended);
+        let again = watch.active(&clones);
+        for x in ended {
+            if self.workers[x as usize].terminate() {
+                self.schedule(now, Event::Wake(x));
+            }
+        }
+        if again {
+            self.schedule(now + workload::STEADY_TICK, Event::Steady);
+        }
     }
 
     /// Worker `w` issues I/Os while it may.
@@ -753,7 +802,14 @@ impl<'d> Engine<'d> {
         }
     }
 
-    fn result(self) -> RunResult {
+    fn result(mut self) -> RunResult {
+        if let Some(watch) = self.steady.take() {
+            for (w, result) in watch.finish() {
+                if let Some(w) = self.workers.get_mut(w as usize) {
+                    w.steady = Some(Box::new(result));
+                }
+            }
+        }
         RunResult {
             scheduler: self.scheduler,
             device: self.device_name,

@@ -334,3 +334,6 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Iterator for Paired<'_, I> {
         item
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -323,13 +323,12 @@ impl<I: Iterator<Item = Result<Item, TraceError>>> Iterator for Paired<'_, I> {
                 TraceAction::Issue | TraceAction::Complete | TraceAction::Requeue
             )
             && self.dev.is_none_or(|d| d == r.dev)
+            && (self.analyzers.len() < MAX_DEVICES || self.analyzers.contains_key(&r.dev))
         {
-            if self.analyzers.len() < MAX_DEVICES || self.analyzers.contains_key(&r.dev) {
-                self.analyzers
-                    .entry(r.dev)
-                    .or_insert_with(Analyzer::with_service_times)
-                    .record(r);
-            }
+            self.analyzers
+                .entry(r.dev)
+                .or_insert_with(Analyzer::with_service_times)
+                .record(r);
         }
         item
     }

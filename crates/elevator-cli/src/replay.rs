@@ -18,7 +18,8 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 use elevator_io::cpu::CpuTime;
 use elevator_run::replay::{
-    DEFAULT_DEVICE, ReplayOptions, default_target, parse_dev, replay, timing,
+    DEFAULT_DEVICE, ReplayOptions, default_target, names_recorded, parse_dev, recorded_target,
+    replay, timing,
 };
 use elevator_run::target::parse_tunables;
 use elevator_run::{Taps, Target};
@@ -87,10 +88,11 @@ impl FormatArg {
 pub struct Args {
     /// The trace (`-` for standard input); with --generate, where to write.
     trace: String,
-    /// Device: a simulated preset with optional overrides, or file:PATH or
-    /// mem:SIZE [default: one serving each request in the time the
-    /// recording's device took (the trace's D2C), or, for a trace without
-    /// completions, null,latency=200,queue_depth=128]
+    /// Device: a simulated preset with optional overrides, file:PATH or
+    /// mem:SIZE, or `recorded` (each request in the time the recording's
+    /// device took, the trace's D2C; overrides queue_depth, seed) [default:
+    /// recorded, or, for a trace without completions,
+    /// null,latency=200,queue_depth=128]
     #[arg(long)]
     device: Option<String>,
     /// I/O scheduler.
@@ -153,7 +155,12 @@ pub fn run(args: &Args) -> Result<()> {
         return generate(&args.trace, n);
     }
     let cpu0 = CpuTime::process_total();
-    let given = args.device.as_deref().map(Target::parse).transpose()?;
+    // `recorded` is built from the trace, below.
+    let recorded = args.device.as_deref().filter(|d| names_recorded(d));
+    let given = match recorded {
+        Some(_) => None,
+        None => args.device.as_deref().map(Target::parse).transpose()?,
+    };
     let tunables = parse_tunables(&args.set)?;
     // Checked before the trace is read (any model takes what the default
     // device takes).
@@ -178,9 +185,10 @@ pub fn run(args: &Args) -> Result<()> {
     };
     // Without --device, the recording's service times serve (or the null
     // device, saying why).
-    let (target, why_not_recorded) = match given {
-        Some(target) => (target, None),
-        None => {
+    let (target, why_not_recorded) = match (given, recorded) {
+        (Some(target), _) => (target, None),
+        (None, Some(spec)) => (recorded_target(&opts, spec)?, None),
+        (None, None) => {
             let d = default_target(&opts)?;
             (d.target, d.why_not_recorded)
         }

@@ -20,10 +20,10 @@ use std::sync::Arc;
 use elevator_io::engine::EngineConfig;
 use elevator_io::replay::RealReplayConfig;
 use elevator_io::{DeviceKind, DeviceSpec, FaultSpec};
-use elevator_sim::device::{Model, ModelSpec, RecordedParams, WriteLogReport};
+use elevator_sim::device::{Model, ModelSpec, ParamError, RecordedParams, WriteLogReport};
 use elevator_sim::replay::{ReplayConfig, ReplayProgress, SimReplayError};
 use elevator_trace::analyze::Analysis;
-use elevator_trace::analyze::service_times::recorded_service_times;
+use elevator_trace::analyze::service_times::{ServiceTimes, recorded_service_times};
 use elevator_trace::replay::ReplayResult;
 use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
 use elevator_trace::{DevT, Format, Item, TraceError, TraceReader, TraceSink, dev_t};
@@ -107,45 +107,83 @@ pub struct DefaultTarget {
 /// the trace has none, or is read from standard input. A trace that cannot
 /// be read gets [`DEFAULT_DEVICE`] too: the replay says what is wrong.
 pub fn default_target(opts: &ReplayOptions) -> Result<DefaultTarget, RunError> {
-    let fallback = |why: String| -> Result<DefaultTarget, RunError> {
-        Ok(DefaultTarget {
+    Ok(match service_times(opts) {
+        Ok(times) => DefaultTarget {
+            target: recorded(times, RecordedParams::MODEL, &[])?,
+            why_not_recorded: None,
+        },
+        Err(why) => DefaultTarget {
             target: Target::parse(DEFAULT_DEVICE)?,
             why_not_recorded: Some(why),
-        })
-    };
-    if opts.trace == "-" {
-        return fallback(
-            "the trace comes from standard input, read once: no service times taken from it".into(),
-        );
+        },
+    })
+}
+
+/// Whether a device spec names the recorded device (`recorded`, with
+/// overrides: `recorded,queue_depth=128,seed=7`), which only a replay
+/// builds, from its trace ([`recorded_target`]).
+pub fn names_recorded(spec: &str) -> bool {
+    spec.split(',').next().map(str::trim) == Some(RecordedParams::MODEL)
+}
+
+/// The recorded device as `spec` (`recorded[,name=value]...`) asks for
+/// it, from the trace `opts` names: an error saying why when the trace
+/// gives no service times.
+pub fn recorded_target(opts: &ReplayOptions, spec: &str) -> Result<Target, RunError> {
+    let times =
+        service_times(opts).map_err(|why| RunError::Usage(format!("--device {spec}: {why}")))?;
+    let mut overrides = Vec::new();
+    for part in spec.split(',').skip(1).map(str::trim) {
+        let (name, value) = part.split_once('=').ok_or_else(|| {
+            RunError::Usage(format!("--device {spec}: '{part}' is not name=value"))
+        })?;
+        overrides.push((name.trim(), value.trim()));
     }
-    let Ok(reader) = elevator_trace::open(Path::new(&opts.trace), opts.format, opts.skip_bad)
-    else {
-        return fallback("the trace cannot be read".into());
-    };
-    let times = match recorded_service_times(reader, opts.events, opts.dev) {
-        Ok(Some((_, times))) if !times.is_empty() => times,
-        Ok(Some((dev, _))) => {
-            return fallback(format!(
-                "the trace has no completions of device {},{} to take service times from",
-                dev >> 20,
-                dev & 0xfffff
-            ));
-        }
-        Ok(None) => return fallback("the trace has no device to replay".into()),
-        Err(_) => return fallback("the trace cannot be read".into()),
-    };
-    let model = ModelSpec {
+    recorded(times, spec, &overrides)
+}
+
+/// The recorded device serving `times`, named `name`, with `overrides`.
+fn recorded(
+    times: ServiceTimes,
+    name: &str,
+    overrides: &[(&str, &str)],
+) -> Result<Target, RunError> {
+    let mut model = ModelSpec {
         kind: Model::Recorded(RecordedParams::new(Arc::new(times))),
         faults: Box::default(),
     };
+    let bad = |e: ParamError| RunError::Usage(format!("--device {name}: {e}"));
+    for (k, v) in overrides {
+        model.set(k, v).map_err(bad)?;
+    }
+    model.validate().map_err(bad)?;
     let spec = DeviceSpec {
         kind: DeviceKind::Model(model),
         faults: FaultSpec::default(),
     };
-    Ok(DefaultTarget {
-        target: Target::from_spec(spec, RecordedParams::MODEL),
-        why_not_recorded: None,
-    })
+    Ok(Target::from_spec(spec, name))
+}
+
+/// The recording's service times of the device a replay of `opts`
+/// replays, or why there are none.
+fn service_times(opts: &ReplayOptions) -> Result<ServiceTimes, String> {
+    if opts.trace == "-" {
+        return Err(
+            "the trace comes from standard input, read once: no service times taken from it".into(),
+        );
+    }
+    let reader = elevator_trace::open(Path::new(&opts.trace), opts.format, opts.skip_bad)
+        .map_err(|e| format!("the trace cannot be read ({e})"))?;
+    match recorded_service_times(reader, opts.events, opts.dev) {
+        Ok(Some((_, times))) if !times.is_empty() => Ok(times),
+        Ok(Some((dev, _))) => Err(format!(
+            "the trace has no completions of device {},{} to take service times from",
+            dev >> 20,
+            dev & 0xfffff
+        )),
+        Ok(None) => Err("the trace has no device to replay".into()),
+        Err(e) => Err(format!("the trace cannot be read ({e})")),
+    }
 }
 
 /// The timing options: a closed loop of at most `depth` bios, else as fast

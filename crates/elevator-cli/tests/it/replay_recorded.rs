@@ -50,6 +50,17 @@ fn json(args: &[&str], stdin: Option<&[u8]>) -> Value {
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
+/// `elevator ARGS`, which must fail: its standard error.
+fn refused(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs elevator");
+    assert!(!out.status.success(), "{args:?} ran");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn count(v: &Value, side: &str, row: &str) -> u64 {
     v[side]["counts"][row]
         .as_u64()
@@ -97,6 +108,32 @@ fn the_pgbench_trace_replays_on_its_own_service_times_with_every_count() {
             "{row}"
         );
     }
+    // Named, with overrides: as deep as the loop device's 128 tags.
+    let v = json(
+        &[
+            "replay",
+            &trace,
+            "--device",
+            "recorded,queue_depth=128,seed=7",
+            "--set",
+            "max_sectors_kb=1280",
+            "--set",
+            "nr_requests=256",
+        ],
+        None,
+    );
+    assert!(
+        device(&v).starts_with("recorded,queue_depth=128,seed=7 (the recording's service times")
+            && device(&v).ends_with("queue depth 128)"),
+        "{}",
+        device(&v)
+    );
+    assert_eq!(count(&v, "elevator", "D  requests issued"), 1789);
+    let e = refused(&["replay", &trace, "--device", "recorded,latency=5"]);
+    assert!(
+        e.contains("--device recorded,latency=5: recorded has no parameter 'latency'"),
+        "{e}"
+    );
 }
 
 /// A page-cache-like workload: four writeback tasks each writing its own
@@ -206,6 +243,12 @@ fn without_completions_the_fixed_device_serves_and_says_why() {
     );
     let v = json(&["replay", "-"], Some(text.as_bytes()));
     assert!(device(&v).contains("standard input"), "{}", device(&v));
+    // Asked for by name, the recorded device needs completions.
+    let e = refused(&["replay", &trace, "--device", "recorded"]);
+    assert!(
+        e.contains("--device recorded: the trace has no completions of device 8,0"),
+        "{e}"
+    );
     // A device named is the device used, with nothing added.
     let v = json(&["replay", &trace, "--device", "nvme"], None);
     assert!(device(&v).starts_with("nvme ("), "{}", device(&v));

@@ -17,7 +17,10 @@ use std::io::{BufWriter, Write};
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use elevator_io::cpu::CpuTime;
-use elevator_run::replay::{ReplayOptions, parse_dev, replay, timing};
+use elevator_run::replay::{
+    DEFAULT_DEVICE, ReplayOptions, default_target, names_recorded, parse_dev, recorded_target,
+    replay, timing,
+};
 use elevator_run::target::parse_tunables;
 use elevator_run::{Taps, Target};
 use elevator_trace::Format;
@@ -86,11 +89,13 @@ impl FormatArg {
 pub struct Args {
     /// The trace (`-` for standard input); with --generate, where to write.
     trace: String,
-    /// Device: a simulated preset with optional overrides
-    /// (null,latency=200,queue_depth=128 resembles a loop device on a VM's
-    /// disk), or file:PATH or mem:SIZE.
-    #[arg(long, default_value = "null,latency=200,queue_depth=128")]
-    device: String,
+    /// Device: a simulated preset with optional overrides, file:PATH or
+    /// mem:SIZE, or `recorded` (each request in the time the recording's
+    /// device took, the trace's D2C; overrides queue_depth, seed) [default:
+    /// recorded, or, for a trace without completions,
+    /// null,latency=200,queue_depth=128]
+    #[arg(long)]
+    device: Option<String>,
     /// I/O scheduler.
     #[arg(long, default_value = "mq-deadline")]
     scheduler: String,
@@ -156,9 +161,20 @@ pub fn run(args: &Args) -> Result<()> {
         return generate(&args.trace, n);
     }
     let cpu0 = CpuTime::process_total();
-    let target = Target::parse(&args.device)?;
+    // `recorded` is built from the trace, below.
+    let recorded = args.device.as_deref().filter(|d| names_recorded(d));
+    let given = match recorded {
+        Some(_) => None,
+        None => args.device.as_deref().map(Target::parse).transpose()?,
+    };
     let tunables = parse_tunables(&args.set)?;
-    target.check_schedulers(std::slice::from_ref(&args.scheduler), &tunables)?;
+    // Checked before the trace is read (any model takes what the default
+    // device takes).
+    let schedulers = std::slice::from_ref(&args.scheduler);
+    match &given {
+        Some(target) => target.check_schedulers(schedulers, &tunables)?,
+        None => Target::parse(DEFAULT_DEVICE)?.check_schedulers(schedulers, &tunables)?,
+    }
     let opts = ReplayOptions {
         trace: args.trace.clone(),
         format: args.format.map(FormatArg::format),
@@ -174,6 +190,16 @@ pub fn run(args: &Args) -> Result<()> {
             fua: args.fua,
         },
     };
+    // Without --device, the recording's service times serve (or the null
+    // device, saying why).
+    let (target, why_not_recorded) = match (given, recorded) {
+        (Some(target), _) => (target, None),
+        (None, Some(spec)) => (recorded_target(&opts, spec)?, None),
+        (None, None) => {
+            let d = default_target(&opts)?;
+            (d.target, d.why_not_recorded)
+        }
+    };
     let taps = Taps {
         trace_out: args.trace_out.as_deref(),
         observer: None,
@@ -181,7 +207,10 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let normal = args.output_format == OutputFormat::Normal;
     let mut stderr = Stderr::new(normal, target.is_real(), String::new());
-    let run = replay(&opts, &target, &taps, &mut stderr)?;
+    let mut run = replay(&opts, &target, &taps, &mut stderr)?;
+    if let Some(why) = why_not_recorded {
+        run.device = format!("{}, the default: {why}", run.device);
+    }
     let report = Report {
         trace: args.trace.clone(),
         scheduler: args.scheduler.clone(),

@@ -3,16 +3,27 @@
 //! scheduler on a [`Target`]: a model on the virtual clock or a real device
 //! through io_uring, with the same taps; what elevator did is given back
 //! beside what the recording system did ([`ReplayRun`]).
+//!
+//! With no device named, [`default_target`] reads the trace once before
+//! the replay for the recording's service times (each request's D2C) and
+//! replays on a device that serves as the recording's did
+//! ([`elevator_sim::device::recorded`]); a trace without completions of
+//! the device replayed (or read from standard input, which cannot be read
+//! twice) replays on [`DEFAULT_DEVICE`], and the device's description says
+//! why.
 
 use std::cell::Cell;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use elevator_io::engine::EngineConfig;
 use elevator_io::replay::RealReplayConfig;
-use elevator_sim::device::WriteLogReport;
+use elevator_io::{DeviceKind, DeviceSpec, FaultSpec};
+use elevator_sim::device::{Model, ModelSpec, ParamError, RecordedParams, WriteLogReport};
 use elevator_sim::replay::{ReplayConfig, ReplayProgress, SimReplayError};
 use elevator_trace::analyze::Analysis;
+use elevator_trace::analyze::service_times::{ServiceTimes, recorded_service_times};
 use elevator_trace::reorder::{ReorderStats, ReorderWindow};
 use elevator_trace::replay::ReplayResult;
 use elevator_trace::replay::{Events, FlushModel, Planner, Timing};
@@ -80,6 +91,107 @@ pub struct ReplayRun {
     pub failure: Option<Failure>,
 }
 
+/// The device a replay runs on when the trace gives no service times: a
+/// loop device on a VM's disk, roughly (128 tags, 200 µs per request).
+pub const DEFAULT_DEVICE: &str = "null,latency=200,queue_depth=128";
+
+/// The device a replay of the trace `opts` names runs on when none is
+/// named, and, when it is not the recording's service times, why.
+#[derive(Debug)]
+pub struct DefaultTarget {
+    /// The device.
+    pub target: Target,
+    /// Why the recording's service times do not serve (`None`: they do).
+    pub why_not_recorded: Option<String>,
+}
+
+/// The device a replay of the trace `opts` names runs on when none is
+/// named: one serving each request as the recording's device did, from
+/// the trace's issues and completions of the device replayed (read once
+/// before the replay: the trace is read twice); [`DEFAULT_DEVICE`] when
+/// the trace has none, or is read from standard input. A trace that cannot
+/// be read gets [`DEFAULT_DEVICE`] too: the replay says what is wrong.
+pub fn default_target(opts: &ReplayOptions) -> Result<DefaultTarget, RunError> {
+    Ok(match service_times(opts) {
+        Ok(times) => DefaultTarget {
+            target: recorded(times, RecordedParams::MODEL, &[])?,
+            why_not_recorded: None,
+        },
+        Err(why) => DefaultTarget {
+            target: Target::parse(DEFAULT_DEVICE)?,
+            why_not_recorded: Some(why),
+        },
+    })
+}
+
+/// Whether a device spec names the recorded device (`recorded`, with
+/// overrides: `recorded,queue_depth=128,seed=7`), which only a replay
+/// builds, from its trace ([`recorded_target`]).
+pub fn names_recorded(spec: &str) -> bool {
+    spec.split(',').next().map(str::trim) == Some(RecordedParams::MODEL)
+}
+
+/// The recorded device as `spec` (`recorded[,name=value]...`) asks for
+/// it, from the trace `opts` names: an error saying why when the trace
+/// gives no service times.
+pub fn recorded_target(opts: &ReplayOptions, spec: &str) -> Result<Target, RunError> {
+    let times =
+        service_times(opts).map_err(|why| RunError::Usage(format!("--device {spec}: {why}")))?;
+    let mut overrides = Vec::new();
+    for part in spec.split(',').skip(1).map(str::trim) {
+        let (name, value) = part.split_once('=').ok_or_else(|| {
+            RunError::Usage(format!("--device {spec}: '{part}' is not name=value"))
+        })?;
+        overrides.push((name.trim(), value.trim()));
+    }
+    recorded(times, spec, &overrides)
+}
+
+/// The recorded device serving `times`, named `name`, with `overrides`.
+fn recorded(
+    times: ServiceTimes,
+    name: &str,
+    overrides: &[(&str, &str)],
+) -> Result<Target, RunError> {
+    let mut model = ModelSpec {
+        kind: Model::Recorded(RecordedParams::new(Arc::new(times))),
+        faults: Box::default(),
+    };
+    let bad = |e: ParamError| RunError::Usage(format!("--device {name}: {e}"));
+    for (k, v) in overrides {
+        model.set(k, v).map_err(bad)?;
+    }
+    model.validate().map_err(bad)?;
+    let spec = DeviceSpec {
+        kind: DeviceKind::Model(model),
+        faults: FaultSpec::default(),
+    };
+    Ok(Target::from_spec(spec, name))
+}
+
+/// The recording's service times of the device a replay of `opts`
+/// replays, or why there are none.
+fn service_times(opts: &ReplayOptions) -> Result<ServiceTimes, String> {
+    if opts.trace == "-" {
+        return Err(
+            "the trace comes from standard input, read once: no service times taken from it".into(),
+        );
+    }
+    let reader = elevator_trace::open(Path::new(&opts.trace), opts.format, opts.skip_bad)
+        .map_err(|e| format!("the trace cannot be read ({e})"))?
+        .with_reorder_window(opts.reorder_window);
+    match recorded_service_times(reader, opts.events, opts.dev) {
+        Ok(Some((_, times))) if !times.is_empty() => Ok(times),
+        Ok(Some((dev, _))) => Err(format!(
+            "the trace has no completions of device {},{} to take service times from",
+            dev >> 20,
+            dev & 0xfffff
+        )),
+        Ok(None) => Err("the trace has no device to replay".into()),
+        Err(e) => Err(format!("the trace cannot be read ({e})")),
+    }
+}
+
 /// The timing options: a closed loop of at most `depth` bios, else as fast
 /// as the queue takes them (`asap`), else open loop at the recorded times
 /// sped up `speed` times.
@@ -134,6 +246,8 @@ pub fn replay(
     let replaying = || format!("replaying {}", opts.trace);
     let mut write_log = None;
     let mut real_log = None;
+    // The recorded device says after the run how it served.
+    let mut served = None;
     let cpu0 = thread_cpu_ns();
     let sink = trace_out.as_mut().map(|s| s.as_mut() as &mut dyn TraceSink);
     let result = match target.model() {
@@ -152,6 +266,13 @@ pub fn replay(
             let r = elevator_sim::replay::replay_on(plan, device.device(), &cfg, sink, &mut |p| {
                 listener.progress(Progress::Replay(p))
             });
+            if matches!(model.kind, Model::Recorded(_)) {
+                served = Some(format!(
+                    "{} ({})",
+                    target.name(),
+                    device.device().describe()
+                ));
+            }
             write_log = device.finish(listener)?;
             r.map_err(RunError::from)
         }
@@ -201,7 +322,7 @@ pub fn replay(
         .and_then(|r| r.verdict().err())
         .map(Failure::Check);
     Ok(ReplayRun {
-        device: target.described(),
+        device: served.unwrap_or_else(|| target.described()),
         records: recorded.records,
         skipped_lines,
         reordered,

@@ -20,6 +20,10 @@
 //! split's sector; merged bios join their request's sector range; a request
 //! merged into another hands over its range. Empty flushes (no sector) are
 //! matched first in, first out.
+//!
+//! Asked for ([`Analyzer::with_service_times`]), it also keeps each
+//! request's D2C by request, for a device that serves a replay as the
+//! recording's did ([`service_times`]).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -27,6 +31,10 @@ use elevator_core::{Histogram, Nanos, Op, Summary, TraceAction};
 
 use crate::fast_hash::IntMap;
 use crate::record::{DevT, Record};
+
+pub mod service_times;
+
+use service_times::{ServiceTimes, ServiceTimesBuilder};
 
 /// At most this many empty flushes are waited for at once; older ones are
 /// forgotten (their completions were not in the trace).
@@ -169,6 +177,8 @@ pub struct Analyzer {
     /// pass `u32::MAX`).
     seq: u32,
     scratch: Vec<Key>,
+    /// Each request's D2C, when asked for.
+    service: Option<Box<ServiceTimesBuilder>>,
 }
 
 impl Default for Analyzer {
@@ -238,7 +248,23 @@ impl Analyzer {
             flush_rqs: VecDeque::new(),
             seq: 0,
             scratch: Vec::new(),
+            service: None,
         }
+    }
+
+    /// An empty analyzer that also keeps each request's D2C by request
+    /// ([`Analyzer::take_service_times`]).
+    pub fn with_service_times() -> Analyzer {
+        Analyzer {
+            service: Some(Box::default()),
+            ..Analyzer::new()
+        }
+    }
+
+    /// The service times kept so far (`None` unless asked for with
+    /// [`Analyzer::with_service_times`]); the analyzer keeps no more.
+    pub fn take_service_times(&mut self) -> Option<ServiceTimes> {
+        self.service.take().map(|b| b.finish())
     }
 
     /// Records taken.
@@ -436,6 +462,9 @@ impl Analyzer {
             TraceAction::Requeue => {
                 if let Some(rq) = first_at(&mut self.rqs, dev, e.sector, |r| r.issued.is_some()) {
                     rq.issued = None;
+                    if let Some(s) = &mut self.service {
+                        s.requeued();
+                    }
                 }
             }
             TraceAction::Plug => {}
@@ -449,6 +478,9 @@ impl Analyzer {
         let oi = op_index(e.op);
         self.out.issued[oi].count += 1;
         self.out.issued[oi].bytes += u64::from(e.bytes);
+        if let Some(s) = &mut self.service {
+            s.issued();
+        }
         if empty {
             if e.op == Op::Flush {
                 self.out.flush_issues += 1;
@@ -492,7 +524,11 @@ impl Analyzer {
             // ("WS 0 + 0"): only the flush itself is matched.
             if e.op == Op::Flush {
                 if let Some(d) = self.flush_rqs.pop_front() {
-                    self.out.d2c.record(e.time.saturating_sub(d));
+                    let d2c = e.time.saturating_sub(d);
+                    self.out.d2c.record(d2c);
+                    if let Some(s) = &mut self.service {
+                        s.completed(Op::Flush, 0, 0, d2c);
+                    }
                 }
                 if let Some(q) = self.flush_bios.pop_front() {
                     let v = e.time.saturating_sub(q);
@@ -505,7 +541,12 @@ impl Analyzer {
         if let Some(rq) = take_first_at(&mut self.rqs, dev, e.sector, |r| r.issued.is_some())
             && let Some(d) = rq.issued
         {
-            self.out.d2c.record(e.time.saturating_sub(d));
+            let d2c = e.time.saturating_sub(d);
+            self.out.d2c.record(d2c);
+            if let Some(s) = &mut self.service {
+                let sectors = u32::try_from(rq.end.saturating_sub(e.sector)).unwrap_or(u32::MAX);
+                s.completed(e.op, e.sector, sectors, d2c);
+            }
         }
         let mut keys = std::mem::take(&mut self.scratch);
         keys.clear();

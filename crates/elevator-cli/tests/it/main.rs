@@ -18,6 +18,7 @@ mod layering;
 mod readme;
 mod real;
 mod replay;
+mod replay_recorded;
 mod report_browser;
 mod report_run;
 mod run;

@@ -9,6 +9,9 @@
 //! | `hdd-7200`, `hdd-sas-10k`, `hdd-sas-15k`, `hdd-sata-2011` | `hdd/` | zoned disk: seek curve, rotation, NCQ, write cache |
 //! | `raid0-8x-sas-10k` | `raid0.rs` | stripes over member devices of any model |
 //!
+//! Not a preset: `recorded.rs` serves each request in the time a recorded
+//! trace's device took for it (`elevator replay` builds it from the trace).
+//!
 //! Any spec may add fault options (`fault.rs`: `torn_rate`, `vanish_at`,
 //! `power_cut_at`, ...), which wrap the model in [`FaultDevice`]. Models track
 //! which write each media sector holds when asked (`media.rs`,
@@ -23,6 +26,7 @@ pub mod media;
 pub mod null;
 pub mod param;
 pub mod raid0;
+pub mod recorded;
 pub mod ssd;
 pub mod write_log;
 
@@ -36,6 +40,7 @@ pub use media::{ExtentMap, SimDevice, WriteNo};
 pub use null::{NullDevice, NullParams};
 pub use param::{ParamError, ParamUnit, ParamValue, parse_param};
 pub use raid0::{Raid0, Raid0Params};
+pub use recorded::{RecordedDevice, RecordedParams};
 pub use ssd::{Ssd, SsdParams};
 pub use write_log::{WriteLogDevice, WriteLogReport};
 
@@ -94,6 +99,8 @@ pub enum Model {
     Hdd(HddParams),
     /// RAID-0 over identical members.
     Raid0(Raid0Params),
+    /// A recording's service times (built from a trace, not a preset).
+    Recorded(RecordedParams),
 }
 
 /// Every preset: name and one line on what it is.
@@ -176,6 +183,7 @@ impl ModelSpec {
             Model::Ssd(p) => p.set(name, text),
             Model::Hdd(p) => p.set(name, text),
             Model::Raid0(p) => p.set(name, text),
+            Model::Recorded(p) => p.set(name, text),
         };
         // Name the fault options among what exists.
         r.map_err(|e| match e {
@@ -203,16 +211,18 @@ impl ModelSpec {
             Model::Ssd(p) => p.list(),
             Model::Hdd(p) => p.list(),
             Model::Raid0(p) => p.list(),
+            Model::Recorded(p) => p.list(),
         }
     }
 
-    /// The model's name (`null`, `ssd`, `hdd`, `raid0`).
+    /// The model's name (`null`, `ssd`, `hdd`, `raid0`, `recorded`).
     pub fn model(&self) -> &'static str {
         match &self.kind {
             Model::Null(_) => NullParams::MODEL,
             Model::Ssd(_) => SsdParams::MODEL,
             Model::Hdd(_) => HddParams::MODEL,
             Model::Raid0(_) => Raid0Params::MODEL,
+            Model::Recorded(_) => RecordedParams::MODEL,
         }
     }
 
@@ -229,6 +239,7 @@ impl ModelSpec {
             Model::Ssd(p) => Box::new(Ssd::new(p)?),
             Model::Hdd(p) => Box::new(Hdd::new(p)?),
             Model::Raid0(p) => Box::new(Raid0::new(p)?),
+            Model::Recorded(p) => Box::new(RecordedDevice::new(p)?),
         };
         if self.faults.is_active() {
             Ok(Box::new(FaultDevice::new(model, &self.faults)?))

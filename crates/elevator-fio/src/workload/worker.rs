@@ -432,8 +432,7 @@ impl Worker {
         self.runtime.is_some() && self.deadline().is_some_and(|d| now >= d)
     }
 
-    /// Time-driven changes due at `now`: the end of the ramp, a `rate_min`
-    /// check.
+    /// Time-driven changes due at `now`: the end of the ramp.
     fn tick(&mut self, now: Nanos) {
         if let Some(t) = self.ramp_end
             && now >= t
@@ -442,13 +441,6 @@ impl Worker {
             self.start = now;
             self.stats.start(now);
             self.restart_clocks(now);
-        }
-        if self.stage == Stage::Io
-            && self.ramp_end.is_none()
-            && let Some(r) = &mut self.rate_min
-            && let Err(shortfall) = r.check(now)
-        {
-            self.fail(JobFailure::RateMin(shortfall), true);
         }
     }
 
@@ -866,8 +858,13 @@ impl Worker {
             if let (VerifyIo::Fill(generation), Some(log)) = (io.verify, &mut self.log) {
                 log.written(io.offset(), io.len, generation, ok);
             }
-            if let Some(r) = &mut self.rate_min {
-                r.completed(io.op, bytes);
+            self.tick(now);
+            if self.stage == Stage::Io
+                && self.ramp_end.is_none()
+                && let Some(r) = &mut self.rate_min
+                && let Err(shortfall) = r.completed(io.op, bytes, now)
+            {
+                self.fail(JobFailure::RateMin(shortfall), true);
             }
         }
     }
@@ -972,8 +969,8 @@ impl Worker {
     }
 
     /// When it must be looked at again even if none of its I/O completes:
-    /// the end of its think time, of its rate wait, of its ramp, of a
-    /// `rate_min` cycle, or of its runtime.
+    /// the end of its think time, of its rate wait, of its ramp, or of its
+    /// runtime.
     pub fn next_wake(&self) -> Option<Nanos> {
         if self.state != State::Running {
             return None;
@@ -990,9 +987,6 @@ impl Worker {
         if self.slow {
             at(self.rate_wait);
             at(self.ramp_end);
-            if self.stage == Stage::Io {
-                at(self.rate_min.as_ref().map(RateMin::due));
-            }
         }
         t
     }

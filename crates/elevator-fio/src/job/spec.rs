@@ -329,7 +329,7 @@ pub struct JobSpec {
     /// `iodepth_batch_complete_max` (default `iodepth`).
     pub iodepth_batch_complete_max: u32 = 0,
     /// `iodepth_low`: once the depth is reached, refill only when in-flight
-    /// I/Os fall to this (default `iodepth`).
+    /// I/Os fall to this (default, and for 0, `iodepth`).
     pub iodepth_low: Option<u32> = None,
     /// `random_distribution`'s optional second number for zipf, pareto and
     /// normal: where in the file (0.0..=1.0) the distribution is centred.

@@ -3,7 +3,8 @@
 //! methods in the same way, so a job behaves alike on both.
 //!
 //! - Keeps up to `iodepth` I/Os in flight; with `iodepth_low`, once the
-//!   depth is reached it refills only when in-flight I/Os fall to it.
+//!   depth is reached it refills only when in-flight I/Os fall to it
+//!   (`iodepth_low=0` is `iodepth`, as in fio).
 //! - Takes each I/O's direction, file, offset and length from its
 //!   [`Pattern`]; `rate`/`rate_iops` hold an I/O until its time
 //!   ([`super::rate`]).
@@ -321,7 +322,11 @@ impl Worker {
             verify,
             rule,
             iodepth,
-            low: job.iodepth_low.unwrap_or(iodepth).min(iodepth),
+            // As fio: 0, or above the depth, is the depth itself.
+            low: match job.iodepth_low {
+                None | Some(0) => iodepth,
+                Some(n) => n.min(iodepth),
+            },
             filling: true,
             runtime: job.runtime,
             ramp: job.ramp_time,

@@ -299,6 +299,7 @@ pub(crate) fn make_slots(
                     len: 0,
                     issued: 0,
                     verify: VerifyIo::None,
+                    prio: 0,
                 },
                 bufs: Vec::with_capacity(1),
                 spare: Some(buf),

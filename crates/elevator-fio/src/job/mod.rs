@@ -33,6 +33,7 @@ mod values;
 pub use engines::BLOCK_ENGINES;
 pub use option::Verdict;
 pub use parse::{MAX_JOBS, MAX_WARNINGS};
+pub use spec::CmdprioSplit;
 pub use spec::{
     Amount, Distribution, ErrorKind, ErrorPolicy, FileService, JobSpec, RandomGenerator,
     RateProcess, ReplaySkip, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,

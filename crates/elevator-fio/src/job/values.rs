@@ -480,3 +480,9 @@ mod tests {
         assert!(set_switch(Some("yes")).is_err());
     }
 }
+
+/// An I/O priority level, 0..=7 (`prio`, `cmdprio`).
+pub(super) fn level(v: &str) -> Result<u8, String> {
+    let n = int_in(v, 0, 7)?;
+    u8::try_from(n).map_err(|_| format!("must be between 0 and 7, got {v}"))
+}

@@ -7,6 +7,7 @@ mod distribution;
 mod failure;
 mod layout;
 mod pattern;
+pub mod prio;
 mod randommap;
 mod rate;
 mod replay;

@@ -56,6 +56,7 @@ use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Status};
 use super::failure::{IoError, JobFailure};
 use super::layout::Extent;
 use super::pattern::{NextIo, Pattern};
+use super::prio::{self, Prios};
 use super::rate::{Rate, RateMin, directions};
 use super::replay::{IoLog, Replay};
 use super::start::StartRule;
@@ -100,6 +101,8 @@ pub struct Pending {
     pub issued: Nanos,
     /// What it does for `verify`.
     pub verify: VerifyIo,
+    /// Its priority: fio's raw `ioprio` value ([`super::prio`]).
+    pub prio: u16,
 }
 
 impl Pending {
@@ -151,6 +154,8 @@ pub struct Worker {
     pub pattern: Pattern,
     /// How its buffers are filled and checked, when it verifies.
     pub verify: Option<VerifySpec>,
+    /// Its priorities, when the job sets any.
+    prios: Option<Box<Prios>>,
     pub(crate) rule: StartRule,
     iodepth: u32,
     low: u32,
@@ -305,6 +310,15 @@ impl Worker {
         } else {
             [0; 2]
         };
+        let prios = (job.prio.is_some()
+            || job.prioclass.is_some()
+            || job.cmdprio_percentage != [0; 3]
+            || job.cmdprio_bssplit.is_some())
+        .then(|| Box::new(Prios::new(job, seed)));
+        let mut stats = JobStats::new(job);
+        if prios.as_ref().is_some_and(|p| p.per_io()) {
+            stats.keep_prios(&prios.as_ref().map_or_else(Default::default, |p| p.order()));
+        }
         let slow = rate.is_some()
             || rate_min.is_some()
             || job.ramp_time > 0
@@ -320,6 +334,7 @@ impl Worker {
             ctx: IoContext(ctx),
             pattern,
             verify,
+            prios,
             rule,
             iodepth,
             // As fio: 0, or above the depth, is the depth itself.
@@ -380,7 +395,7 @@ impl Worker {
             total_err: 0,
             first_error: 0,
             first_ignored: None,
-            stats: JobStats::new(job),
+            stats,
         })
     }
 
@@ -636,6 +651,7 @@ impl Worker {
     /// Replay: take the log's next I/O (held until the log's time for it)
     /// and say whether its time has come. A bad log stops the clone.
     fn replay_allows(&mut self, now: Nanos) -> bool {
+        let base_prio = self.base_prio();
         let Some(replay) = self.replay.as_deref_mut() else {
             return false;
         };
@@ -649,6 +665,7 @@ impl Worker {
                         len: io.len as u32,
                         issued: now,
                         verify: VerifyIo::None,
+                        prio: base_prio,
                     };
                     self.held = Some(h);
                     due
@@ -671,12 +688,17 @@ impl Worker {
         } else {
             VerifyIo::None
         };
+        let prio = match &mut self.prios {
+            Some(p) => p.choose(io.op, io.len),
+            None => 0,
+        };
         Pending {
             op: io.op,
             sector: io.sector,
             len: io.len,
             issued: now,
             verify,
+            prio,
         }
     }
 
@@ -695,6 +717,7 @@ impl Worker {
                     len: 0,
                     issued: now,
                     verify: VerifyIo::None,
+                    prio: self.base_prio(),
                 };
             }
             if let Some(log) = &mut self.log
@@ -706,6 +729,7 @@ impl Worker {
                     len,
                     issued: now,
                     verify: VerifyIo::Check(generation),
+                    prio: self.base_prio(),
                 };
             }
             if let Some(h) = self.held.take() {
@@ -713,6 +737,12 @@ impl Worker {
             }
         }
         self.choose(now)
+    }
+
+    /// The job's own priority (fio's raw value; 0: the default).
+    #[inline]
+    fn base_prio(&self) -> u16 {
+        self.prios.as_ref().map_or(0, |p| p.base())
     }
 
     /// Its largest block size (of a replayed log: its largest I/O when the
@@ -734,7 +764,11 @@ impl Worker {
             len: io.len,
             flags,
             ctx: self.ctx,
-            prio: IoPrio::DEFAULT,
+            prio: if io.prio == 0 {
+                IoPrio::DEFAULT
+            } else {
+                prio::bio_prio(io.prio)
+            },
             token,
         }
     }
@@ -853,6 +887,7 @@ impl Worker {
             issued: io.issued,
             submitted,
             now,
+            prio: io.prio,
         });
         if let Some(t) = &mut self.think
             && t.completed(now)

@@ -154,6 +154,7 @@ const NO_IO: IoRecord = IoRecord {
         len: 0,
         issued: 0,
         verify: VerifyIo::None,
+        prio: 0,
     },
     submitted: 0,
 };

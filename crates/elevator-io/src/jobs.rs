@@ -536,7 +536,10 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
             } else {
                 DioRequest::discard(offset, u64::from(io.len), u64::from(s))
             };
-            let req = req.with_ctx(worker.ctx).with_flags(worker.flags(io.op));
+            let req = req
+                .with_ctx(worker.ctx)
+                .with_flags(worker.flags(io.op))
+                .with_prio(Worker::io_prio(&io));
             if let Err(rejected) = engine.submit(req) {
                 let rejected = *rejected;
                 let mut bufs = rejected.request.bufs;

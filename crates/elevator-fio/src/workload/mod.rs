@@ -5,6 +5,7 @@
 
 mod distribution;
 mod failure;
+mod flow;
 mod layout;
 mod pattern;
 pub mod prio;
@@ -18,6 +19,7 @@ mod worker;
 mod zones;
 
 pub use failure::{IoError, JobFailure};
+pub use flow::FLOW_RETRY;
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};
 pub use rate::RateShortfall;
@@ -93,6 +95,7 @@ pub fn workers_with_logs(
             )?);
         }
     }
+    flow::join_groups(workers.iter_mut().filter_map(|w| w.flow.as_deref_mut()));
     Ok(workers)
 }
 

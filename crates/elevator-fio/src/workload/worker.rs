@@ -54,6 +54,7 @@
 use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Status};
 
 use super::failure::{IoError, JobFailure};
+use super::flow::{FLOW_RETRY, FlowMember};
 use super::layout::Extent;
 use super::pattern::{NextIo, Pattern};
 use super::prio::{self, Prios};
@@ -156,6 +157,11 @@ pub struct Worker {
     pub verify: Option<VerifySpec>,
     /// Its priorities, when the job sets any.
     prios: Option<Box<Prios>>,
+    /// Its part in its flow (`flow`), if it has a weight.
+    pub(crate) flow: Option<Box<FlowMember>>,
+    /// Held back by its flow with a `flow_sleep`: once its I/O in flight
+    /// is done, it sleeps.
+    flow_pause: bool,
     pub(crate) rule: StartRule,
     iodepth: u32,
     low: u32,
@@ -319,7 +325,10 @@ impl Worker {
         if prios.as_ref().is_some_and(|p| p.per_io()) {
             stats.keep_prios(&prios.as_ref().map_or_else(Default::default, |p| p.order()));
         }
-        let slow = rate.is_some()
+        let flow = (job.flow > 0 && !verify_only && replay.is_none())
+            .then(|| Box::new(FlowMember::new(job.flow_id, job.flow, job.flow_sleep)));
+        let slow = flow.is_some()
+            || rate.is_some()
             || rate_min.is_some()
             || job.ramp_time > 0
             || sync_every != [0; 2]
@@ -335,6 +344,8 @@ impl Worker {
             pattern,
             verify,
             prios,
+            flow,
+            flow_pause: false,
             rule,
             iodepth,
             // As fio: 0, or above the depth, is the depth itself.
@@ -420,6 +431,9 @@ impl Worker {
         debug_assert_eq!(self.state, State::Waiting);
         self.state = State::Running;
         self.began = now;
+        if let Some(f) = &mut self.flow {
+            f.join();
+        }
         self.start = now;
         if self.ramp > 0 {
             self.ramp_end = Some(now.saturating_add(self.ramp));
@@ -598,12 +612,32 @@ impl Worker {
                 if self.replay.is_some() {
                     return self.replay_allows(now);
                 }
-                if self.rate.is_some() {
-                    return self.rate_allows(now);
+                if self.rate.is_some() && !self.rate_allows(now) {
+                    return false;
                 }
-                true
+                self.flow_allows(now)
             }
         }
+    }
+
+    /// Flow: whether its flow lets it issue now (the I/O is then counted);
+    /// if not, it waits: for its I/O in flight and `flow_sleep`, or to try
+    /// again.
+    fn flow_allows(&mut self, now: Nanos) -> bool {
+        let Some(f) = self.flow.as_deref_mut() else {
+            return true;
+        };
+        if f.allows() {
+            return true;
+        }
+        let sleep = f.sleep;
+        if sleep > 0 && self.in_flight > 0 {
+            self.quiescing = true;
+            self.flow_pause = true;
+        } else if sleep > 0 || self.in_flight == 0 {
+            self.sleeping_until = Some(now.saturating_add(sleep.max(FLOW_RETRY)));
+        }
+        false
     }
 
     /// Rate: choose the next I/O (held until its time) and say whether its
@@ -764,12 +798,19 @@ impl Worker {
             len: io.len,
             flags,
             ctx: self.ctx,
-            prio: if io.prio == 0 {
-                IoPrio::DEFAULT
-            } else {
-                prio::bio_prio(io.prio)
-            },
+            prio: Worker::io_prio(io),
             token,
+        }
+    }
+
+    /// The priority `io`'s bio carries (the default when the job sets
+    /// none).
+    #[inline]
+    pub fn io_prio(io: &Pending) -> IoPrio {
+        if io.prio == 0 {
+            IoPrio::DEFAULT
+        } else {
+            prio::bio_prio(io.prio)
         }
     }
 
@@ -825,6 +866,9 @@ impl Worker {
     }
 
     fn issued_slow(&mut self, io: &Pending) {
+        if let Some(f) = &mut self.flow {
+            f.used();
+        }
         if let Some(r) = &mut self.rate {
             r.issued(io.op, io.len);
         }
@@ -942,6 +986,12 @@ impl Worker {
         }
         if self.quiescing && self.stage != Stage::Stopped {
             self.quiescing = false;
+            if std::mem::take(&mut self.flow_pause) {
+                let sleep = self.flow.as_ref().map_or(0, |f| f.sleep);
+                let wake = now.saturating_add(sleep);
+                self.sleeping_until = Some(wake);
+                return Some(wake);
+            }
             if let Some(t) = &mut self.think {
                 let (spin, wake) = t.pause(now);
                 self.spin_until = (spin > now).then_some(spin);
@@ -997,6 +1047,9 @@ impl Worker {
                     self.syncs_owed = self.end_syncs;
                 }
                 Stage::Sync | Stage::Stopped => {
+                    if let Some(f) = &mut self.flow {
+                        f.leave();
+                    }
                     self.state = State::Done;
                     self.end = now;
                     self.quiescing = false;

@@ -290,3 +290,42 @@ fn slow_rate_clients_meet_their_floor_as_in_fio() {
         assert_eq!(j.dirs[0].bytes, 64 << 10, "{}", j.name);
     }
 }
+
+#[test]
+fn flow_weights_share_the_ios_as_in_fio() {
+    // examples/flow.fio's shape: weights 1 and 8 in one flow.
+    let text = "[global]\nnorandommap\ntime_based\nruntime=1\nsize=1g\nbs=8k\n\
+                iodepth=16\nflow_sleep=1000\n\
+                [job2]\nrw=write\nflow=1\n[job1]\nrw=randread\nflow=8\n";
+    let jobs = JobFile::parse(text, "flow.fio").expect("parse");
+    let r = sim(&jobs, DEV, "none", &[]);
+    let (w, rd) = (r.jobs[0].dirs[1].ios as f64, r.jobs[1].dirs[0].ios as f64);
+    let ratio = rd / w;
+    assert!((ratio - 8.0).abs() < 0.5, "{rd} reads, {w} writes");
+
+    // Equal weights, no flow_sleep (butterfly.fio's shape): half each.
+    let text = "[global]\nsize=4m\nbs=4k\n[forward]\nrw=read\nflow=2\n\
+                [backward]\nrw=read:-8k\nflow=2\n";
+    let jobs = JobFile::parse(text, "butterfly.fio").expect("parse");
+    let r = sim(&jobs, "hdd-7200", "mq-deadline", &[]);
+    let (a, b) = (r.jobs[0].dirs[0].ios, r.jobs[1].dirs[0].ios);
+    assert!(a > 0 && b > 0, "{a} {b}");
+}
+
+#[test]
+fn cmdprio_percentage_gives_that_share_its_priority() {
+    let text = "[j]\nrw=randread\nbs=128k\nsize=64m\niodepth=8\nprioclass=3\n\
+                cmdprio_percentage=20\ncmdprio_class=1\n";
+    let jobs = JobFile::parse(text, "pct.fio").expect("parse");
+    let r = sim(&jobs, "hdd-7200", "mq-deadline", &[]);
+    let d = &r.jobs[0].dirs[0];
+    let prios: Vec<(u16, u64)> = d.prios.iter().map(|p| (p.prio, p.lat.count())).collect();
+    // fio's order: the job's own priority (IDLE 0), then the command one
+    // (RT 0).
+    assert_eq!(prios.len(), 2, "{prios:?}");
+    assert_eq!((prios[0].0, prios[1].0), (3 << 13, 1 << 13));
+    let share = prios[1].1 as f64 / d.ios as f64;
+    assert!((share - 0.2).abs() < 0.05, "{prios:?}");
+    // mq-deadline serves the real-time ones first.
+    assert!(d.prios[1].lat.mean() < d.prios[0].lat.mean());
+}

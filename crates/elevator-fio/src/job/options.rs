@@ -722,41 +722,6 @@ pub(super) fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
     Ok(cpus)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{bssplit, cpu_list, filename, pattern};
-
-    #[test]
-    fn cpu_lists_read_as_taskset_writes_them() {
-        assert_eq!(cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
-        assert_eq!(cpu_list("1,1,0"), Ok(vec![0, 1]));
-        assert!(cpu_list("3-1").unwrap_err().contains("lower CPU"));
-        assert!(cpu_list("x").unwrap_err().contains("not a CPU number"));
-        assert!(cpu_list("2000").unwrap_err().contains("beyond"));
-        assert!(cpu_list("0,").unwrap_err().contains("not a CPU number"));
-    }
-
-    #[test]
-    fn bssplit_fills_missing_shares() {
-        assert_eq!(bssplit("4k", 1024), Ok(vec![(4096, 100)]));
-        assert_eq!(
-            bssplit("4k/:8k/:16k/", 1024),
-            Ok(vec![(4096, 33), (8192, 33), (16384, 34)])
-        );
-        assert!(bssplit("4k/101", 1024).is_err());
-    }
-
-    #[test]
-    fn filenames_and_patterns() {
-        assert_eq!(filename("a\\:b\\:c"), Ok("a:b:c".to_string()));
-        assert_eq!(filename("a\\b"), Ok("a\\b".to_string()));
-        assert!(filename("a:b").is_err());
-        assert_eq!(pattern("0"), Ok(vec![0]));
-        assert_eq!(pattern("0x1"), Ok(vec![1]));
-        assert!(pattern("\"\"").is_err());
-    }
-}
-
 // I/O priorities and flows (issue 29).
 
 /// `cmdprio_bssplit`: per direction (reads, writes; trims ignored, as
@@ -817,4 +782,39 @@ fn cmdprio_split(v: &str, kb: u32) -> Result<Vec<CmdprioSplit>, String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bssplit, cpu_list, filename, pattern};
+
+    #[test]
+    fn cpu_lists_read_as_taskset_writes_them() {
+        assert_eq!(cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
+        assert_eq!(cpu_list("1,1,0"), Ok(vec![0, 1]));
+        assert!(cpu_list("3-1").unwrap_err().contains("lower CPU"));
+        assert!(cpu_list("x").unwrap_err().contains("not a CPU number"));
+        assert!(cpu_list("2000").unwrap_err().contains("beyond"));
+        assert!(cpu_list("0,").unwrap_err().contains("not a CPU number"));
+    }
+
+    #[test]
+    fn bssplit_fills_missing_shares() {
+        assert_eq!(bssplit("4k", 1024), Ok(vec![(4096, 100)]));
+        assert_eq!(
+            bssplit("4k/:8k/:16k/", 1024),
+            Ok(vec![(4096, 33), (8192, 33), (16384, 34)])
+        );
+        assert!(bssplit("4k/101", 1024).is_err());
+    }
+
+    #[test]
+    fn filenames_and_patterns() {
+        assert_eq!(filename("a\\:b\\:c"), Ok("a:b:c".to_string()));
+        assert_eq!(filename("a\\b"), Ok("a\\b".to_string()));
+        assert!(filename("a:b").is_err());
+        assert_eq!(pattern("0"), Ok(vec![0]));
+        assert_eq!(pattern("0x1"), Ok(vec![1]));
+        assert!(pattern("\"\"").is_err());
+    }
 }

@@ -7,7 +7,12 @@
 //!   (`iodepth_low=0` is `iodepth`, as in fio).
 //! - Takes each I/O's direction, file, offset and length from its
 //!   [`Pattern`]; `rate`/`rate_iops` hold an I/O until its time
-//!   ([`super::rate`]).
+//!   ([`super::rate`]); `rate_min` is checked at completions.
+//! - Gives each I/O its priority ([`super::prio`]: `prio`, `prioclass`,
+//!   `cmdprio_*`), which its bio carries and its latency is counted under.
+//! - `flow`: before each I/O of its own, asks its flow ([`super::flow`]);
+//!   held back, it waits (for its I/O in flight and `flow_sleep`, or to try
+//!   again).
 //! - Think time ([`super::think`]): when due, it stops issuing, waits for its
 //!   I/O in flight, then pauses (`sleeping_until`; the first
 //!   `thinktime_spin` of it is `spin_until`, which a real engine spends

@@ -38,6 +38,19 @@ pub struct DirStats {
     pub bw: Samples,
     /// IOPS samples, likewise (fio's `iops_*`).
     pub iops: Samples,
+    /// Per priority (fio's `clat_prio`, kept when the job's I/Os may differ
+    /// in priority): completion latencies, or total ones with
+    /// `lat_percentiles`, the job's own priority first.
+    pub prios: Vec<PrioLat>,
+}
+
+/// The latencies of one priority's I/Os in one direction.
+#[derive(Clone, Debug, Default)]
+pub struct PrioLat {
+    /// fio's raw priority value (class << 13 | level).
+    pub prio: u16,
+    /// Their latencies.
+    pub lat: Histogram,
 }
 
 impl DirStats {
@@ -55,6 +68,12 @@ impl DirStats {
         merge_hist(&mut self.lat_hist, &other.lat_hist);
         self.bw.sum(&other.bw);
         self.iops.sum(&other.iops);
+        for p in &other.prios {
+            match self.prios.iter_mut().find(|q| q.prio == p.prio) {
+                Some(q) => q.lat.merge(&p.lat),
+                None => self.prios.push(p.clone()),
+            }
+        }
     }
 }
 
@@ -140,6 +159,8 @@ pub struct IoDone {
     pub submitted: Nanos,
     /// When it completed.
     pub now: Nanos,
+    /// Its priority: fio's raw value (0: the default).
+    pub prio: u16,
 }
 
 /// One line of a fio log: `time, value, ddir, bs[, offset], prio`.
@@ -155,6 +176,8 @@ pub struct LogEntry {
     pub bs: u64,
     /// Offset of the I/O (0 for averaged entries).
     pub offset: u64,
+    /// The I/O's priority, fio's raw value (0 for averaged entries).
+    pub prio: u16,
 }
 
 /// The logs a job keeps in memory (`write_lat_log`, `write_bw_log`,
@@ -322,6 +345,14 @@ impl JobStats {
             *d = DirStats {
                 slat_hist: d.slat_hist.as_ref().map(|_| Histogram::new()),
                 lat_hist: d.lat_hist.as_ref().map(|_| Histogram::new()),
+                prios: d
+                    .prios
+                    .iter()
+                    .map(|p| PrioLat {
+                        prio: p.prio,
+                        lat: Histogram::new(),
+                    })
+                    .collect(),
                 ..DirStats::default()
             };
         }
@@ -335,6 +366,20 @@ impl JobStats {
             };
         }
         self.lat_sums = LatSums::default();
+    }
+
+    /// Keep latencies per priority, `order[d]` the priorities of
+    /// direction `d` in fio's order (the job's own first).
+    pub fn keep_prios(&mut self, order: &[Vec<u16>; 3]) {
+        for (d, o) in self.dirs.iter_mut().zip(order) {
+            d.prios = o
+                .iter()
+                .map(|&prio| PrioLat {
+                    prio,
+                    lat: Histogram::new(),
+                })
+                .collect();
+        }
     }
 
     /// One submission: `ios` I/Os went to the queue together, leaving
@@ -377,6 +422,10 @@ impl JobStats {
         if let Some(h) = &mut d.lat_hist {
             h.record(lat);
         }
+        if !d.prios.is_empty() {
+            let v = if d.lat_hist.is_some() { lat } else { clat };
+            record_prio(&mut d.prios, io.prio, v);
+        }
         // fio counts completion latencies in its buckets.
         let x = &mut self.extra;
         if clat < 1_000 {
@@ -417,6 +466,7 @@ impl JobStats {
             ddir: di as u8,
             bs: io.bytes,
             offset: io.offset,
+            prio: io.prio,
         };
         let logs = &mut self.extra.logs;
         if self.lat_log {
@@ -510,6 +560,18 @@ impl JobStats {
             // fio writes the last, partial window of averaged latencies.
             let time_ms = now.saturating_sub(self.start) / 1_000_000;
             flush_lat(&mut self.lat_sums, &mut self.extra.logs, time_ms);
+        }
+    }
+}
+
+/// Count `v` for priority `prio` (one not known yet is added).
+fn record_prio(prios: &mut Vec<PrioLat>, prio: u16, v: u64) {
+    match prios.iter_mut().find(|p| p.prio == prio) {
+        Some(p) => p.lat.record(v),
+        None => {
+            let mut lat = Histogram::new();
+            lat.record(v);
+            prios.push(PrioLat { prio, lat });
         }
     }
 }

@@ -314,6 +314,7 @@ pub(crate) fn make_slots(
                     len: 0,
                     issued: 0,
                     verify: VerifyIo::None,
+                    prio: 0,
                 },
                 bufs: Vec::with_capacity(1),
                 spare: Some(buf),
@@ -730,7 +731,10 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
             } else {
                 DioRequest::discard(offset, u64::from(io.len), u64::from(s))
             };
-            let req = req.with_ctx(worker.ctx).with_flags(worker.flags(io.op));
+            let req = req
+                .with_ctx(worker.ctx)
+                .with_flags(worker.flags(io.op))
+                .with_prio(Worker::io_prio(&io));
             if let Err(rejected) = engine.submit(req) {
                 let rejected = *rejected;
                 let mut bufs = rejected.request.bufs;

@@ -34,6 +34,7 @@ pub use cmdline::takes_next_argument;
 pub use engines::BLOCK_ENGINES;
 pub use option::Verdict;
 pub use parse::{MAX_JOBS, MAX_WARNINGS};
+pub use spec::CmdprioSplit;
 pub use spec::{
     Amount, Distribution, ErrorKind, ErrorPolicy, ExitWhat, FileService, JobSpec, MemPolicy,
     NumaNodes, RandomGenerator, RateProcess, ReplaySkip, RwMode, RwSequencer, SteadySpec,

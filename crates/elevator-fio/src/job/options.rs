@@ -6,8 +6,9 @@ use super::values::{
     SECOND, boolean, float, int_in, int32, per_direction, range, set_switch, size, time, whole,
 };
 use super::{
-    Amount, Distribution, ErrorPolicy, ExitWhat, FileService, JobSpec, MemPolicy, NumaNodes,
-    RandomGenerator, RateProcess, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone, ZoneMode,
+    Amount, CmdprioSplit, Distribution, ErrorPolicy, ExitWhat, FileService, JobSpec, MemPolicy,
+    NumaNodes, RandomGenerator, RateProcess, RwMode, RwSequencer, ThinkBlocks, UnifiedRw, Zone,
+    ZoneMode,
 };
 
 /// The longest value an option may have, in bytes: Linux's `PATH_MAX`, the
@@ -832,6 +833,68 @@ pub(super) fn latency_percentile(v: &str) -> Result<f64, String> {
         p if (0.0..=100.0).contains(&p) => Ok(p),
         _ => Err(format!("'{v}': a percentage from 0 to 100")),
     }
+}
+
+// I/O priorities and flows (issue 29).
+
+/// `cmdprio_bssplit`: per direction (reads, writes; trims ignored, as
+/// fio), `bs/percent` or `bs/percent/class/level` entries joined by `:`.
+/// Entries of 0 percent are dropped; the percentages of one block size
+/// may not add up to more than 100.
+pub(super) fn store_cmdprio_bssplit(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let kb = spec.kb_base;
+    let mut splits: [Vec<CmdprioSplit>; 3] = Default::default();
+    per_direction(v, &mut splits, |s| cmdprio_split(s, kb))?;
+    splits[2].clear();
+    spec.cmdprio_bssplit = Some(splits);
+    Ok(())
+}
+
+fn cmdprio_split(v: &str, kb: u32) -> Result<Vec<CmdprioSplit>, String> {
+    let mut out: Vec<CmdprioSplit> = Vec::new();
+    for part in v.split(':').map(str::trim).filter(|p| !p.is_empty()) {
+        let fields: Vec<&str> = part.split('/').map(str::trim).collect();
+        let (bs, percent, prio) = match fields.as_slice() {
+            [bs, p] => (bs, p, None),
+            [bs, p, class, level] => {
+                let class = int_in(class, 0, 3).map_err(|e| format!("class in '{part}': {e}"))?;
+                let level = int_in(level, 0, 7).map_err(|e| format!("level in '{part}': {e}"))?;
+                (bs, p, Some((class as u8, level as u8)))
+            }
+            _ => {
+                return Err(format!(
+                    "'{part}': expected blocksize/percentage or \
+                     blocksize/percentage/class/level"
+                ));
+            }
+        };
+        let percent =
+            super::values::percent(percent).map_err(|e| format!("percentage in '{part}': {e}"))?;
+        let bs = block_size(bs, kb)?;
+        if percent > 0 {
+            out.push(CmdprioSplit { bs, percent, prio });
+        }
+    }
+    if out.len() > 64 {
+        return Err(format!(
+            "'{v}': at most 64 entries per direction (fio's limit)"
+        ));
+    }
+    out.sort_by_key(|e| e.bs);
+    for e in &out {
+        let total: u32 = out
+            .iter()
+            .filter(|o| o.bs == e.bs)
+            .map(|o| u32::from(o.percent))
+            .sum();
+        if total > 100 {
+            return Err(format!(
+                "'{v}': the percentages for block size {} add up to {total}, more than 100",
+                e.bs
+            ));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -329,7 +329,7 @@ pub struct JobSpec {
     /// `iodepth_batch_complete_max` (default `iodepth`).
     pub iodepth_batch_complete_max: u32 = 0,
     /// `iodepth_low`: once the depth is reached, refill only when in-flight
-    /// I/Os fall to this (default `iodepth`).
+    /// I/Os fall to this (default, and for 0, `iodepth`).
     pub iodepth_low: Option<u32> = None,
     /// `random_distribution`'s optional second number for zipf, pareto and
     /// normal: where in the file (0.0..=1.0) the distribution is centred.
@@ -392,7 +392,45 @@ pub struct JobSpec {
     /// the run's one file, [`super::JobFile::path`]); its lines are that
     /// file's. [`super::JobFile::file_of`] reads it.
     pub file: Option<String> = None,
+    // I/O priorities and flows (issue 29).
+    /// `prio`: the job's priority level, 0..=7 (`None`: not set).
+    pub prio: Option<u8> = None,
+    /// `prioclass`: the job's priority class, 0..=3 as Linux's `ioprio`
+    /// (0 none, 1 RT, 2 BE, 3 IDLE; `None`: not set).
+    pub prioclass: Option<u8> = None,
+    /// `cmdprio_percentage` per direction: percent of I/Os issued with
+    /// the command priority (trims ignored, as fio).
+    pub cmdprio_percentage: [u8; 3] = [0; 3],
+    /// `cmdprio_class` per direction (0: not set, RT when a command
+    /// priority is used).
+    pub cmdprio_class: [u8; 3] = [0; 3],
+    /// `cmdprio` per direction: the command priority's level.
+    pub cmdprio: [u8; 3] = [0; 3],
+    /// `cmdprio_bssplit` per direction: the percentages of I/Os of each
+    /// block size issued with a command priority.
+    pub cmdprio_bssplit: Option<[Vec<CmdprioSplit>; 3]> = None,
+    /// `log_prio`: latency logs give each I/O's whole priority value.
+    pub log_prio: bool = false,
+    /// `flow_id`: the flow this job's `flow` weight counts in.
+    pub flow_id: u32 = 0,
+    /// `flow`: the job's weight in its flow (0: no flow control).
+    pub flow: u32 = 0,
+    /// `flow_sleep`: how long a job held back by its flow waits.
+    pub flow_sleep: Nanos = 0,
 }
+}
+
+/// One entry of `cmdprio_bssplit`: I/Os of `bs` bytes, `percent` of which
+/// go with `prio` (fio's raw `ioprio` value, class << 13 | level), or
+/// with the `cmdprio_class` / `cmdprio` priority when `prio` is `None`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdprioSplit {
+    /// Block size in bytes.
+    pub bs: u64,
+    /// Percent of I/Os of that size.
+    pub percent: u8,
+    /// Its own class and level, if the entry gives them.
+    pub prio: Option<(u8, u8)>,
 }
 
 impl JobSpec {

@@ -13,12 +13,12 @@ use super::options::{
     THINK_BLOCKS, UNIFIED_RW, amount, choice, continue_on_error, cpu_list, distribution,
     file_service, filename, ignore_error, latency_percentile, mem_policy, note, numa_nodes,
     percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit,
-    store_filesize, store_ss_dur, store_steadystate, store_verify_interval, store_verify_pattern,
-    verify, zonemode,
+    store_cmdprio_bssplit, store_filesize, store_ss_dur, store_steadystate, store_verify_interval,
+    store_verify_pattern, verify, zonemode,
 };
 use super::values::{
-    MICROSECOND, MILLISECOND, SECOND, int_in, int32, per_direction, percent, range, size, time,
-    whole,
+    MICROSECOND, MILLISECOND, SECOND, int_in, int32, level, per_direction, percent, range, size,
+    time, whole,
 };
 
 use Verdict::{DefaultOnly as D, Noted as N, Refused as R};
@@ -40,9 +40,6 @@ const fn d(default: &'static str, reason: &'static str) -> Verdict {
     D { default, reason }
 }
 
-/// Why an engine option is refused.
-const E_IO_URING_LIBAIO: &str =
-    "an io_uring/libaio option: elevator does not implement I/O priorities (yet)";
 /// Why an engine option is refused.
 const E_IO_URING: &str = "an io_uring option: elevator sets up its own io_uring";
 /// Why an engine option is refused.
@@ -471,8 +468,11 @@ pub(super) const OPTIONS: &[FioOption] = &[
     opt("exec_prerun", R("elevator does not run commands")),
     opt("exec_postrun", R("elevator does not run commands")),
     opt("nice", d("0", PROCESS)),
-    opt("prio", R(PROCESS)),
-    opt("prioclass", R(PROCESS)),
+    set("prio", value!(|j, v| j.prio = Some(level(v)?))),
+    set(
+        "prioclass",
+        value!(|j, v| j.prioclass = Some(int_in(v, 0, 3)? as u8)),
+    ),
     opt("cpumask", R("use cpus_allowed, which elevator implements")),
     set(
         "cpus_allowed",
@@ -498,9 +498,16 @@ pub(super) const OPTIONS: &[FioOption] = &[
     opt("cgroup_weight", R(PROCESS)),
     opt("uid", R(PROCESS)),
     opt("gid", R(PROCESS)),
-    opt("flow_id", d("0", NOT_YET)),
-    opt("flow", d("0", NOT_YET)),
-    opt("flow_sleep", d("0", NOT_YET)),
+    set("flow_id", value!(|j, v| j.flow_id = int32(v, 0, u32::MAX)?)),
+    set("flow", value!(|j, v| j.flow = int32(v, 0, 1000)?)),
+    opt(
+        "flow_watermark",
+        N("fio 3.33 deprecates it and ignores its value"),
+    ),
+    set(
+        "flow_sleep",
+        value!(|j, v| j.flow_sleep = time(v, MICROSECOND)?),
+    ),
     set("exitall", Store::Switch(|j, b| j.exitall = b)),
     set(
         "exit_what",
@@ -534,7 +541,7 @@ pub(super) const OPTIONS: &[FioOption] = &[
     opt("log_hist_coarseness", d("0", NOT_YET)),
     opt("log_max_value", d("0", NOT_YET)),
     set("log_offset", Store::Bool(|j, b| j.log_offset = b)),
-    opt("log_prio", d("0", NOT_YET)),
+    set("log_prio", Store::Bool(|j, b| j.log_prio = b)),
     opt("log_compression", d("0", NOT_YET)),
     opt("log_compression_cpus", R(NOT_YET)),
     opt("log_store_compressed", d("0", NOT_YET)),
@@ -581,10 +588,19 @@ pub(super) const OPTIONS: &[FioOption] = &[
     ),
     opt("unit_base", d("0", OUTPUT)),
     // Engine options (fio knows them once the engine is chosen).
-    opt("cmdprio_percentage", R(E_IO_URING_LIBAIO)),
-    opt("cmdprio_class", R(E_IO_URING_LIBAIO)),
-    opt("cmdprio", R(E_IO_URING_LIBAIO)),
-    opt("cmdprio_bssplit", R(E_IO_URING_LIBAIO)),
+    set(
+        "cmdprio_percentage",
+        value!(|j, v| per_direction(v, &mut j.cmdprio_percentage, percent)?),
+    ),
+    set(
+        "cmdprio_class",
+        value!(|j, v| per_direction(v, &mut j.cmdprio_class, |x| Ok(int_in(x, 1, 3)? as u8))?),
+    ),
+    set(
+        "cmdprio",
+        value!(|j, v| per_direction(v, &mut j.cmdprio, level)?),
+    ),
+    set("cmdprio_bssplit", Store::Value(store_cmdprio_bssplit)),
     opt("fixedbufs", R(E_IO_URING)).bare(),
     opt("nonvectored", R(E_IO_URING)),
     opt("force_async", R(E_IO_URING)),

@@ -392,6 +392,12 @@ impl Expr<'_> {
     }
 }
 
+/// An I/O priority level, 0..=7 (`prio`, `cmdprio`).
+pub(super) fn level(v: &str) -> Result<u8, String> {
+    let n = int_in(v, 0, 7)?;
+    u8::try_from(n).map_err(|_| format!("must be between 0 and 7, got {v}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ use elevator_core::Histogram;
 
 use crate::job::{JobFile, UnifiedRw};
 use crate::result::{DirStats, RunResult, Summary};
+use crate::workload::prio;
 use serde_json::{Map, Value, json};
 
 use super::fmt::{ctime, depth_pct, epoch, lat_pct};
@@ -61,8 +62,43 @@ fn latency(s: &Summary, h: Option<&Histogram>, list: &[f64], plus: bool) -> Valu
 }
 
 fn dir(s: &Stanza<'_>, d: &DirStats, agg: f64, plus: bool) -> Value {
-    let runtime_ns = s.runtime();
     let list = s.percentiles();
+    let mut v = dir_object(s, d, agg, &list, plus);
+    if let (Some(p), Value::Object(m)) = (prios(s, d, &list, plus), &mut v) {
+        m.insert("prios".into(), p);
+    }
+    v
+}
+
+/// fio's `prios` (its `clat_prio`): with two priorities or more that
+/// completed I/Os, each one's class, level and latencies (completion
+/// latencies, or total ones with `lat_percentiles`).
+fn prios(s: &Stanza<'_>, d: &DirStats, list: &[f64], plus: bool) -> Option<Value> {
+    if d.prios.iter().filter(|p| p.lat.count() > 0).count() < 2 {
+        return None;
+    }
+    let total = s.spec.is_some_and(|j| j.lat_percentiles);
+    let key = if total { "lat_ns" } else { "clat_ns" };
+    let pct = s.clat_percentiles() || total;
+    let out = d
+        .prios
+        .iter()
+        .filter(|p| p.lat.count() > 0)
+        .map(|p| {
+            let mut m = Map::new();
+            m.insert("prioclass".into(), json!(prio::ioprio_class(p.prio)));
+            m.insert("prio".into(), json!(prio::ioprio_level(p.prio)));
+            let h = pct.then_some(&p.lat);
+            m.insert(key.into(), latency(p.lat.summary(), h, list, plus));
+            Value::Object(m)
+        })
+        .collect();
+    Some(Value::Array(out))
+}
+
+/// A direction's object, without `prios`.
+fn dir_object(s: &Stanza<'_>, d: &DirStats, agg: f64, list: &[f64], plus: bool) -> Value {
+    let runtime_ns = s.runtime();
     let bw_bytes = rate(d.bytes, runtime_ns);
     // fio: whole bytes per second, and KiB/s by integer division.
     let bw_b = bw_bytes as u64;
@@ -85,9 +121,9 @@ fn dir(s: &Stanza<'_>, d: &DirStats, agg: f64, plus: bool) -> Value {
         "total_ios": d.ios,
         "short_ios": 0,
         "drop_ios": 0,
-        "slat_ns": latency(&d.slat, d.slat_hist.as_ref(), &list, plus),
-        "clat_ns": latency(d.clat.summary(), clat_hist, &list, plus),
-        "lat_ns": latency(&d.lat, d.lat_hist.as_ref(), &list, plus),
+        "slat_ns": latency(&d.slat, d.slat_hist.as_ref(), list, plus),
+        "clat_ns": latency(d.clat.summary(), clat_hist, list, plus),
+        "lat_ns": latency(&d.lat, d.lat_hist.as_ref(), list, plus),
         "bw_min": d.bw.min,
         "bw_max": d.bw.max,
         "bw_agg": bw_agg,

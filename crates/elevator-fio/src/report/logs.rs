@@ -1,7 +1,8 @@
 //! The logs fio writes (`write_lat_log`, `write_bw_log`,
 //! `write_iops_log`), as fio 3.33 names and formats them: a line per entry,
 //! `time (ms), value, direction, block size, [offset,] priority`, the offset
-//! only with `log_offset`; latencies in ns, bandwidth in KiB/s, IOPS in I/Os
+//! only with `log_offset`, the priority 1 for a real-time one (else 0), or
+//! with `log_prio` the I/O's whole priority value in hex (`0x2004`); latencies in ns, bandwidth in KiB/s, IOPS in I/Os
 //! per second (1 per entry when every I/O is logged). Files are
 //! `PREFIX_lat.N.log` (and `_clat`, `_slat`, `_bw`, `_iops`), `N` the job
 //! clone's number in the run from 1; with `per_job_logs=0`, one
@@ -52,7 +53,13 @@ pub fn files(jobs: &JobFile, run: &RunResult) -> Vec<(String, String)> {
                 if spec.log_offset {
                     let _ = write!(text, "{}, ", e.offset);
                 }
-                text.push_str("0\n");
+                if spec.log_prio {
+                    let _ = writeln!(text, "0x{:04x}", e.prio);
+                } else {
+                    // fio: 1 for a real-time priority, else 0.
+                    let rt = crate::workload::prio::ioprio_class(e.prio) == 1;
+                    let _ = writeln!(text, "{}", u8::from(rt));
+                }
             }
         }
     }

@@ -126,6 +126,19 @@ fn percentile_table(out: &mut String, name: &str, h: &Histogram, list: &[f64]) {
     }
 }
 
+/// The priorities of a direction that completed I/Os, when there are two
+/// or more (fio reports per-priority latencies only then).
+fn prio_lats(d: &DirStats) -> Vec<&crate::result::PrioLat> {
+    let with: Vec<_> = d.prios.iter().filter(|p| p.lat.count() > 0).collect();
+    if with.len() < 2 { Vec::new() } else { with }
+}
+
+/// `class/level`, as fio names a priority.
+fn prio_name(prio: u16) -> String {
+    use crate::workload::prio::{ioprio_class, ioprio_level};
+    format!("{}/{}", ioprio_class(prio), ioprio_level(prio))
+}
+
 /// One direction's figures: fio's `show_ddir_status`.
 fn dir_stanza(out: &mut String, s: &Stanza<'_>, name: &str, d: &DirStats, agg: f64) {
     let runtime = s.runtime();
@@ -149,6 +162,16 @@ fn dir_stanza(out: &mut String, s: &Stanza<'_>, name: &str, d: &DirStats, agg: f
     }
     lat_line(out, "clat", d.clat.summary());
     lat_line(out, " lat", &d.lat);
+    let total = s.spec.is_some_and(|j| j.lat_percentiles);
+    let kind = if total { "lat" } else { "clat" };
+    let prios = prio_lats(d);
+    for p in &prios {
+        lat_line(
+            out,
+            &format!("{kind} prio {}", prio_name(p.prio)),
+            p.lat.summary(),
+        );
+    }
     let list = s.percentiles();
     if let Some(h) = &d.slat_hist
         && d.slat.count > 0
@@ -160,6 +183,17 @@ fn dir_stanza(out: &mut String, s: &Stanza<'_>, name: &str, d: &DirStats, agg: f
     }
     if let Some(h) = &d.lat_hist {
         percentile_table(out, "lat", h, &list);
+    }
+    if s.clat_percentiles() || total {
+        let n = d.clat.count().max(1) as f64;
+        for p in &prios {
+            let name = format!(
+                "{kind} prio {} ({:.2}% of IOs)",
+                prio_name(p.prio),
+                100.0 * p.lat.count() as f64 / n
+            );
+            percentile_table(out, &name, &p.lat, &list);
+        }
     }
     if d.bw.samples > 0 {
         let per = super::bw_share(d, agg);

@@ -6,9 +6,11 @@
 mod distribution;
 mod exit;
 mod failure;
+mod flow;
 mod latency_target;
 mod layout;
 mod pattern;
+pub mod prio;
 mod randommap;
 mod rate;
 mod replay;
@@ -21,6 +23,7 @@ mod zones;
 
 pub use exit::{ExitRule, end_others};
 pub use failure::{IoError, JobFailure};
+pub use flow::FLOW_RETRY;
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};
 pub use rate::RateShortfall;
@@ -107,6 +110,7 @@ pub fn workers_with_logs(
         }
     }
     exit::arm(jobs, &mut workers);
+    flow::join_groups(workers.iter_mut().filter_map(|w| w.flow.as_deref_mut()));
     Ok(workers)
 }
 

@@ -1,6 +1,7 @@
 //! fio's rate options: `rate` / `rate_iops` (a ceiling per direction,
 //! `rate_process=linear|poisson`) and `rate_min` / `rate_iops_min` (a floor
-//! checked over every `rate_cycle`, below which the job fails).
+//! checked at completions over each `rate_cycle` once the job has settled,
+//! below which the job fails).
 //!
 //! As in fio, `rate_iops` becomes a byte rate of that many I/Os of the
 //! direction's smallest block size, and `rate` wins when both are set.
@@ -146,16 +147,30 @@ pub(crate) fn directions(rw: RwMode) -> [bool; 3] {
     }
 }
 
-/// A job clone's rate floor: `rate_min` / `rate_iops_min` over each
-/// `rate_cycle`, for the directions the job does.
+/// fio lets a job settle for this long after its start (or the end of
+/// its ramp) before its rate floor is checked.
+const SETTLE: Nanos = 2_000_000_000;
+
+/// A job clone's rate floor: `rate_min` / `rate_iops_min`, for the
+/// directions the job does. As fio's `check_min_rate`, it is checked at
+/// each completion once the job has settled (2 s after its start): the
+/// first check of a direction only takes a baseline; each later one, once
+/// a `rate_cycle` has passed since the last, compares what the direction
+/// did since then with its floor (bytes when `rate_min` is set, else
+/// I/Os) and takes a new baseline.
 #[derive(Clone, Debug)]
 pub(crate) struct RateMin {
     min_bps: [u64; 3],
     min_iops: [u64; 3],
     cycle: Nanos,
+    /// When the job started (or its ramp ended).
     since: Nanos,
+    /// Bytes and I/Os completed since `since`.
     bytes: [u64; 3],
     ios: [u64; 3],
+    /// The last baseline per direction: when, and the counts then
+    /// (`None`: none taken yet).
+    last: [Option<(Nanos, u64, u64)>; 3],
 }
 
 /// A rate floor not met.
@@ -193,59 +208,68 @@ impl RateMin {
             since: 0,
             bytes: [0; 3],
             ios: [0; 3],
+            last: [None; 3],
         })
     }
 
-    /// Cycles start at `now`.
+    /// The job (re)starts at `now`: its start, the end of its ramp.
     pub(crate) fn restart(&mut self, now: Nanos) {
         self.since = now;
         self.bytes = [0; 3];
         self.ios = [0; 3];
+        self.last = [None; 3];
     }
 
-    /// An I/O of `op` moved `bytes`.
+    /// An I/O of `op` moved `bytes` at `now`: counted, and the floor
+    /// checked.
     #[inline]
-    pub(crate) fn completed(&mut self, op: Op, bytes: u64) {
+    pub(crate) fn completed(
+        &mut self,
+        op: Op,
+        bytes: u64,
+        now: Nanos,
+    ) -> Result<(), RateShortfall> {
         if let Some(d) = dir(op) {
             self.bytes[d] += bytes;
             self.ios[d] += 1;
         }
+        self.check(now)
     }
 
-    /// When the current cycle ends.
-    pub(crate) fn due(&self) -> Nanos {
-        self.since.saturating_add(self.cycle)
-    }
-
-    /// At `now`, if a cycle is over: check it and start the next.
-    pub(crate) fn check(&mut self, now: Nanos) -> Result<(), RateShortfall> {
-        if now < self.due() {
+    /// At `now` (a completion): check each direction that has moved data
+    /// and whose cycle is over.
+    fn check(&mut self, now: Nanos) -> Result<(), RateShortfall> {
+        if now.saturating_sub(self.since) < SETTLE {
             return Ok(());
         }
-        let spent = u128::from((now - self.since).max(1));
-        let per_sec = |n: u64| u64::try_from(u128::from(n) * SEC / spent).unwrap_or(u64::MAX);
-        let result = (0..3).try_for_each(|d| {
-            let got = per_sec(self.bytes[d]);
-            if self.min_bps[d] > 0 && got < self.min_bps[d] {
-                return Err(RateShortfall {
-                    dir: d,
-                    iops: false,
-                    min: self.min_bps[d],
-                    got,
-                });
+        for d in 0..3 {
+            if self.bytes[d] == 0 || (self.min_bps[d] == 0 && self.min_iops[d] == 0) {
+                continue;
             }
-            let got = per_sec(self.ios[d]);
-            if self.min_iops[d] > 0 && got < self.min_iops[d] {
-                return Err(RateShortfall {
-                    dir: d,
-                    iops: true,
-                    min: self.min_iops[d],
-                    got,
-                });
+            if let Some((at, bytes, ios)) = self.last[d] {
+                let spent = now.saturating_sub(at);
+                if spent < self.cycle || spent == 0 {
+                    continue;
+                }
+                let per_sec = |n: u64| {
+                    u64::try_from(u128::from(n) * SEC / u128::from(spent)).unwrap_or(u64::MAX)
+                };
+                let (iops, min, got) = if self.min_bps[d] > 0 {
+                    (false, self.min_bps[d], per_sec(self.bytes[d] - bytes))
+                } else {
+                    (true, self.min_iops[d], per_sec(self.ios[d] - ios))
+                };
+                if got < min {
+                    return Err(RateShortfall {
+                        dir: d,
+                        iops,
+                        min,
+                        got,
+                    });
+                }
             }
-            Ok(())
-        });
-        self.restart(now);
-        result
+            self.last[d] = Some((now, self.bytes[d], self.ios[d]));
+        }
+        Ok(())
     }
 }

@@ -3,10 +3,16 @@
 //! methods in the same way, so a job behaves alike on both.
 //!
 //! - Keeps up to `iodepth` I/Os in flight; with `iodepth_low`, once the
-//!   depth is reached it refills only when in-flight I/Os fall to it.
+//!   depth is reached it refills only when in-flight I/Os fall to it
+//!   (`iodepth_low=0` is `iodepth`, as in fio).
 //! - Takes each I/O's direction, file, offset and length from its
 //!   [`Pattern`]; `rate`/`rate_iops` hold an I/O until its time
-//!   ([`super::rate`]).
+//!   ([`super::rate`]); `rate_min` is checked at completions.
+//! - Gives each I/O its priority ([`super::prio`]: `prio`, `prioclass`,
+//!   `cmdprio_*`), which its bio carries and its latency is counted under.
+//! - `flow`: before each I/O of its own, asks its flow ([`super::flow`]);
+//!   held back, it waits (for its I/O in flight and `flow_sleep`, or to try
+//!   again).
 //! - Think time ([`super::think`]): when due, it stops issuing, waits for its
 //!   I/O in flight, then pauses (`sleeping_until`; the first
 //!   `thinktime_spin` of it is `spin_until`, which a real engine spends
@@ -60,9 +66,11 @@ use elevator_core::{Bio, BioFlags, IoContext, IoPrio, Nanos, Op, Status};
 
 use super::exit::ExitRule;
 use super::failure::{IoError, JobFailure};
+use super::flow::{FLOW_RETRY, FlowMember};
 use super::latency_target::{LatencyStep, LatencyTarget};
 use super::layout::Extent;
 use super::pattern::{NextIo, Pattern};
+use super::prio::{self, Prios};
 use super::rate::{Rate, RateMin, directions};
 use super::replay::{IoLog, Replay};
 use super::start::StartRule;
@@ -107,6 +115,8 @@ pub struct Pending {
     pub issued: Nanos,
     /// What it does for `verify`.
     pub verify: VerifyIo,
+    /// Its priority: fio's raw `ioprio` value ([`super::prio`]).
+    pub prio: u16,
 }
 
 impl Pending {
@@ -158,6 +168,13 @@ pub struct Worker {
     pub pattern: Pattern,
     /// How its buffers are filled and checked, when it verifies.
     pub verify: Option<VerifySpec>,
+    /// Its priorities, when the job sets any.
+    prios: Option<Box<Prios>>,
+    /// Its part in its flow (`flow`), if it has a weight.
+    pub(crate) flow: Option<Box<FlowMember>>,
+    /// Held back by its flow with a `flow_sleep`: once its I/O in flight
+    /// is done, it sleeps.
+    flow_pause: bool,
     pub(crate) rule: StartRule,
     iodepth: u32,
     low: u32,
@@ -329,7 +346,19 @@ impl Worker {
         } else {
             [0; 2]
         };
-        let slow = rate.is_some()
+        let prios = (job.prio.is_some()
+            || job.prioclass.is_some()
+            || job.cmdprio_percentage != [0; 3]
+            || job.cmdprio_bssplit.is_some())
+        .then(|| Box::new(Prios::new(job, seed)));
+        let mut stats = JobStats::new(job);
+        if prios.as_ref().is_some_and(|p| p.per_io()) {
+            stats.keep_prios(&prios.as_ref().map_or_else(Default::default, |p| p.order()));
+        }
+        let flow = (job.flow > 0 && !verify_only && replay.is_none())
+            .then(|| Box::new(FlowMember::new(job.flow_id, job.flow, job.flow_sleep)));
+        let slow = flow.is_some()
+            || rate.is_some()
             || job.latency_target > 0
             || rate_min.is_some()
             || job.ramp_time > 0
@@ -345,9 +374,16 @@ impl Worker {
             ctx: IoContext(ctx),
             pattern,
             verify,
+            prios,
+            flow,
+            flow_pause: false,
             rule,
             iodepth,
-            low: job.iodepth_low.unwrap_or(iodepth).min(iodepth),
+            // As fio: 0, or above the depth, is the depth itself.
+            low: match job.iodepth_low {
+                None | Some(0) => iodepth,
+                Some(n) => n.min(iodepth),
+            },
             filling: true,
             runtime: job.runtime,
             ramp: job.ramp_time,
@@ -401,14 +437,17 @@ impl Worker {
             total_err: 0,
             first_error: 0,
             first_ignored: None,
-            stats: JobStats::new(job),
+            stats,
             exit_rule: ExitRule::default(),
             terminated: false,
             steady: None,
             lat_target: LatencyTarget::new(job).map(Box::new),
             lat_done: false,
             lat_reset: false,
-            job_low: job.iodepth_low.unwrap_or(iodepth).min(iodepth),
+            job_low: match job.iodepth_low {
+                None | Some(0) => iodepth,
+                Some(n) => n.min(iodepth),
+            },
         })
     }
 
@@ -477,6 +516,9 @@ impl Worker {
         debug_assert_eq!(self.state, State::Waiting);
         self.state = State::Running;
         self.began = now;
+        if let Some(f) = &mut self.flow {
+            f.join();
+        }
         self.start = now;
         if self.terminated {
             self.stop();
@@ -518,8 +560,7 @@ impl Worker {
         self.runtime.is_some() && self.deadline().is_some_and(|d| now >= d)
     }
 
-    /// Time-driven changes due at `now`: the end of the ramp, a `rate_min`
-    /// check.
+    /// Time-driven changes due at `now`: the end of the ramp.
     fn tick(&mut self, now: Nanos) {
         if let Some(t) = self.ramp_end
             && now >= t
@@ -528,13 +569,6 @@ impl Worker {
             self.start = now;
             self.stats.start(now);
             self.restart_clocks(now);
-        }
-        if self.stage == Stage::Io
-            && self.ramp_end.is_none()
-            && let Some(r) = &mut self.rate_min
-            && let Err(shortfall) = r.check(now)
-        {
-            self.fail(JobFailure::RateMin(shortfall), true);
         }
     }
 
@@ -702,12 +736,32 @@ impl Worker {
                 if self.replay.is_some() {
                     return self.replay_allows(now);
                 }
-                if self.rate.is_some() {
-                    return self.rate_allows(now);
+                if self.rate.is_some() && !self.rate_allows(now) {
+                    return false;
                 }
-                true
+                self.flow_allows(now)
             }
         }
+    }
+
+    /// Flow: whether its flow lets it issue now (the I/O is then counted);
+    /// if not, it waits: for its I/O in flight and `flow_sleep`, or to try
+    /// again.
+    fn flow_allows(&mut self, now: Nanos) -> bool {
+        let Some(f) = self.flow.as_deref_mut() else {
+            return true;
+        };
+        if f.allows() {
+            return true;
+        }
+        let sleep = f.sleep;
+        if sleep > 0 && self.in_flight > 0 {
+            self.quiescing = true;
+            self.flow_pause = true;
+        } else if sleep > 0 || self.in_flight == 0 {
+            self.sleeping_until = Some(now.saturating_add(sleep.max(FLOW_RETRY)));
+        }
+        false
     }
 
     /// Rate: choose the next I/O (held until its time) and say whether its
@@ -758,6 +812,7 @@ impl Worker {
     /// Replay: take the log's next I/O (held until the log's time for it)
     /// and say whether its time has come. A bad log stops the clone.
     fn replay_allows(&mut self, now: Nanos) -> bool {
+        let base_prio = self.base_prio();
         let Some(replay) = self.replay.as_deref_mut() else {
             return false;
         };
@@ -771,6 +826,7 @@ impl Worker {
                         len: io.len as u32,
                         issued: now,
                         verify: VerifyIo::None,
+                        prio: base_prio,
                     };
                     self.held = Some(h);
                     due
@@ -793,12 +849,17 @@ impl Worker {
         } else {
             VerifyIo::None
         };
+        let prio = match &mut self.prios {
+            Some(p) => p.choose(io.op, io.len),
+            None => 0,
+        };
         Pending {
             op: io.op,
             sector: io.sector,
             len: io.len,
             issued: now,
             verify,
+            prio,
         }
     }
 
@@ -817,6 +878,7 @@ impl Worker {
                     len: 0,
                     issued: now,
                     verify: VerifyIo::None,
+                    prio: self.base_prio(),
                 };
             }
             if let Some(log) = &mut self.log
@@ -828,6 +890,7 @@ impl Worker {
                     len,
                     issued: now,
                     verify: VerifyIo::Check(generation),
+                    prio: self.base_prio(),
                 };
             }
             if let Some(h) = self.held.take() {
@@ -835,6 +898,12 @@ impl Worker {
             }
         }
         self.choose(now)
+    }
+
+    /// The job's own priority (fio's raw value; 0: the default).
+    #[inline]
+    fn base_prio(&self) -> u16 {
+        self.prios.as_ref().map_or(0, |p| p.base())
     }
 
     /// Its largest block size (of a replayed log: its largest I/O when the
@@ -856,8 +925,19 @@ impl Worker {
             len: io.len,
             flags,
             ctx: self.ctx,
-            prio: IoPrio::DEFAULT,
+            prio: Worker::io_prio(io),
             token,
+        }
+    }
+
+    /// The priority `io`'s bio carries (the default when the job sets
+    /// none).
+    #[inline]
+    pub fn io_prio(io: &Pending) -> IoPrio {
+        if io.prio == 0 {
+            IoPrio::DEFAULT
+        } else {
+            prio::bio_prio(io.prio)
         }
     }
 
@@ -913,6 +993,9 @@ impl Worker {
     }
 
     fn issued_slow(&mut self, io: &Pending) {
+        if let Some(f) = &mut self.flow {
+            f.used();
+        }
         if let Some(r) = &mut self.rate {
             r.issued(io.op, io.len);
         }
@@ -975,6 +1058,7 @@ impl Worker {
             issued: io.issued,
             submitted,
             now,
+            prio: io.prio,
         });
         if let Some(t) = &mut self.think
             && t.completed(now)
@@ -985,8 +1069,13 @@ impl Worker {
             if let (VerifyIo::Fill(generation), Some(log)) = (io.verify, &mut self.log) {
                 log.written(io.offset(), io.len, generation, ok);
             }
-            if let Some(r) = &mut self.rate_min {
-                r.completed(io.op, bytes);
+            self.tick(now);
+            if self.stage == Stage::Io
+                && self.ramp_end.is_none()
+                && let Some(r) = &mut self.rate_min
+                && let Err(shortfall) = r.completed(io.op, bytes, now)
+            {
+                self.fail(JobFailure::RateMin(shortfall), true);
             }
             if matches!(io.op, Op::Read | Op::Write)
                 && let Some(t) = &mut self.lat_target
@@ -1048,6 +1137,12 @@ impl Worker {
         }
         if self.quiescing && self.stage != Stage::Stopped {
             self.quiescing = false;
+            if std::mem::take(&mut self.flow_pause) {
+                let sleep = self.flow.as_ref().map_or(0, |f| f.sleep);
+                let wake = now.saturating_add(sleep);
+                self.sleeping_until = Some(wake);
+                return Some(wake);
+            }
             if let Some(t) = &mut self.think {
                 let (spin, wake) = t.pause(now);
                 self.spin_until = (spin > now).then_some(spin);
@@ -1103,6 +1198,9 @@ impl Worker {
                     self.syncs_owed = self.end_syncs;
                 }
                 Stage::Sync | Stage::Stopped => {
+                    if let Some(f) = &mut self.flow {
+                        f.leave();
+                    }
                     self.state = State::Done;
                     self.end = now;
                     self.quiescing = false;
@@ -1115,8 +1213,8 @@ impl Worker {
     }
 
     /// When it must be looked at again even if none of its I/O completes:
-    /// the end of its think time, of its rate wait, of its ramp, of a
-    /// `rate_min` cycle, or of its runtime.
+    /// the end of its think time, of its rate wait, of its ramp, or of its
+    /// runtime.
     pub fn next_wake(&self) -> Option<Nanos> {
         if self.state != State::Running {
             return None;
@@ -1133,9 +1231,6 @@ impl Worker {
         if self.slow {
             at(self.rate_wait);
             at(self.ramp_end);
-            if self.stage == Stage::Io {
-                at(self.rate_min.as_ref().map(RateMin::due));
-            }
         }
         t
     }

@@ -503,7 +503,9 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
     for (line, needle) in [
         ("exec_prerun=ls", "does not run commands"),
         ("exec_postrun=ls", "does not run commands"),
-        ("cmdprio_percentage=10", "I/O priorities"),
+        // cmdprio_percentage is implemented (issue 29): an engine option
+        // still refused stands in for it.
+        ("nowait=1", "its own queue"),
         ("replay_scale=2", "elevator replay"),
         ("merge_blktrace_file=m", "elevator replay"),
         ("zonecapacity=1m", "zoned block devices"),
@@ -988,6 +990,8 @@ fn sample(name: &str) -> (&'static str, bool) {
         "write_iolog" | "read_iolog" => ("io.log", false),
         "replay_skip" => ("trim", false),
         "replay_time_scale" => ("50", false),
+        "cmdprio_bssplit" => ("64k/50/1/0", false),
+        "flow_sleep" => ("1000", false),
         // 0/1 switches whose default is 1.
         "randrepeat" | "do_verify" | "per_job_logs" | "clat_percentiles" | "buffered" => {
             ("0", false)
@@ -1885,4 +1889,51 @@ fn numa_options_take_fios_forms() {
     }
     let e = JobFile::parse("[j]\nnuma_cpu_nodes=x\n", FILE).unwrap_err();
     assert_eq!(e.option.as_deref(), Some("numa_cpu_nodes"));
+}
+
+#[test]
+fn priority_and_flow_options_read_fios_forms() {
+    use elevator_fio::job::CmdprioSplit;
+    let j = job(
+        "prio=7\nprioclass=3\ncmdprio_percentage=20,30\ncmdprio_class=1\ncmdprio=2\nlog_prio=1",
+    );
+    assert_eq!((j.prio, j.prioclass), (Some(7), Some(3)));
+    assert_eq!(&j.cmdprio_percentage[..2], &[20, 30]);
+    assert_eq!(&j.cmdprio_class[..2], &[1, 1]);
+    assert_eq!(&j.cmdprio[..2], &[2, 2]);
+    assert!(j.log_prio);
+    // examples/cmdprio-bssplit.fio's advanced form: 0 % entries dropped.
+    let j = job("cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0");
+    let s = j.cmdprio_bssplit.expect("split");
+    assert_eq!(
+        s[0],
+        [
+            CmdprioSplit {
+                bs: 65536,
+                percent: 25,
+                prio: Some((1, 1))
+            },
+            CmdprioSplit {
+                bs: 65536,
+                percent: 75,
+                prio: Some((3, 2))
+            },
+        ]
+    );
+    assert!(s[1].is_empty());
+    rejects(
+        "cmdprio_bssplit=64k/60:64k/50",
+        "cmdprio_bssplit",
+        "more than 100",
+    );
+    rejects(
+        "cmdprio_bssplit=64k/10/1",
+        "cmdprio_bssplit",
+        "blocksize/percentage",
+    );
+    rejects("prio=8", "prio", "between 0 and 7");
+    rejects("cmdprio_class=0", "cmdprio_class", "between 1 and 3");
+    let j = job("flow_id=3\nflow=8\nflow_sleep=1000");
+    assert_eq!((j.flow_id, j.flow, j.flow_sleep), (3, 8, 1_000_000));
+    rejects("flow=1001", "flow", "between 0 and 1000");
 }

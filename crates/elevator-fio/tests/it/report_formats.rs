@@ -40,6 +40,7 @@ fn stats(job: &JobSpec) -> JobStats {
             issued: t,
             submitted: t + 1_000,
             now: t + 101_000,
+            prio: 0,
         });
         if i % 2 == 0 {
             s.completed(&IoDone {
@@ -50,6 +51,7 @@ fn stats(job: &JobSpec) -> JobStats {
                 issued: t,
                 submitted: t + 1_000,
                 now: t + 2 * MS + 1_000,
+                prio: 0,
             });
         }
         s.reaped(2);

@@ -3,7 +3,7 @@
 //!
 //! Events, in time order: a device completion (the device says when its next
 //! one is due), a worker waking (the end of its think time, rate wait, ramp,
-//! `rate_min` cycle or runtime: whatever [`Worker::next_wake`] says), a job's
+//! flow wait or runtime: whatever [`Worker::next_wake`] says), a job's
 //! `startdelay` running out, and a scheduler timer (a scheduler that idles
 //! answers "wait until T"). Jobs start by their start rules
 //! ([`workload::start_ready`]: `stonewall`, `wait_for`, `startdelay`),
@@ -160,6 +160,7 @@ const NO_IO: IoRecord = IoRecord {
         len: 0,
         issued: 0,
         verify: VerifyIo::None,
+        prio: 0,
     },
     submitted: 0,
 };

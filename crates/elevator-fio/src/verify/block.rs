@@ -1,10 +1,8 @@
 //! The block format: [`fill`] writes it, [`check`] reads it (the layout is
 //! in the module's documentation).
 
-use super::{
-    Crc32c, Digest, HEADER_LEN, MAGIC, Md5, Sha256, SpecError, VerifyError, VerifyKind, VerifySpec,
-    Xxh32, crc32c,
-};
+use super::checksum::Running;
+use super::{Digest, HEADER_LEN, MAGIC, SpecError, VerifyError, VerifyKind, VerifySpec, crc32c};
 use elevator_core::rng::{Rng, splitmix64};
 
 const KIND_AT: usize = 8;
@@ -225,35 +223,16 @@ fn pattern_mismatch(block: &[u8], pattern: &[u8]) -> Option<(usize, u8, u8)> {
     None
 }
 
-/// The digest of `kind` over the header's fields and the payload.
+/// The digest of `kind` over the header's fields and the payload, cut to
+/// what a header stores ([`VerifyKind::digest_len`]). XXH32 uses seed 0.
 fn digest(kind: VerifyKind, fields: &[u8], payload: &[u8]) -> Digest {
-    match kind {
-        VerifyKind::Crc32c => {
-            let mut h = Crc32c::new();
-            h.update(fields);
-            h.update(payload);
-            Digest::new(&h.finish().to_le_bytes())
-        }
-        VerifyKind::Md5 => {
-            let mut h = Md5::new();
-            h.update(fields);
-            h.update(payload);
-            Digest::new(&h.finish())
-        }
-        VerifyKind::Sha256 => {
-            let mut h = Sha256::new();
-            h.update(fields);
-            h.update(payload);
-            Digest::new(&h.finish())
-        }
-        VerifyKind::Xxhash => {
-            let mut h = Xxh32::new(0);
-            h.update(fields);
-            h.update(payload);
-            Digest::new(&h.finish().to_le_bytes())
-        }
-        VerifyKind::Pattern | VerifyKind::Meta => Digest::new(&[]),
-    }
+    let Some(mut h) = Running::new(kind, 0) else {
+        return Digest::new(&[]);
+    };
+    h.update(fields);
+    h.update(payload);
+    let full = h.finish();
+    Digest::new(&full.as_bytes()[..kind.digest_len()])
 }
 
 /// The random stream of one interval's payload: a different one for every

@@ -67,13 +67,19 @@ impl Digest {
     }
 }
 
-/// Four-byte digests (crc32c, xxhash) print as their `u32` value in hex
-/// (`0xe3069283`), longer ones as their bytes in hex, as `md5sum` and
+/// The CRCs and xxhash (1, 2, 4 or 8 bytes) print as their integer in hex
+/// (`0xe3069283`), the hashes as their bytes in hex, as `md5sum` and
 /// `sha256sum` print them.
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let [a, b, c, d] = *self.as_bytes() {
-            return write!(f, "0x{:08x}", u32::from_le_bytes([a, b, c, d]));
+        match *self.as_bytes() {
+            [a] => return write!(f, "0x{a:02x}"),
+            [a, b] => return write!(f, "0x{:04x}", u16::from_le_bytes([a, b])),
+            [a, b, c, d] => return write!(f, "0x{:08x}", u32::from_le_bytes([a, b, c, d])),
+            [a, b, c, d, e, g, h, i] => {
+                return write!(f, "0x{:016x}", u64::from_le_bytes([a, b, c, d, e, g, h, i]));
+            }
+            _ => {}
         }
         for b in self.as_bytes() {
             write!(f, "{b:02x}")?;

@@ -513,7 +513,7 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
             "not implement it (yet) beyond fio's default (0)",
         ),
         ("buffer_pattern=0xaa", "data contents"),
-        ("verify=sha1", "elevator verifies with crc32c"),
+        ("verify=pattern_no_hdr", "always carry a header"),
         ("zonemode=zbd", "not implemented by elevator"),
         ("hipri", "io_uring"),
     ] {
@@ -775,11 +775,11 @@ fn cross_option_checks_report_at_the_job_header() {
 
 #[test]
 fn errors_name_the_path_given() {
-    let e = JobFile::parse("[j]\nverify=crc7\n", "jobs/verify.fio").unwrap_err();
+    let e = JobFile::parse("[j]\nverify=pattern_no_hdr\n", "jobs/verify.fio").unwrap_err();
     assert_eq!(e.file, "jobs/verify.fio");
     assert!(
         e.to_string().starts_with(
-            "jobs/verify.fio:2: option 'verify': verify=crc7 is fio's but not implemented"
+            "jobs/verify.fio:2: option 'verify': verify=pattern_no_hdr is not implemented"
         ),
         "{e}"
     );
@@ -1275,7 +1275,7 @@ fn verify_options() {
         (16, true, false, true)
     );
     rejects_all(&[
-        ("verify=sha512", "verify", "not implemented by elevator"),
+        ("verify=pattern_no_hdr", "verify", "is not implemented"),
         ("verify=bogus", "verify", "unknown verify method"),
         ("verify_pattern=0xzz", "verify_pattern", "not a hexadecimal"),
         ("verify_pattern=%o", "verify_pattern", "%o"),

@@ -274,6 +274,10 @@ pub struct JobSpec {
     pub verify_pattern: Option<Vec<u8>> = None,
     /// `verify_interval`: bytes covered by each header (default: the block).
     pub verify_interval: Option<u64> = None,
+    /// `verify_format` (elevator's own option): the layout of verified
+    /// blocks, elevator's (the default) or fio's on-disk format, which fio's
+    /// `verify_only` checks and in which fio's files are read.
+    pub verify_format: crate::verify::BlockFormat = crate::verify::BlockFormat::Elevator,
     /// `write_lat_log`: file name prefix of the latency logs (`PREFIX_lat`,
     /// `_clat`, `_slat`).
     pub write_lat_log: Option<String> = None,

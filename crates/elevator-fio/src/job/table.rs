@@ -401,6 +401,12 @@ pub(super) const OPTIONS: &[FioOption] = &[
     set("verify_pattern", Store::Value(store_verify_pattern)),
     set("verify_fatal", Store::Bool(|j, b| j.verify_fatal = b)),
     opt("verify_dump", d("0", NOT_YET)),
+    // elevator's own option (fio writes its own format only): which block
+    // layout verify writes and checks.
+    set(
+        "verify_format",
+        value!(|j, v| j.verify_format = crate::verify::BlockFormat::parse(v)?),
+    ),
     opt(
         "verify_async",
         N("elevator checks data in its completion path, not in extra threads"),

@@ -41,6 +41,14 @@ pub enum SpecError {
     /// `verify=pattern` without a (non-empty) `verify_pattern`.
     #[error("verify=pattern needs a non-empty verify_pattern")]
     NoPattern,
+    /// A kind fio's on-disk format cannot carry as fio does.
+    #[error("verify={kind} cannot be written or checked in fio's format: {why}")]
+    NotInFioFormat {
+        /// The kind.
+        kind: VerifyKind,
+        /// Why.
+        why: &'static str,
+    },
 }
 
 /// A digest as stored in a header: up to 32 bytes.
@@ -221,6 +229,34 @@ pub enum VerifyError {
         /// The digest of what was read.
         computed: Digest,
     },
+    /// fio's format: the interval does not start with fio's magic.
+    #[error(
+        "verify: bad magic header {found:x}, wanted acca at offset {offset}, length {length}: \
+         never written, or not written by fio's verify"
+    )]
+    FioBadMagic {
+        /// Device offset of the interval.
+        offset: u64,
+        /// Length of the interval.
+        length: usize,
+        /// The two bytes found, little-endian.
+        found: u16,
+    },
+    /// fio's format: the header names another verify type than the job's.
+    #[error(
+        "verify: type mismatch at offset {offset}, length {length}: the header holds fio's \
+         verify type {found}, the job verifies with type {expected}"
+    )]
+    FioWrongType {
+        /// Device offset of the interval.
+        offset: u64,
+        /// Length of the interval.
+        length: usize,
+        /// fio's type code of the job's kind.
+        expected: u16,
+        /// The type code in the header.
+        found: u16,
+    },
     /// A payload byte differs from `verify_pattern`.
     #[error(
         "verify: pattern mismatch at offset {offset}, length {length}: byte {at} of the block \
@@ -255,7 +291,9 @@ impl VerifyError {
             | VerifyError::WrongOffset { offset, .. }
             | VerifyError::WrongGeneration { offset, .. }
             | VerifyError::DigestMismatch { offset, .. }
-            | VerifyError::PatternMismatch { offset, .. } => Some(*offset),
+            | VerifyError::PatternMismatch { offset, .. }
+            | VerifyError::FioBadMagic { offset, .. }
+            | VerifyError::FioWrongType { offset, .. } => Some(*offset),
         }
     }
 }

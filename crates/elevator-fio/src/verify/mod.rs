@@ -57,6 +57,7 @@ mod blocks;
 mod checksum;
 mod crc32c;
 mod error;
+mod fio_block;
 mod md5;
 mod sha256;
 mod xxhash;
@@ -65,6 +66,7 @@ pub use block::{check, fill};
 pub use blocks::{Compress64, Hash64};
 pub use crc32c::{Crc32c, crc32c};
 pub use error::{Digest, SpecError, VerifyError};
+pub use fio_block::{FIO_HEADER_LEN, FIO_MAGIC, check_fio, fill_fio};
 pub use md5::{Md5, Md5Rounds, md5};
 pub use sha256::{Sha256, Sha256Rounds, sha256};
 pub use xxhash::{Xxh32, xxh32};
@@ -286,6 +288,32 @@ impl fmt::Display for VerifyKind {
     }
 }
 
+/// Which layout the blocks have: elevator's own (the default) or fio's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BlockFormat {
+    /// elevator's format (this module's documentation): an 80-byte header
+    /// naming the kind, the offset, the generation and the seed.
+    #[default]
+    Elevator,
+    /// fio 3.33's on-disk format ([`fill_fio`], [`check_fio`]): blocks fio's
+    /// `verify_only` accepts, and blocks fio wrote are checked.
+    Fio,
+}
+
+impl BlockFormat {
+    /// `verify_format=`'s value: `elevator` or `fio`.
+    pub fn parse(v: &str) -> Result<BlockFormat, String> {
+        match v.trim() {
+            "elevator" => Ok(BlockFormat::Elevator),
+            "fio" => Ok(BlockFormat::Fio),
+            other => Err(format!(
+                "verify_format={other}: the block format is elevator (elevator's own) or fio \
+                 (fio's on-disk format)"
+            )),
+        }
+    }
+}
+
 /// How a job verifies: fio's `verify`, `verify_pattern` and
 /// `verify_interval`, and the seed its random payloads come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -302,6 +330,8 @@ pub struct VerifySpec {
     /// buffer; `None` for one header per buffer (fio's default: the block
     /// size).
     pub interval: Option<usize>,
+    /// The blocks' layout.
+    pub format: BlockFormat,
 }
 
 impl VerifySpec {
@@ -312,6 +342,7 @@ impl VerifySpec {
             pattern: None,
             seed,
             interval: None,
+            format: BlockFormat::Elevator,
         }
     }
 

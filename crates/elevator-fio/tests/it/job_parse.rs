@@ -984,6 +984,7 @@ fn sample(name: &str) -> (&'static str, bool) {
         "write_iolog" | "read_iolog" => ("io.log", false),
         "replay_skip" => ("trim", false),
         "replay_time_scale" => ("50", false),
+        "verify_format" => ("fio", false),
         // 0/1 switches whose default is 1.
         "randrepeat" | "do_verify" | "per_job_logs" | "clat_percentiles" | "buffered" => {
             ("0", false)

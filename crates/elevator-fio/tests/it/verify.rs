@@ -2,7 +2,8 @@
 //! format is meant to catch is caught and named.
 
 use elevator_fio::verify::{
-    BLOCK_ALIGN, HEADER_LEN, MAGIC, SpecError, VerifyError, VerifyKind, VerifySpec, check, fill,
+    BLOCK_ALIGN, BlockFormat, HEADER_LEN, MAGIC, SpecError, VerifyError, VerifyKind, VerifySpec,
+    check, fill,
 };
 
 const KINDS: [VerifyKind; 16] = VerifyKind::ALL;
@@ -13,6 +14,7 @@ fn spec(kind: VerifyKind, interval: Option<usize>) -> VerifySpec {
         pattern: (kind == VerifyKind::Pattern).then(|| b"\xde\xad\xbe\xef\x01".to_vec()),
         seed: 0x5eed,
         interval,
+        format: BlockFormat::Elevator,
     }
 }
 

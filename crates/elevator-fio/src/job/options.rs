@@ -619,6 +619,19 @@ pub(super) fn verify(v: &str) -> Result<Option<String>, String> {
     Ok(crate::verify::VerifyKind::parse_option(v)?.map(|kind| kind.name().to_string()))
 }
 
+/// `buffer_pattern`: the same forms as `verify_pattern`, at most fio's
+/// pattern length.
+pub(super) fn buffer_pattern(v: &str) -> Result<Vec<u8>, String> {
+    let bytes = pattern(v)?;
+    if bytes.len() > MAX_PATTERN_BYTES {
+        return Err(format!(
+            "a pattern of {} bytes: at most {MAX_PATTERN_BYTES} (fio's limit)",
+            bytes.len()
+        ));
+    }
+    Ok(bytes)
+}
+
 /// `verify_pattern`: `0xHEX`, `"text"` or a decimal number (its 1 to 8
 /// bytes, least significant first).
 fn pattern(v: &str) -> Result<Vec<u8>, String> {

@@ -56,6 +56,7 @@ mod block;
 mod blocks;
 mod checksum;
 mod crc32c;
+mod dump;
 mod error;
 mod fio_block;
 mod md5;
@@ -65,6 +66,7 @@ mod xxhash;
 pub use block::{check, fill};
 pub use blocks::{Compress64, Hash64};
 pub use crc32c::{Crc32c, crc32c};
+pub use dump::{DumpFile, dump_base, dump_files};
 pub use error::{Digest, SpecError, VerifyError};
 pub use fio_block::{FIO_HEADER_LEN, FIO_MAGIC, check_fio, fill_fio};
 pub use md5::{Md5, Md5Rounds, md5};
@@ -332,6 +334,9 @@ pub struct VerifySpec {
     pub interval: Option<usize>,
     /// The blocks' layout.
     pub format: BlockFormat,
+    /// `verify_dump`: the base of the names of the files a failed block is
+    /// dumped to ([`dump_files`]); `None`: no dump.
+    pub dump: Option<String>,
 }
 
 impl VerifySpec {
@@ -343,6 +348,7 @@ impl VerifySpec {
             seed,
             interval: None,
             format: BlockFormat::Elevator,
+            dump: None,
         }
     }
 

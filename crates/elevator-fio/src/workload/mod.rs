@@ -3,6 +3,7 @@
 //! [`Layout`]. The simulation engine drives workers on a virtual clock;
 //! elevator-io drives the same workers on the real one.
 
+mod contents;
 mod distribution;
 mod failure;
 mod layout;
@@ -16,6 +17,7 @@ mod verify_log;
 mod worker;
 mod zones;
 
+pub use contents::{Contents, DedupeMode, MAX_WORKING_SET};
 pub use failure::{IoError, JobFailure};
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};

@@ -150,6 +150,9 @@ pub struct Worker {
     pub pattern: Pattern,
     /// How its buffers are filled and checked, when it verifies.
     pub verify: Option<VerifySpec>,
+    /// What its writes carry, when the job sets fio's buffer options
+    /// (and does not verify: verify fills its own buffers).
+    pub contents: Option<super::Contents>,
     pub(crate) rule: StartRule,
     iodepth: u32,
     low: u32,
@@ -376,6 +379,7 @@ impl Worker {
             first_error: 0,
             first_ignored: None,
             stats: JobStats::new(job),
+            contents: super::Contents::new(job, seed, file_bytes),
         })
     }
 

@@ -15,6 +15,7 @@ fn spec(kind: VerifyKind, interval: Option<usize>) -> VerifySpec {
         seed: 0x5eed,
         interval,
         format: BlockFormat::Elevator,
+        dump: None,
     }
 }
 

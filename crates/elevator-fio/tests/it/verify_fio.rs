@@ -73,6 +73,7 @@ fn spec(kind: VerifyKind, interval: Option<usize>, pattern: Option<&[u8]>) -> Ve
         seed: 0x5eed,
         interval,
         format: BlockFormat::Fio,
+        dump: None,
     }
 }
 

@@ -133,3 +133,54 @@ fn verify_dump_writes_the_block_as_read_and_as_expected() {
     let differ: Vec<usize> = (0..4096).filter(|&i| received[i] != expected[i]).collect();
     assert_eq!(differ, vec![100]);
 }
+
+/// The share of zero bytes and of 4 KiB blocks that repeat an earlier one
+/// in the first `len` bytes of `path`.
+fn zeros_and_dups(path: &str, len: usize) -> (f64, f64) {
+    let data = std::fs::read(path).expect("read");
+    let data = &data[..len];
+    let zeros = data.iter().filter(|&&b| b == 0).count() as f64 / len as f64;
+    let blocks: Vec<&[u8]> = data.chunks(4096).collect();
+    let unique: std::collections::HashSet<&[u8]> = blocks.iter().copied().collect();
+    let dups = 1.0 - unique.len() as f64 / blocks.len() as f64;
+    (zeros, dups)
+}
+
+/// fio's buffer options: elevator's writes on a file have the share of
+/// zeros (`buffer_compress_percentage`) and of repeated blocks
+/// (`dedupe_percentage`, both modes) that fio's writes of the same job have,
+/// within 3 points; `buffer_pattern` alone fills every byte.
+#[test]
+fn buffer_contents_have_fios_compressibility_and_dedupe() {
+    elevator_testkit::needs!("fio");
+    let jobs = [
+        "buffer_compress_percentage=50\ndedupe_percentage=34\n",
+        "dedupe_percentage=34\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\n",
+        "buffer_compress_percentage=70\nbuffer_compress_chunk=4k\nrefill_buffers=1\n",
+        "buffer_pattern=0x01\n",
+    ];
+    for (i, tail) in jobs.iter().enumerate() {
+        let dir = TempDir::new(&format!("contents-{i}"));
+        let text = format!("[c]\nrw=write\nbs=4k\nsize=4m\n{tail}");
+        let fio_data = device_file(&dir);
+        let job = dir.write("c.fio", &text);
+        stdout_ok("fio", &run_fio(dir.path(), &job, &fio_data));
+        let fio_figures = zeros_and_dups(&fio_data, 4 << 20);
+        let ours = dir.path().join("ours").display().to_string();
+        std::fs::File::create(&ours)
+            .and_then(|f| f.set_len(4 << 20))
+            .expect("create");
+        stdout_ok("elevator", &run_elevator(dir.path(), &job, &ours));
+        let our_figures = zeros_and_dups(&ours, 4 << 20);
+        if tail.starts_with("buffer_pattern") {
+            let data = std::fs::read(&ours).expect("read");
+            assert!(data.iter().all(|&b| b == 1), "buffer_pattern=0x01");
+            continue;
+        }
+        assert!(
+            (fio_figures.0 - our_figures.0).abs() < 0.03
+                && (fio_figures.1 - our_figures.1).abs() < 0.03,
+            "{tail}: fio's zeros and repeated blocks {fio_figures:?}, elevator's {our_figures:?}"
+        );
+    }
+}

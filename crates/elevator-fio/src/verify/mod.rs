@@ -10,8 +10,11 @@
 //!
 //! # Block format
 //!
-//! This is elevator's own format, **not fio's on-disk format**: data written
-//! by fio with `verify=` cannot be checked by elevator, nor the reverse.
+//! This is elevator's own format ([`BlockFormat::Elevator`], the default).
+//! fio's on-disk format is the other ([`BlockFormat::Fio`], the job option
+//! `verify_format=fio`; see [`fill_fio`] and [`check_fio`]): blocks fio
+//! writes with `verify=` are checked in it, and fio's `verify_only` accepts
+//! what elevator writes in it.
 //!
 //! A buffer is cut into intervals (`verify_interval`, by default the whole
 //! buffer); each interval is a multiple of 512 bytes and starts with an
@@ -50,7 +53,8 @@
 //! or pattern. `meta` checks the header only: its payload is not checked.
 //! Every error names the device offset and length of the failing interval.
 //!
-//! Neither [`fill`] nor [`check`] allocates.
+//! Neither [`fill`] nor [`check`] allocates. `verify_dump` ([`dump_files`])
+//! names and fills the files a failing block is dumped to.
 
 mod block;
 mod blocks;

@@ -6,10 +6,10 @@
 //!
 //! [`Contents`] fills one write's buffer. Every buffer comes from a seed:
 //! a new one, or (`dedupe_percentage` of the writes, drawn per write) the
-//! previous write's (`repeat`) or one of a working set of seeds
-//! (`working_set`, as many as the job's region has blocks times
-//! `dedupe_working_set_percentage`), so that a deduplicated write is a copy
-//! of an earlier one, byte for byte. Each chunk of `buffer_compress_chunk`
+//! previous write's (`repeat`) or one of a working set (`working_set`: the
+//! first of the new seeds, as many as the job's region has blocks times
+//! `dedupe_working_set_percentage`, as fio), so that a deduplicated write
+//! is a copy of another, byte for byte. Each chunk of `buffer_compress_chunk`
 //! bytes is pseudo-random for its first `100 - buffer_compress_percentage`
 //! percent, then `buffer_pattern` (or zeros). Without compression or dedupe,
 //! `buffer_pattern` fills the buffer and `refill_buffers` gives every write
@@ -47,9 +47,6 @@ impl DedupeMode {
     }
 }
 
-/// The most seeds a working set holds (bounds the memory a job takes).
-pub const MAX_WORKING_SET: u64 = 1 << 20;
-
 /// One job clone's write contents.
 #[derive(Clone, Debug)]
 pub struct Contents {
@@ -59,7 +56,11 @@ pub struct Contents {
     refill: bool,
     dedupe: u32,
     mode: DedupeMode,
-    working_set: Vec<u64>,
+    /// Seeds in the working set: the first new ones.
+    working_set: u64,
+    /// The base of the new seeds, and how many were drawn.
+    base: u64,
+    drawn: u64,
     rng: Rng,
     prev: u64,
 }
@@ -73,16 +74,9 @@ impl Contents {
         if b.pattern.is_none() && b.compress == 0 && b.dedupe == 0 && !b.refill {
             return None;
         }
-        let mut rng = Rng::new(mix(&[seed, 0xC0_47E4_7500]));
-        let working_set = if b.dedupe > 0 && b.mode == DedupeMode::WorkingSet {
-            let blocks = region / job.bs[1].max(1);
-            let n =
-                (blocks.saturating_mul(u64::from(b.working_set)) / 100).clamp(1, MAX_WORKING_SET);
-            (0..n).map(|_| rng.next_u64()).collect()
-        } else {
-            Vec::new()
-        };
-        let prev = rng.next_u64();
+        let blocks = region / job.bs[1].max(1);
+        let working_set = (blocks.saturating_mul(u64::from(b.working_set)) / 100).max(1);
+        let base = mix(&[seed, 0xC0_47E4_7500]);
         Some(Contents {
             pattern: b.pattern.clone().filter(|p| !p.is_empty()),
             compress: b.compress.min(100),
@@ -91,8 +85,10 @@ impl Contents {
             dedupe: b.dedupe.min(100),
             mode: b.mode,
             working_set,
-            rng,
-            prev,
+            base,
+            drawn: 0,
+            rng: Rng::new(mix(&[base, 1])),
+            prev: mix(&[base, 0]),
         })
     }
 
@@ -132,15 +128,18 @@ impl Contents {
         if self.dedupe > 0 && self.rng.below(100) < u64::from(self.dedupe) {
             return match self.mode {
                 DedupeMode::Repeat => self.prev,
-                DedupeMode::WorkingSet => {
-                    let i = self.rng.below(self.working_set.len() as u64) as usize;
-                    self.working_set[i]
-                }
+                DedupeMode::WorkingSet => self.new_seed(self.rng.below(self.working_set)),
             };
         }
-        let s = self.rng.next_u64();
+        let s = self.new_seed(self.drawn);
+        self.drawn += 1;
         self.prev = s;
         s
+    }
+
+    /// The `k`th new seed.
+    fn new_seed(&self, k: u64) -> u64 {
+        mix(&[self.base, 2, k])
     }
 }
 

@@ -17,7 +17,7 @@ mod verify_log;
 mod worker;
 mod zones;
 
-pub use contents::{Contents, DedupeMode, MAX_WORKING_SET};
+pub use contents::{Contents, DedupeMode};
 pub use failure::{IoError, JobFailure};
 pub use layout::{Extent, Layout};
 pub use pattern::{NextIo, Pattern};

@@ -512,7 +512,7 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
             "file_append=1",
             "not implement it (yet) beyond fio's default (0)",
         ),
-        ("buffer_pattern=0xaa", "data contents"),
+        ("dedupe_global=1", "working set per job clone"),
         ("verify=pattern_no_hdr", "always carry a header"),
         ("zonemode=zbd", "not implemented by elevator"),
         ("hipri", "io_uring"),
@@ -985,6 +985,7 @@ fn sample(name: &str) -> (&'static str, bool) {
         "replay_skip" => ("trim", false),
         "replay_time_scale" => ("50", false),
         "verify_format" => ("fio", false),
+        "dedupe_mode" => ("working_set", false),
         // 0/1 switches whose default is 1.
         "randrepeat" | "do_verify" | "per_job_logs" | "clat_percentiles" | "buffered" => {
             ("0", false)
@@ -1756,4 +1757,40 @@ fn a_value_is_at_most_path_max_and_a_pattern_fios_512_bytes() {
         "d".repeat(1 << 20)
     ));
     assert_eq!((e.line, e.option.as_deref()), (2, Some("directory")), "{e}");
+}
+
+#[test]
+fn buffer_and_verify_options_of_issue_29_are_read() {
+    use elevator_fio::verify::BlockFormat;
+    use elevator_fio::workload::DedupeMode;
+    let j = job(
+        "buffer_pattern=0x01\nbuffer_compress_percentage=50\nbuffer_compress_chunk=4k\n\
+         refill_buffers\ndedupe_percentage=34\ndedupe_mode=working_set\n\
+         dedupe_working_set_percentage=50\ndedupe_global=0\nverify=sha3-384\n\
+         verify_dump=1\nverify_format=fio",
+    );
+    let b = &j.buffers;
+    assert_eq!(b.pattern, Some(vec![1]));
+    assert_eq!((b.compress, b.chunk, b.refill), (50, 4096, true));
+    assert_eq!(
+        (b.dedupe, b.mode, b.working_set),
+        (34, DedupeMode::WorkingSet, 50)
+    );
+    assert_eq!(j.verify.as_deref(), Some("sha3-384"));
+    assert!(j.verify_dump);
+    assert_eq!(j.verify_format, BlockFormat::Fio);
+    rejects_all(&[
+        (
+            "buffer_compress_percentage=101",
+            "buffer_compress_percentage",
+            "100",
+        ),
+        (
+            "dedupe_mode=zigzag",
+            "dedupe_mode",
+            "repeat and working_set",
+        ),
+        ("verify_format=xfs", "verify_format", "elevator"),
+        ("buffer_pattern=0xzz", "buffer_pattern", "not a hexadecimal"),
+    ]);
 }

@@ -128,7 +128,10 @@ impl Contents {
         if self.dedupe > 0 && self.rng.below(100) < u64::from(self.dedupe) {
             return match self.mode {
                 DedupeMode::Repeat => self.prev,
-                DedupeMode::WorkingSet => self.new_seed(self.rng.below(self.working_set)),
+                DedupeMode::WorkingSet => {
+                    let k = self.rng.below(self.working_set);
+                    self.new_seed(k)
+                }
             };
         }
         let s = self.new_seed(self.drawn);

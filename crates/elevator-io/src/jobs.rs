@@ -22,7 +22,8 @@
 //! [`verify::check`] as it completes; a failure is the worker's
 //! ([`Worker::verify_failed`]), and a run with a failed job ends with
 //! [`JobRunError::JobFailed`]. Without `verify`, buffers keep the random
-//! bytes written once at the start.
+//! bytes written once at the start, unless the job sets fio's buffer
+//! options: then [`workload::Contents`] fills each write.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -719,6 +720,13 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
                         error,
                     });
                 }
+                if io.verify == VerifyIo::None
+                    && io.op != Op::Read
+                    && let Some(contents) = worker.contents.as_mut()
+                {
+                    // fio's buffer options: this write's bytes.
+                    contents.fill(&mut piece);
+                }
                 let mut bufs = std::mem::take(&mut slot.bufs);
                 bufs.push(piece);
                 if io.op == Op::Read {
@@ -804,6 +812,7 @@ impl<D: DataDevice, Q: QueueAccess> Runner<D, Q> {
         {
             let got = &buf[..(bytes as usize).min(buf.len())];
             if let Err(e) = verify::check(spec, got, io.offset(), generation) {
+                crate::verify_dump::dump_failure(spec, got, io.offset(), generation, &e);
                 worker.verify_failed(e);
             }
         }

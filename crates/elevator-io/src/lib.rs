@@ -59,6 +59,7 @@ pub mod spec;
 mod sync;
 pub mod tags;
 mod uring;
+mod verify_dump;
 pub mod write_log;
 pub mod write_log_file;
 mod written;

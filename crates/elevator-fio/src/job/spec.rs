@@ -274,6 +274,16 @@ pub struct JobSpec {
     pub verify_pattern: Option<Vec<u8>> = None,
     /// `verify_interval`: bytes covered by each header (default: the block).
     pub verify_interval: Option<u64> = None,
+    /// `verify_format` (elevator's own option): the layout of verified
+    /// blocks, elevator's (the default) or fio's on-disk format, which fio's
+    /// `verify_only` checks and in which fio's files are read.
+    pub verify_format: crate::verify::BlockFormat = crate::verify::BlockFormat::Elevator,
+    /// `verify_dump`: write a block that fails its check, as read and as
+    /// expected, to files (see [`crate::verify::dump_files`]).
+    pub verify_dump: bool = false,
+    /// fio's buffer options: what writes carry (see
+    /// [`crate::workload::Contents`]).
+    pub buffers: BufferContents = BufferContents::default(),
     /// `write_lat_log`: file name prefix of the latency logs (`PREFIX_lat`,
     /// `_clat`, `_slat`).
     pub write_lat_log: Option<String> = None,
@@ -743,5 +753,45 @@ impl SteadySpec {
             self.limit as f32,
             if self.percent { "%" } else { "" }
         )
+    }
+}
+
+
+/// fio's buffer options (`buffer_pattern`, `buffer_compress_percentage`,
+/// `buffer_compress_chunk`, `refill_buffers`, `dedupe_percentage`,
+/// `dedupe_mode`, `dedupe_working_set_percentage`): what writes carry, as
+/// [`crate::workload::Contents`] fills them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferContents {
+    /// `buffer_pattern`: the bytes of the compressible part (or of the whole
+    /// buffer without compression or dedupe).
+    pub pattern: Option<Vec<u8>>,
+    /// `buffer_compress_percentage`: the share of each chunk that is the
+    /// pattern (zeros without one), 0 to 100.
+    pub compress: u32,
+    /// `buffer_compress_chunk` (default 512): the chunk of that share.
+    pub chunk: u64,
+    /// `refill_buffers`: new pseudo-random bytes for every write.
+    pub refill: bool,
+    /// `dedupe_percentage`: the share of writes that repeat an earlier one.
+    pub dedupe: u32,
+    /// `dedupe_mode` (default `repeat`).
+    pub mode: crate::workload::DedupeMode,
+    /// `dedupe_working_set_percentage` (default 5): the working set, in
+    /// percent of the job's region.
+    pub working_set: u32,
+}
+
+impl Default for BufferContents {
+    fn default() -> Self {
+        BufferContents {
+            pattern: None,
+            compress: 0,
+            chunk: 512,
+            refill: false,
+            dedupe: 0,
+            mode: crate::workload::DedupeMode::Repeat,
+            working_set: 5,
+        }
     }
 }

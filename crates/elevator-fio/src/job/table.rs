@@ -10,11 +10,11 @@ use super::engines;
 use super::option::{FioOption, Store, Verdict, opt, set, value};
 use super::options::{
     EXIT_WHATS, GENERATORS, KB_BASES, NUMA_CPU_NOTE, NUMA_MEM_NOTE, RATE_PROCESSES, RW_SEQUENCERS,
-    THINK_BLOCKS, UNIFIED_RW, amount, choice, continue_on_error, cpu_list, distribution,
-    file_service, filename, ignore_error, latency_percentile, mem_policy, note, numa_nodes,
-    percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit,
-    store_cmdprio_bssplit, store_filesize, store_ss_dur, store_steadystate, store_verify_interval,
-    store_verify_pattern, verify, zonemode,
+    THINK_BLOCKS, UNIFIED_RW, amount, buffer_pattern, choice, continue_on_error, cpu_list,
+    distribution, file_service, filename, ignore_error, latency_percentile, mem_policy, note,
+    numa_nodes, percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange,
+    store_bssplit, store_cmdprio_bssplit, store_filesize, store_ss_dur, store_steadystate,
+    store_verify_interval, store_verify_pattern, verify, zonemode,
 };
 use super::values::{
     MICROSECOND, MILLISECOND, SECOND, int_in, int32, level, per_direction, percent, range, size,
@@ -246,15 +246,40 @@ pub(super) const OPTIONS: &[FioOption] = &[
     set("ba", Store::Value(store_blockalign)).aka(&["blockalign"]),
     // Buffers and memory.
     opt("zero_buffers", d("0", CONTENT)).bare(),
-    opt("refill_buffers", d("0", CONTENT)).bare(),
     opt("scramble_buffers", d("1", CONTENT)),
-    opt("buffer_pattern", R(CONTENT)),
-    opt("buffer_compress_percentage", R(CONTENT)),
-    opt("buffer_compress_chunk", d("512", CONTENT)),
-    opt("dedupe_percentage", R(CONTENT)),
-    opt("dedupe_mode", d("repeat", CONTENT)),
-    opt("dedupe_working_set_percentage", d("5", CONTENT)),
-    opt("dedupe_global", d("0", CONTENT)),
+    // What writes carry (workload::contents).
+    set("refill_buffers", Store::Switch(|j, b| j.buffers.refill = b)),
+    set(
+        "buffer_pattern",
+        value!(|j, v| j.buffers.pattern = Some(buffer_pattern(v)?)),
+    ),
+    set(
+        "buffer_compress_percentage",
+        value!(|j, v| j.buffers.compress = u32::from(percent(v)?)),
+    ),
+    set(
+        "buffer_compress_chunk",
+        value!(|j, v| j.buffers.chunk = size(v, j.kb_base)?.max(1)),
+    ),
+    set(
+        "dedupe_percentage",
+        value!(|j, v| j.buffers.dedupe = u32::from(percent(v)?)),
+    ),
+    set(
+        "dedupe_mode",
+        value!(|j, v| j.buffers.mode = crate::workload::DedupeMode::parse(v)?),
+    ),
+    set(
+        "dedupe_working_set_percentage",
+        value!(|j, v| j.buffers.working_set = u32::from(percent(v)?)),
+    ),
+    opt(
+        "dedupe_global",
+        d(
+            "0",
+            "elevator keeps a dedupe working set per job clone, not one shared by jobs",
+        ),
+    ),
     opt("sync", d("none|0", NOT_YET)),
     opt("mem", N(BUFFERS)).aka(&["iomem"]),
     opt("mem_align", N(BUFFERS)).aka(&["iomem_align"]),
@@ -412,7 +437,13 @@ pub(super) const OPTIONS: &[FioOption] = &[
     opt("verify_offset", R(NOT_YET)),
     set("verify_pattern", Store::Value(store_verify_pattern)),
     set("verify_fatal", Store::Bool(|j, b| j.verify_fatal = b)),
-    opt("verify_dump", d("0", NOT_YET)),
+    set("verify_dump", Store::Bool(|j, b| j.verify_dump = b)),
+    // elevator's own option (fio writes its own format only): which block
+    // layout verify writes and checks.
+    set(
+        "verify_format",
+        value!(|j, v| j.verify_format = crate::verify::BlockFormat::parse(v)?),
+    ),
     opt(
         "verify_async",
         N("elevator checks data in its completion path, not in extra threads"),

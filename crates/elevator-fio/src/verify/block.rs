@@ -1,9 +1,10 @@
 //! The block format: [`fill`] writes it, [`check`] reads it (the layout is
 //! in the module's documentation).
 
+use super::checksum::Running;
 use super::{
-    Crc32c, Digest, HEADER_LEN, MAGIC, Md5, Sha256, SpecError, VerifyError, VerifyKind, VerifySpec,
-    Xxh32, crc32c,
+    BlockFormat, Digest, HEADER_LEN, MAGIC, SpecError, VerifyError, VerifyKind, VerifySpec,
+    check_fio, crc32c, fill_fio,
 };
 use elevator_core::rng::{Rng, splitmix64};
 
@@ -18,7 +19,8 @@ const DIGEST_AT: usize = 40;
 const HCRC_AT: usize = 76;
 
 /// Fills `buf`, a write buffer for device byte `offset`, with a header and
-/// payload per interval for `generation`. Fails only if `spec` does not fit
+/// payload per interval for `generation` (in fio's format for
+/// [`BlockFormat::Fio`], [`fill_fio`]). Fails only if `spec` does not fit
 /// the buffer (see [`VerifySpec::interval_len`]); does not allocate.
 pub fn fill(
     spec: &VerifySpec,
@@ -26,6 +28,10 @@ pub fn fill(
     offset: u64,
     generation: u64,
 ) -> Result<(), SpecError> {
+    if spec.format == BlockFormat::Fio {
+        // fio's numberio: the generation's low 16 bits.
+        return fill_fio(spec, buf, offset, generation as u16);
+    }
     let interval = spec.interval_len(buf.len())?;
     let mut at = offset;
     for block in buf.chunks_exact_mut(interval) {
@@ -37,13 +43,18 @@ pub fn fill(
 
 /// Checks `buf`, read from device byte `offset`, against what [`fill`]
 /// writes for `generation` under `spec`: the first fault found, interval by
-/// interval. Does not allocate.
+/// interval ([`check_fio`] for [`BlockFormat::Fio`], which ignores
+/// `generation`). Does not allocate.
 pub fn check(
     spec: &VerifySpec,
     buf: &[u8],
     offset: u64,
     generation: u64,
 ) -> Result<(), VerifyError> {
+    if spec.format == BlockFormat::Fio {
+        // fio does not compare numberio when it only checks.
+        return check_fio(spec, buf, offset);
+    }
     let interval = spec.interval_len(buf.len())?;
     let mut at = offset;
     for block in buf.chunks_exact(interval) {
@@ -57,27 +68,9 @@ fn fill_interval(spec: &VerifySpec, block: &mut [u8], offset: u64, generation: u
     let length = block.len();
     match (spec.kind, spec.pattern.as_deref()) {
         (VerifyKind::Pattern, Some(pattern)) if !pattern.is_empty() => {
-            // Repeat the pattern from the interval's start, doubling.
-            let n = pattern.len().min(length);
-            block[..n].copy_from_slice(&pattern[..n]);
-            let mut filled = n;
-            while filled < length {
-                let k = filled.min(length - filled);
-                block.copy_within(..k, filled);
-                filled += k;
-            }
+            repeat_pattern(block, pattern);
         }
-        _ => {
-            let mut rng = Rng::new(payload_seed(spec.seed, offset, generation));
-            let mut words = block[HEADER_LEN..].chunks_exact_mut(8);
-            for w in &mut words {
-                w.copy_from_slice(&rng.next_u64().to_le_bytes());
-            }
-            let last = rng.next_u64().to_le_bytes();
-            let rest = words.into_remainder();
-            let n = rest.len();
-            rest.copy_from_slice(&last[..n]);
-        }
+        _ => fill_random(&mut block[HEADER_LEN..], spec.seed, offset, generation),
     }
     let header = &mut block[..HEADER_LEN];
     header.fill(0);
@@ -196,18 +189,58 @@ fn check_interval(
     }
 }
 
+/// Fills `buf` with `pattern` repeated from its first byte.
+pub(super) fn repeat_pattern(buf: &mut [u8], pattern: &[u8]) {
+    // Doubling copies.
+    let length = buf.len();
+    let n = pattern.len().min(length);
+    buf[..n].copy_from_slice(&pattern[..n]);
+    let mut filled = n;
+    while filled < length {
+        let k = filled.min(length - filled);
+        buf.copy_within(..k, filled);
+        filled += k;
+    }
+}
+
+/// Fills `bytes` with the pseudo-random stream of (seed, offset,
+/// generation).
+pub(super) fn fill_random(bytes: &mut [u8], seed: u64, offset: u64, generation: u64) {
+    let mut rng = Rng::new(payload_seed(seed, offset, generation));
+    let mut words = bytes.chunks_exact_mut(8);
+    for w in &mut words {
+        w.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    let last = rng.next_u64().to_le_bytes();
+    let rest = words.into_remainder();
+    let n = rest.len();
+    rest.copy_from_slice(&last[..n]);
+}
+
 /// The first payload byte of `block` that is not `pattern` repeated from the
 /// start of the block: (index in the block, expected, found).
 fn pattern_mismatch(block: &[u8], pattern: &[u8]) -> Option<(usize, u8, u8)> {
+    pattern_mismatch_from(block, pattern, HEADER_LEN, 0)
+}
+
+/// The first byte of `block` from index `from` on that is not the pattern
+/// whose byte `phase % len` is at the block's first byte: (index in the
+/// block, expected, found).
+pub(super) fn pattern_mismatch_from(
+    block: &[u8],
+    pattern: &[u8],
+    from: usize,
+    phase: usize,
+) -> Option<(usize, u8, u8)> {
     let len = block.len();
     let p = pattern.len();
-    if p == 0 {
+    if p == 0 || from >= len {
         return None;
     }
-    let expect = |i: usize| pattern[i % p];
-    // The first period after the header, byte by byte...
-    let direct_end = (HEADER_LEN + p).min(len);
-    if let Some(i) = (HEADER_LEN..direct_end).find(|&i| block[i] != expect(i)) {
+    let expect = |i: usize| pattern[(phase + i) % p];
+    // The first period after `from`, byte by byte...
+    let direct_end = (from + p).min(len);
+    if let Some(i) = (from..direct_end).find(|&i| block[i] != expect(i)) {
         return Some((i, expect(i), block[i]));
     }
     if direct_end == len {
@@ -225,35 +258,16 @@ fn pattern_mismatch(block: &[u8], pattern: &[u8]) -> Option<(usize, u8, u8)> {
     None
 }
 
-/// The digest of `kind` over the header's fields and the payload.
+/// The digest of `kind` over the header's fields and the payload, cut to
+/// what a header stores ([`VerifyKind::digest_len`]). XXH32 uses seed 0.
 fn digest(kind: VerifyKind, fields: &[u8], payload: &[u8]) -> Digest {
-    match kind {
-        VerifyKind::Crc32c => {
-            let mut h = Crc32c::new();
-            h.update(fields);
-            h.update(payload);
-            Digest::new(&h.finish().to_le_bytes())
-        }
-        VerifyKind::Md5 => {
-            let mut h = Md5::new();
-            h.update(fields);
-            h.update(payload);
-            Digest::new(&h.finish())
-        }
-        VerifyKind::Sha256 => {
-            let mut h = Sha256::new();
-            h.update(fields);
-            h.update(payload);
-            Digest::new(&h.finish())
-        }
-        VerifyKind::Xxhash => {
-            let mut h = Xxh32::new(0);
-            h.update(fields);
-            h.update(payload);
-            Digest::new(&h.finish().to_le_bytes())
-        }
-        VerifyKind::Pattern | VerifyKind::Meta => Digest::new(&[]),
-    }
+    let Some(mut h) = Running::new(kind, 0) else {
+        return Digest::new(&[]);
+    };
+    h.update(fields);
+    h.update(payload);
+    let full = h.finish();
+    Digest::new(&full.as_bytes()[..kind.digest_len()])
 }
 
 /// The random stream of one interval's payload: a different one for every

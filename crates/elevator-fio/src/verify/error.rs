@@ -41,6 +41,14 @@ pub enum SpecError {
     /// `verify=pattern` without a (non-empty) `verify_pattern`.
     #[error("verify=pattern needs a non-empty verify_pattern")]
     NoPattern,
+    /// A kind fio's on-disk format cannot carry as fio does.
+    #[error("verify={kind} cannot be written or checked in fio's format: {why}")]
+    NotInFioFormat {
+        /// The kind.
+        kind: VerifyKind,
+        /// Why.
+        why: &'static str,
+    },
 }
 
 /// A digest as stored in a header: up to 32 bytes.
@@ -67,13 +75,19 @@ impl Digest {
     }
 }
 
-/// Four-byte digests (crc32c, xxhash) print as their `u32` value in hex
-/// (`0xe3069283`), longer ones as their bytes in hex, as `md5sum` and
+/// The CRCs and xxhash (1, 2, 4 or 8 bytes) print as their integer in hex
+/// (`0xe3069283`), the hashes as their bytes in hex, as `md5sum` and
 /// `sha256sum` print them.
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let [a, b, c, d] = *self.as_bytes() {
-            return write!(f, "0x{:08x}", u32::from_le_bytes([a, b, c, d]));
+        match *self.as_bytes() {
+            [a] => return write!(f, "0x{a:02x}"),
+            [a, b] => return write!(f, "0x{:04x}", u16::from_le_bytes([a, b])),
+            [a, b, c, d] => return write!(f, "0x{:08x}", u32::from_le_bytes([a, b, c, d])),
+            [a, b, c, d, e, g, h, i] => {
+                return write!(f, "0x{:016x}", u64::from_le_bytes([a, b, c, d, e, g, h, i]));
+            }
+            _ => {}
         }
         for b in self.as_bytes() {
             write!(f, "{b:02x}")?;
@@ -215,6 +229,34 @@ pub enum VerifyError {
         /// The digest of what was read.
         computed: Digest,
     },
+    /// fio's format: the interval does not start with fio's magic.
+    #[error(
+        "verify: bad magic header {found:x}, wanted acca at offset {offset}, length {length}: \
+         never written, or not written by fio's verify"
+    )]
+    FioBadMagic {
+        /// Device offset of the interval.
+        offset: u64,
+        /// Length of the interval.
+        length: usize,
+        /// The two bytes found, little-endian.
+        found: u16,
+    },
+    /// fio's format: the header names another verify type than the job's.
+    #[error(
+        "verify: type mismatch at offset {offset}, length {length}: the header holds fio's \
+         verify type {found}, the job verifies with type {expected}"
+    )]
+    FioWrongType {
+        /// Device offset of the interval.
+        offset: u64,
+        /// Length of the interval.
+        length: usize,
+        /// fio's type code of the job's kind.
+        expected: u16,
+        /// The type code in the header.
+        found: u16,
+    },
     /// A payload byte differs from `verify_pattern`.
     #[error(
         "verify: pattern mismatch at offset {offset}, length {length}: byte {at} of the block \
@@ -249,7 +291,9 @@ impl VerifyError {
             | VerifyError::WrongOffset { offset, .. }
             | VerifyError::WrongGeneration { offset, .. }
             | VerifyError::DigestMismatch { offset, .. }
-            | VerifyError::PatternMismatch { offset, .. } => Some(*offset),
+            | VerifyError::PatternMismatch { offset, .. }
+            | VerifyError::FioBadMagic { offset, .. }
+            | VerifyError::FioWrongType { offset, .. } => Some(*offset),
         }
     }
 }

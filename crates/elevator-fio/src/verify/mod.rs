@@ -10,8 +10,11 @@
 //!
 //! # Block format
 //!
-//! This is elevator's own format, **not fio's on-disk format**: data written
-//! by fio with `verify=` cannot be checked by elevator, nor the reverse.
+//! This is elevator's own format ([`BlockFormat::Elevator`], the default).
+//! fio's on-disk format is the other ([`BlockFormat::Fio`], the job option
+//! `verify_format=fio`; see [`fill_fio`] and [`check_fio`]): blocks fio
+//! writes with `verify=` are checked in it, and fio's `verify_only` accepts
+//! what elevator writes in it.
 //!
 //! A buffer is cut into intervals (`verify_interval`, by default the whole
 //! buffer); each interval is a multiple of 512 bytes and starts with an
@@ -20,13 +23,13 @@
 //! | bytes   | field                                                      |
 //! |---------|------------------------------------------------------------|
 //! | 0..8    | magic, [`MAGIC`] (`"ELVVRFY1"`; the `1` is the version)    |
-//! | 8       | kind: 1 crc32c, 2 md5, 3 sha256, 4 xxhash, 5 pattern, 6 meta |
+//! | 8       | kind: 1 crc32c, 2 md5, 3 sha256, 4 xxhash, 5 pattern, 6 meta, 7 crc64, 8 crc32, 9 crc16, 10 crc7, 11 sha1, 12 sha512, 13 sha3-224, 14 sha3-256, 15 sha3-384, 16 sha3-512 |
 //! | 9..12   | reserved, zero                                             |
 //! | 12..16  | length of the interval in bytes (u32)                      |
 //! | 16..24  | device byte offset of the interval (u64)                   |
 //! | 24..32  | generation (u64)                                           |
 //! | 32..40  | seed (u64)                                                 |
-//! | 40..72  | digest, zero-padded: crc32c and xxhash 4 bytes (the u32, little-endian), md5 16, sha256 32; zero for pattern and meta |
+//! | 40..72  | digest, zero-padded: the CRCs and xxhash as their integer, little-endian (crc7 1 byte, crc16 2, crc32c, crc32 and xxhash 4, crc64 8), md5 16, sha1 20, sha3-224 28, sha256 and sha3-256 32, sha512, sha3-384 and sha3-512 their first 32 bytes; zero for pattern and meta |
 //! | 72..76  | reserved, zero                                             |
 //! | 76..80  | CRC-32C of bytes 0..76: the header's own checksum           |
 //!
@@ -50,12 +53,16 @@
 //! or pattern. `meta` checks the header only: its payload is not checked.
 //! Every error names the device offset and length of the failing interval.
 //!
-//! Neither [`fill`] nor [`check`] allocates.
+//! Neither [`fill`] nor [`check`] allocates. `verify_dump` ([`dump_files`])
+//! names and fills the files a failing block is dumped to.
 
 mod block;
 mod blocks;
+mod checksum;
 mod crc32c;
+mod dump;
 mod error;
+mod fio_block;
 mod md5;
 mod sha256;
 mod xxhash;
@@ -63,7 +70,9 @@ mod xxhash;
 pub use block::{check, fill};
 pub use blocks::{Compress64, Hash64};
 pub use crc32c::{Crc32c, crc32c};
+pub use dump::{DumpFile, dump_base, dump_files};
 pub use error::{Digest, SpecError, VerifyError};
+pub use fio_block::{FIO_HEADER_LEN, FIO_MAGIC, check_fio, fill_fio};
 pub use md5::{Md5, Md5Rounds, md5};
 pub use sha256::{Sha256, Sha256Rounds, sha256};
 pub use xxhash::{Xxh32, xxh32};
@@ -93,11 +102,38 @@ pub enum VerifyKind {
     /// `meta`: the header only (magic, offset, generation); the payload is
     /// not checked.
     Meta,
+    /// `crc64`: fio's CRC-64 (the reflected polynomial 0x95AC9329AC4BC9B5,
+    /// initial value 0, no final xor: CRC-64/REDIS).
+    Crc64,
+    /// `crc32`: fio's CRC-32 (POSIX `cksum`'s polynomial 0x04C11DB7, not
+    /// reflected, initial value 0, no final xor, no length appended).
+    Crc32,
+    /// `crc16`: CRC-16/ARC (reflected 0x8005, initial value 0).
+    Crc16,
+    /// `crc7`: CRC-7/MMC (0x09, not reflected, initial value 0).
+    Crc7,
+    /// `sha1`: SHA-1.
+    Sha1,
+    /// `sha512`: SHA-512, its first 32 bytes stored (see [`DIGEST_MAX`]).
+    Sha512,
+    /// `sha3-224`: SHA3-224.
+    Sha3_224,
+    /// `sha3-256`: SHA3-256.
+    Sha3_256,
+    /// `sha3-384`: SHA3-384, its first 32 bytes stored.
+    Sha3_384,
+    /// `sha3-512`: SHA3-512, its first 32 bytes stored.
+    Sha3_512,
 }
+
+/// The most digest bytes a header holds: longer digests (`sha512`,
+/// `sha3-384`, `sha3-512`) are stored cut to their first 32 bytes (256
+/// bits, as many as `sha256`'s).
+pub const DIGEST_MAX: usize = 32;
 
 /// fio's `verify=` names elevator accepts, with what they mean (`None`: no
 /// verification).
-const NAMES: [(&str, Option<VerifyKind>); 9] = [
+const NAMES: [(&str, Option<VerifyKind>); 19] = [
     ("crc32c", Some(VerifyKind::Crc32c)),
     ("crc32c-intel", Some(VerifyKind::Crc32c)),
     ("md5", Some(VerifyKind::Md5)),
@@ -105,36 +141,45 @@ const NAMES: [(&str, Option<VerifyKind>); 9] = [
     ("xxhash", Some(VerifyKind::Xxhash)),
     ("pattern", Some(VerifyKind::Pattern)),
     ("meta", Some(VerifyKind::Meta)),
+    ("crc64", Some(VerifyKind::Crc64)),
+    ("crc32", Some(VerifyKind::Crc32)),
+    ("crc16", Some(VerifyKind::Crc16)),
+    ("crc7", Some(VerifyKind::Crc7)),
+    ("sha1", Some(VerifyKind::Sha1)),
+    ("sha512", Some(VerifyKind::Sha512)),
+    ("sha3-224", Some(VerifyKind::Sha3_224)),
+    ("sha3-256", Some(VerifyKind::Sha3_256)),
+    ("sha3-384", Some(VerifyKind::Sha3_384)),
+    ("sha3-512", Some(VerifyKind::Sha3_512)),
     ("null", None),
     ("0", None),
 ];
 
-/// fio's `verify=` names elevator knows but does not implement.
-const NOT_IMPLEMENTED: [&str; 13] = [
-    "crc64",
-    "crc32",
-    "crc16",
-    "crc7",
-    "sha1",
-    "sha224",
-    "sha384",
-    "sha512",
-    "sha3-224",
-    "sha3-256",
-    "sha3-384",
-    "sha3-512",
+/// fio's `verify=` names elevator knows but does not implement, with why.
+const NOT_IMPLEMENTED: [(&str, &str); 1] = [(
     "pattern_no_hdr",
-];
+    "elevator's blocks always carry a header (it is what names a misdirected or stale write)",
+)];
 
 impl VerifyKind {
     /// Every kind, in the order of their codes.
-    pub const ALL: [VerifyKind; 6] = [
+    pub const ALL: [VerifyKind; 16] = [
         VerifyKind::Crc32c,
         VerifyKind::Md5,
         VerifyKind::Sha256,
         VerifyKind::Xxhash,
         VerifyKind::Pattern,
         VerifyKind::Meta,
+        VerifyKind::Crc64,
+        VerifyKind::Crc32,
+        VerifyKind::Crc16,
+        VerifyKind::Crc7,
+        VerifyKind::Sha1,
+        VerifyKind::Sha512,
+        VerifyKind::Sha3_224,
+        VerifyKind::Sha3_256,
+        VerifyKind::Sha3_384,
+        VerifyKind::Sha3_512,
     ];
 
     /// The kind fio's `verify=name` asks for. `null` and `0` (no
@@ -158,15 +203,20 @@ impl VerifyKind {
         if let Some((_, kind)) = NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
             return Ok(*kind);
         }
-        if NOT_IMPLEMENTED.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            return Err(format!(
-                "verify={name} is not implemented: elevator verifies with crc32c, md5, sha256, \
-                 xxhash, pattern or meta"
-            ));
+        if let Some((n, why)) = NOT_IMPLEMENTED
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Err(format!("verify={n} is not implemented: {why}"));
         }
         Err(format!(
-            "verify={name}: unknown verify method; elevator accepts crc32c (or crc32c-intel), \
-             md5, sha256, xxhash, pattern, meta, or null/0 for none"
+            "verify={name}: unknown verify method; elevator accepts {}, or null/0 for none",
+            NAMES
+                .iter()
+                .filter(|(_, k)| k.is_some())
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
     }
 
@@ -179,15 +229,35 @@ impl VerifyKind {
             VerifyKind::Xxhash => "xxhash",
             VerifyKind::Pattern => "pattern",
             VerifyKind::Meta => "meta",
+            VerifyKind::Crc64 => "crc64",
+            VerifyKind::Crc32 => "crc32",
+            VerifyKind::Crc16 => "crc16",
+            VerifyKind::Crc7 => "crc7",
+            VerifyKind::Sha1 => "sha1",
+            VerifyKind::Sha512 => "sha512",
+            VerifyKind::Sha3_224 => "sha3-224",
+            VerifyKind::Sha3_256 => "sha3-256",
+            VerifyKind::Sha3_384 => "sha3-384",
+            VerifyKind::Sha3_512 => "sha3-512",
         }
     }
 
-    /// Bytes of digest stored in the header (0 for `pattern` and `meta`).
+    /// Bytes of digest stored in the header (0 for `pattern` and `meta`; at
+    /// most [`DIGEST_MAX`]).
     pub fn digest_len(self) -> usize {
         match self {
-            VerifyKind::Crc32c | VerifyKind::Xxhash => 4,
+            VerifyKind::Crc7 => 1,
+            VerifyKind::Crc16 => 2,
+            VerifyKind::Crc32c | VerifyKind::Xxhash | VerifyKind::Crc32 => 4,
+            VerifyKind::Crc64 => 8,
             VerifyKind::Md5 => 16,
-            VerifyKind::Sha256 => 32,
+            VerifyKind::Sha1 => 20,
+            VerifyKind::Sha3_224 => 28,
+            VerifyKind::Sha256
+            | VerifyKind::Sha512
+            | VerifyKind::Sha3_256
+            | VerifyKind::Sha3_384
+            | VerifyKind::Sha3_512 => DIGEST_MAX,
             VerifyKind::Pattern | VerifyKind::Meta => 0,
         }
     }
@@ -200,6 +270,16 @@ impl VerifyKind {
             VerifyKind::Xxhash => 4,
             VerifyKind::Pattern => 5,
             VerifyKind::Meta => 6,
+            VerifyKind::Crc64 => 7,
+            VerifyKind::Crc32 => 8,
+            VerifyKind::Crc16 => 9,
+            VerifyKind::Crc7 => 10,
+            VerifyKind::Sha1 => 11,
+            VerifyKind::Sha512 => 12,
+            VerifyKind::Sha3_224 => 13,
+            VerifyKind::Sha3_256 => 14,
+            VerifyKind::Sha3_384 => 15,
+            VerifyKind::Sha3_512 => 16,
         }
     }
 
@@ -211,6 +291,32 @@ impl VerifyKind {
 impl fmt::Display for VerifyKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Which layout the blocks have: elevator's own (the default) or fio's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BlockFormat {
+    /// elevator's format (this module's documentation): an 80-byte header
+    /// naming the kind, the offset, the generation and the seed.
+    #[default]
+    Elevator,
+    /// fio 3.33's on-disk format ([`fill_fio`], [`check_fio`]): blocks fio's
+    /// `verify_only` accepts, and blocks fio wrote are checked.
+    Fio,
+}
+
+impl BlockFormat {
+    /// `verify_format=`'s value: `elevator` or `fio`.
+    pub fn parse(v: &str) -> Result<BlockFormat, String> {
+        match v.trim() {
+            "elevator" => Ok(BlockFormat::Elevator),
+            "fio" => Ok(BlockFormat::Fio),
+            other => Err(format!(
+                "verify_format={other}: the block format is elevator (elevator's own) or fio \
+                 (fio's on-disk format)"
+            )),
+        }
     }
 }
 
@@ -230,6 +336,11 @@ pub struct VerifySpec {
     /// buffer; `None` for one header per buffer (fio's default: the block
     /// size).
     pub interval: Option<usize>,
+    /// The blocks' layout.
+    pub format: BlockFormat,
+    /// `verify_dump`: the base of the names of the files a failed block is
+    /// dumped to ([`dump_files`]); `None`: no dump.
+    pub dump: Option<String>,
 }
 
 impl VerifySpec {
@@ -240,6 +351,8 @@ impl VerifySpec {
             pattern: None,
             seed,
             interval: None,
+            format: BlockFormat::Elevator,
+            dump: None,
         }
     }
 

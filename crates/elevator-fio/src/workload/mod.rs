@@ -3,6 +3,7 @@
 //! [`Layout`]. The simulation engine drives workers on a virtual clock;
 //! elevator-io drives the same workers on the real one.
 
+mod contents;
 mod distribution;
 mod exit;
 mod failure;
@@ -21,6 +22,7 @@ mod verify_log;
 mod worker;
 mod zones;
 
+pub use contents::{Contents, DedupeMode};
 pub use exit::{ExitRule, end_others};
 pub use failure::{IoError, JobFailure};
 pub use flow::FLOW_RETRY;

@@ -113,6 +113,10 @@ pub(crate) fn spec(job: &crate::job::JobSpec, seed: u64) -> Result<Option<Verify
         pattern: job.verify_pattern.clone(),
         seed,
         interval,
+        format: job.verify_format,
+        dump: job
+            .verify_dump
+            .then(|| crate::verify::dump_base(job.filename.as_deref(), &job.name)),
     };
     if kind == VerifyKind::Pattern && spec.pattern.as_ref().is_none_or(|p| p.is_empty()) {
         return Err("verify=pattern needs a verify_pattern".into());

@@ -175,6 +175,9 @@ pub struct Worker {
     /// Held back by its flow with a `flow_sleep`: once its I/O in flight
     /// is done, it sleeps.
     flow_pause: bool,
+    /// What its writes carry, when the job sets fio's buffer options
+    /// (and does not verify: verify fills its own buffers).
+    pub contents: Option<super::Contents>,
     pub(crate) rule: StartRule,
     iodepth: u32,
     low: u32,
@@ -448,6 +451,7 @@ impl Worker {
                 None | Some(0) => iodepth,
                 Some(n) => n.min(iodepth),
             },
+            contents: super::Contents::new(job, seed, file_bytes),
         })
     }
 

@@ -514,8 +514,8 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
             "file_append=1",
             "not implement it (yet) beyond fio's default (0)",
         ),
-        ("buffer_pattern=0xaa", "data contents"),
-        ("verify=sha1", "elevator verifies with crc32c"),
+        ("dedupe_global=1", "working set per job clone"),
+        ("verify=pattern_no_hdr", "always carry a header"),
         ("zonemode=zbd", "not implemented by elevator"),
         ("hipri", "io_uring"),
     ] {
@@ -777,11 +777,11 @@ fn cross_option_checks_report_at_the_job_header() {
 
 #[test]
 fn errors_name_the_path_given() {
-    let e = JobFile::parse("[j]\nverify=crc7\n", "jobs/verify.fio").unwrap_err();
+    let e = JobFile::parse("[j]\nverify=pattern_no_hdr\n", "jobs/verify.fio").unwrap_err();
     assert_eq!(e.file, "jobs/verify.fio");
     assert!(
         e.to_string().starts_with(
-            "jobs/verify.fio:2: option 'verify': verify=crc7 is fio's but not implemented"
+            "jobs/verify.fio:2: option 'verify': verify=pattern_no_hdr is not implemented"
         ),
         "{e}"
     );
@@ -992,6 +992,8 @@ fn sample(name: &str) -> (&'static str, bool) {
         "replay_time_scale" => ("50", false),
         "cmdprio_bssplit" => ("64k/50/1/0", false),
         "flow_sleep" => ("1000", false),
+        "verify_format" => ("fio", false),
+        "dedupe_mode" => ("working_set", false),
         // 0/1 switches whose default is 1.
         "randrepeat" | "do_verify" | "per_job_logs" | "clat_percentiles" | "buffered" => {
             ("0", false)
@@ -1283,7 +1285,7 @@ fn verify_options() {
         (16, true, false, true)
     );
     rejects_all(&[
-        ("verify=sha512", "verify", "not implemented by elevator"),
+        ("verify=pattern_no_hdr", "verify", "is not implemented"),
         ("verify=bogus", "verify", "unknown verify method"),
         ("verify_pattern=0xzz", "verify_pattern", "not a hexadecimal"),
         ("verify_pattern=%o", "verify_pattern", "%o"),
@@ -1936,4 +1938,40 @@ fn priority_and_flow_options_read_fios_forms() {
     let j = job("flow_id=3\nflow=8\nflow_sleep=1000");
     assert_eq!((j.flow_id, j.flow, j.flow_sleep), (3, 8, 1_000_000));
     rejects("flow=1001", "flow", "between 0 and 1000");
+}
+
+#[test]
+fn buffer_and_verify_options_of_issue_29_are_read() {
+    use elevator_fio::verify::BlockFormat;
+    use elevator_fio::workload::DedupeMode;
+    let j = job(
+        "buffer_pattern=0x01\nbuffer_compress_percentage=50\nbuffer_compress_chunk=4k\n\
+         refill_buffers\ndedupe_percentage=34\ndedupe_mode=working_set\n\
+         dedupe_working_set_percentage=50\ndedupe_global=0\nverify=sha3-384\n\
+         verify_dump=1\nverify_format=fio",
+    );
+    let b = &j.buffers;
+    assert_eq!(b.pattern, Some(vec![1]));
+    assert_eq!((b.compress, b.chunk, b.refill), (50, 4096, true));
+    assert_eq!(
+        (b.dedupe, b.mode, b.working_set),
+        (34, DedupeMode::WorkingSet, 50)
+    );
+    assert_eq!(j.verify.as_deref(), Some("sha3-384"));
+    assert!(j.verify_dump);
+    assert_eq!(j.verify_format, BlockFormat::Fio);
+    rejects_all(&[
+        (
+            "buffer_compress_percentage=101",
+            "buffer_compress_percentage",
+            "100",
+        ),
+        (
+            "dedupe_mode=zigzag",
+            "dedupe_mode",
+            "repeat and working_set",
+        ),
+        ("verify_format=xfs", "verify_format", "elevator"),
+        ("buffer_pattern=0xzz", "buffer_pattern", "not a hexadecimal"),
+    ]);
 }

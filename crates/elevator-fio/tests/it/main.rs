@@ -6,3 +6,4 @@ mod job_parse;
 mod pattern;
 mod report_formats;
 mod verify;
+mod verify_fio;

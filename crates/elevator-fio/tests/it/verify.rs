@@ -2,10 +2,11 @@
 //! format is meant to catch is caught and named.
 
 use elevator_fio::verify::{
-    BLOCK_ALIGN, HEADER_LEN, MAGIC, SpecError, VerifyError, VerifyKind, VerifySpec, check, fill,
+    BLOCK_ALIGN, BlockFormat, HEADER_LEN, MAGIC, SpecError, VerifyError, VerifyKind, VerifySpec,
+    check, fill,
 };
 
-const KINDS: [VerifyKind; 6] = VerifyKind::ALL;
+const KINDS: [VerifyKind; 16] = VerifyKind::ALL;
 
 fn spec(kind: VerifyKind, interval: Option<usize>) -> VerifySpec {
     VerifySpec {
@@ -13,6 +14,8 @@ fn spec(kind: VerifyKind, interval: Option<usize>) -> VerifySpec {
         pattern: (kind == VerifyKind::Pattern).then(|| b"\xde\xad\xbe\xef\x01".to_vec()),
         seed: 0x5eed,
         interval,
+        format: BlockFormat::Elevator,
+        dump: None,
     }
 }
 
@@ -136,6 +139,31 @@ fn other_digests_and_pattern_catch_flipped_bits() {
             buf[pos] ^= 1 << bit;
         }
         assert_eq!(check(&s, &buf, 0, 1), Ok(()));
+    }
+}
+
+/// fio's other checksums (issue 29): a flipped bit anywhere in the payload
+/// is a digest mismatch naming the kind, in the interval it hit.
+#[test]
+fn fios_other_checksums_catch_flipped_bits() {
+    for kind in VerifyKind::ALL.into_iter().skip(6) {
+        let s = spec(kind, Some(1024));
+        let mut buf = filled(&s, 4096, 0, 1);
+        assert_eq!(check(&s, &buf, 0, 1), Ok(()), "{kind}");
+        for pos in (HEADER_LEN..buf.len()).step_by(13) {
+            let bit = pos % 8;
+            buf[pos] ^= 1 << bit;
+            let e = check(&s, &buf, 0, 1).expect_err("flip must be caught");
+            let interval = (pos / 1024 * 1024) as u64;
+            assert_eq!(e.offset(), Some(interval), "{kind} byte {pos}: {e}");
+            if pos % 1024 >= HEADER_LEN {
+                match &e {
+                    VerifyError::DigestMismatch { kind: k, .. } if *k == kind => {}
+                    _ => panic!("{kind} byte {pos}: {e}"),
+                }
+            }
+            buf[pos] ^= 1 << bit;
+        }
     }
 }
 
@@ -408,17 +436,33 @@ fn parse_accepts_fio_names_and_refuses_the_rest_by_name() {
         let e = VerifyKind::parse(off).expect_err("no kind");
         assert!(e.contains("turns verification off"), "{e}");
     }
-    assert_eq!(
-        VerifyKind::parse("sha1"),
-        Err("verify=sha1 is not implemented: elevator verifies with crc32c, md5, sha256, xxhash, pattern or meta".to_string())
-    );
-    for name in [
-        "crc64", "crc32", "crc16", "crc7", "sha224", "sha384", "sha512", "sha3-224", "sha3-256",
-        "sha3-384", "sha3-512",
+    // fio's other methods (issue 29): every one accepted but pattern_no_hdr,
+    // refused by name with why.
+    for (name, kind) in [
+        ("crc64", VerifyKind::Crc64),
+        ("crc32", VerifyKind::Crc32),
+        ("crc16", VerifyKind::Crc16),
+        ("crc7", VerifyKind::Crc7),
+        ("sha1", VerifyKind::Sha1),
+        ("sha512", VerifyKind::Sha512),
+        ("sha3-224", VerifyKind::Sha3_224),
+        ("sha3-256", VerifyKind::Sha3_256),
+        ("sha3-384", VerifyKind::Sha3_384),
+        ("SHA3-512", VerifyKind::Sha3_512),
     ] {
+        assert_eq!(VerifyKind::parse(name), Ok(kind), "{name}");
+    }
+    let e = VerifyKind::parse("pattern_no_hdr").expect_err("pattern_no_hdr");
+    assert!(
+        e.starts_with(
+            "verify=pattern_no_hdr is not implemented: elevator's blocks always carry a header"
+        ),
+        "{e}"
+    );
+    for name in ["sha224", "sha384"] {
         let e = VerifyKind::parse(name).expect_err(name);
         assert!(
-            e.starts_with(&format!("verify={name} is not implemented")),
+            e.contains("unknown verify method") && e.contains("sha3-224"),
             "{e}"
         );
     }

@@ -11,6 +11,11 @@
 //! simulated replay does; the engine then hands the resulting requests to
 //! the device. So `Q` and `X` are the recording's whatever the timing, and
 //! merges, inserts and issues depend on the timing as the recording's did.
+//! At the recorded times, a bio that reaches the queue unplugged (and an
+//! unplug) is dispatched before the next step, as the kernel runs the
+//! hardware queue on submission, and the plan's plug is held while the
+//! replay waits for the next step ([`Engine::set_plug_held_while_waiting`]):
+//! the recording's task did not sleep between the bios of its plug.
 //! The queue's own events go to the analyzer and to an optional
 //! [`TraceSink`] as records of the trace's device on CPU 0, a flush
 //! sequence shown as the recorded bio, as in simulation

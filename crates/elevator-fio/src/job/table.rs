@@ -10,9 +10,9 @@ use super::engines;
 use super::option::{FioOption, Store, Verdict, opt, set, value};
 use super::options::{
     GENERATORS, KB_BASES, RATE_PROCESSES, RW_SEQUENCERS, THINK_BLOCKS, UNIFIED_RW, amount, choice,
-    continue_on_error, cpu_list, distribution, file_service, filename, ignore_error, note,
-    percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit,
-    store_filesize, store_verify_interval, store_verify_pattern, verify, zonemode,
+    continue_on_error, cpu_list, distribution, ignore_error, note, percentiles, replay_skip,
+    rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit, store_file_service,
+    store_filename, store_filesize, store_verify_interval, store_verify_pattern, verify, zonemode,
 };
 use super::values::{
     MICROSECOND, MILLISECOND, SECOND, int_in, int32, per_direction, percent, range, size, time,
@@ -97,7 +97,7 @@ pub(super) const OPTIONS: &[FioOption] = &[
     set("description", Store::Value(|_, _| Ok(()))),
     set("name", value!(|j, v| j.name = v.to_string())),
     set("wait_for", value!(|j, v| j.wait_for = Some(v.to_string()))),
-    set("filename", value!(|j, v| j.filename = Some(filename(v)?))),
+    set("filename", Store::Value(store_filename)),
     opt("lockfile", d("none", NOT_YET)),
     set(
         "directory",
@@ -114,10 +114,7 @@ pub(super) const OPTIONS: &[FioOption] = &[
     opt("opendir", R(NOT_YET)),
     set("nrfiles", value!(|j, v| j.nrfiles = int32(v, 1, 65_536)?)).aka(&["nr_files"]),
     opt("openfiles", N("elevator keeps every file of a job open")),
-    set(
-        "file_service_type",
-        value!(|j, v| j.file_service = file_service(v)?),
-    ),
+    set("file_service_type", Store::Value(store_file_service)),
     opt(
         "ioscheduler",
         R(

@@ -369,6 +369,9 @@ pub struct JobSpec {
     /// each file's size is drawn in `filesize..=filesize_max`, a multiple
     /// of the smallest block size, as fio draws it. `None`: one size.
     pub filesize_max: Option<u64> = None,
+    /// `openfiles`: how many of the job's files are open at once (0, the
+    /// default: all of them).
+    pub openfiles: u32 = 0,
     /// `file_service_type`'s parameter for `zipf`, `pareto` and `normal`
     /// (fio's defaults 1.1, 0.2 and 0), and its optional centre.
     pub file_service_param: (f64, Option<f64>) = (0.0, None),

@@ -113,7 +113,10 @@ pub(super) const OPTIONS: &[FioOption] = &[
     ),
     opt("opendir", R(NOT_YET)),
     set("nrfiles", value!(|j, v| j.nrfiles = int32(v, 1, 65_536)?)).aka(&["nr_files"]),
-    opt("openfiles", N("elevator keeps every file of a job open")),
+    set(
+        "openfiles",
+        value!(|j, v| j.openfiles = int32(v, 0, 65_536)?),
+    ),
     set("file_service_type", Store::Value(store_file_service)),
     opt(
         "ioscheduler",

@@ -6,6 +6,7 @@
 mod distribution;
 mod failure;
 mod layout;
+mod open_files;
 mod pattern;
 mod randommap;
 mod rate;

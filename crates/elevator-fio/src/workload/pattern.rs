@@ -53,6 +53,7 @@ use elevator_core::Op;
 
 use super::distribution::Dist;
 use super::layout::Extent;
+use super::open_files::OpenFiles;
 use super::randommap::{FullCycle, MAX_MAP_BYTES, RandomMap};
 use super::zones::Strided;
 use crate::job::{
@@ -202,6 +203,8 @@ pub struct Pattern {
     /// `file_service_type=zipf`, `pareto`, `normal`: files drawn over
     /// `nrfiles << 10` positions, in rank order.
     file_dist: Option<Dist>,
+    /// `openfiles` below the file count: the files open at once.
+    open_files: Option<OpenFiles>,
 }
 
 /// The directions `rw` issues (read 0, write 1, trim 2).
@@ -429,6 +432,10 @@ impl Pattern {
             }
             _ => None,
         };
+        let open_files = match file_dist {
+            Some(_) => None,
+            None => OpenFiles::new(job.openfiles, states.iter().map(|s| s.hi - s.lo).collect()),
+        };
         let loops = u64::from(job.loops.max(1));
         let off_seed = seed ^ 0x0FF5_E7A5_D15C_0FF5;
         Ok(Pattern {
@@ -459,6 +466,7 @@ impl Pattern {
             off_rng: Rng::new(off_seed),
             off_seed,
             owed_write: None,
+            open_files,
             file_dist,
         })
     }
@@ -534,6 +542,9 @@ impl Pattern {
         }
         self.cur_file = 0;
         self.on_file = 0;
+        if let Some(open) = &mut self.open_files {
+            open.reopen();
+        }
     }
 
     /// The next I/O.
@@ -575,6 +586,12 @@ impl Pattern {
         };
         if len > whi - off {
             len = self.bs[d].fit(whi - off);
+        }
+        if let Some(open) = &mut self.open_files
+            && open.did(f, len)
+        {
+            // The file closed: the next I/O goes to another.
+            self.on_file = u32::MAX;
         }
         let s = &mut self.files[f];
         if !self.rw.random() {
@@ -692,6 +709,23 @@ impl Pattern {
             return 0;
         }
         let (kind, count) = self.file_service;
+        if let Some(open) = &mut self.open_files {
+            let switch = match kind {
+                FileService::Sequential => self.on_file == u32::MAX,
+                _ => self.on_file >= count.max(1),
+            };
+            if switch {
+                self.on_file = 0;
+                if kind == FileService::Random {
+                    open.choose(&mut self.dir_rng);
+                } else {
+                    open.advance();
+                }
+            }
+            self.on_file = self.on_file.saturating_add(1);
+            self.cur_file = open.current();
+            return self.cur_file;
+        }
         match kind {
             FileService::RoundRobin | FileService::Random => {
                 if self.on_file >= count.max(1) {

@@ -158,3 +158,35 @@ fn trimwrite_trims_then_writes_each_block() {
     let j = parse("size=256k\nbs=64k\nrw=trimwrite\nnumber_ios=2");
     assert_eq!(run(&j, 100).len(), 4);
 }
+
+/// `fio --name=j --nrfiles=4 --openfiles=2 --size=512k --bs=64k --rw=read
+/// --write_iolog=log`: j.0.0 0, j.0.1 0, j.0.0 64k, j.0.1 64k (both close),
+/// then j.0.2 and j.0.3 the same way.
+#[test]
+fn openfiles_serves_only_the_open_files() {
+    let j = parse("nrfiles=4\nopenfiles=2\nsize=512k\nbs=64k\nrw=read");
+    let ios: Vec<_> = run(&j, 100).iter().map(|io| (io.1, io.2)).collect();
+    let k = 64 * K;
+    assert_eq!(
+        ios,
+        [
+            (0, 0),
+            (1, 0),
+            (0, k),
+            (1, k),
+            (2, 0),
+            (3, 0),
+            (2, k),
+            (3, k)
+        ]
+    );
+    // Random I/O closes a file when its region's bytes are done, too; every
+    // block is read once.
+    let j = parse("nrfiles=4\nopenfiles=2\nsize=1m\nbs=64k\nrw=randread");
+    let mut seen: Vec<_> = run(&j, 100).iter().map(|io| (io.1, io.2)).collect();
+    assert_eq!(seen.len(), 16);
+    assert!(seen[..8].iter().all(|io| io.0 < 2), "{seen:?}");
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 16);
+}

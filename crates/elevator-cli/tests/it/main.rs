@@ -10,6 +10,7 @@ mod crash_ext4;
 mod crash_states;
 mod experiment_seeds;
 mod fio_compat;
+mod fio_examples;
 mod hostile;
 mod input_checks;
 mod iolog;

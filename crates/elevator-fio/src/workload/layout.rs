@@ -293,7 +293,7 @@ impl Layout {
             let name = Layout::file_name(job, clone, filenum);
             let (bytes, end) = match job.filesize_max {
                 Some(max) if job.filesize.is_some() => {
-                    let size = drawn_size(job, clone, filenum, region, max, block);
+                    let size = drawn_size(job, &name, region, max, block);
                     if start.saturating_add(block) > size {
                         return Err(err(
                             blame,
@@ -392,17 +392,14 @@ fn directory(dirs: &str, index: u32) -> String {
     }
 }
 
-/// File `filenum` of clone `clone`'s size for `filesize=LO-HI`: uniform in
+/// The size of the file named `name` for `filesize=LO-HI`: uniform in
 /// `[LO, HI)`, rounded down to a multiple of the smallest block size (as
-/// fio draws it, from a stream of its own: the same sizes every run).
-fn drawn_size(job: &JobSpec, clone: u32, filenum: u32, lo: u64, hi: u64, block: u64) -> u64 {
-    let seed = super::mix(&[
-        job.randseed.unwrap_or(0x5EED_F10F),
-        u64::from(clone),
-        u64::from(filenum),
-        0xF11E_5123,
-    ]);
-    let mut rng = elevator_core::rng::Rng::new(seed);
+/// fio draws it), from a stream of the job's seed and the file's name: the
+/// same sizes every run, and one size for a file clones share.
+fn drawn_size(job: &JobSpec, name: &str, lo: u64, hi: u64, block: u64) -> u64 {
+    let mut parts = vec![job.randseed.unwrap_or(0x5EED_F10F), 0xF11E_5123];
+    parts.extend(name.bytes().map(u64::from));
+    let mut rng = elevator_core::rng::Rng::new(super::mix(&parts));
     let size = lo + rng.below(hi.saturating_sub(lo).max(1));
     (size - size % block).max(block)
 }

@@ -904,11 +904,10 @@ fn parse_verdicts_match_fio() {
     });
 
     // Jobs fio's --parse-only accepts that elevator refuses on purpose, by
-    // name: `rw=trimwrite` is not implemented yet; `time_based` with no
+    // name: `time_based` with no
     // runtime would run for ever (fio runs it until killed); `rate` with
     // `rate_iops` for one direction is refused by fio too, when it runs.
     const DELIBERATE: &[&str] = &[
-        "'trimwrite' mode is not implemented",
         "time_based needs a runtime",
         "rate and rate_iops are mutually exclusive",
     ];
@@ -1287,7 +1286,6 @@ fn corpus_refusals_name_the_engine_or_option() {
         ("exec-engine.fio", &["exec"]),
         ("net-tcp-sender.fio", &["net"]),
         ("zbd-zoned-write.fio", &["zbd", "zonemode"]),
-        ("trimwrite.fio", &["trimwrite"]),
     ];
     let dir = repo_root().join("tests/fio-corpus/refused");
     let files = corpus_files(&dir);

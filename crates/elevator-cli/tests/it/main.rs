@@ -11,6 +11,7 @@ mod crash_states;
 mod experiment_seeds;
 mod fio_cmdline;
 mod fio_compat;
+mod fio_examples;
 mod fio_verify;
 mod hostile;
 mod input_checks;

@@ -201,19 +201,16 @@ pub(super) fn store_blockalign(spec: &mut JobSpec, v: &str) -> Result<(), String
     Ok(())
 }
 
-/// `filesize`: one size above 0 (fio's range form is refused).
+/// `filesize`: one size above 0, or a range `LO-HI` (each file's size
+/// drawn in it).
 pub(super) fn store_filesize(spec: &mut JobSpec, v: &str) -> Result<(), String> {
     let kb = spec.kb_base;
     let (lo, hi) = range(v, |s| size(s, kb))?;
-    if lo != hi {
-        return Err(format!(
-            "'{v}': a range of file sizes is not implemented by elevator (yet); give one size"
-        ));
-    }
     if lo == 0 {
         return Err("must be greater than 0".into());
     }
     spec.filesize = Some(lo);
+    spec.filesize_max = (hi > lo).then_some(hi);
     Ok(())
 }
 
@@ -334,28 +331,61 @@ pub(super) fn replay_skip(v: &str) -> Result<u8, String> {
     Ok(bits)
 }
 
-/// One file name: `\:` is a colon in the name; a plain `:` separates
-/// several files, which elevator does not run in one job.
-pub(super) fn filename(v: &str) -> Result<String, String> {
+/// `filename`'s list of names: a plain `:` separates files, `\:` is a
+/// colon in a name (as fio reads it: `a:b\:c` is `a` and `b:c`). An
+/// empty name ends the list, as in fio; the first must not be empty.
+pub(super) fn filenames(v: &str) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
     let mut out = String::with_capacity(v.len());
     let mut chars = v.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if chars.peek() == Some(&':') => {
+    loop {
+        match chars.next() {
+            Some('\\') if chars.peek() == Some(&':') => {
                 chars.next();
                 out.push(':');
             }
-            ':' => {
-                return Err(format!(
-                    "'{v}': fio's ':'-separated list of files shared by one job is not \
-                     implemented by elevator (yet): give one file per job (write '\\:' for a \
-                     colon inside a name), or use nrfiles for several files"
-                ));
+            Some(':') | None => {
+                let name = out.trim();
+                if name.is_empty() {
+                    break;
+                }
+                names.push(name.to_string());
+                out.clear();
+                if chars.peek().is_none() {
+                    break;
+                }
             }
-            c => out.push(c),
+            Some(c) => out.push(c),
         }
     }
-    Ok(out)
+    if names.is_empty() {
+        return Err(format!("'{v}': no file name"));
+    }
+    if names.len() > 65_536 {
+        return Err(format!(
+            "'{v}': {} files, at most 65536 (nrfiles' limit)",
+            names.len()
+        ));
+    }
+    let devices = names.iter().filter(|n| n.starts_with("/dev/")).count();
+    if devices > 0 && names.len() > 1 {
+        return Err(format!(
+            "'{v}': several files of which {devices} under /dev/: elevator runs a job on one \
+             device (the run's --device), so a job's list of files cannot name devices; give \
+             one device per job (or files, which elevator lays out on the device)"
+        ));
+    }
+    Ok(names)
+}
+
+/// `filename`: its files ([`filenames`]); `nrfiles` becomes their count
+/// (a later `nrfiles` may lower it, as in fio).
+pub(super) fn store_filename(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let names = filenames(v)?;
+    spec.nrfiles = u32::try_from(names.len()).unwrap_or(u32::MAX);
+    spec.filename = names.first().cloned();
+    spec.filenames = names;
+    Ok(())
 }
 
 /// `rw` with fio's optional `:N` offset modifier.
@@ -380,15 +410,12 @@ pub(super) fn rw_mode(v: &str, kb: u32) -> Result<(RwMode, u64, u64), String> {
         "randrw" => RwMode::RandRw,
         "trim" => RwMode::Trim,
         "randtrim" => RwMode::RandTrim,
-        "trimwrite" | "randtrimwrite" => {
-            return Err(format!(
-                "fio's '{mode}' mode is not implemented by elevator (yet)"
-            ));
-        }
+        "trimwrite" => RwMode::TrimWrite,
+        "randtrimwrite" => RwMode::RandTrimWrite,
         _ => {
             return Err(format!(
                 "unknown mode '{mode}': expected read, write, randread, randwrite, rw, \
-                 readwrite, randrw, trim or randtrim"
+                 readwrite, randrw, trim, randtrim, trimwrite or randtrimwrite"
             ));
         }
     };
@@ -400,31 +427,51 @@ pub(super) fn rw_mode(v: &str, kb: u32) -> Result<(RwMode, u64, u64), String> {
     Ok((mode, nr, back))
 }
 
-/// `roundrobin`, `sequential` or `random`, optionally `:N`.
-pub(super) fn file_service(v: &str) -> Result<(FileService, u32), String> {
-    let (kind, count) = v.split_once(':').map_or((v, None), |(k, c)| (k, Some(c)));
+/// `roundrobin`, `sequential` or `random`, optionally `:N` (I/Os before
+/// the next file); or `zipf`, `pareto`, `normal`/`gauss`, optionally
+/// `:PARAM[:CENTRE]` (a file drawn at every I/O, as fio).
+pub(super) fn store_file_service(spec: &mut JobSpec, v: &str) -> Result<(), String> {
+    let (kind, rest) = v.split_once(':').map_or((v, None), |(k, c)| (k, Some(c)));
     let service = match kind {
         "roundrobin" => FileService::RoundRobin,
         "sequential" => FileService::Sequential,
         "random" => FileService::Random,
-        "zipf" | "pareto" | "normal" | "gauss" => {
-            return Err(format!(
-                "file_service_type '{kind}' is fio's but not implemented by elevator (yet): \
-                 use roundrobin, sequential or random"
-            ));
-        }
+        "zipf" => FileService::Zipf,
+        "pareto" => FileService::Pareto,
+        "normal" | "gauss" => FileService::Normal,
         _ => {
             return Err(format!(
                 "unknown file_service_type '{kind}': expected roundrobin, sequential or \
-                 random, optionally followed by :N"
+                 random, optionally followed by :N, or zipf, pareto, normal or gauss, \
+                 optionally followed by :PARAMETER"
             ));
         }
     };
-    let count = match count {
-        Some(c) => int32(c, 1, u32::MAX).map_err(|e| format!("count after ':': {e}"))?,
-        None => 1,
+    if matches!(
+        service,
+        FileService::RoundRobin | FileService::Sequential | FileService::Random
+    ) {
+        let count = match rest {
+            Some(c) => int32(c, 1, u32::MAX).map_err(|e| format!("count after ':': {e}"))?,
+            None => 1,
+        };
+        spec.file_service = (service, count);
+        return Ok(());
+    }
+    // The same numbers as random_distribution's (defaults 1.1, 0.2, 0):
+    // checked by it.
+    let spelled = match rest {
+        Some(r) => format!("{}:{r}", if kind == "gauss" { "normal" } else { kind }),
+        None => kind.replace("gauss", "normal"),
     };
-    Ok((service, count))
+    let (dist, centre) = distribution(&spelled, spec.kb_base)?;
+    let param = match dist {
+        Distribution::Zipf(x) | Distribution::Pareto(x) | Distribution::Normal(x) => x,
+        _ => 0.0,
+    };
+    spec.file_service = (service, 1);
+    spec.file_service_param = (param, centre);
+    Ok(())
 }
 
 pub(super) fn zonemode(v: &str) -> Result<ZoneMode, String> {
@@ -897,7 +944,7 @@ fn cmdprio_split(v: &str, kb: u32) -> Result<Vec<CmdprioSplit>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{bssplit, cpu_list, filename, pattern};
+    use super::{bssplit, cpu_list, filenames, pattern};
 
     #[test]
     fn cpu_lists_read_as_taskset_writes_them() {
@@ -921,9 +968,14 @@ mod tests {
 
     #[test]
     fn filenames_and_patterns() {
-        assert_eq!(filename("a\\:b\\:c"), Ok("a:b:c".to_string()));
-        assert_eq!(filename("a\\b"), Ok("a\\b".to_string()));
-        assert!(filename("a:b").is_err());
+        assert_eq!(filenames("a\\:b\\:c"), Ok(vec!["a:b:c".to_string()]));
+        assert_eq!(filenames("a\\b"), Ok(vec!["a\\b".to_string()]));
+        assert_eq!(
+            filenames("a:b\\:c: d :"),
+            Ok(vec!["a".to_string(), "b:c".to_string(), "d".to_string()])
+        );
+        assert!(filenames(":a").is_err());
+        assert!(filenames("/dev/sdb:/dev/sdc").is_err());
         assert_eq!(pattern("0"), Ok(vec![0]));
         assert_eq!(pattern("0x1"), Ok(vec![1]));
         assert!(pattern("\"\"").is_err());

@@ -309,13 +309,6 @@ fn finish(job: &mut JobSpec, earlier: &[JobSpec]) -> Result<(), (Option<&'static
         let message = format!("job '{name}': time_based needs a runtime greater than 0");
         return Err((Some("time_based"), message));
     }
-    if job.nrfiles > 1 && job.filename.is_some() {
-        let message = format!(
-            "job '{name}': nrfiles>1 with an explicit filename is not supported \
-             (drop filename and elevator names the files)"
-        );
-        return Err((Some("nrfiles"), message));
-    }
     if job.zonemode == ZoneMode::None && job.zonesize > 0 {
         let message = format!(
             "job '{name}': zonesize needs zonemode=strided (fio: --zonemode=none and \

@@ -23,6 +23,11 @@ pub enum RwMode {
     Trim,
     /// `randtrim`: random discards.
     RandTrim,
+    /// `trimwrite`: sequential, each block trimmed and then written.
+    TrimWrite,
+    /// `randtrimwrite`: random offsets, each block trimmed and then
+    /// written.
+    RandTrimWrite,
 }
 
 impl RwMode {
@@ -30,8 +35,18 @@ impl RwMode {
     pub fn random(self) -> bool {
         matches!(
             self,
-            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
         )
+    }
+
+    /// Whether each block is trimmed and then written (`trimwrite`,
+    /// `randtrimwrite`).
+    pub fn trims_then_writes(self) -> bool {
+        matches!(self, RwMode::TrimWrite | RwMode::RandTrimWrite)
     }
 
     /// fio's name for it.
@@ -45,6 +60,8 @@ impl RwMode {
             RwMode::RandRw => "randrw",
             RwMode::Trim => "trim",
             RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
         }
     }
 }
@@ -58,6 +75,15 @@ pub enum FileService {
     Sequential,
     /// `random`: a random file every `count` I/Os.
     Random,
+    /// `zipf[:theta]`: a file drawn by a Zipf distribution at every I/O,
+    /// the first file the hottest (theta in [`JobSpec::file_service_param`]).
+    Zipf,
+    /// `pareto[:h]`: a file drawn by a Pareto distribution at every I/O,
+    /// the first file the hottest.
+    Pareto,
+    /// `normal[:dev]` (alias `gauss`): a file drawn by fio's bell shape at
+    /// every I/O, the middle file the hottest.
+    Normal,
 }
 
 /// An amount given either in bytes or as a percentage of what it applies to
@@ -345,6 +371,20 @@ pub struct JobSpec {
     /// normal: where in the file (0.0..=1.0) the distribution is centred.
     /// `None`: fio's default (random for zipf and pareto, 0.5 for normal).
     pub random_center: Option<f64> = None,
+    /// `filename`'s files, every name of its `:`-separated list in order
+    /// (`\:` is a colon in a name); empty when `filename` is not set.
+    /// [`JobSpec::filename`] is the first of them.
+    pub filenames: Vec<String> = Vec::new(),
+    /// `filesize`'s upper bound when it is a range (`filesize=1m-4m`):
+    /// each file's size is drawn in `filesize..=filesize_max`, a multiple
+    /// of the smallest block size, as fio draws it. `None`: one size.
+    pub filesize_max: Option<u64> = None,
+    /// `openfiles`: how many of the job's files are open at once (0, the
+    /// default: all of them).
+    pub openfiles: u32 = 0,
+    /// `file_service_type`'s parameter for `zipf`, `pareto` and `normal`
+    /// (fio's defaults 1.1, 0.2 and 0), and its optional centre.
+    pub file_service_param: (f64, Option<f64>) = (0.0, None),
     /// `kb_base` (1024 or 1000): how the job's sizes were read, and the
     /// prefix fio uses for units it reports.
     pub kb_base: u32 = 1024,

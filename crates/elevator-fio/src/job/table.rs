@@ -11,10 +11,10 @@ use super::option::{FioOption, Store, Verdict, opt, set, value};
 use super::options::{
     EXIT_WHATS, GENERATORS, KB_BASES, NUMA_CPU_NOTE, NUMA_MEM_NOTE, RATE_PROCESSES, RW_SEQUENCERS,
     THINK_BLOCKS, UNIFIED_RW, amount, buffer_pattern, choice, continue_on_error, cpu_list,
-    distribution, file_service, filename, ignore_error, latency_percentile, mem_policy, note,
-    numa_nodes, percentiles, replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange,
-    store_bssplit, store_cmdprio_bssplit, store_filesize, store_ss_dur, store_steadystate,
-    store_verify_interval, store_verify_pattern, verify, zonemode,
+    distribution, ignore_error, latency_percentile, mem_policy, note, numa_nodes, percentiles,
+    replay_skip, rw_mode, store_blockalign, store_bs, store_bsrange, store_bssplit,
+    store_cmdprio_bssplit, store_file_service, store_filename, store_filesize, store_ss_dur,
+    store_steadystate, store_verify_interval, store_verify_pattern, verify, zonemode,
 };
 use super::values::{
     MICROSECOND, MILLISECOND, SECOND, int_in, int32, level, per_direction, percent, range, size,
@@ -96,7 +96,7 @@ pub(super) const OPTIONS: &[FioOption] = &[
     set("description", Store::Value(|_, _| Ok(()))),
     set("name", value!(|j, v| j.name = v.to_string())),
     set("wait_for", value!(|j, v| j.wait_for = Some(v.to_string()))),
-    set("filename", value!(|j, v| j.filename = Some(filename(v)?))),
+    set("filename", Store::Value(store_filename)),
     opt("lockfile", d("none", NOT_YET)),
     set(
         "directory",
@@ -112,11 +112,11 @@ pub(super) const OPTIONS: &[FioOption] = &[
     ),
     opt("opendir", R(NOT_YET)),
     set("nrfiles", value!(|j, v| j.nrfiles = int32(v, 1, 65_536)?)).aka(&["nr_files"]),
-    opt("openfiles", N("elevator keeps every file of a job open")),
     set(
-        "file_service_type",
-        value!(|j, v| j.file_service = file_service(v)?),
+        "openfiles",
+        value!(|j, v| j.openfiles = int32(v, 0, 65_536)?),
     ),
+    set("file_service_type", Store::Value(store_file_service)),
     opt(
         "ioscheduler",
         R(

@@ -101,6 +101,13 @@ impl Dist {
         })
     }
 
+    /// The same sampler with ranks in order, not spread: rank 0 (the
+    /// hottest) is position 0. fio's `file_service_type=zipf` (and pareto,
+    /// normal) draws files this way, over `nrfiles << 10` positions.
+    pub fn ranked(self) -> Dist {
+        Dist { spread: 1, ..self }
+    }
+
     /// Whether it is uniform (`random`).
     pub fn uniform(&self) -> bool {
         matches!(self.shape, Shape::Uniform)

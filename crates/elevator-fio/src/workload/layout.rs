@@ -5,11 +5,14 @@
 //! and their clones appear, from the start of the device (job 1's clone 0's
 //! files, then its clone 1's, then job 2's...).
 //!
-//! Files have names, as fio gives them: `filename` when set (one file,
-//! whatever `nrfiles`), else `filename_format` (default
+//! Files have names, as fio gives them: `filename` when set (its
+//! `:`-separated list, `\:` a colon in a name; `nrfiles` is capped at the
+//! names listed, as fio caps it), else `filename_format` (default
 //! `$jobname.$jobnum.$filenum`: `$jobnum` is the clone's number within its
 //! job, `$filenum` the file's; `$clientuid` is empty, as in fio outside
-//! client/server mode), under `directory` unless the name is absolute.
+//! client/server mode), under `directory` unless the name is absolute
+//! (`directory=a:b`: clone k's generated files in entry k (mod their count) of the
+//! list, files `filename` lists in the first, as fio).
 //! Files with the same name are one file, laid out where it first appears
 //! (so `filename=shared`, or a format without `$jobnum`, shares it between
 //! clones and jobs). A name under `/dev/` is the raw device: one extent from
@@ -20,8 +23,10 @@
 //! - A created file's I/O region is `size / nrfiles` bytes (a percentage:
 //!   of the device) from its start offset, and the file ends where the
 //!   region does (fio creates files of `offset` plus `size` bytes). With
-//!   `filesize`, the file has that size and the region runs from the start
-//!   offset to its end. With `fill_device`, the region is the rest of the
+//!   `filesize`, the file has that size (`filesize=LO-HI`: each file's
+//!   drawn uniformly in `[LO, HI)`, a multiple of the smallest block size,
+//!   as fio draws it; the same sizes every run) and the region runs from
+//!   the start offset to its end. With `fill_device`, the region is the rest of the
 //!   device (fio writes until it is full). Without `size` or `filesize`, a
 //!   file an earlier job laid out keeps its size, as fio reads an existing
 //!   file; a job that names no file at all (no `filename`,
@@ -90,7 +95,12 @@ impl Layout {
 
     /// The name of file `filenum` of clone `clone` of `job`.
     pub fn file_name(job: &JobSpec, clone: u32, filenum: u32) -> String {
-        let name = match &job.filename {
+        let listed = job
+            .filenames
+            .get(filenum as usize)
+            .or(job.filenames.last())
+            .or(job.filename.as_ref());
+        let name = match listed {
             Some(f) => f.clone(),
             None => job
                 .filename_format
@@ -102,7 +112,11 @@ impl Layout {
                 .replace("$clientuid", ""),
         };
         match &job.directory {
-            Some(dir) if !name.starts_with('/') => {
+            Some(dirs) if !name.starts_with('/') => {
+                // fio: `directory=a:b` puts clone k's generated files in
+                // entry k (mod their count); files `filename` names go in the first.
+                let index = if listed.is_some() { 0 } else { clone };
+                let dir = directory(dirs, index);
                 format!("{}/{name}", dir.trim_end_matches('/'))
             }
             _ => name,
@@ -125,6 +139,17 @@ impl Layout {
             && job.filesize.is_none()
             && !job.fill_device
             && !self.shared.contains_key(first)
+    }
+
+    /// How many files clone `clone`s of `job` have: `nrfiles`, at most as
+    /// many as `filename` lists (fio caps `nrfiles` at them).
+    pub fn file_count(job: &JobSpec) -> u32 {
+        let n = job.nrfiles.max(1);
+        match job.filenames.len() {
+            0 if job.filename.is_some() => 1,
+            0 => n,
+            listed => n.min(u32::try_from(listed).unwrap_or(u32::MAX)),
+        }
     }
 
     /// The files of clone `clone` of `job` (from file `path`).
@@ -220,11 +245,7 @@ impl Layout {
                 end,
             }]);
         }
-        let n = if job.filename.is_some() {
-            1
-        } else {
-            job.nrfiles.max(1)
-        };
+        let n = Layout::file_count(job);
         let size_option = if job.filesize.is_some() {
             "filesize"
         } else {
@@ -304,6 +325,23 @@ impl Layout {
         let mut files = Vec::with_capacity(n as usize);
         for filenum in 0..n {
             let name = Layout::file_name(job, clone, filenum);
+            let (bytes, end) = match job.filesize_max {
+                Some(max) if job.filesize.is_some() => {
+                    let size = drawn_size(job, &name, region, max, block);
+                    if start.saturating_add(block) > size {
+                        return Err(err(
+                            blame,
+                            format!(
+                                "job '{}': offset {start} leaves no room for a block of \
+                                 {block} bytes in its file '{name}' of {size} bytes",
+                                job.name
+                            ),
+                        ));
+                    }
+                    (size, size)
+                }
+                _ => (bytes, end),
+            };
             let too_big = |at: u64| {
                 err(
                     if start > 0 { blame } else { size_option },
@@ -358,6 +396,46 @@ impl Layout {
         }
         Ok(files)
     }
+}
+
+/// The entry `index` (mod their count) of `directory`'s `:`-separated
+/// list (`\:` is a colon in a name).
+fn directory(dirs: &str, index: u32) -> String {
+    let mut list: Vec<String> = vec![String::new()];
+    let mut chars = dirs.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                if let Some(d) = list.last_mut() {
+                    d.push(':');
+                }
+            }
+            ':' => list.push(String::new()),
+            c => {
+                if let Some(d) = list.last_mut() {
+                    d.push(c);
+                }
+            }
+        }
+    }
+    list.retain(|d| !d.is_empty());
+    match list.len() {
+        0 => dirs.to_string(),
+        n => list.swap_remove(index as usize % n),
+    }
+}
+
+/// The size of the file named `name` for `filesize=LO-HI`: uniform in
+/// `[LO, HI)`, rounded down to a multiple of the smallest block size (as
+/// fio draws it), from a stream of the job's seed and the file's name: the
+/// same sizes every run, and one size for a file clones share.
+fn drawn_size(job: &JobSpec, name: &str, lo: u64, hi: u64, block: u64) -> u64 {
+    let mut parts = vec![job.randseed.unwrap_or(0x5EED_F10F), 0xF11E_5123];
+    parts.extend(name.bytes().map(u64::from));
+    let mut rng = elevator_core::rng::Rng::new(super::mix(&parts));
+    let size = lo + rng.below(hi.saturating_sub(lo).max(1));
+    (size - size % block).max(block)
 }
 
 #[cfg(test)]

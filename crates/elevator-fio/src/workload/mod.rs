@@ -10,6 +10,7 @@ mod failure;
 mod flow;
 mod latency_target;
 mod layout;
+mod open_files;
 mod pattern;
 pub mod prio;
 mod randommap;

@@ -36,6 +36,14 @@
 //! - **`zonemode=strided`**: see [`super::zones`]; random I/O in a zone
 //!   draws its offsets within the zone, without a random map (fio's
 //!   strided random jobs repeat blocks too).
+//! - **Files**: `file_service_type` `roundrobin`, `sequential`, `random`
+//!   switch files every `:N` I/Os; `zipf`, `pareto`, `normal` draw a file
+//!   at every I/O from the distribution over `nrfiles << 10` positions in
+//!   rank order (as fio: the first file, or the middle one for `normal`,
+//!   the hottest).
+//! - **`rw=trimwrite`**, **`randtrimwrite`**: each block is trimmed, then
+//!   the same block (offset and length) written; the amount and
+//!   `number_ios` count both, so they double, as fio's do.
 //! - **Amount**: `io_size` bytes (a percent is of the clone's regions), else
 //!   `size` bytes, else the regions once; times `loops` (a new loop starts
 //!   the cursors, zones and map afresh). `number_ios` stops earlier if
@@ -45,9 +53,12 @@ use elevator_core::Op;
 
 use super::distribution::Dist;
 use super::layout::Extent;
+use super::open_files::OpenFiles;
 use super::randommap::{FullCycle, MAX_MAP_BYTES, RandomMap};
 use super::zones::Strided;
-use crate::job::{Amount, FileService, JobError, JobSpec, RandomGenerator, RwMode, RwSequencer};
+use crate::job::{
+    Amount, Distribution, FileService, JobError, JobSpec, RandomGenerator, RwMode, RwSequencer,
+};
 use elevator_core::rng::Rng;
 
 /// One I/O the pattern chose.
@@ -186,6 +197,14 @@ pub struct Pattern {
     bs_rng: Rng,
     off_rng: Rng,
     off_seed: u64,
+    /// `trimwrite`, `randtrimwrite`: the write of the block last trimmed,
+    /// still to issue.
+    owed_write: Option<NextIo>,
+    /// `file_service_type=zipf`, `pareto`, `normal`: files drawn over
+    /// `nrfiles << 10` positions, in rank order.
+    file_dist: Option<Dist>,
+    /// `openfiles` below the file count: the files open at once.
+    open_files: Option<OpenFiles>,
 }
 
 /// The directions `rw` issues (read 0, write 1, trim 2).
@@ -195,6 +214,7 @@ fn active(rw: RwMode) -> &'static [usize] {
         RwMode::Write | RwMode::RandWrite => &[1],
         RwMode::ReadWrite | RwMode::RandRw => &[0, 1],
         RwMode::Trim | RwMode::RandTrim => &[2],
+        RwMode::TrimWrite | RwMode::RandTrimWrite => &[1, 2],
     }
 }
 
@@ -392,6 +412,30 @@ impl Pattern {
                 _ => total,
             },
         };
+        // trimwrite trims and then writes every byte: twice the bytes and
+        // I/Os, as fio counts them.
+        let pairs = if job.rw.trims_then_writes() { 2 } else { 1 };
+        let per_loop = per_loop.saturating_mul(pairs);
+        let number_ios = job.number_ios.saturating_mul(pairs);
+        let file_dist = match job.file_service.0 {
+            FileService::Zipf | FileService::Pareto | FileService::Normal => {
+                let param = job.file_service_param.0;
+                let shape = match job.file_service.0 {
+                    FileService::Zipf => Distribution::Zipf(param),
+                    FileService::Pareto => Distribution::Pareto(param),
+                    _ => Distribution::Normal(param),
+                };
+                let positions = (states.len() as u64) << 10;
+                let dist =
+                    Dist::new(&shape, 0, positions, 1).map_err(|m| err("file_service_type", m))?;
+                Some(dist.ranked())
+            }
+            _ => None,
+        };
+        let open_files = match file_dist {
+            Some(_) => None,
+            None => OpenFiles::new(job.openfiles, states.iter().map(|s| s.hi - s.lo).collect()),
+        };
         let loops = u64::from(job.loops.max(1));
         let off_seed = seed ^ 0x0FF5_E7A5_D15C_0FF5;
         Ok(Pattern {
@@ -413,7 +457,7 @@ impl Pattern {
             per_loop,
             budget: per_loop.saturating_mul(loops),
             next_loop_at: per_loop,
-            number_ios: job.number_ios,
+            number_ios,
             issued_bytes: 0,
             issued_ios: 0,
             max_bs,
@@ -421,6 +465,9 @@ impl Pattern {
             bs_rng: Rng::new(seed ^ 0xB10C_5123_0000_0001),
             off_rng: Rng::new(off_seed),
             off_seed,
+            owed_write: None,
+            open_files,
+            file_dist,
         })
     }
 
@@ -495,6 +542,9 @@ impl Pattern {
         }
         self.cur_file = 0;
         self.on_file = 0;
+        if let Some(open) = &mut self.open_files {
+            open.reopen();
+        }
     }
 
     /// The next I/O.
@@ -511,6 +561,13 @@ impl Pattern {
                 }
             }
             RwMode::Trim | RwMode::RandTrim => 2,
+            RwMode::TrimWrite | RwMode::RandTrimWrite => {
+                // The block just trimmed is written next, as fio.
+                if let Some(write) = self.owed_write.take() {
+                    return write;
+                }
+                2
+            }
         };
         let op = [Op::Read, Op::Write, Op::Discard][d];
         let mut len = self.bs[d].draw(&mut self.bs_rng);
@@ -530,6 +587,12 @@ impl Pattern {
         if len > whi - off {
             len = self.bs[d].fit(whi - off);
         }
+        if let Some(open) = &mut self.open_files
+            && open.did(f, len)
+        {
+            // The file closed: the next I/O goes to another.
+            self.on_file = u32::MAX;
+        }
         let s = &mut self.files[f];
         if !self.rw.random() {
             let next = off.saturating_add(len).saturating_add(self.rw_nr);
@@ -546,11 +609,18 @@ impl Pattern {
         s.last_off = off;
         s.last_end = off + len;
         s.zone_done = s.zone_done.saturating_add(len);
-        NextIo {
+        let io = NextIo {
             op,
             sector: s.sector + off / 512,
             len: len as u32,
+        };
+        if self.rw.trims_then_writes() {
+            self.owed_write = Some(NextIo {
+                op: Op::Write,
+                ..io
+            });
         }
+        io
     }
 
     /// File `f`'s window for the next I/O: its region, or its current
@@ -639,6 +709,23 @@ impl Pattern {
             return 0;
         }
         let (kind, count) = self.file_service;
+        if let Some(open) = &mut self.open_files {
+            let switch = match kind {
+                FileService::Sequential => self.on_file == u32::MAX,
+                _ => self.on_file >= count.max(1),
+            };
+            if switch {
+                self.on_file = 0;
+                if kind == FileService::Random {
+                    open.choose(&mut self.dir_rng);
+                } else {
+                    open.advance();
+                }
+            }
+            self.on_file = self.on_file.saturating_add(1);
+            self.cur_file = open.current();
+            return self.cur_file;
+        }
         match kind {
             FileService::RoundRobin | FileService::Random => {
                 if self.on_file >= count.max(1) {
@@ -650,6 +737,12 @@ impl Pattern {
                     };
                 }
                 self.on_file += 1;
+            }
+            FileService::Zipf | FileService::Pareto | FileService::Normal => {
+                if let Some(dist) = &self.file_dist {
+                    let k = dist.sample(&mut self.dir_rng) >> 10;
+                    self.cur_file = (k as usize).min(n - 1);
+                }
             }
             FileService::Sequential => {
                 let s = &self.files[self.cur_file];

@@ -144,6 +144,7 @@ pub(crate) fn directions(rw: RwMode) -> [bool; 3] {
         RwMode::Write | RwMode::RandWrite => [false, true, false],
         RwMode::ReadWrite | RwMode::RandRw => [true, true, false],
         RwMode::Trim | RwMode::RandTrim => [false, false, true],
+        RwMode::TrimWrite | RwMode::RandTrimWrite => [false, true, true],
     }
 }
 

@@ -73,12 +73,13 @@ fn rw_modes() {
         ("randrw", RwMode::RandRw),
         ("trim", RwMode::Trim),
         ("randtrim", RwMode::RandTrim),
+        ("trimwrite", RwMode::TrimWrite),
+        ("randtrimwrite", RwMode::RandTrimWrite),
     ] {
         assert_eq!(job(&format!("rw={text}")).rw, mode, "{text}");
         assert_eq!(job(&format!("readwrite={text}")).rw, mode, "{text}");
     }
     rejects_all(&[
-        ("rw=trimwrite", "rw", "not implemented by elevator"),
         ("rw=randread:x", "rw", "offset modifier after ':'"),
         ("rw=random", "rw", "unknown mode 'random'"),
         ("readwrite=writes", "readwrite", "expected read, write"),
@@ -246,6 +247,12 @@ fn iodepth_numjobs_nrfiles_thinktime_blocks() {
 fn filesize_option() {
     assert_eq!(job("filesize=16m").filesize, Some(16 * MIB));
     assert_eq!(job("filesize=1000").filesize, Some(1000));
+    // A range: each file's size drawn in it (the layout draws).
+    let range = job("filesize=1m-4m");
+    assert_eq!(
+        (range.filesize, range.filesize_max),
+        (Some(MIB), Some(4 * MIB))
+    );
     rejects_all(&[
         ("filesize=0", "filesize", "greater than 0"),
         ("filesize=10%", "filesize", "unknown size suffix"),
@@ -396,13 +403,18 @@ fn filename_option() {
             .as_deref(),
         Some("/dev/disk/by-path/pci-0000:00:1f.2")
     );
+    // A ':'-separated list is several files (nrfiles their count), as in
+    // fio; devices cannot be listed: elevator runs a job on one.
+    let two = job("filename=a:b\\:c");
+    assert_eq!(two.filenames, ["a", "b:c"]);
+    assert_eq!((two.filename.as_deref(), two.nrfiles), (Some("a"), 2));
     rejects_all(&[
         (
             "filename=/dev/sdb:/dev/sdc",
             "filename",
-            "':'-separated list of files",
+            "cannot name devices",
         ),
-        ("filename=a:b", "filename", "use nrfiles"),
+        ("filename=:a", "filename", "no file name"),
         ("filename=", "filename", "needs a value"),
     ]);
 }
@@ -422,11 +434,28 @@ fn file_service_type_option() {
     ] {
         assert_eq!(job(text).file_service, service, "{text}");
     }
+    for (text, service, param) in [
+        ("file_service_type=zipf", FileService::Zipf, 1.1),
+        ("file_service_type=zipf:1.2", FileService::Zipf, 1.2),
+        ("file_service_type=pareto", FileService::Pareto, 0.2),
+        ("file_service_type=pareto:0.3", FileService::Pareto, 0.3),
+        ("file_service_type=normal:5", FileService::Normal, 5.0),
+        ("file_service_type=gauss", FileService::Normal, 0.0),
+    ] {
+        let j = job(text);
+        assert_eq!(j.file_service, (service, 1), "{text}");
+        assert_eq!(j.file_service_param.0, param, "{text}");
+    }
     rejects_all(&[
         (
-            "file_service_type=zipf:1.2",
+            "file_service_type=zipf:1",
             "file_service_type",
-            "file_service_type 'zipf' is fio's but not implemented",
+            "zipf theta must be above 0 and not 1.0",
+        ),
+        (
+            "file_service_type=pareto:2",
+            "file_service_type",
+            "pareto power must be between 0 and 1",
         ),
         (
             "file_service_type=random:0",
@@ -760,16 +789,13 @@ fn cross_option_checks_report_at_the_job_header() {
         (1, Some("time_based")),
         "{e}"
     );
-    let e = error("[ok]\n[j]\nfilename=/dev/sdb\nnrfiles=2\n");
-    assert_eq!((e.line, e.option.as_deref()), (2, Some("nrfiles")), "{e}");
-    assert!(
-        e.message.contains("nrfiles>1 with an explicit filename"),
-        "{e}"
-    );
-    assert!(
-        e.to_string()
-            .starts_with("t.fio:2: option 'nrfiles': job 'j': "),
-        "{e}"
+    // fio takes nrfiles above the files filename names, and caps it at
+    // them (elevator's layout does: one file here).
+    let capped = job("filename=/dev/sdb\nnrfiles=2");
+    assert_eq!(
+        elevator_fio::workload::Layout::file_count(&capped),
+        1,
+        "{capped:?}"
     );
     // One file named explicitly is fine.
     assert_eq!(job("filename=/dev/sdb\nnrfiles=1").nrfiles, 1);
@@ -1156,7 +1182,6 @@ fn new_options_read_fios_forms() {
         ),
         ("rate_process=burst", "rate_process", "linear or poisson"),
         ("kb_base=1", "kb_base", "1024 or 1000"),
-        ("filesize=1m-4m", "filesize", "range of file sizes"),
     ]);
 }
 

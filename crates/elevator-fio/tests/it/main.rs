@@ -2,6 +2,7 @@
 //! One test binary for the crate (linking one is faster than one per file);
 //! each module below was a test file of its own.
 
+mod files;
 mod job_parse;
 mod pattern;
 mod report_formats;

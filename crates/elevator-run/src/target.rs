@@ -10,7 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use elevator_core::{BuildError, DeviceShape, Limits, Queue};
-use elevator_fio::job::{JobFile, JobSpec};
+use elevator_fio::job::{Amount, JobFile, JobSpec};
 use elevator_io::mq::LockMode;
 use elevator_io::{DeviceKind, DeviceSpec};
 use elevator_sim::device::ModelSpec;
@@ -120,7 +120,8 @@ impl Target {
     /// - a job whose `filename` is another regular file that exists here,
     ///   and that no earlier job gave a size, gets that file's size as its
     ///   `filesize` (fio reads an existing file whole), its file laid out
-    ///   on the device as any other.
+    ///   on the device as any other; with `size=N%`, N % of that file's
+    ///   size is its `size`.
     ///
     /// Every other job is as given (a missing file with no size is refused
     /// by the layout, as fio refuses it).
@@ -147,21 +148,28 @@ impl Target {
             if laid_out {
                 continue;
             }
-            let whole = device
-                .as_ref()
-                .is_some_and(|d| d.dev() == meta.dev() && d.ino() == meta.ino());
+            let whole = job.size.is_none()
+                && device
+                    .as_ref()
+                    .is_some_and(|d| d.dev() == meta.dev() && d.ino() == meta.ino());
             let sized = !whole && meta.is_file() && meta.len() >= 512;
             if !whole && !sized {
                 continue;
             }
             let spec = &mut resolved.get_or_insert_with(|| jobs.clone()).jobs[j];
-            if whole {
-                spec.filename = None;
-                spec.filename_format = None;
-                spec.directory = None;
-                spec.nrfiles = 1;
-            } else {
-                spec.filesize = Some(meta.len() / 512 * 512);
+            match spec.size {
+                _ if whole => {
+                    spec.filename = None;
+                    spec.filename_format = None;
+                    spec.directory = None;
+                    spec.nrfiles = 1;
+                }
+                // A percentage is of the file, as in fio.
+                Some(Amount::Percent(p)) => {
+                    let bytes = u128::from(meta.len()) * u128::from(p) / 100;
+                    spec.size = Some(Amount::Bytes(bytes as u64 / 512 * 512));
+                }
+                _ => spec.filesize = Some(meta.len() / 512 * 512),
             }
         }
         match resolved {
@@ -261,11 +269,12 @@ impl Target {
 
 /// The host path of `job`'s file when fio would size the job from it: it
 /// names a file (not one under `/dev/`, which the layout takes as the
-/// device) and gives no `size`, `filesize` or `fill_device`.
+/// device) and gives no `filesize` or `fill_device`, and no `size` but a
+/// percentage (of the file, in fio).
 fn host_file(job: &JobSpec) -> Option<std::path::PathBuf> {
     let name = job.filename.as_ref()?;
-    if job.size.is_some() || job.filesize.is_some() || job.fill_device || name.starts_with("/dev/")
-    {
+    let sized = matches!(job.size, Some(Amount::Bytes(_)));
+    if sized || job.filesize.is_some() || job.fill_device || name.starts_with("/dev/") {
         return None;
     }
     Some(host_file_name(job))

@@ -182,12 +182,10 @@ fn a_job_without_size_gets_its_file_or_device_size_as_in_fio() {
             ("nvme,capacity=8m", &[]),
             ("hdd-7200,capacity=8m", &[]),
         ];
-        // Another existing file: its size, laid out on the device (a
-        // percentage `size` stays the device's, so not here).
-        if !extra.contains("size=") {
-            devices.push(("nvme", &["--filename=data"]));
-            devices.push(("file:disk.img", &["--filename=data"]));
-        }
+        // Another existing file: its size (a percentage `size` of it),
+        // laid out on the device.
+        devices.push(("nvme", &["--filename=data"]));
+        devices.push(("file:disk.img", &["--filename=data"]));
         for (device, name) in devices {
             let mut ours = vec!["run", "--output-format", "json", "--device", device];
             ours.extend(name);

@@ -796,7 +796,6 @@ impl SteadySpec {
     }
 }
 
-
 /// fio's buffer options (`buffer_pattern`, `buffer_compress_percentage`,
 /// `buffer_compress_chunk`, `refill_buffers`, `dedupe_percentage`,
 /// `dedupe_mode`, `dedupe_working_set_percentage`): what writes carry, as

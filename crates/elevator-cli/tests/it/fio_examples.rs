@@ -56,6 +56,10 @@ const RUN_TODAY: &[&str] = &[
 #[test]
 fn upstream_examples_that_ran_keep_running() {
     elevator_testkit::slow!();
+    if std::env::var_os("FIO_EXAMPLES_DIR").is_none() {
+        // The script downloads fio's source with curl.
+        elevator_testkit::needs!("curl");
+    }
     let mut cmd = Command::new(repo_root().join("scripts/fio-examples"));
     cmd.env("ELEVATOR", env!("CARGO_BIN_EXE_elevator"))
         .arg("--must-run")

@@ -12,7 +12,7 @@ use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Outcome};
 use std::collections::VecDeque;
 
 use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
-use super::param::{ParamError, ParamUnit, ParamValue, parse_param};
+use super::param::{ParamError, ParamUnit, ParamValue, parse_listed};
 
 /// Parameters of the null device.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,13 +77,7 @@ impl NullParams {
 
     /// Set a parameter from text.
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
-        let unit = self
-            .list()
-            .iter()
-            .find(|p| p.name == name)
-            .map(|p| p.unit)
-            .ok_or_else(|| unknown(Self::MODEL, name, &self.list()))?;
-        let v = parse_param(Self::MODEL, name, unit, text)?;
+        let v = parse_listed(Self::MODEL, &self.list(), name, text)?;
         match name {
             "capacity" => self.capacity = v as u64,
             "latency" => self.latency_us = v,

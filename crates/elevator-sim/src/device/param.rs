@@ -89,6 +89,22 @@ pub enum ParamError {
     },
 }
 
+/// Parse `text` as the value of `name`, one of a model's `params` (in its
+/// unit); a name not among them is [`ParamError::Unknown`], listing them.
+pub(crate) fn parse_listed(
+    model: &'static str,
+    params: &[ParamValue],
+    name: &str,
+    text: &str,
+) -> Result<f64, ParamError> {
+    let unit = params
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.unit)
+        .ok_or_else(|| super::null::unknown(model, name, params))?;
+    parse_param(model, name, unit, text)
+}
+
 /// Parse `text` as a value of `unit` (returned in that unit).
 pub fn parse_param(
     model: &'static str,

@@ -28,8 +28,8 @@ use elevator_core::{Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
 use elevator_trace::analyze::service_times::ServiceTimes;
 
 use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
-use super::null::{checked_limits, unknown};
-use super::param::{ParamError, ParamUnit, ParamValue, parse_param};
+use super::null::checked_limits;
+use super::param::{ParamError, ParamUnit, ParamValue, parse_listed};
 
 /// Parameters of the recorded device: the recording's service times and
 /// what may be changed.
@@ -86,13 +86,7 @@ impl RecordedParams {
 
     /// Set a parameter from text.
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
-        let unit = self
-            .list()
-            .iter()
-            .find(|p| p.name == name)
-            .map(|p| p.unit)
-            .ok_or_else(|| unknown(Self::MODEL, name, &self.list()))?;
-        let v = parse_param(Self::MODEL, name, unit, text)?;
+        let v = parse_listed(Self::MODEL, &self.list(), name, text)?;
         match name {
             "queue_depth" => self.queue_depth = v as u32,
             "seed" => self.seed = v as u64,

@@ -39,8 +39,8 @@ use std::collections::BinaryHeap;
 use elevator_core::{BioFlags, Device, DeviceIo, DeviceStats, Limits, Nanos, Op, Outcome};
 
 use super::media::{ExtentMap, SimDevice, WriteNo, numbered};
-use super::null::{checked_limits, unknown};
-use super::param::{ParamError, ParamUnit, ParamValue, parse_param};
+use super::null::checked_limits;
+use super::param::{ParamError, ParamUnit, ParamValue, parse_listed};
 
 /// Parameters of the SSD model.
 #[derive(Clone, Debug, PartialEq)]
@@ -202,13 +202,7 @@ impl SsdParams {
 
     /// Set a parameter from text.
     pub fn set(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
-        let list = self.list();
-        let unit = list
-            .iter()
-            .find(|p| p.name == name)
-            .map(|p| p.unit)
-            .ok_or_else(|| unknown(Self::MODEL, name, &list))?;
-        let v = parse_param(Self::MODEL, name, unit, text)?;
+        let v = parse_listed(Self::MODEL, &self.list(), name, text)?;
         match name {
             "capacity" => self.capacity = v as u64,
             "channels" => self.channels = v as u32,

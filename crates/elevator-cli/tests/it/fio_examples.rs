@@ -11,7 +11,7 @@ use common::fio::{TempDir, elevator, fio, repo_root};
 /// The upstream examples that run as written (scripts/fio-examples' census
 /// on hdd-7200 after issue 29): they must keep running. The block-I/O ones
 /// refused today (butterfly, which fio 3.33 refuses too without its file;
-/// cross-stripe-verify, sized for a 3.7 TB drive; dedupe_global; the sg
+/// cross-stripe-verify, sized for a 3.7 TB drive; the sg
 /// engine's SCSI write modes; zonemode=zbd) join this list as they start to
 /// run.
 const RUN_TODAY: &[&str] = &[
@@ -21,6 +21,7 @@ const RUN_TODAY: &[&str] = &[
     "basic-verify",
     "cmdprio-bssplit",
     "cmdprio-percentage",
+    "dedupe-global",
     "disk-zone-profile",
     "enospc-pressure",
     "exitwhat",

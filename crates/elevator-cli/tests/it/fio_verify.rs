@@ -184,3 +184,49 @@ fn buffer_contents_have_fios_compressibility_and_dedupe() {
         );
     }
 }
+
+/// `dedupe_global` (fio's `examples/dedupe-global.fio`, smaller): two jobs
+/// share one working set, so the same blocks appear in both jobs' files.
+/// The share of one job's distinct blocks also in the other's, and of
+/// repeated blocks overall, are fio's within 5 points.
+#[test]
+fn dedupe_global_shares_blocks_between_jobs_as_fio_does() {
+    elevator_testkit::needs!("fio");
+    let dir = TempDir::new("dedupe-global");
+    let text = "[global]\nrw=write\nbs=4k\nsize=8m\ndedupe_mode=working_set\ndedupe_global=1\n\
+                dedupe_percentage=50\ndedupe_working_set_percentage=50\n[a]\n[b]\n";
+    let job = dir.write("g.fio", text);
+    let fio_dir = dir.path().join("fio");
+    std::fs::create_dir(&fio_dir).expect("mkdir");
+    let out = fio(
+        dir.path(),
+        &[
+            "--ioengine=psync",
+            &format!("--directory={}", fio_dir.display()),
+            job.to_str().expect("utf-8"),
+        ],
+    );
+    stdout_ok("fio", &out);
+    let read = |p: std::path::PathBuf| std::fs::read(&p).expect("read fio's file");
+    let fio_files = [read(fio_dir.join("a.0.0")), read(fio_dir.join("b.0.0"))];
+    let ours = dir.path().join("ours").display().to_string();
+    std::fs::File::create(&ours)
+        .and_then(|f| f.set_len(16 << 20))
+        .expect("create");
+    stdout_ok("elevator", &run_elevator(dir.path(), &job, &ours));
+    let data = std::fs::read(&ours).expect("read");
+    let our_files = [data[..8 << 20].to_vec(), data[8 << 20..16 << 20].to_vec()];
+    let figures = |files: &[Vec<u8>; 2]| {
+        let sets: Vec<std::collections::HashSet<&[u8]>> =
+            files.iter().map(|f| f.chunks(4096).collect()).collect();
+        let blocks = (files[0].len() + files[1].len()) / 4096;
+        let unique: std::collections::HashSet<&[u8]> = sets[0].union(&sets[1]).copied().collect();
+        let both = sets[0].intersection(&sets[1]).count() as f64 / sets[0].len() as f64;
+        (both, 1.0 - unique.len() as f64 / blocks as f64)
+    };
+    let (theirs, ours) = (figures(&fio_files), figures(&our_files));
+    assert!(
+        theirs.0 > 0.1 && (theirs.0 - ours.0).abs() < 0.05 && (theirs.1 - ours.1).abs() < 0.05,
+        "blocks in both jobs' files, repeated blocks: fio {theirs:?}, elevator {ours:?}"
+    );
+}

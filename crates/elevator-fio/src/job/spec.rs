@@ -819,6 +819,9 @@ pub struct BufferContents {
     /// `dedupe_working_set_percentage` (default 5): the working set, in
     /// percent of the job's region.
     pub working_set: u32,
+    /// `dedupe_global`: the working set is spread over every job clone's
+    /// buffers, so that jobs deduplicate against each other.
+    pub global: bool,
 }
 
 impl Default for BufferContents {
@@ -831,6 +834,7 @@ impl Default for BufferContents {
             dedupe: 0,
             mode: crate::workload::DedupeMode::Repeat,
             working_set: 5,
+            global: false,
         }
     }
 }

@@ -273,13 +273,7 @@ pub(super) const OPTIONS: &[FioOption] = &[
         "dedupe_working_set_percentage",
         value!(|j, v| j.buffers.working_set = u32::from(percent(v)?)),
     ),
-    opt(
-        "dedupe_global",
-        d(
-            "0",
-            "elevator keeps a dedupe working set per job clone, not one shared by jobs",
-        ),
-    ),
+    set("dedupe_global", Store::Switch(|j, b| j.buffers.global = b)),
     opt("sync", d("none|0", NOT_YET)),
     opt("mem", N(BUFFERS)).aka(&["iomem"]),
     opt("mem_align", N(BUFFERS)).aka(&["iomem_align"]),

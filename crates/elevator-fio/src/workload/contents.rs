@@ -15,9 +15,17 @@
 //! `buffer_pattern` fills the buffer and `refill_buffers` gives every write
 //! new pseudo-random bytes.
 //!
+//! With `dedupe_global` (and `working_set`), as fio's `dedupe.c`, a clone's
+//! working set is spread over every clone's new seeds: its first
+//! `working set / clones` entries are its own first new seeds, the next as
+//! many the next clone's (in job order, wrapping), and so on, so that a
+//! deduplicated write may copy another job's write.
+//!
 //! Jobs that set none of these keep the engine's buffers as they are
 //! (random once, not per write). The simulation moves no data: there these
 //! options are accepted and change nothing.
+
+use std::sync::Arc;
 
 use elevator_core::rng::Rng;
 
@@ -63,6 +71,11 @@ pub struct Contents {
     drawn: u64,
     rng: Rng,
     prev: u64,
+    /// `dedupe_global`: whether the working set is to be shared.
+    global: bool,
+    /// Once shared: every clone's base, in job order, and this clone's
+    /// place among them.
+    shared: Option<(Arc<[u64]>, usize)>,
 }
 
 impl Contents {
@@ -76,7 +89,7 @@ impl Contents {
         }
         let blocks = region / job.bs[1].max(1);
         let working_set = (blocks.saturating_mul(u64::from(b.working_set)) / 100).max(1);
-        let base = mix(&[seed, 0xC0_47E4_7500]);
+        let base = Contents::base_of(seed);
         Some(Contents {
             pattern: b.pattern.clone().filter(|p| !p.is_empty()),
             compress: b.compress.min(100),
@@ -89,7 +102,29 @@ impl Contents {
             drawn: 0,
             rng: Rng::new(mix(&[base, 1])),
             prev: mix(&[base, 0]),
+            global: b.global && b.mode == DedupeMode::WorkingSet && b.dedupe > 0,
+            shared: None,
         })
+    }
+
+    /// The base of the new seeds of the clone whose seed is `seed`.
+    pub fn base_of(seed: u64) -> u64 {
+        mix(&[seed, 0xC0_47E4_7500])
+    }
+
+    /// Whether the job asked for a working set shared by all clones
+    /// (`dedupe_global` with `dedupe_mode=working_set`).
+    pub fn wants_shared(&self) -> bool {
+        self.global
+    }
+
+    /// Shares the working set with every clone: `bases` are all clones'
+    /// [`Contents::base_of`] in job order (whether they dedupe or not, as
+    /// fio), `own` this clone's place among them.
+    pub fn share_working_set(&mut self, bases: Arc<[u64]>, own: usize) {
+        if self.global && !bases.is_empty() {
+            self.shared = Some((bases, own));
+        }
     }
 
     /// Fills `buf`, the buffer of the next write. Allocates nothing.
@@ -130,7 +165,7 @@ impl Contents {
                 DedupeMode::Repeat => self.prev,
                 DedupeMode::WorkingSet => {
                     let k = self.rng.below(self.working_set);
-                    self.new_seed(k)
+                    self.working_seed(k)
                 }
             };
         }
@@ -143,6 +178,22 @@ impl Contents {
     /// The `k`th new seed.
     fn new_seed(&self, k: u64) -> u64 {
         mix(&[self.base, 2, k])
+    }
+
+    /// The seed of entry `k` of the working set: this clone's `k`th new
+    /// seed, or, when shared, entry `k % per` of clone `own + k / per`'s
+    /// new seeds (`per`: the set's size over the clones, at least 1).
+    fn working_seed(&self, k: u64) -> u64 {
+        match &self.shared {
+            None => self.new_seed(k),
+            Some((bases, own)) => {
+                let clones = bases.len() as u64;
+                let per = (self.working_set / clones).max(1);
+                let clone = (*own as u64 + k / per) % clones;
+                let base = bases[usize::try_from(clone).unwrap_or(0)];
+                mix(&[base, 2, k % per])
+            }
+        }
     }
 }
 
@@ -158,6 +209,7 @@ mod tests {
     use super::{Contents, DedupeMode};
     use crate::job::JobSpec;
     use std::collections::HashSet;
+    use std::sync::Arc;
 
     fn writes(job: &JobSpec, n: usize) -> Vec<Vec<u8>> {
         let mut c = Contents::new(job, 7, 64 << 20).expect("contents");
@@ -210,5 +262,38 @@ mod tests {
         for b in writes(&j, 2) {
             assert!(b.iter().enumerate().all(|(i, &x)| x == [1, 2, 3][i % 3]));
         }
+    }
+
+    #[test]
+    fn dedupe_global_copies_other_clones_first_writes() {
+        let mut j = JobSpec::new("j", 0);
+        j.buffers.dedupe = 50;
+        j.buffers.mode = DedupeMode::WorkingSet;
+        j.buffers.working_set = 5;
+        j.buffers.global = true;
+        let bases: Arc<[u64]> = [7u64, 8].iter().map(|&s| Contents::base_of(s)).collect();
+        let fill = |seed: u64, shared: Option<usize>| -> Vec<Vec<u8>> {
+            let mut c = Contents::new(&j, seed, 16 << 20).expect("contents");
+            assert!(c.wants_shared());
+            if let Some(own) = shared {
+                c.share_working_set(Arc::clone(&bases), own);
+            }
+            (0..2000)
+                .map(|_| {
+                    let mut b = vec![0; 4096];
+                    c.fill(&mut b);
+                    b
+                })
+                .collect()
+        };
+        // The first clone's own writes (its draws kept to its own seeds).
+        let first = fill(7, None);
+        let first: HashSet<&Vec<u8>> = first.iter().collect();
+        let copied = |writes: &[Vec<u8>]| writes.iter().filter(|w| first.contains(w)).count();
+        // Half of the second clone's 1000 deduplicated writes draw from the
+        // first clone's half of the set: copies of its first new writes.
+        let shared = copied(&fill(8, Some(1)));
+        assert!((350..650).contains(&shared), "{shared}");
+        assert_eq!(copied(&fill(8, None)), 0);
     }
 }

@@ -112,6 +112,17 @@ pub fn workers_with_logs(
             )?);
         }
     }
+    if workers
+        .iter()
+        .any(|w| w.contents.as_ref().is_some_and(Contents::wants_shared))
+    {
+        let bases: std::sync::Arc<[u64]> = seeds.iter().map(|&s| Contents::base_of(s)).collect();
+        for (own, w) in workers.iter_mut().enumerate() {
+            if let Some(c) = w.contents.as_mut() {
+                c.share_working_set(std::sync::Arc::clone(&bases), own);
+            }
+        }
+    }
     exit::arm(jobs, &mut workers);
     flow::join_groups(workers.iter_mut().filter_map(|w| w.flow.as_deref_mut()));
     Ok(workers)

@@ -543,7 +543,6 @@ fn fio_options_elevator_does_not_implement_are_refused_by_name() {
             "file_append=1",
             "not implement it (yet) beyond fio's default (0)",
         ),
-        ("dedupe_global=1", "working set per job clone"),
         ("verify=pattern_no_hdr", "always carry a header"),
         ("zonemode=zbd", "not implemented by elevator"),
         ("hipri", "io_uring"),
@@ -1997,15 +1996,15 @@ fn buffer_and_verify_options_of_issue_29_are_read() {
     let j = job(
         "buffer_pattern=0x01\nbuffer_compress_percentage=50\nbuffer_compress_chunk=4k\n\
          refill_buffers\ndedupe_percentage=34\ndedupe_mode=working_set\n\
-         dedupe_working_set_percentage=50\ndedupe_global=0\nverify=sha3-384\n\
+         dedupe_working_set_percentage=50\ndedupe_global=1\nverify=sha3-384\n\
          verify_dump=1\nverify_format=fio",
     );
     let b = &j.buffers;
     assert_eq!(b.pattern, Some(vec![1]));
     assert_eq!((b.compress, b.chunk, b.refill), (50, 4096, true));
     assert_eq!(
-        (b.dedupe, b.mode, b.working_set),
-        (34, DedupeMode::WorkingSet, 50)
+        (b.dedupe, b.mode, b.working_set, b.global),
+        (34, DedupeMode::WorkingSet, 50, true)
     );
     assert_eq!(j.verify.as_deref(), Some("sha3-384"));
     assert!(j.verify_dump);

@@ -131,14 +131,14 @@ fn thinktime_blocks_type_issue_and_complete_differ() {
     assert!((9 * MS..11 * MS).contains(&complete), "complete {complete}");
 }
 
-#[test]
-fn iodepth_low_0_is_iodepth_as_in_fio() {
-    // fio: iodepth_low=0 (or unset) is iodepth, so one completion refills.
-    let mut j = job("low0", RwMode::Read, 1 << 20, 8);
-    j.iodepth_low = Some(0);
-    let jobs = file("low0.fio", vec![j]);
+/// A reader of depth 8 with `iodepth_low` set to `low`, filled to its
+/// depth at time 0: its worker and the I/Os in flight.
+fn filled_with_low(low: u32) -> (workload::Worker, Vec<workload::Pending>) {
+    let mut j = job("low", RwMode::Read, 1 << 20, 8);
+    j.iodepth_low = Some(low);
+    let jobs = file("low.fio", vec![j]);
     let mut ws = workload::workers(&jobs, 1 << 30, 1).expect("workers");
-    let w = &mut ws[0];
+    let mut w = ws.remove(0);
     w.start(0);
     let mut flight = Vec::new();
     while w.can_issue(0) {
@@ -148,6 +148,13 @@ fn iodepth_low_0_is_iodepth_as_in_fio() {
     }
     w.commit();
     assert_eq!(flight.len(), 8);
+    (w, flight)
+}
+
+#[test]
+fn iodepth_low_0_is_iodepth_as_in_fio() {
+    // fio: iodepth_low=0 (or unset) is iodepth, so one completion refills.
+    let (mut w, mut flight) = filled_with_low(0);
     let io = flight.remove(0);
     w.completed(&io, u64::from(io.len), elevator_core::Status::Ok, 0, 1);
     w.reap(1);
@@ -156,20 +163,7 @@ fn iodepth_low_0_is_iodepth_as_in_fio() {
 
 #[test]
 fn iodepth_low_refills_only_at_the_low_mark() {
-    let mut j = job("low", RwMode::Read, 1 << 20, 8);
-    j.iodepth_low = Some(2);
-    let jobs = file("low.fio", vec![j]);
-    let mut ws = workload::workers(&jobs, 1 << 30, 1).expect("workers");
-    let w = &mut ws[0];
-    w.start(0);
-    let mut flight = Vec::new();
-    while w.can_issue(0) {
-        let io = w.next_io(0);
-        w.issued(&io, 0);
-        flight.push(io);
-    }
-    w.commit();
-    assert_eq!(flight.len(), 8);
+    let (mut w, mut flight) = filled_with_low(2);
     for n in 0..6 {
         let io = flight.remove(0);
         w.completed(&io, u64::from(io.len), elevator_core::Status::Ok, 0, 1);

@@ -349,6 +349,11 @@ impl Worker {
         } else {
             [0; 2]
         };
+        // As fio: iodepth_low 0, or above the depth, is the depth itself.
+        let low = match job.iodepth_low {
+            None | Some(0) => iodepth,
+            Some(n) => n.min(iodepth),
+        };
         let prios = (job.prio.is_some()
             || job.prioclass.is_some()
             || job.cmdprio_percentage != [0; 3]
@@ -382,11 +387,7 @@ impl Worker {
             flow_pause: false,
             rule,
             iodepth,
-            // As fio: 0, or above the depth, is the depth itself.
-            low: match job.iodepth_low {
-                None | Some(0) => iodepth,
-                Some(n) => n.min(iodepth),
-            },
+            low,
             filling: true,
             runtime: job.runtime,
             ramp: job.ramp_time,
@@ -447,10 +448,7 @@ impl Worker {
             lat_target: LatencyTarget::new(job).map(Box::new),
             lat_done: false,
             lat_reset: false,
-            job_low: match job.iodepth_low {
-                None | Some(0) => iodepth,
-                Some(n) => n.min(iodepth),
-            },
+            job_low: low,
             contents: super::Contents::new(job, seed, file_bytes),
         })
     }

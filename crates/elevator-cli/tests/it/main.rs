@@ -3,6 +3,7 @@
 //! each module below was a test file of its own.
 
 mod advise;
+mod architecture;
 mod cli;
 mod common;
 mod cost_guard;

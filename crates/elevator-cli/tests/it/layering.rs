@@ -1,8 +1,8 @@
 //! The layering that issue 27 set up, checked on the source tree: the CLI
 //! parses and prints, the library layer (`elevator-run`) decides how a
 //! workload runs, and real I/O does not lean on the simulator for anything
-//! but its device models. Prints the figures the README's layout section
-//! quotes.
+//! but its device models. docs/architecture.md states these rules with
+//! the rest of the architecture; this prints the figures they bound.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -11,6 +11,10 @@
 //!   `crates/elevator-core/src/sched/`) as written, and a short one in a
 //!   crate's paragraph (`queue/`, `tunable.rs`) as the end of a path in
 //!   some crate's `src/`;
+//! - every Rust name it writes in a code span is defined in some crate's
+//!   source: a type (`Queue`), a type's function or variant
+//!   (`Queue::submit`, `Dispatch::WaitUntil`) and an item by its path
+//!   (`elevator_sim::engine::run_on`);
 //! - the first invariant it states holds: elevator-core is pure (its source
 //!   names no thread, clock, file, socket, process, environment, lock or
 //!   atomic, and it depends on nothing but thiserror).
@@ -356,4 +360,110 @@ fn the_core_is_pure() {
         "elevator-core depends on more than thiserror: {deps:?}"
     );
     println!("elevator-core: {files} files, none reaching threads, clocks or I/O");
+}
+
+/// Every name the crates' sources define: types, traits, functions,
+/// modules, macros, and what starts a line inside a type (enum variants,
+/// fields).
+fn defined_names(root: &Path) -> BTreeSet<String> {
+    const KEYWORDS: &[&str] = &[
+        "struct ",
+        "enum ",
+        "trait ",
+        "type ",
+        "fn ",
+        "mod ",
+        "macro_rules! ",
+    ];
+    let mut names = BTreeSet::new();
+    let mut todo = vec![root.join("crates")];
+    while let Some(dir) = todo.pop() {
+        let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let Ok(text) = fs::read_to_string(&path) else {
+                continue;
+            };
+            for line in text.lines() {
+                let line = line.trim_start();
+                let mut words: Vec<&str> = KEYWORDS
+                    .iter()
+                    .filter_map(|k| line.split_once(k).map(|(_, rest)| rest))
+                    .collect();
+                words.push(line);
+                for rest in words {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        names.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The Rust names a code span writes, if it is one: a CamelCase type
+/// (`Queue`), `Type::item`, or a path from an elevator crate
+/// (`elevator_io::mq::run_threads_traced`): each part that must be
+/// defined, a module path's crate folder checked apart.
+fn rust_names(span: &str) -> Option<Vec<&str>> {
+    let ident = |w: &str| {
+        !w.is_empty()
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !w.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let parts: Vec<&str> = span.split("::").collect();
+    if !parts.iter().all(|p| ident(p)) {
+        return None;
+    }
+    let first = parts[0];
+    if first.starts_with("elevator_") {
+        return Some(parts[1..].to_vec());
+    }
+    let camel = first.starts_with(|c: char| c.is_ascii_uppercase())
+        && first.chars().any(|c| c.is_ascii_lowercase());
+    (camel && parts.len() <= 2).then_some(parts)
+}
+
+#[test]
+fn every_rust_name_the_page_writes_is_defined() {
+    let root = workspace();
+    let names = defined_names(&root);
+    let mut checked = 0;
+    for (n, span) in code_spans(&page()) {
+        let Some(parts) = rust_names(span) else {
+            continue;
+        };
+        if let Some(krate) = span
+            .split("::")
+            .next()
+            .filter(|c| c.starts_with("elevator_"))
+        {
+            let folder = root.join("crates").join(krate.replace('_', "-"));
+            assert!(
+                folder.is_dir(),
+                "{PAGE}:{n}: `{span}`: there is no crate {krate}"
+            );
+        }
+        checked += 1;
+        for part in parts {
+            assert!(
+                names.contains(part),
+                "{PAGE}:{n}: `{span}`: no crate defines `{part}`"
+            );
+        }
+    }
+    assert!(checked >= 20, "{PAGE} writes only {checked} Rust names");
+    println!("{PAGE}: {checked} Rust names written, all defined");
 }

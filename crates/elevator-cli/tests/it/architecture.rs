@@ -306,6 +306,8 @@ const IMPURE: &[&str] = &[
     "std::process",
     "std::env",
     "std::sync",
+    "sync::atomic",
+    "core::time",
     "std::{",
     "thread_local!",
     "static mut",

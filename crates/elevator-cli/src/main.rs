@@ -1,8 +1,6 @@
-//! `elevator`: a block I/O layer in user space. `run` and `compare` put fio
-//! job files through the queue onto simulated or real devices;
-//! `bench-vs-fio` races fio on a real file; `microbench` measures
-//! what the core costs per I/O; `advise` ranks the schedulers for a
-//! workload and a goal; `devices` and `schedulers` list what there is.
+//! `elevator`: a block I/O layer in user space. This module owns the
+//! command line: the commands clap knows (see `ABOUT` for them by group;
+//! docs/commands/ has a page for each) and the dispatch to their modules.
 
 /// A line on stderr that is lost, not fatal, when stderr is closed or
 /// full: `serve`'s log, where ending the process on a lost log line would
@@ -42,9 +40,18 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// The summary `elevator --help` prints before "Usage": every visible
+/// command, by what it works on (a test checks that none is missing).
+const ABOUT: &str =
+    "elevator: a block I/O layer in user space (bios, requests, merging, I/O schedulers).
+  simulate: run, compare, advise, replay, experiment, microbench
+  real:     serve, bench-vs-fio, bench-vs-nbdkit, bench-write-log
+  data:     trace, write-log, crash-states
+  lists:    devices, schedulers";
+
 /// elevator: a block I/O layer in user space (bios, requests, merging, I/O schedulers).
 #[derive(Parser, Debug)]
-#[command(name = "elevator", version, about, long_about = None)]
+#[command(name = "elevator", version, about = ABOUT, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -63,8 +70,10 @@ enum Command {
     /// Run a job through fio's io_uring engine and through elevator on the
     /// same file, one after the other, and compare IOPS and CPU per I/O.
     BenchVsFio(bench_fio::Args),
-    /// Run the same NBD clients (fio's nbd engine, nbdcopy) against
-    /// `nbdkit memory` and `elevator serve` with a memory export.
+    /// Run the same NBD clients (nbdcopy, fio's nbd engine) against
+    /// `nbdkit memory` and `elevator serve` with a memory export (and a
+    /// sparse file), and compare throughput and the servers' CPU per unit
+    /// of work.
     BenchVsNbdkit(bench_nbd::Args),
     /// What `serve --write-log` costs: a memory export without and with a
     /// write log, under nbdcopy and fio, in alternating rounds.
@@ -80,13 +89,14 @@ enum Command {
     /// simulated device, rank them by a goal (throughput, p99, fairness)
     /// and explain the choice.
     Advise(advise::Args),
-    /// Run one of the seeds' experiments and check the shape it reported.
+    /// Run one of the seeds' experiments, or all of them, and check the
+    /// shapes they report.
     Experiment(experiment::Args),
     /// Trace tools: convert between blktrace, blkparse text, tracefs text
     /// and fio iologs.
     Trace(trace_cmd::Args),
-    /// Write logs: print one (`show`), or apply its writes onto an image
-    /// (`replay`).
+    /// Write logs: print one (`show`), apply its writes onto an image
+    /// (`replay`), or put a mark in a running server's log (`mark`).
     WriteLog(write_log_cmd::Args),
     /// Build the images a power cut could leave, from a write log, and run
     /// a checker on each.

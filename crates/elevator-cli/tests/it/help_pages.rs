@@ -213,3 +213,35 @@ fn serve_help_defaults_are_the_servers() {
         assert_eq!(num << shift, bytes, "--{flag}'s default {shown}");
     }
 }
+
+/// The defaults `replay --help` and `experiment --help` state in words are
+/// the ones the library uses.
+#[test]
+fn stated_defaults_are_the_librarys() {
+    let replay = stdout(&["replay", "--help"]);
+    assert!(
+        replay.contains(&format!(
+            "[default: recorded, or, for a trace without completions, {}]",
+            elevator_run::replay::DEFAULT_DEVICE
+        )),
+        "replay --help's --device default:\n{replay}"
+    );
+    let experiment = stdout(&["experiment", "--help"]);
+    let (threads, runtime) = elevator_run::experiment::lock_scaling::Params::defaults(false);
+    let (quick_threads, quick_runtime) =
+        elevator_run::experiment::lock_scaling::Params::defaults(true);
+    let list = |t: &[usize]| t.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    for stated in [
+        format!(
+            "[default: {}; with --quick {}]",
+            list(&threads),
+            list(&quick_threads)
+        ),
+        format!("[default: {runtime}; with --quick {quick_runtime}]"),
+    ] {
+        assert!(
+            experiment.contains(&stated),
+            "experiment --help does not say {stated}:\n{experiment}"
+        );
+    }
+}

@@ -59,14 +59,28 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Measure the CPU cost per I/O of the core path (submit, merge attempt,
-    /// insert, dispatch, complete) with no device.
-    Microbench(microbench::Args),
     /// Run a fio job file on a simulated device (hdd-7200, nvme, ...) or a
     /// real one (file:PATH through io_uring, mem:SIZE), with fio-like output.
     Run(run::RunArgs),
     /// Run a fio job file under several schedulers and compare them.
     Compare(run::CompareArgs),
+    /// Run a workload (fio job or trace) under every scheduler on a
+    /// simulated device, rank them by a goal (throughput, p99, fairness)
+    /// and explain the choice.
+    Advise(advise::Args),
+    /// Replay a recorded block trace (blktrace, blkparse or tracefs text, fio
+    /// iolog; plain, xz or gzip) through a scheduler on a
+    /// simulated or real device, and compare its counts with the recording's.
+    Replay(replay::Args),
+    /// Run one of the seeds' experiments, or all of them, and check the
+    /// shapes they report.
+    Experiment(experiment::Args),
+    /// Measure the CPU cost per I/O of the core path (submit, merge attempt,
+    /// insert, dispatch, complete) with no device.
+    Microbench(microbench::Args),
+    /// Serve exports over NBD (file:PATH, mem:SIZE, or a simulated disk on
+    /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
+    Serve(serve::Args),
     /// Run a job through fio's io_uring engine and through elevator on the
     /// same file, one after the other, and compare IOPS and CPU per I/O.
     BenchVsFio(bench_fio::Args),
@@ -78,22 +92,9 @@ enum Command {
     /// What `serve --write-log` costs: a memory export without and with a
     /// write log, under nbdcopy and fio, in alternating rounds.
     BenchWriteLog(bench_write_log::Args),
-    /// Serve exports over NBD (file:PATH, mem:SIZE, or a simulated disk on
-    /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
-    Serve(serve::Args),
-    /// Replay a recorded block trace (blktrace, blkparse or tracefs text, fio
-    /// iolog; plain, xz or gzip) through a scheduler on a
-    /// simulated or real device, and compare its counts with the recording's.
-    Replay(replay::Args),
-    /// Run a workload (fio job or trace) under every scheduler on a
-    /// simulated device, rank them by a goal (throughput, p99, fairness)
-    /// and explain the choice.
-    Advise(advise::Args),
-    /// Run one of the seeds' experiments, or all of them, and check the
-    /// shapes they report.
-    Experiment(experiment::Args),
-    /// Trace tools: convert between blktrace, blkparse text, tracefs text
-    /// and fio iologs.
+    /// Trace tools: convert a trace (blktrace, blkparse text, tracefs text,
+    /// fio iolog) to blktrace, blkparse text or a fio iolog (`convert`), and
+    /// time the converters (`bench-convert`).
     Trace(trace_cmd::Args),
     /// Write logs: print one (`show`), apply its writes onto an image
     /// (`replay`), or put a mark in a running server's log (`mark`).

@@ -2,8 +2,9 @@
 //! command, every visible command (and every subcommand of `trace` and
 //! `write-log`) has its page docs/commands/<command>.md showing
 //! `$ elevator <command> --help` with exactly what the binary prints, the
-//! index docs/commands/README.md links every page, and the defaults the help
-//! states are the ones the code uses where that is cheap to check.
+//! index docs/commands/README.md links every page and shows
+//! `$ elevator --help`, and the defaults the help states are the ones the
+//! code uses where that is cheap to check.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,9 +64,9 @@ fn shown_output(text: &str, command: &str) -> Option<String> {
 fn check_help_block(page: &Path, args: &[&str]) -> Result<(), String> {
     let text = std::fs::read_to_string(page)
         .map_err(|e| format!("{}: cannot read it: {e}", page.display()))?;
-    let command = format!("elevator {} --help", args.join(" "));
     let mut full: Vec<&str> = args.to_vec();
     full.push("--help");
+    let command = format!("elevator {}", full.join(" "));
     let printed = stdout(&full);
     match shown_output(&text, &command) {
         None => Err(format!(
@@ -112,6 +113,10 @@ fn every_command_has_its_page_with_its_help() {
         if let Err(e) = check_help_block(&page(&command), &[&command]) {
             problems.push(e);
         }
+    }
+    let index = Path::new(ROOT).join("docs/commands/README.md");
+    if let Err(e) = check_help_block(&index, &[]) {
+        problems.push(e);
     }
     for parent in ["trace", "write-log"] {
         for sub in commands(&stdout(&[parent, "--help"])) {

@@ -1,8 +1,6 @@
-//! `elevator`: a block I/O layer in user space. `run` and `compare` put fio
-//! job files through the queue onto simulated or real devices;
-//! `bench-vs-fio` races fio on a real file; `microbench` measures
-//! what the core costs per I/O; `advise` ranks the schedulers for a
-//! workload and a goal; `devices` and `schedulers` list what there is.
+//! `elevator`: a block I/O layer in user space. This module owns the
+//! command line: the commands clap knows (see `ABOUT` for them by group;
+//! docs/commands/ has a page for each) and the dispatch to their modules.
 
 /// A line on stderr that is lost, not fatal, when stderr is closed or
 /// full: `serve`'s log, where ending the process on a lost log line would
@@ -42,9 +40,18 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// The summary `elevator --help` prints before "Usage": every visible
+/// command, by what it works on (a test checks that none is missing).
+const ABOUT: &str =
+    "elevator: a block I/O layer in user space (bios, requests, merging, I/O schedulers).
+  simulate: run, compare, advise, replay, experiment, microbench
+  real:     serve, bench-vs-fio, bench-vs-nbdkit, bench-write-log
+  data:     trace, write-log, crash-states
+  lists:    devices, schedulers";
+
 /// elevator: a block I/O layer in user space (bios, requests, merging, I/O schedulers).
 #[derive(Parser, Debug)]
-#[command(name = "elevator", version, about, long_about = None)]
+#[command(name = "elevator", version, about = ABOUT, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,41 +59,45 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Measure the CPU cost per I/O of the core path (submit, merge attempt,
-    /// insert, dispatch, complete) with no device.
-    Microbench(microbench::Args),
     /// Run a fio job file on a simulated device (hdd-7200, nvme, ...) or a
     /// real one (file:PATH through io_uring, mem:SIZE), with fio-like output.
     Run(run::RunArgs),
     /// Run a fio job file under several schedulers and compare them.
     Compare(run::CompareArgs),
-    /// Run a job through fio's io_uring engine and through elevator on the
-    /// same file, one after the other, and compare IOPS and CPU per I/O.
-    BenchVsFio(bench_fio::Args),
-    /// Run the same NBD clients (fio's nbd engine, nbdcopy) against
-    /// `nbdkit memory` and `elevator serve` with a memory export.
-    BenchVsNbdkit(bench_nbd::Args),
-    /// What `serve --write-log` costs: a memory export without and with a
-    /// write log, under nbdcopy and fio, in alternating rounds.
-    BenchWriteLog(bench_write_log::Args),
-    /// Serve exports over NBD (file:PATH, mem:SIZE, or a simulated disk on
-    /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
-    Serve(serve::Args),
-    /// Replay a recorded block trace (blktrace, blkparse or tracefs text, fio
-    /// iolog; plain, xz or gzip) through a scheduler on a
-    /// simulated or real device, and compare its counts with the recording's.
-    Replay(replay::Args),
     /// Run a workload (fio job or trace) under every scheduler on a
     /// simulated device, rank them by a goal (throughput, p99, fairness)
     /// and explain the choice.
     Advise(advise::Args),
-    /// Run one of the seeds' experiments and check the shape it reported.
+    /// Replay a recorded block trace (blktrace, blkparse or tracefs text, fio
+    /// iolog; plain, xz or gzip) through a scheduler on a
+    /// simulated or real device, and compare its counts with the recording's.
+    Replay(replay::Args),
+    /// Run one of the seeds' experiments, or all of them, and check the
+    /// shapes they report.
     Experiment(experiment::Args),
-    /// Trace tools: convert between blktrace, blkparse text, tracefs text
-    /// and fio iologs.
+    /// Measure the CPU cost per I/O of the core path (submit, merge attempt,
+    /// insert, dispatch, complete) with no device.
+    Microbench(microbench::Args),
+    /// Serve exports over NBD (file:PATH, mem:SIZE, or a simulated disk on
+    /// the real clock), each with its own scheduler, until SIGINT or SIGTERM.
+    Serve(serve::Args),
+    /// Run a job through fio's io_uring engine and through elevator on the
+    /// same file, one after the other, and compare IOPS and CPU per I/O.
+    BenchVsFio(bench_fio::Args),
+    /// Run the same NBD clients (nbdcopy, fio's nbd engine) against
+    /// `nbdkit memory` and `elevator serve` with a memory export (and a
+    /// sparse file), and compare throughput and the servers' CPU per unit
+    /// of work.
+    BenchVsNbdkit(bench_nbd::Args),
+    /// What `serve --write-log` costs: a memory export without and with a
+    /// write log, under nbdcopy and fio, in alternating rounds.
+    BenchWriteLog(bench_write_log::Args),
+    /// Trace tools: convert a trace (blktrace, blkparse text, tracefs text,
+    /// fio iolog) to blktrace, blkparse text or a fio iolog (`convert`), and
+    /// time the converters (`bench-convert`).
     Trace(trace_cmd::Args),
-    /// Write logs: print one (`show`), or apply its writes onto an image
-    /// (`replay`).
+    /// Write logs: print one (`show`), apply its writes onto an image
+    /// (`replay`), or put a mark in a running server's log (`mark`).
     WriteLog(write_log_cmd::Args),
     /// Build the images a power cut could leave, from a write log, and run
     /// a checker on each.

@@ -40,7 +40,7 @@ pub enum OutputFormat {
 /// Options of `elevator microbench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Scheduler(s), comma-separated: none, mq-deadline, deadline-list.
+    /// Scheduler(s), comma-separated (`elevator schedulers` lists them).
     #[arg(long, value_delimiter = ',', default_value = "none,mq-deadline")]
     scheduler: Vec<String>,
     /// Requests kept queued in the scheduler; several values separated by commas.

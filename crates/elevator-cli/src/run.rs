@@ -22,19 +22,21 @@ use elevator_sim::device::{Model, ModelSpec, WriteLogReport, presets};
 use crate::progress::Stderr;
 use crate::run_report;
 
-/// The job `compare` runs when given none: 8 random readers at depth 4, a
-/// shipped file (`examples/default.fio`).
+/// The job `compare` runs when given none, a shipped file
+/// (`examples/default.fio`): 4 random readers at depth 32 (its text says
+/// what it is; a test checks `compare --help` against it).
 pub const DEFAULT_JOB: (&str, &str) = (
     "examples/default.fio",
     include_str!("../../../examples/default.fio"),
 );
 
-/// Output format.
+/// Output format of the commands with a report of their own (`compare`,
+/// `advise`, `replay`, `experiment`; `run` takes fio's formats).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
-    /// fio-like text.
+    /// Text for people.
     Normal,
-    /// fio-compatible JSON.
+    /// One JSON document, this command's own (see docs/json.md).
     Json,
 }
 
@@ -129,9 +131,10 @@ pub struct RunArgs {
 /// Options of `elevator compare`.
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
-    /// The fio job files (default: a shipped job, 8 random readers at depth
-    /// 4, unless the job is given as fio options on the command line);
-    /// several run as one run, as in `elevator run`.
+    /// The fio job files (default, unless the job is given as fio options on
+    /// the command line: examples/default.fio, built in: numjobs=4 random
+    /// readers (rw=randread, bs=4k) at iodepth=32, size=4g each, for
+    /// runtime=20 s); several run as one run, as in `elevator run`.
     jobfiles: Vec<String>,
     /// fio job options from the command line (see `elevator run`).
     #[arg(skip)]

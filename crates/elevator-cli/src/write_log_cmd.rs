@@ -42,7 +42,7 @@ enum WriteLogCommand {
 struct MarkArgs {
     /// The server's --mark-socket.
     socket: PathBuf,
-    /// The mark's text (one line).
+    /// The mark's text: one line of 1 to 4096 bytes.
     text: String,
     /// Seconds to wait for the server's answer (connecting, sending,
     /// answering): past it the mark fails.

@@ -48,7 +48,7 @@ pub enum Which {
 /// Options of `elevator experiment`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The experiment.
+    /// The experiment, or `all`.
     #[arg(value_enum)]
     which: Which,
     /// Seed mixed into every job's random stream.

@@ -14,6 +14,7 @@ mod fio_cmdline;
 mod fio_compat;
 mod fio_examples;
 mod fio_verify;
+mod help_pages;
 mod hostile;
 mod input_checks;
 mod iolog;

@@ -1,7 +1,7 @@
 //! The layering that issue 27 set up, checked on the source tree: the CLI
 //! parses and prints, the library layer (`elevator-run`) decides how a
 //! workload runs, and real I/O does not lean on the simulator for anything
-//! but its device models. Prints the figures the README's layout section
+//! but its device models. Prints the figures docs/benchmarks-real.md
 //! quotes.
 
 use std::fs;

@@ -835,11 +835,12 @@ fn every_command_on_hostile_input_stays_bounded_and_says_why() {
         all.len(),
         failures.join("\n")
     );
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reliability.md"))
-            .expect("read docs/reliability.md");
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reliability.md"),
+    )
+    .expect("read docs/reliability.md");
     assert!(
-        readme.contains(&t),
+        page.contains(&t),
         "docs/reliability.md should hold this table:\n{t}"
     );
 }

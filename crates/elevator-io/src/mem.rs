@@ -74,7 +74,7 @@ pub struct MemOptions {
     /// but on a VM whose balloon hands free memory back to the host, the
     /// first touch of a huge page can cost ten times that of the same bytes
     /// in small pages, or almost nothing, depending on what ran before
-    /// (the README has the figures). Small pages cost the same every time.
+    /// (docs/benchmarks-real.md has the figures). Small pages cost the same every time.
     pub huge_pages: bool,
     /// Move the data (default true). False is null_blk's
     /// `memory_backed=0`: nothing is copied, reads leave the caller's

@@ -17,7 +17,7 @@ use std::path::Path;
 use elevator_trace::write_log::{FLAG_DATA, Kind, LogHeader, Writer};
 use serde_json::Value;
 
-/// The checker (the README's): an empty header is a fresh device (fine);
+/// The checker (docs/trust.md's): an empty header is a fresh device (fine);
 /// otherwise the data sector must hold the header's generation, and every
 /// `commit N` mark must be visible.
 const CHECKER: &str = concat!(
@@ -115,7 +115,7 @@ fn report(dir: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// A crash-states run of the application checked by the README's checker.
+/// A crash-states run of the application checked by docs/trust.md's checker.
 struct CheckedApp {
     dir: TempDir,
     log: String,

@@ -5,7 +5,7 @@
 //! failed case rather than a machine out of memory.
 //!
 //! The cases are grouped by the kind of input; the test prints the table of
-//! counts per kind, and the README's reliability section holds the same
+//! counts per kind, and docs/reliability.md holds the same
 //! table (checked here, so that its figures are the test's).
 
 use crate::common;
@@ -768,7 +768,7 @@ fn tail(s: &str) -> String {
     t.chars().rev().collect::<String>().replace('\n', " | ")
 }
 
-/// The table of counts per input kind, as the README shows it.
+/// The table of counts per input kind, as docs/reliability.md shows it.
 fn table(cases: &[Case]) -> String {
     let mut kinds: Vec<&str> = Vec::new();
     for c in cases {
@@ -835,11 +835,12 @@ fn every_command_on_hostile_input_stays_bounded_and_says_why() {
         all.len(),
         failures.join("\n")
     );
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .expect("read README.md");
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reliability.md"),
+    )
+    .expect("read docs/reliability.md");
     assert!(
-        readme.contains(&t),
-        "README.md's reliability section should hold this table:\n{t}"
+        page.contains(&t),
+        "docs/reliability.md should hold this table:\n{t}"
     );
 }

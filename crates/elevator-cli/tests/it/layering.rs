@@ -2,7 +2,8 @@
 //! parses and prints, the library layer (`elevator-run`) decides how a
 //! workload runs, and real I/O does not lean on the simulator for anything
 //! but its device models. docs/architecture.md states these rules with
-//! the rest of the architecture; this prints the figures they bound.
+//! the rest of the architecture; this prints the figures they bound,
+//! which docs/benchmarks-real.md quotes.
 
 use std::fs;
 use std::path::{Path, PathBuf};

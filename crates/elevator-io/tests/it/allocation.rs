@@ -54,7 +54,7 @@ mod counting {
 #[global_allocator]
 static ALLOCATOR: counting::Counting = counting::Counting;
 
-/// README: "no heap allocation per I/O once warm". Requests of every kind,
+/// docs/io.md: "no heap allocation per I/O once warm". Requests of every kind,
 /// under the caller's plug and not, with tag waits, recycled through the
 /// engine: after a warm-up, a thousand more allocate nothing.
 #[test]

@@ -22,7 +22,7 @@ fn failed(done: u64, status: Status) -> Result<u64, DioFailure> {
 // A flush cancelled before it reached the queue is not reported done.
 // ---------------------------------------------------------------------------
 
-/// README: shutting down "fails what has not reached the queue with
+/// docs/io.md: shutting down "fails what has not reached the queue with
 /// `Cancelled`". A flush that was still waiting for a tag never ran, so its
 /// caller must not be told that its writes are durable.
 #[test]
@@ -67,7 +67,7 @@ impl Hook for Stray {
     }
 }
 
-/// README: "every request completes exactly once", and "no buffer is held
+/// docs/io.md: "every request completes exactly once", and "no buffer is held
 /// after completion, on any path, including ... errors returned from
 /// poll/drain midway". `poll` reports the stray completion as an error, but
 /// the real completions the device handed over in the same batch must not
@@ -150,7 +150,7 @@ impl Hook for Full {
     }
 }
 
-/// README: the caller gets "the status of the first failed bio in file
+/// docs/io.md: the caller gets "the status of the first failed bio in file
 /// order". The device underneath failed the write at byte 0 with ENOSPC;
 /// the injected bad sector is at byte 2048. The first failure is ENOSPC, and
 /// the fault device must not turn it (or `Cancelled` at shutdown) into EIO.
@@ -180,7 +180,7 @@ fn faults_keep_the_status_of_an_earlier_real_failure() {
 // A long timeout still sleeps in the kernel: no busy polling.
 // ---------------------------------------------------------------------------
 
-/// README: "It sleeps in `io_uring_enter` until a completion arrives, or
+/// docs/io.md: "It sleeps in `io_uring_enter` until a completion arrives, or
 /// until a timeout". A timeout beyond what the kernel's clock holds (here
 /// `Duration::MAX`, "no limit" to many callers; a scheduler's or a job's
 /// far-off deadline is the same) must not overflow in the kernel into a

@@ -23,7 +23,7 @@ fn plugged(sched: &str, n: u64) -> Engine<MemDevice> {
     e
 }
 
-/// README: "The loop never busy-polls"; `drain` runs "until every accepted
+/// docs/io.md: "The loop never busy-polls"; `drain` runs "until every accepted
 /// request has completed". With the caller's plug held, poll(None) must
 /// still dispatch and sleep, and drain must not say Stalled (Linux flushes a
 /// plug whenever the task sleeps).
@@ -66,7 +66,7 @@ fn drain_with_the_plug_held_and_tag_waits_completes_everything() {
     }
 }
 
-/// README: "No buffer is held after completion, on any path, including ...
+/// docs/io.md: "No buffer is held after completion, on any path, including ...
 /// Drop". Dropping an engine whose caller still holds the plug frees every
 /// buffer sitting on the plug, although none has reached the device.
 #[test]

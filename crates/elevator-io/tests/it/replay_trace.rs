@@ -179,7 +179,7 @@ fn recorded_bios_reach_the_queue_as_bios_on_a_file() {
 /// once, whatever else the host is doing), merges and requests are within
 /// the bounds of the kernel's, as in simulation. On a file they
 /// depend on how fast the host's disk serves at the time (a request that
-/// waits in the scheduler takes more merges): the README has figures.
+/// waits in the scheduler takes more merges): docs/traces.md has figures.
 #[test]
 fn at_the_recorded_times_merges_are_the_kernels() {
     elevator_testkit::slow!();

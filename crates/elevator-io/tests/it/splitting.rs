@@ -35,7 +35,7 @@ impl Hook for Picky {
     }
 }
 
-/// README: "every segment's address ... checked against the device's
+/// docs/io.md: "every segment's address ... checked against the device's
 /// alignment". The caller's segments are, and so must be the pieces the
 /// engine cuts them into at `max_piece_bytes` (here `max_sectors_kb=6`:
 /// 6 KiB pieces): a piece starting 6 KiB into a buffer is off the 4 KiB DMA

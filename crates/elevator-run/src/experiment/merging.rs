@@ -431,7 +431,7 @@ pub fn notes(r: &Results) -> Vec<String> {
     if r.instructions.counts().is_none() && rb_saving < MIN_SAVING_PCT {
         notes.push(format!(
             "{SEED_SCHEDULER} saved {rb_saving:.1}% with nomerges=2, under the \
-             {MIN_SAVING_PCT:.0}% the shape needs; the README measured 20.5-24% on this \
+             {MIN_SAVING_PCT:.0}% the shape needs; docs/benchmarks.md measured 20.5-24% on this \
              machine, and runs on a shared two-core machine vary by about 5%, so a \
              run without --quick is the one to trust."
         ));
@@ -442,7 +442,7 @@ pub fn notes(r: &Results) -> Vec<String> {
         "With nomerges=2 mq-deadline saves {md:.1}% here (deadline-rbtree {rb_saving:.1}%, \
          none {none:.1}%). In mq-deadline the attempt costs less: its front-merge lookup is the same B+tree descent the insert \
          needs and the insert reuses it, its back-merge hash has short chains, and an \
-         insert-time merge the bio's own lookup has shown futile is skipped (the README \
+         insert-time merge the bio's own lookup has shown futile is skipped (docs/benchmarks.md \
          measured 7.5% at this depth). The seed's claim is checked on deadline-rbtree, the \
          structure the seed measured."
     ));

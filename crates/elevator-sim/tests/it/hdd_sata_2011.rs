@@ -195,7 +195,7 @@ fn more_interleaved_streams_than_segments_thrash_the_cache() {
 /// Seed 004's three shapes on the disk, with the job as aio-stress ran it
 /// (`examples/seed004.fio`): CFQ as in 2011 beats noop, the fix does at
 /// least as well as 2011 and 1.5 times noop. The simulation is
-/// deterministic: these are the figures the README reports.
+/// deterministic: these are the figures docs/seeds.md reports.
 #[test]
 fn seed_004_shapes_hold_on_the_2011_disk() {
     use elevator_fio::RunConfig;

@@ -77,11 +77,11 @@ pub fn print_text(a: &Advice, out: &mut dyn Write) -> Result<()> {
         "{:>4}  {:<16} {:>8} {:>13} {:>10} {:>10} {:>9}",
         "rank", "scheduler", "nomerges", "throughput", "p99 rd ms", "p99 wr ms", "fairness"
     )?;
-    for (i, m) in a.ranked.iter().enumerate() {
+    for (m, rank) in a.ranked.iter().zip(a.ranks()) {
         writeln!(
             out,
             "{:>4}  {:<16} {:>8} {:>11}/s {:>10} {:>10} {:>9.3}",
-            i + 1,
+            rank,
             m.scheduler,
             m.nomerges,
             iec(m.throughput),
@@ -100,24 +100,26 @@ pub fn print_json(a: &Advice, out: &mut dyn Write) -> Result<()> {
     let runs: Vec<Value> = a
         .ranked
         .iter()
+        .zip(a.ranks())
         .enumerate()
-        .map(|(i, m)| {
+        .map(|(i, (m, rank))| {
             let shares: Vec<Value> = m
                 .shares
                 .iter()
                 .map(|(who, v)| json!({"name": who, "value": v}))
                 .collect();
             json!({
-                "rank": i + 1,
+                "rank": rank,
+                "position": i + 1,
                 "scheduler": m.scheduler,
                 "nomerges": m.nomerges,
-                "throughput_bytes": m.throughput,
-                "p99_read_ns": m.read_p99,
-                "p99_write_ns": m.write_p99,
+                "throughput_bytes_per_s": m.throughput,
+                "read_p99_ns": m.read_p99,
+                "write_p99_ns": m.write_p99,
                 "goal_p99_ns": m.goal_p99,
                 "fairness": m.fairness,
                 "shares": shares,
-                "shares_are": if a.trace() { "mean_latency_ns" } else { "throughput_bytes" },
+                "shares_are": if a.trace() { "mean_latency_ns" } else { "throughput_share_of_alone" },
                 "ios": m.ios,
                 "elapsed_ns": m.elapsed,
             })

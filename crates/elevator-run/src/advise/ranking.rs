@@ -9,8 +9,56 @@ use super::Measured;
 /// Differences smaller than this share of a figure are within noise.
 const NOISE: f64 = 0.02;
 
-/// Runs named in a sentence before "and N more".
-const MAX_NAMED: usize = 4;
+/// The schedulers from the simplest to the most involved: the order ties
+/// are broken in, by `advise` and `compare`, so that when two schedulers do
+/// equally well the one with less to go wrong is named. The production
+/// schedulers come first, by how much state they keep (`none` none,
+/// `mq-deadline` two sorted sweeps and FIFOs, `kyber` token depths per
+/// class, `bfq` per-process budgets in virtual time, `cfq` per-process slices
+/// with idling, gone from Linux since 5.0); then the two structures kept
+/// to compare deadline's cost against, `deadline-rbtree` and the O(N)
+/// baseline `deadline-list`, which nobody should pick over `mq-deadline`.
+pub const SIMPLEST_FIRST: [&str; 7] = [
+    "none",
+    "mq-deadline",
+    "kyber",
+    "bfq",
+    "cfq",
+    "deadline-rbtree",
+    "deadline-list",
+];
+
+/// Where a scheduler comes in [`SIMPLEST_FIRST`] (aliases as their
+/// scheduler: `noop` as `none`, `deadline` as `mq-deadline`); a name not
+/// there comes after every one.
+pub fn simplicity(name: &str) -> usize {
+    let name = match name {
+        "noop" => "none",
+        "deadline" => "mq-deadline",
+        other => other,
+    };
+    SIMPLEST_FIRST
+        .iter()
+        .position(|s| *s == name)
+        .unwrap_or(SIMPLEST_FIRST.len())
+}
+
+/// Whether two runs show the same figures in every column of the table
+/// (throughput, both p99s, fairness): they share a rank.
+fn same_figures(a: &Measured, b: &Measured) -> bool {
+    a.throughput == b.throughput
+        && a.read_p99 == b.read_p99
+        && a.write_p99 == b.write_p99
+        && a.fairness == b.fairness
+}
+
+/// Simpler first: by [`simplicity`], then the lower `nomerges` (0 is the
+/// default).
+fn simpler(a: &Measured, b: &Measured) -> std::cmp::Ordering {
+    simplicity(&a.scheduler)
+        .cmp(&simplicity(&b.scheduler))
+        .then(a.nomerges.cmp(&b.nomerges))
+}
 
 /// What `advise` ranks by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +180,7 @@ pub struct Advice {
 
 impl Advice {
     /// Rank `runs` by `goal`; ties go to higher throughput, then to the
-    /// order given.
+    /// simpler scheduler ([`SIMPLEST_FIRST`]).
     pub fn new(
         workload: &str,
         kind: &'static str,
@@ -144,16 +192,23 @@ impl Advice {
             goal.score(b)
                 .total_cmp(&goal.score(a))
                 .then_with(|| b.throughput.total_cmp(&a.throughput))
+                .then_with(|| simpler(a, b))
         });
         // Within noise of the best, the goal does not tell them apart:
-        // its tie-break does (a stable sort keeps the goal's order on ties).
+        // its tie-break does, then the goal's figure, then simplicity.
         if let Some(best) = runs.first().cloned() {
             let tied = runs
                 .iter()
                 .take_while(|m| goal.gap(&best, m) < NOISE)
                 .count();
             let tiebreak = goal.tiebreak();
-            runs[..tied].sort_by(|a, b| tiebreak.score(b).total_cmp(&tiebreak.score(a)));
+            runs[..tied].sort_by(|a, b| {
+                tiebreak
+                    .score(b)
+                    .total_cmp(&tiebreak.score(a))
+                    .then_with(|| goal.score(b).total_cmp(&goal.score(a)))
+                    .then_with(|| simpler(a, b))
+            });
         }
         Advice {
             workload: workload.to_string(),
@@ -161,6 +216,51 @@ impl Advice {
             device: device.to_string(),
             goal,
             ranked: runs,
+        }
+    }
+
+    /// Each run's rank, in the order of [`Advice::ranked`]: its place, or
+    /// the rank of the run before it when both show the same figures
+    /// (equal figures share a rank).
+    pub fn ranks(&self) -> Vec<usize> {
+        let mut ranks: Vec<usize> = Vec::with_capacity(self.ranked.len());
+        for (i, m) in self.ranked.iter().enumerate() {
+            let rank = match (i.checked_sub(1), ranks.last()) {
+                (Some(prev), Some(&r)) if same_figures(&self.ranked[prev], m) => r,
+                _ => i + 1,
+            };
+            ranks.push(rank);
+        }
+        ranks
+    }
+
+    /// How many runs from `from` on show the same figures as the run at
+    /// `from` (at least 1 when there is one).
+    fn same_run(&self, from: usize) -> usize {
+        match self.ranked.get(from) {
+            Some(first) => self.ranked[from..]
+                .iter()
+                .take_while(|m| same_figures(first, m))
+                .count(),
+            None => 0,
+        }
+    }
+
+    /// The run at `at` as a sentence names it with its figure, and those
+    /// after it that show the same figures: "none (2104KiB/s; kyber the
+    /// same)".
+    fn label_with_ties(&self, at: usize) -> String {
+        let n = self.same_run(at);
+        let m = &self.ranked[at];
+        let figure = self.goal.figure(m);
+        if n > 1 {
+            let others: Vec<String> = self.ranked[at + 1..at + n]
+                .iter()
+                .map(|o| self.label(o))
+                .collect();
+            format!("{} ({figure}; {} the same)", self.label(m), list(&others))
+        } else {
+            format!("{} ({figure})", self.label(m))
         }
     }
 
@@ -208,46 +308,60 @@ impl Advice {
             .count();
         let runner_up = self.ranked.get(tied);
         let mut text = String::new();
-        if tied > 1 {
-            let mut names: Vec<String> = self.ranked[..tied]
-                .iter()
-                .take(MAX_NAMED)
-                .map(|m| self.label(m))
-                .collect();
-            if tied > MAX_NAMED {
-                names.push(format!("{} more", tied - MAX_NAMED));
-            }
-            let tiebreak = goal.tiebreak();
-            let second = &self.ranked[1];
+        let same = self.same_run(0);
+        if tied > 1 && same == tied {
+            let names: Vec<String> = self.ranked[..tied].iter().map(|m| self.label(m)).collect();
             text.push_str(&format!(
-                "{} are within {:.0} % of each other on {what} ({} for {}): for this goal the \
-                 choice among them hardly matters; {} ranks first on {} ({} vs {} for {}).",
+                "{} are tied, with the same figures ({what} {}): for this goal the choice among \
+                 them hardly matters, and {} is the simplest.",
+                list(&names),
+                goal.figure(best),
+                self.label(best),
+            ));
+            text.push_str(&self.against_the_rest(tied));
+        } else if tied > 1 {
+            let names: Vec<String> = self.ranked[..tied].iter().map(|m| self.label(m)).collect();
+            // The best on the goal's figure alone, which its tie-break may
+            // have ranked below another.
+            let top = self.ranked[..tied]
+                .iter()
+                .max_by(|a, b| goal.score(a).total_cmp(&goal.score(b)))
+                .unwrap_or(best);
+            text.push_str(&format!(
+                "{} are within {:.0} % of the best on {what} ({} for {}): for this goal the \
+                 choice among them hardly matters.",
                 list(&names),
                 NOISE * 100.0,
-                goal.figure(best),
-                self.label(best),
-                self.label(best),
-                tiebreak.what(self.trace(), best),
-                tiebreak.figure(best),
-                tiebreak.figure(second),
-                self.label(second),
+                goal.figure(top),
+                self.label(top),
             ));
-            if let Some(next) = runner_up {
+            if same > 1 {
+                let names: Vec<String> =
+                    self.ranked[..same].iter().map(|m| self.label(m)).collect();
                 text.push_str(&format!(
-                    " Against the next, {} ({}), {} runs {}.",
-                    self.label(next),
-                    goal.figure(next),
+                    " {} are tied (the same figures): {} is the simplest.",
+                    list(&names),
                     self.label(best),
-                    self.cost(best, next)
                 ));
             }
+            if let Some(second) = self.ranked[..tied].get(same) {
+                let tiebreak = goal.tiebreak();
+                text.push_str(&format!(
+                    " {} ranks first on {} ({} vs {} for {}).",
+                    self.label(best),
+                    tiebreak.what(self.trace(), best),
+                    tiebreak.figure(best),
+                    tiebreak.figure(second),
+                    self.label(second),
+                ));
+            }
+            text.push_str(&self.against_the_rest(tied));
         } else if let Some(next) = runner_up {
             text.push_str(&format!(
-                "{}: {what} {} vs {} for {}, the runner-up, {}.",
+                "{}: {what} {} vs {}, the runner-up, {}.",
                 self.label(best),
                 goal.figure(best),
-                goal.figure(next),
-                self.label(next),
+                self.label_with_ties(tied),
                 self.cost(best, next),
             ));
         }
@@ -268,17 +382,40 @@ impl Advice {
                 self.label(next),
             ));
         }
-        if let Some(worst) = self.ranked.last()
-            && self.ranked.len() > tied + 1
+        // The last rank, with every run that shares it.
+        let ranks = self.ranks();
+        if let Some(&last_rank) = ranks.last()
+            && last_rank > tied + 1
         {
+            let last = last_rank - 1;
+            let names: Vec<String> = self.ranked[last..].iter().map(|m| self.label(m)).collect();
+            let (who, verb) = if names.len() > 1 {
+                (format!("{} (tied)", list(&names)), "get")
+            } else {
+                (list(&names), "gets")
+            };
             text.push_str(&format!(
-                " The last, {}, gets {}.",
-                self.label(worst),
-                goal.figure(worst)
+                " The last, {who}, {verb} {}.",
+                goal.figure(&self.ranked[last])
             ));
         }
         text.push_str(&self.trade_off(best));
         text
+    }
+
+    /// " Against the best of the rest, none (2104KiB/s), mq-deadline runs
+    /// ...": the best against the first run outside noise of it (at
+    /// `tied`), empty when every run is within noise.
+    fn against_the_rest(&self, tied: usize) -> String {
+        match (self.ranked.first(), self.ranked.get(tied)) {
+            (Some(best), Some(next)) => format!(
+                " Against the best of the rest, {}, {} runs {}.",
+                self.label_with_ties(tied),
+                self.label(best),
+                self.cost(best, next)
+            ),
+            _ => String::new(),
+        }
     }
 
     /// The least served job clone or trace submitter of a run, when there

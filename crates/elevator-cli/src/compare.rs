@@ -105,9 +105,9 @@ pub fn render(job: &str, device: &str, runs: &[RunResult]) -> String {
 struct MostData<'a> {
     most: &'a Row<'a>,
     least: &'a Row<'a>,
-    /// The other schedulers that moved exactly as much as `most`.
+    /// The other schedulers whose BW prints as `most`'s.
     tied: Vec<&'a str>,
-    /// The other schedulers that moved exactly as little as `least`.
+    /// The other schedulers whose BW prints as `least`'s.
     least_tied: Vec<&'a str>,
 }
 
@@ -119,19 +119,25 @@ impl<'a> MostData<'a> {
         }
         let simplest =
             |a: &Row, b: &Row| simplicity(&a.run.scheduler).cmp(&simplicity(&b.run.scheduler));
-        // Most data first; among equal figures the simplest scheduler.
+        // Rows whose BW prints alike moved the same data: among them the
+        // simplest scheduler is named.
+        let alike = |a: &Row, b: &Row| iec(a.bw) == iec(b.bw);
+        let top = rows.iter().max_by(|a, b| a.bw.total_cmp(&b.bw))?;
+        let bottom = rows.iter().min_by(|a, b| a.bw.total_cmp(&b.bw))?;
         let most = rows
             .iter()
-            .min_by(|a, b| b.bw.total_cmp(&a.bw).then_with(|| simplest(a, b)))?;
+            .filter(|r| alike(r, top))
+            .min_by(|a, b| simplest(a, b))?;
         let least = rows
             .iter()
-            .min_by(|a, b| a.bw.total_cmp(&b.bw).then_with(|| simplest(a, b)))?;
+            .filter(|r| alike(r, bottom))
+            .min_by(|a, b| simplest(a, b))?;
         if most.bw <= 0.0 {
             return None;
         }
         let tied_with = |one: &Row| -> Vec<&'a str> {
             rows.iter()
-                .filter(|r| r.bw == one.bw && !std::ptr::eq(*r, one))
+                .filter(|r| alike(r, one) && !std::ptr::eq(*r, one))
                 .map(|r| r.run.scheduler.as_str())
                 .collect()
         };
@@ -156,7 +162,7 @@ impl<'a> MostData<'a> {
     /// The closing lines.
     fn text(&self) -> String {
         let (most, least) = (&self.most.run.scheduler, &self.least.run.scheduler);
-        if self.most.bw == self.least.bw {
+        if iec(self.most.bw) == iec(self.least.bw) {
             return format!(
                 "Every scheduler moved the same data ({}/s).\n",
                 iec(self.most.bw)

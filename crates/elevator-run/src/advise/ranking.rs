@@ -43,13 +43,32 @@ pub fn simplicity(name: &str) -> usize {
         .unwrap_or(SIMPLEST_FIRST.len())
 }
 
-/// Whether two runs show the same figures in every column of the table
-/// (throughput, both p99s, fairness): they share a rank.
+/// Whether two runs show the same figures in every column of the table as
+/// printed (throughput in IEC units, both p99s to 10 µs, fairness to three
+/// places): they share a rank.
 fn same_figures(a: &Measured, b: &Measured) -> bool {
-    a.throughput == b.throughput
-        && a.read_p99 == b.read_p99
-        && a.write_p99 == b.write_p99
-        && a.fairness == b.fairness
+    let p99 = |ns: Option<u64>| ns.map(|ns| (ns + 5_000) / 10_000);
+    let fairness = |f: f64| (f * 1000.0).round();
+    iec(a.throughput) == iec(b.throughput)
+        && p99(a.read_p99) == p99(b.read_p99)
+        && p99(a.write_p99) == p99(b.write_p99)
+        && fairness(a.fairness) == fairness(b.fairness)
+}
+
+/// Each run of `runs` that shows the same figures as the one before it
+/// moved behind every simpler one of them: equal figures share a rank, and
+/// the simplest of them comes first.
+fn simplest_first_among_equals(runs: &mut [Measured]) {
+    let mut start = 0;
+    while start < runs.len() {
+        let end = start
+            + runs[start..]
+                .iter()
+                .take_while(|m| same_figures(&runs[start], m))
+                .count();
+        runs[start..end].sort_by(simpler);
+        start = end;
+    }
 }
 
 /// Simpler first: by [`simplicity`], then the lower `nomerges` (0 is the
@@ -210,6 +229,7 @@ impl Advice {
                     .then_with(|| simpler(a, b))
             });
         }
+        simplest_first_among_equals(&mut runs);
         Advice {
             workload: workload.to_string(),
             kind,
@@ -325,7 +345,7 @@ impl Advice {
             // have ranked below another.
             let top = self.ranked[..tied]
                 .iter()
-                .max_by(|a, b| goal.score(a).total_cmp(&goal.score(b)))
+                .reduce(|a, b| if goal.score(b) > goal.score(a) { b } else { a })
                 .unwrap_or(best);
             text.push_str(&format!(
                 "{} are within {:.0} % of the best on {what} ({} for {}): for this goal the \
@@ -346,12 +366,19 @@ impl Advice {
             }
             if let Some(second) = self.ranked[..tied].get(same) {
                 let tiebreak = goal.tiebreak();
+                let (on, figures) = if tiebreak.figure(best) == tiebreak.figure(second) {
+                    // The tie-break's figures print alike: the goal's
+                    // figure is what sets them apart.
+                    (goal, (goal.figure(best), goal.figure(second)))
+                } else {
+                    (tiebreak, (tiebreak.figure(best), tiebreak.figure(second)))
+                };
                 text.push_str(&format!(
                     " {} ranks first on {} ({} vs {} for {}).",
                     self.label(best),
-                    tiebreak.what(self.trace(), best),
-                    tiebreak.figure(best),
-                    tiebreak.figure(second),
+                    on.what(self.trace(), best),
+                    figures.0,
+                    figures.1,
                     self.label(second),
                 ));
             }
@@ -514,4 +541,88 @@ fn relative(a: f64, b: f64) -> f64 {
 /// Nanoseconds as milliseconds, `1.23 ms`.
 fn ms(ns: u64) -> String {
     format!("{:.2} ms", ns as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(scheduler: &str, throughput: f64, p99_ms: u64) -> Measured {
+        Measured {
+            scheduler: scheduler.to_string(),
+            nomerges: 0,
+            throughput,
+            read_p99: Some(p99_ms * 1_000_000),
+            write_p99: None,
+            goal_p99: Some(p99_ms * 1_000_000),
+            goal_p99_dir: "read",
+            fairness: 1.0,
+            shares: Vec::new(),
+            ios: 1,
+            elapsed: 1,
+        }
+    }
+
+    /// The runs of `examples/default.fio` on hdd-7200, in the order of
+    /// `SCHEDULER_NAMES`, rounded.
+    fn default_job() -> Vec<Measured> {
+        vec![
+            run("none", 2_104_000.0, 442),
+            run("mq-deadline", 2_159_000.0, 518),
+            run("deadline-rbtree", 2_159_000.0, 518),
+            run("deadline-list", 2_159_000.0, 518),
+            run("cfq", 1_518_000.0, 608),
+            run("bfq", 2_146_000.0, 591),
+            run("kyber", 2_104_000.0, 442),
+        ]
+    }
+
+    #[test]
+    fn every_scheduler_has_a_place_and_aliases_take_theirs() {
+        for name in elevator_core::SCHEDULER_NAMES {
+            assert!(simplicity(name) < SIMPLEST_FIRST.len(), "{name}");
+        }
+        assert_eq!(simplicity("noop"), simplicity("none"));
+        assert_eq!(simplicity("deadline"), simplicity("mq-deadline"));
+        assert!(simplicity("mq-deadline") < simplicity("deadline-list"));
+        assert_eq!(simplicity("elevator9"), SIMPLEST_FIRST.len());
+    }
+
+    #[test]
+    fn equal_figures_share_a_rank_and_the_simplest_comes_first() {
+        let a = Advice::new("j", "job", "d", Goal::Throughput, default_job());
+        let order: Vec<&str> = a.ranked.iter().map(|m| m.scheduler.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "mq-deadline",
+                "deadline-rbtree",
+                "deadline-list",
+                "bfq",
+                "none",
+                "kyber",
+                "cfq"
+            ]
+        );
+        assert_eq!(a.ranks(), [1, 1, 1, 4, 5, 5, 7]);
+    }
+
+    #[test]
+    fn the_explanation_names_every_tied_run_and_the_best_of_the_rest() {
+        let a = Advice::new("j", "job", "d", Goal::Throughput, default_job());
+        let text = a.explanation();
+        assert!(
+            text.starts_with("mq-deadline, deadline-rbtree, deadline-list and bfq are within 2 %"),
+            "{text}"
+        );
+        assert!(text.contains("mq-deadline is the simplest"), "{text}");
+        assert!(text.contains("(518.00 ms vs 591.00 ms for bfq)"), "{text}");
+        assert!(
+            text.contains("Against the best of the rest, none (")
+                && text.contains("KiB/s; kyber the same)"),
+            "{text}"
+        );
+        assert!(!text.contains("1 more"), "{text}");
+        assert!(!text.contains("the next"), "{text}");
+    }
 }

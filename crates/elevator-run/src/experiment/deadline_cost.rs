@@ -465,7 +465,7 @@ pub fn figures(r: &Results) -> Vec<Figure> {
 pub fn data(r: &Results) -> serde_json::Value {
     json!({
         "inflight": INFLIGHT,
-        "bs": BS,
+        "bs_bytes": BS,
         "repeat": r.repeat,
         "depths": r.depths,
         "random_seed": r.random_seed,

@@ -260,7 +260,7 @@ pub fn data(r: &Results) -> serde_json::Value {
     json!({
         "depth": DEPTH,
         "inflight": INFLIGHT,
-        "bs": BS,
+        "bs_bytes": BS,
         "ios": r.ios,
         "repeat": r.repeat,
         "random_seed": r.random_seed,

@@ -121,7 +121,7 @@ pub fn run(args: &Args) -> Result<()> {
     summary(&mut out, &outcomes)?;
     writeln!(
         out,
-        "\n{} ({} KiB) and each experiment's .txt and .json in {}; {} in all",
+        "\n{} ({} KiB)\nand each experiment's .txt and .json in {}; {} in all",
         path.display(),
         html.len().div_ceil(1024),
         dir.display(),

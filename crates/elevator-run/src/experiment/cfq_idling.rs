@@ -454,8 +454,9 @@ pub fn outcome_of(r: Results) -> Result<Outcome, ExperimentError> {
 /// The table as the terminal shows it.
 pub fn table(results: &[ScenarioResult]) -> String {
     let mut out = format!(
-        "Seed 004: eight processes writing 4 KiB O_DIRECT blocks round-robin over four 16 MiB files each ({}),\n\
-         each file once; nr_requests=128 as in the seed's single-queue kernel\n\n",
+        "Seed 004: eight processes writing 4 KiB O_DIRECT blocks round-robin over four 16 MiB\n\
+         files each ({}), each file once;\n\
+         nr_requests=128 as in the seed's single-queue kernel\n\n",
         CFQ_IDLING_JOB.0
     );
     for s in results {

@@ -238,8 +238,8 @@ pub fn table(r: &Results) -> String {
     let (repeat, base_ios, min_ios) = (r.repeat, r.base_ios, r.min_ios);
     let mut table = format!(
         "elevator experiment deadline-cost (seed 002): core path CPU per I/O against queue depth\n\
-         {BS}-byte random reads, nomerges=0, up to {INFLIGHT} in flight, no device; \
-         median of {repeat} runs of thread CPU time, {base_ios} bios per case \
+         {BS}-byte random reads, nomerges=0, up to {INFLIGHT} in flight, no device;\n\
+         median of {repeat} runs of thread CPU time, {base_ios} bios per case\n\
          ({LIST}: fewer at depth > 256, at least {min_ios})\n\n\
          {:>11}",
         "queue depth"

@@ -479,11 +479,12 @@ pub fn data(r: &Results) -> serde_json::Value {
         }),
         "growth_vs_128": SCHEDULERS
             .iter()
-            .map(|s| (s.to_string(), json!({
-                "512": round_to(r.growth(s, 512), 2),
-                "4096": round_to(r.growth(s, 4096), 2),
-            })))
-            .collect::<serde_json::Map<_, _>>(),
+            .map(|s| json!({
+                "scheduler": s,
+                "depth_512_ratio": round_to(r.growth(s, 512), 2),
+                "depth_4096_ratio": round_to(r.growth(s, 4096), 2),
+            }))
+            .collect::<Vec<_>>(),
         "seed_figures": {
             "requests_per_list": seed::DEPTHS,
             "list_deadline_merge_samples": seed::LIST_MERGE,

@@ -39,11 +39,22 @@ impl From<GoalArg> for Goal {
 const WIDTH: usize = 78;
 
 /// `text` with its words on lines of at most `width` characters (a longer
-/// word stands alone).
+/// word stands alone); a `%` stays on the line of the figure before it
+/// ("2 %").
 pub(crate) fn wrap(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / width + 1);
-    let mut line = 0;
+    let mut words: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
+        match words.last_mut() {
+            Some(last) if word.starts_with('%') => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => words.push(word.to_string()),
+        }
+    }
+    let mut line = 0;
+    for word in &words {
         let len = word.chars().count();
         if line > 0 && line + 1 + len > width {
             out.push('\n');
@@ -138,4 +149,15 @@ pub fn print_json(a: &Advice, out: &mut dyn Write) -> Result<()> {
     serde_json::to_writer_pretty(&mut *out, &value).map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_percent_sign_stays_with_its_figure() {
+        assert_eq!(wrap("are within 2 % of it", 12), "are within\n2 % of it");
+        assert_eq!(wrap("one two three", 7), "one two\nthree");
+    }
 }

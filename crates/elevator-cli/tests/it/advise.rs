@@ -22,9 +22,13 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_str(&stdout(&all)).expect("advise's JSON parses")
 }
 
-/// The schedulers of the table's rows, in rank order.
+/// The schedulers of the table's rows (the lines after its `rank` header,
+/// up to the blank line), in rank order.
 fn table_order(text: &str) -> Vec<String> {
     text.lines()
+        .skip_while(|line| !line.trim_start().starts_with("rank"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
         .filter_map(|line| {
             let mut words = line.split_whitespace();
             let rank = words.next()?;

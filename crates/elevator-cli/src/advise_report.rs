@@ -39,11 +39,22 @@ impl From<GoalArg> for Goal {
 const WIDTH: usize = 78;
 
 /// `text` with its words on lines of at most `width` characters (a longer
-/// word stands alone).
+/// word stands alone); a `%` stays on the line of the figure before it
+/// ("2 %").
 pub(crate) fn wrap(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / width + 1);
-    let mut line = 0;
+    let mut words: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
+        match words.last_mut() {
+            Some(last) if word.starts_with('%') => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => words.push(word.to_string()),
+        }
+    }
+    let mut line = 0;
+    for word in &words {
         let len = word.chars().count();
         if line > 0 && line + 1 + len > width {
             out.push('\n');
@@ -77,11 +88,11 @@ pub fn print_text(a: &Advice, out: &mut dyn Write) -> Result<()> {
         "{:>4}  {:<16} {:>8} {:>13} {:>10} {:>10} {:>9}",
         "rank", "scheduler", "nomerges", "throughput", "p99 rd ms", "p99 wr ms", "fairness"
     )?;
-    for (i, m) in a.ranked.iter().enumerate() {
+    for (m, rank) in a.ranked.iter().zip(a.ranks()) {
         writeln!(
             out,
             "{:>4}  {:<16} {:>8} {:>11}/s {:>10} {:>10} {:>9.3}",
-            i + 1,
+            rank,
             m.scheduler,
             m.nomerges,
             iec(m.throughput),
@@ -100,24 +111,26 @@ pub fn print_json(a: &Advice, out: &mut dyn Write) -> Result<()> {
     let runs: Vec<Value> = a
         .ranked
         .iter()
+        .zip(a.ranks())
         .enumerate()
-        .map(|(i, m)| {
+        .map(|(i, (m, rank))| {
             let shares: Vec<Value> = m
                 .shares
                 .iter()
                 .map(|(who, v)| json!({"name": who, "value": v}))
                 .collect();
             json!({
-                "rank": i + 1,
+                "rank": rank,
+                "position": i + 1,
                 "scheduler": m.scheduler,
                 "nomerges": m.nomerges,
-                "throughput_bytes": m.throughput,
-                "p99_read_ns": m.read_p99,
-                "p99_write_ns": m.write_p99,
+                "throughput_bytes_per_s": m.throughput,
+                "read_p99_ns": m.read_p99,
+                "write_p99_ns": m.write_p99,
                 "goal_p99_ns": m.goal_p99,
                 "fairness": m.fairness,
                 "shares": shares,
-                "shares_are": if a.trace() { "mean_latency_ns" } else { "throughput_bytes" },
+                "shares_are": if a.trace() { "mean_latency_ns" } else { "throughput_share_of_alone" },
                 "ios": m.ios,
                 "elapsed_ns": m.elapsed,
             })
@@ -136,4 +149,15 @@ pub fn print_json(a: &Advice, out: &mut dyn Write) -> Result<()> {
     serde_json::to_writer_pretty(&mut *out, &value).map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_percent_sign_stays_with_its_figure() {
+        assert_eq!(wrap("are within 2 % of it", 12), "are within\n2 % of it");
+        assert_eq!(wrap("one two three", 7), "one two\nthree");
+    }
 }

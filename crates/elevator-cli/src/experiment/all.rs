@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{Args, Which};
 use crate::report::html::{Section, SummaryRow, page};
-use elevator_run::experiment::{Opts, Outcome};
+use elevator_run::experiment::{Opts, Outcome, WIDTH, hang};
 
 /// One experiment of the set.
 pub(super) struct Entry {
@@ -121,7 +121,7 @@ pub fn run(args: &Args) -> Result<()> {
     summary(&mut out, &outcomes)?;
     writeln!(
         out,
-        "\n{} ({} KiB) and each experiment's .txt and .json in {}; {} in all",
+        "\n{} ({} KiB)\nand each experiment's .txt and .json in {}; {} in all",
         path.display(),
         html.len().div_ceil(1024),
         dir.display(),
@@ -162,7 +162,8 @@ pub(super) fn write_one(dir: &Path, o: &Outcome) -> Result<()> {
     Ok(())
 }
 
-/// The summary on the terminal: one line per shape.
+/// The summary on the terminal: each shape's seed, verdict and claim, the
+/// claim wrapped to keep lines within [`WIDTH`] columns.
 fn summary(out: &mut dyn Write, outcomes: &[Outcome]) -> std::io::Result<()> {
     let held: usize = outcomes
         .iter()
@@ -170,15 +171,11 @@ fn summary(out: &mut dyn Write, outcomes: &[Outcome]) -> std::io::Result<()> {
         .sum();
     let all: usize = outcomes.iter().map(|o| o.shapes.len()).sum();
     writeln!(out, "{held} of {all} shapes hold")?;
-    let w = outcomes
-        .iter()
-        .flat_map(|o| o.shapes.iter().map(|s| s.claim.len()))
-        .max()
-        .unwrap_or(0);
-    writeln!(out, "seed  {:<w$}  verdict", "shape")?;
+    writeln!(out, "seed  {:<13}  shape", "verdict")?;
     for o in outcomes {
         for s in &o.shapes {
-            writeln!(out, "{:<4}  {:<w$}  {}", o.seed, s.claim, s.verdict())?;
+            let prefix = format!("{:<4}  {:<13}  ", o.seed, s.verdict());
+            write!(out, "{}", hang(&prefix, &s.claim, WIDTH))?;
         }
     }
     Ok(())

@@ -334,7 +334,7 @@ fn measured(plan: &Plan, dir: &Path, fio_version: &str, cmp: &Comparison) -> Out
         "runtime_s": plan.runtime_s,
         "rounds": plan.rounds,
         "iodepth": IODEPTH,
-        "bs": 4096,
+        "bs_bytes": 4096,
         "median": {
             "fio": fio,
             "elevator": ours.iter().map(|(s, f)| (s.clone(), json!(f))).collect::<serde_json::Map<_, _>>(),

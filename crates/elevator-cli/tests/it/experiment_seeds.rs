@@ -3,7 +3,8 @@
 //! document with its name, seed, title, data, the seed's shapes (claim, the
 //! seed's figure, elevator's, holds) and notes, and the table otherwise.
 //! Whether a timing shape holds is never checked: timing belongs to the
-//! machine, not to the tests.
+//! machine, not to the tests. Every line of the simulated tables (compare,
+//! advise, experiment) fits in 100 columns.
 
 use serde_json::Value;
 
@@ -105,4 +106,63 @@ fn the_table_ends_with_the_shapes_and_notes() {
     assert!(text.contains("Shapes seed 000 reported:"), "{text}");
     assert!(text.contains("shapes hold."), "{text}");
     assert!(text.contains("Note: "), "{text}");
+    assert_fits(&text, "experiment merging --quick");
+}
+
+/// The widest line a person reads in a terminal.
+const MAX_COLUMNS: usize = 100;
+
+/// Every line of `text` is at most [`MAX_COLUMNS`] columns wide.
+fn assert_fits(text: &str, what: &str) {
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= MAX_COLUMNS,
+            "{what}: a line of {} columns:\n{line}",
+            line.chars().count()
+        );
+    }
+}
+
+#[test]
+fn simulated_tables_fit_in_100_columns() {
+    elevator_testkit::slow!();
+    let commands: [&[&str]; 7] = [
+        &["compare"],
+        &[
+            "compare",
+            "examples/reader-beside-writers.fio",
+            "--schedulers",
+            "none,mq-deadline,bfq,kyber",
+        ],
+        &["advise", "examples/default.fio"],
+        &[
+            "advise",
+            "examples/default.fio",
+            "--goal",
+            "p99",
+            "--nomerges",
+            "0,2",
+        ],
+        &[
+            "advise",
+            "examples/reader-beside-writers.fio",
+            "--goal",
+            "fairness",
+        ],
+        &["experiment", "cfq-idling", "--quick"],
+        &[
+            "experiment",
+            "lock-scaling",
+            "--quick",
+            "--threads",
+            "1,2",
+            "--runtime",
+            "0.1",
+        ],
+    ];
+    for args in commands {
+        let out = ok(args);
+        let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+        assert_fits(&text, &args.join(" "));
+    }
 }

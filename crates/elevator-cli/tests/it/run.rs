@@ -284,7 +284,7 @@ fn cfq_idling_experiment_prints_the_table_and_verdicts() {
             ]
         );
         for r in s["rows"].as_array().expect("rows") {
-            assert!(r["mb_s"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+            assert!(r["mb_per_s"].as_f64().is_some_and(|x| x > 0.0), "{r}");
             assert!(r["p99_ns_worst"].as_u64().is_some_and(|x| x > 0), "{r}");
         }
     }

@@ -9,8 +9,75 @@ use super::Measured;
 /// Differences smaller than this share of a figure are within noise.
 const NOISE: f64 = 0.02;
 
-/// Runs named in a sentence before "and N more".
-const MAX_NAMED: usize = 4;
+/// The schedulers from the simplest to the most involved: the order ties
+/// are broken in, by `advise` and `compare`, so that when two schedulers do
+/// equally well the one with less to go wrong is named. The production
+/// schedulers come first, by how much state they keep (`none` none,
+/// `mq-deadline` two sorted sweeps and FIFOs, `kyber` token depths per
+/// class, `bfq` per-process budgets in virtual time, `cfq` per-process slices
+/// with idling, gone from Linux since 5.0); then the two structures kept
+/// to compare deadline's cost against, `deadline-rbtree` and the O(N)
+/// baseline `deadline-list`, which nobody should pick over `mq-deadline`.
+pub const SIMPLEST_FIRST: [&str; 7] = [
+    "none",
+    "mq-deadline",
+    "kyber",
+    "bfq",
+    "cfq",
+    "deadline-rbtree",
+    "deadline-list",
+];
+
+/// Where a scheduler comes in [`SIMPLEST_FIRST`] (aliases as their
+/// scheduler: `noop` as `none`, `deadline` as `mq-deadline`); a name not
+/// there comes after every one.
+pub fn simplicity(name: &str) -> usize {
+    let name = match name {
+        "noop" => "none",
+        "deadline" => "mq-deadline",
+        other => other,
+    };
+    SIMPLEST_FIRST
+        .iter()
+        .position(|s| *s == name)
+        .unwrap_or(SIMPLEST_FIRST.len())
+}
+
+/// Whether two runs show the same figures in every column of the table as
+/// printed (throughput in IEC units, both p99s to 10 µs, fairness to three
+/// places): they share a rank.
+fn same_figures(a: &Measured, b: &Measured) -> bool {
+    let p99 = |ns: Option<u64>| ns.map(|ns| (ns + 5_000) / 10_000);
+    let fairness = |f: f64| (f * 1000.0).round();
+    iec(a.throughput) == iec(b.throughput)
+        && p99(a.read_p99) == p99(b.read_p99)
+        && p99(a.write_p99) == p99(b.write_p99)
+        && fairness(a.fairness) == fairness(b.fairness)
+}
+
+/// Each run of `runs` that shows the same figures as the one before it
+/// moved behind every simpler one of them: equal figures share a rank, and
+/// the simplest of them comes first.
+fn simplest_first_among_equals(runs: &mut [Measured]) {
+    let mut start = 0;
+    while start < runs.len() {
+        let end = start
+            + runs[start..]
+                .iter()
+                .take_while(|m| same_figures(&runs[start], m))
+                .count();
+        runs[start..end].sort_by(simpler);
+        start = end;
+    }
+}
+
+/// Simpler first: by [`simplicity`], then the lower `nomerges` (0 is the
+/// default).
+fn simpler(a: &Measured, b: &Measured) -> std::cmp::Ordering {
+    simplicity(&a.scheduler)
+        .cmp(&simplicity(&b.scheduler))
+        .then(a.nomerges.cmp(&b.nomerges))
+}
 
 /// What `advise` ranks by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +199,7 @@ pub struct Advice {
 
 impl Advice {
     /// Rank `runs` by `goal`; ties go to higher throughput, then to the
-    /// order given.
+    /// simpler scheduler ([`SIMPLEST_FIRST`]).
     pub fn new(
         workload: &str,
         kind: &'static str,
@@ -144,23 +211,76 @@ impl Advice {
             goal.score(b)
                 .total_cmp(&goal.score(a))
                 .then_with(|| b.throughput.total_cmp(&a.throughput))
+                .then_with(|| simpler(a, b))
         });
         // Within noise of the best, the goal does not tell them apart:
-        // its tie-break does (a stable sort keeps the goal's order on ties).
+        // its tie-break does, then the goal's figure, then simplicity.
         if let Some(best) = runs.first().cloned() {
             let tied = runs
                 .iter()
                 .take_while(|m| goal.gap(&best, m) < NOISE)
                 .count();
             let tiebreak = goal.tiebreak();
-            runs[..tied].sort_by(|a, b| tiebreak.score(b).total_cmp(&tiebreak.score(a)));
+            runs[..tied].sort_by(|a, b| {
+                tiebreak
+                    .score(b)
+                    .total_cmp(&tiebreak.score(a))
+                    .then_with(|| goal.score(b).total_cmp(&goal.score(a)))
+                    .then_with(|| simpler(a, b))
+            });
         }
+        simplest_first_among_equals(&mut runs);
         Advice {
             workload: workload.to_string(),
             kind,
             device: device.to_string(),
             goal,
             ranked: runs,
+        }
+    }
+
+    /// Each run's rank, in the order of [`Advice::ranked`]: its place, or
+    /// the rank of the run before it when both show the same figures
+    /// (equal figures share a rank).
+    pub fn ranks(&self) -> Vec<usize> {
+        let mut ranks: Vec<usize> = Vec::with_capacity(self.ranked.len());
+        for (i, m) in self.ranked.iter().enumerate() {
+            let rank = match (i.checked_sub(1), ranks.last()) {
+                (Some(prev), Some(&r)) if same_figures(&self.ranked[prev], m) => r,
+                _ => i + 1,
+            };
+            ranks.push(rank);
+        }
+        ranks
+    }
+
+    /// How many runs from `from` on show the same figures as the run at
+    /// `from` (at least 1 when there is one).
+    fn same_run(&self, from: usize) -> usize {
+        match self.ranked.get(from) {
+            Some(first) => self.ranked[from..]
+                .iter()
+                .take_while(|m| same_figures(first, m))
+                .count(),
+            None => 0,
+        }
+    }
+
+    /// The run at `at` as a sentence names it with its figure, and those
+    /// after it that show the same figures: "none (2104KiB/s; kyber the
+    /// same)".
+    fn label_with_ties(&self, at: usize) -> String {
+        let n = self.same_run(at);
+        let m = &self.ranked[at];
+        let figure = self.goal.figure(m);
+        if n > 1 {
+            let others: Vec<String> = self.ranked[at + 1..at + n]
+                .iter()
+                .map(|o| self.label(o))
+                .collect();
+            format!("{} ({figure}; {} the same)", self.label(m), list(&others))
+        } else {
+            format!("{} ({figure})", self.label(m))
         }
     }
 
@@ -208,46 +328,67 @@ impl Advice {
             .count();
         let runner_up = self.ranked.get(tied);
         let mut text = String::new();
-        if tied > 1 {
-            let mut names: Vec<String> = self.ranked[..tied]
-                .iter()
-                .take(MAX_NAMED)
-                .map(|m| self.label(m))
-                .collect();
-            if tied > MAX_NAMED {
-                names.push(format!("{} more", tied - MAX_NAMED));
-            }
-            let tiebreak = goal.tiebreak();
-            let second = &self.ranked[1];
+        let same = self.same_run(0);
+        if tied > 1 && same == tied {
+            let names: Vec<String> = self.ranked[..tied].iter().map(|m| self.label(m)).collect();
             text.push_str(&format!(
-                "{} are within {:.0} % of each other on {what} ({} for {}): for this goal the \
-                 choice among them hardly matters; {} ranks first on {} ({} vs {} for {}).",
+                "{} are tied, with the same figures ({what} {}): for this goal the choice among \
+                 them hardly matters, and {} is the simplest.",
+                list(&names),
+                goal.figure(best),
+                self.label(best),
+            ));
+            text.push_str(&self.against_the_rest(tied));
+        } else if tied > 1 {
+            let names: Vec<String> = self.ranked[..tied].iter().map(|m| self.label(m)).collect();
+            // The best on the goal's figure alone, which its tie-break may
+            // have ranked below another.
+            let top = self.ranked[..tied]
+                .iter()
+                .reduce(|a, b| if goal.score(b) > goal.score(a) { b } else { a })
+                .unwrap_or(best);
+            text.push_str(&format!(
+                "{} are within {:.0} % of the best on {what} ({} for {}): for this goal the \
+                 choice among them hardly matters.",
                 list(&names),
                 NOISE * 100.0,
-                goal.figure(best),
-                self.label(best),
-                self.label(best),
-                tiebreak.what(self.trace(), best),
-                tiebreak.figure(best),
-                tiebreak.figure(second),
-                self.label(second),
+                goal.figure(top),
+                self.label(top),
             ));
-            if let Some(next) = runner_up {
+            if same > 1 {
+                let names: Vec<String> =
+                    self.ranked[..same].iter().map(|m| self.label(m)).collect();
                 text.push_str(&format!(
-                    " Against the next, {} ({}), {} runs {}.",
-                    self.label(next),
-                    goal.figure(next),
+                    " {} are tied (the same figures): {} is the simplest.",
+                    list(&names),
                     self.label(best),
-                    self.cost(best, next)
                 ));
             }
+            if let Some(second) = self.ranked[..tied].get(same) {
+                let tiebreak = goal.tiebreak();
+                let (on, figures) = if tiebreak.figure(best) == tiebreak.figure(second) {
+                    // The tie-break's figures print alike: the goal's
+                    // figure is what sets them apart.
+                    (goal, (goal.figure(best), goal.figure(second)))
+                } else {
+                    (tiebreak, (tiebreak.figure(best), tiebreak.figure(second)))
+                };
+                text.push_str(&format!(
+                    " {} ranks first on {} ({} vs {} for {}).",
+                    self.label(best),
+                    on.what(self.trace(), best),
+                    figures.0,
+                    figures.1,
+                    self.label(second),
+                ));
+            }
+            text.push_str(&self.against_the_rest(tied));
         } else if let Some(next) = runner_up {
             text.push_str(&format!(
-                "{}: {what} {} vs {} for {}, the runner-up, {}.",
+                "{}: {what} {} vs {}, the runner-up, {}.",
                 self.label(best),
                 goal.figure(best),
-                goal.figure(next),
-                self.label(next),
+                self.label_with_ties(tied),
                 self.cost(best, next),
             ));
         }
@@ -268,17 +409,40 @@ impl Advice {
                 self.label(next),
             ));
         }
-        if let Some(worst) = self.ranked.last()
-            && self.ranked.len() > tied + 1
+        // The last rank, with every run that shares it.
+        let ranks = self.ranks();
+        if let Some(&last_rank) = ranks.last()
+            && last_rank > tied + 1
         {
+            let last = last_rank - 1;
+            let names: Vec<String> = self.ranked[last..].iter().map(|m| self.label(m)).collect();
+            let (who, verb) = if names.len() > 1 {
+                (format!("{} (tied)", list(&names)), "get")
+            } else {
+                (list(&names), "gets")
+            };
             text.push_str(&format!(
-                " The last, {}, gets {}.",
-                self.label(worst),
-                goal.figure(worst)
+                " The last, {who}, {verb} {}.",
+                goal.figure(&self.ranked[last])
             ));
         }
         text.push_str(&self.trade_off(best));
         text
+    }
+
+    /// " Against the best of the rest, none (2104KiB/s), mq-deadline runs
+    /// ...": the best against the first run outside noise of it (at
+    /// `tied`), empty when every run is within noise.
+    fn against_the_rest(&self, tied: usize) -> String {
+        match (self.ranked.first(), self.ranked.get(tied)) {
+            (Some(best), Some(next)) => format!(
+                " Against the best of the rest, {}, {} runs {}.",
+                self.label_with_ties(tied),
+                self.label(best),
+                self.cost(best, next)
+            ),
+            _ => String::new(),
+        }
     }
 
     /// The least served job clone or trace submitter of a run, when there
@@ -377,4 +541,88 @@ fn relative(a: f64, b: f64) -> f64 {
 /// Nanoseconds as milliseconds, `1.23 ms`.
 fn ms(ns: u64) -> String {
     format!("{:.2} ms", ns as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(scheduler: &str, throughput: f64, p99_ms: u64) -> Measured {
+        Measured {
+            scheduler: scheduler.to_string(),
+            nomerges: 0,
+            throughput,
+            read_p99: Some(p99_ms * 1_000_000),
+            write_p99: None,
+            goal_p99: Some(p99_ms * 1_000_000),
+            goal_p99_dir: "read",
+            fairness: 1.0,
+            shares: Vec::new(),
+            ios: 1,
+            elapsed: 1,
+        }
+    }
+
+    /// The runs of `examples/default.fio` on hdd-7200, in the order of
+    /// `SCHEDULER_NAMES`, rounded.
+    fn default_job() -> Vec<Measured> {
+        vec![
+            run("none", 2_104_000.0, 442),
+            run("mq-deadline", 2_159_000.0, 518),
+            run("deadline-rbtree", 2_159_000.0, 518),
+            run("deadline-list", 2_159_000.0, 518),
+            run("cfq", 1_518_000.0, 608),
+            run("bfq", 2_146_000.0, 591),
+            run("kyber", 2_104_000.0, 442),
+        ]
+    }
+
+    #[test]
+    fn every_scheduler_has_a_place_and_aliases_take_theirs() {
+        for name in elevator_core::SCHEDULER_NAMES {
+            assert!(simplicity(name) < SIMPLEST_FIRST.len(), "{name}");
+        }
+        assert_eq!(simplicity("noop"), simplicity("none"));
+        assert_eq!(simplicity("deadline"), simplicity("mq-deadline"));
+        assert!(simplicity("mq-deadline") < simplicity("deadline-list"));
+        assert_eq!(simplicity("elevator9"), SIMPLEST_FIRST.len());
+    }
+
+    #[test]
+    fn equal_figures_share_a_rank_and_the_simplest_comes_first() {
+        let a = Advice::new("j", "job", "d", Goal::Throughput, default_job());
+        let order: Vec<&str> = a.ranked.iter().map(|m| m.scheduler.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "mq-deadline",
+                "deadline-rbtree",
+                "deadline-list",
+                "bfq",
+                "none",
+                "kyber",
+                "cfq"
+            ]
+        );
+        assert_eq!(a.ranks(), [1, 1, 1, 4, 5, 5, 7]);
+    }
+
+    #[test]
+    fn the_explanation_names_every_tied_run_and_the_best_of_the_rest() {
+        let a = Advice::new("j", "job", "d", Goal::Throughput, default_job());
+        let text = a.explanation();
+        assert!(
+            text.starts_with("mq-deadline, deadline-rbtree, deadline-list and bfq are within 2 %"),
+            "{text}"
+        );
+        assert!(text.contains("mq-deadline is the simplest"), "{text}");
+        assert!(text.contains("(518.00 ms vs 591.00 ms for bfq)"), "{text}");
+        assert!(
+            text.contains("Against the best of the rest, none (")
+                && text.contains("KiB/s; kyber the same)"),
+            "{text}"
+        );
+        assert!(!text.contains("1 more"), "{text}");
+        assert!(!text.contains("the next"), "{text}");
+    }
 }

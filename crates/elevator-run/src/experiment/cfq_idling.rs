@@ -106,15 +106,15 @@ pub struct Row {
     /// Its tunables, `name=value`.
     pub tunables: Vec<String>,
     /// Aggregate throughput, MB/s (10^6 bytes).
-    pub mb_s: f64,
+    pub mb_per_s: f64,
     /// Completion latency p99 of each job clone, ns.
     pub p99_ns_by_job: Vec<u64>,
     /// The worst of them.
     pub p99_ns_worst: u64,
     /// The slowest and fastest job's share of the throughput, MB/s.
-    pub job_mb_s_min: f64,
-    /// See `job_mb_s_min`.
-    pub job_mb_s_max: f64,
+    pub job_mb_per_s_min: f64,
+    /// See `job_mb_per_s_min`.
+    pub job_mb_per_s_max: f64,
 }
 
 /// Every scheduler's run on one scenario (the disk, or the RAID).
@@ -170,18 +170,18 @@ fn row(v: &Variant, run: &RunResult) -> Row {
         label: v.label,
         scheduler: v.scheduler,
         tunables: v.tunables.iter().map(|(n, x)| format!("{n}={x}")).collect(),
-        mb_s: rate(bytes, run.elapsed) / 1e6,
+        mb_per_s: rate(bytes, run.elapsed) / 1e6,
         p99_ns_worst: p99s.iter().copied().max().unwrap_or(0),
         p99_ns_by_job: p99s,
-        job_mb_s_min: job_rates.iter().copied().fold(f64::INFINITY, f64::min),
-        job_mb_s_max: job_rates.iter().copied().fold(0.0, f64::max),
+        job_mb_per_s_min: job_rates.iter().copied().fold(f64::INFINITY, f64::min),
+        job_mb_per_s_max: job_rates.iter().copied().fold(0.0, f64::max),
     }
 }
 
 fn mb(rows: &[Row], label: &str) -> f64 {
     rows.iter()
         .find(|r| r.label == label)
-        .map_or(0.0, |r| r.mb_s)
+        .map_or(0.0, |r| r.mb_per_s)
 }
 
 /// The shapes the 2011 report found, checked against the rows: (claim, the
@@ -454,8 +454,9 @@ pub fn outcome_of(r: Results) -> Result<Outcome, ExperimentError> {
 /// The table as the terminal shows it.
 pub fn table(results: &[ScenarioResult]) -> String {
     let mut out = format!(
-        "Seed 004: eight processes writing 4 KiB O_DIRECT blocks round-robin over four 16 MiB files each ({}),\n\
-         each file once; nr_requests=128 as in the seed's single-queue kernel\n\n",
+        "Seed 004: eight processes writing 4 KiB O_DIRECT blocks round-robin over four 16 MiB\n\
+         files each ({}), each file once;\n\
+         nr_requests=128 as in the seed's single-queue kernel\n\n",
         CFQ_IDLING_JOB.0
     );
     for s in results {
@@ -473,10 +474,10 @@ pub fn table(results: &[ScenarioResult]) -> String {
             out += &format!(
                 "  {:<18} {:>9.2} {:>13.1} ms {:>8.2} - {:.2}\n",
                 r.label,
-                r.mb_s,
+                r.mb_per_s,
                 r.p99_ns_worst as f64 / 1e6,
-                r.job_mb_s_min,
-                r.job_mb_s_max
+                r.job_mb_per_s_min,
+                r.job_mb_per_s_max
             );
         }
         out += "\n";

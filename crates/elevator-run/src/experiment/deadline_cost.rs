@@ -238,8 +238,8 @@ pub fn table(r: &Results) -> String {
     let (repeat, base_ios, min_ios) = (r.repeat, r.base_ios, r.min_ios);
     let mut table = format!(
         "elevator experiment deadline-cost (seed 002): core path CPU per I/O against queue depth\n\
-         {BS}-byte random reads, nomerges=0, up to {INFLIGHT} in flight, no device; \
-         median of {repeat} runs of thread CPU time, {base_ios} bios per case \
+         {BS}-byte random reads, nomerges=0, up to {INFLIGHT} in flight, no device;\n\
+         median of {repeat} runs of thread CPU time, {base_ios} bios per case\n\
          ({LIST}: fewer at depth > 256, at least {min_ios})\n\n\
          {:>11}",
         "queue depth"
@@ -465,7 +465,7 @@ pub fn figures(r: &Results) -> Vec<Figure> {
 pub fn data(r: &Results) -> serde_json::Value {
     json!({
         "inflight": INFLIGHT,
-        "bs": BS,
+        "bs_bytes": BS,
         "repeat": r.repeat,
         "depths": r.depths,
         "random_seed": r.random_seed,
@@ -479,11 +479,12 @@ pub fn data(r: &Results) -> serde_json::Value {
         }),
         "growth_vs_128": SCHEDULERS
             .iter()
-            .map(|s| (s.to_string(), json!({
-                "512": round_to(r.growth(s, 512), 2),
-                "4096": round_to(r.growth(s, 4096), 2),
-            })))
-            .collect::<serde_json::Map<_, _>>(),
+            .map(|s| json!({
+                "scheduler": s,
+                "depth_512_ratio": round_to(r.growth(s, 512), 2),
+                "depth_4096_ratio": round_to(r.growth(s, 4096), 2),
+            }))
+            .collect::<Vec<_>>(),
         "seed_figures": {
             "requests_per_list": seed::DEPTHS,
             "list_deadline_merge_samples": seed::LIST_MERGE,

@@ -535,12 +535,13 @@ fn write_model(
     }
     writeln!(
         out,
-        "predicted (MB/s, CON of the busiest lock): N readers on N CPUs, on their own devices / on one device"
+        "predicted MB/s (CON of the busiest lock) of N readers on N CPUs, on their own devices /\n\
+         on one device, and of the seed's 10 readers on 4 CPUs (2001):"
     )?;
     writeln!(
         out,
-        "  {:<7} {:>22} {:>22} {:>22} {:>26}",
-        "lock", "4 CPUs", "16 CPUs", "64 CPUs", "2001: 4 CPUs, 10 readers"
+        "  {:<7} {:>22} {:>22} {:>22} {:>14}",
+        "lock", "4 CPUs", "16 CPUs", "64 CPUs", "2001"
     )?;
     let locks: Vec<&str> = fits.iter().map(|f| f.lock).collect();
     for lock in locks {
@@ -573,7 +574,7 @@ fn write_model(
         let cell = seed.map_or("-".into(), |p| {
             format!("{:.0} ({:.0}%)", p.mb_per_s, 100.0 * p.con)
         });
-        line.push_str(&format!(" {cell:>26}"));
+        line.push_str(&format!(" {cell:>14}"));
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())

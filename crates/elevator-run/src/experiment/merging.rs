@@ -191,7 +191,7 @@ pub fn outcome_of(r: &Results) -> Outcome {
 pub fn table(r: &Results) -> String {
     let mut table = format!(
         "elevator experiment merging (seed 000): core path per bio by nomerges\n\
-         {BS}-byte reads, {DEPTH} requests queued, up to {INFLIGHT} in flight, no device; \
+         {BS}-byte reads, {DEPTH} requests queued, up to {INFLIGHT} in flight, no device;\n\
          {} bios timed per case, median of {} runs of thread CPU time\n\n\
          {:<16} {:<10} {:>8} {:>8} {:>8} {:>9} {:>9}  {}\n",
         r.ios,
@@ -260,7 +260,7 @@ pub fn data(r: &Results) -> serde_json::Value {
     json!({
         "depth": DEPTH,
         "inflight": INFLIGHT,
-        "bs": BS,
+        "bs_bytes": BS,
         "ios": r.ios,
         "repeat": r.repeat,
         "random_seed": r.random_seed,

@@ -97,21 +97,19 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The shapes as text: each claim, the seed's figure, elevator's, and
-    /// whether it holds.
+    /// The shapes as text: each claim and whether it holds, then the
+    /// seed's figure and elevator's, each on lines of at most [`WIDTH`]
+    /// columns.
     pub fn verdicts(&self) -> String {
         let mut s = format!("Shapes seed {} reported:\n", self.seed);
-        let w = self.shapes.iter().map(|x| x.claim.len()).max().unwrap_or(0);
-        let ws = self.shapes.iter().map(|x| x.seed.len()).max().unwrap_or(0);
-        let wo = self.shapes.iter().map(|x| x.ours.len()).max().unwrap_or(0);
         for sh in &self.shapes {
-            s.push_str(&format!(
-                "  {:<w$}  seed: {:<ws$}  elevator: {:<wo$}  {}\n",
-                sh.claim,
-                sh.seed,
-                sh.ours,
-                sh.verdict()
+            s.push_str(&hang(
+                "  ",
+                &format!("{}: {}", sh.claim, sh.verdict()),
+                WIDTH,
             ));
+            s.push_str(&hang("      seed:     ", &sh.seed, WIDTH));
+            s.push_str(&hang("      elevator: ", &sh.ours, WIDTH));
         }
         let held = self.held();
         s.push_str(&format!("{held} of {} shapes hold.\n", self.shapes.len()));
@@ -150,6 +148,36 @@ impl Shape {
             "DOES NOT HOLD"
         }
     }
+}
+
+/// The widest line of an experiment's text, in columns.
+pub const WIDTH: usize = 100;
+
+/// `text` after `prefix`, its words on lines of at most `width` columns,
+/// the lines after the first indented as wide as `prefix` (a word longer
+/// than a line stands alone); ends with a newline.
+pub fn hang(prefix: &str, text: &str, width: usize) -> String {
+    let indent = prefix.chars().count();
+    let mut out = String::with_capacity(prefix.len() + text.len() + 16);
+    out.push_str(prefix);
+    let mut line = indent;
+    let mut first = true;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if !first && line + 1 + len > width {
+            out.push('\n');
+            out.extend(std::iter::repeat_n(' ', indent));
+            line = indent;
+        } else if !first {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += len;
+        first = false;
+    }
+    out.push('\n');
+    out
 }
 
 /// How an experiment runs.
@@ -201,6 +229,13 @@ pub(crate) fn round_to(x: f64, places: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hang_wraps_under_its_prefix() {
+        let text = hang("  seed: ", "one two three four five", 20);
+        assert_eq!(text, "  seed: one two\n        three four\n        five\n");
+        assert!(text.lines().all(|l| l.chars().count() <= 20), "{text}");
+    }
 
     #[test]
     fn versus_gives_the_ratio() {

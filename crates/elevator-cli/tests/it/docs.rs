@@ -423,7 +423,7 @@ impl Run {
             let report = format!(
                 "blessed {where_}: `{}`\n{}",
                 shown.command,
-                diff(&expected, &printed)
+                diff(&expected, &printed).trim_end()
             );
             let _ = writeln!(std::io::stderr(), "{report}");
             rewrites.push((shown.output_at, expected.len() + trailing, new));
@@ -432,7 +432,7 @@ impl Run {
                 "{where_}: `{}` printed something else than the page shows \
                  (- shown, + printed):\n{}",
                 shown.command,
-                diff(&expected, &printed)
+                diff(&expected, &printed).trim_end()
             ));
         }
     }

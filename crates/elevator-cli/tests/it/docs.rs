@@ -3,7 +3,10 @@
 //!
 //! The pages are README.md, then every `docs/**/*.md` sorted by path
 //! (`ELEVATOR_DOCS_ONLY=docs/fio.md`, a substring of the path, keeps only
-//! the pages that match). Every line after a `$ ` in a code block is a
+//! the pages that match; a page that uses files another page's commands
+//! made needs that page too, and the checks across all pages, of
+//! [`SMALLER`] and of the count of commands, are left out when a page is).
+//! Every line after a `$ ` in a code block is a
 //! command (a line ending in `\` continues on the next), and so is every
 //! line of a `sh` block. They run in page order with `bash` from the
 //! repository's root, with the `elevator` this test builds first on the
@@ -336,7 +339,8 @@ impl Run {
                 self.made.push(PathBuf::from(of));
             }
             self.ran += 1;
-            if command.starts_with("elevator serve") {
+            let help = asks_for_help(&command);
+            if command.starts_with("elevator serve") && !help {
                 match self.serve(&command) {
                     Ok(child) => server = Some((child, shown)),
                     Err(e) => self.failures.push(format!("{where_}: `{command}`: {e}")),
@@ -357,7 +361,7 @@ impl Run {
                     "{where_}: `{command}` wrote \\r progress to a stderr that is no terminal"
                 ));
             }
-            let real_time = REAL_TIME.iter().any(|m| command.contains(m));
+            let real_time = !help && REAL_TIME.iter().any(|m| command.contains(m));
             match (&shown.output, real_time) {
                 (Some(expected), false) => self.compare(&where_, shown, expected, &out, rewrites),
                 _ if !out.status.success() => self.failures.push(format!(
@@ -423,7 +427,7 @@ impl Run {
             let report = format!(
                 "blessed {where_}: `{}`\n{}",
                 shown.command,
-                diff(&expected, &printed)
+                diff(&expected, &printed).trim_end()
             );
             let _ = writeln!(std::io::stderr(), "{report}");
             rewrites.push((shown.output_at, expected.len() + trailing, new));
@@ -432,7 +436,7 @@ impl Run {
                 "{where_}: `{}` printed something else than the page shows \
                  (- shown, + printed):\n{}",
                 shown.command,
-                diff(&expected, &printed)
+                diff(&expected, &printed).trim_end()
             ));
         }
     }
@@ -494,7 +498,7 @@ fn every_command_in_the_docs_works_as_shown() {
     for file in &run.made {
         let _ = std::fs::remove_file(file);
     }
-    if selection.only.is_none() {
+    if !selection.partial {
         for (i, (from, _)) in SMALLER.iter().enumerate() {
             if !run.used[i] {
                 run.failures.push(format!(
@@ -517,6 +521,18 @@ fn every_command_in_the_docs_works_as_shown() {
     );
 }
 
+/// Whether `command` asks for help (`--help`, `-h`, `elevator help X`):
+/// then it prints text, never runs on the real clock, and is compared
+/// (`elevator serve --help` is no server).
+fn asks_for_help(command: &str) -> bool {
+    let mut words = command.split_whitespace();
+    let second = words.nth(1);
+    second == Some("help")
+        || command
+            .split_whitespace()
+            .any(|w| w == "--help" || w == "-h")
+}
+
 /// A microbench command with its `--ios` and `--repeat` made small.
 fn small_microbench(command: &str) -> String {
     let mut words = Vec::new();
@@ -531,6 +547,19 @@ fn small_microbench(command: &str) -> String {
         }
     }
     format!("{} --ios 2000 --repeat 1", words.join(" "))
+}
+
+#[test]
+fn help_is_compared_even_for_real_clock_commands() {
+    assert!(asks_for_help("elevator serve --help"));
+    assert!(asks_for_help("elevator bench-vs-fio -h"));
+    assert!(asks_for_help("elevator help microbench"));
+    assert!(!asks_for_help(
+        "elevator serve --export disk=mem:1g --unix /tmp/s"
+    ));
+    assert!(!asks_for_help(
+        "elevator run --name=help examples/default.fio"
+    ));
 }
 
 #[test]

@@ -265,7 +265,7 @@ fn the_prose_after_each_block_quotes_only_the_block_s_figures() {
             _ => {}
         }
     }
-    if selection.only.is_none() {
+    if !selection.partial {
         for (path, _) in NOT_YET_CLEAN {
             if !selection.pages.iter().any(|p| p.path == *path) {
                 failures.push(format!(

@@ -17,6 +17,8 @@ pub struct Selection {
     pub pages: Vec<Page>,
     /// The `ELEVATOR_DOCS_ONLY` filter, when set: a substring of the paths kept.
     pub only: Option<String>,
+    /// Whether the filter left some page out.
+    pub partial: bool,
 }
 
 /// README.md, then every `docs/**/*.md` sorted by path, keeping only the
@@ -29,7 +31,8 @@ pub fn pages() -> Selection {
     markdown_under(&Path::new(ROOT).join("docs"), "docs", &mut paths);
     paths.sort();
     paths.insert(0, "README.md".to_string());
-    let pages = paths
+    let count = paths.len();
+    let pages: Vec<Page> = paths
         .into_iter()
         .filter(|p| only.as_deref().is_none_or(|o| p.contains(o)))
         .map(|path| {
@@ -38,7 +41,12 @@ pub fn pages() -> Selection {
             Page { path, text }
         })
         .collect();
-    Selection { pages, only }
+    let partial = pages.len() < count;
+    Selection {
+        pages,
+        only,
+        partial,
+    }
 }
 
 /// Every `.md` file under `dir` (named `shown` from the root), recursively.

@@ -287,22 +287,72 @@ pub const SCHEDULER_NAMES: [&str; 7] = [
     "kyber",
 ];
 
+/// Other names Linux has used for two of them: (alias, the scheduler it
+/// runs). `noop` and `deadline` were the legacy (single-queue) schedulers
+/// that blk-mq's `none` and `mq-deadline` replaced.
+pub const SCHEDULER_ALIASES: [(&str, &str); 2] = [("noop", "none"), ("deadline", "mq-deadline")];
+
+/// The scheduler `name` runs: itself if it is one of [`SCHEDULER_NAMES`],
+/// the scheduler an alias stands for ([`SCHEDULER_ALIASES`]), or `None`.
+pub fn canonical_scheduler(name: &str) -> Option<&'static str> {
+    SCHEDULER_NAMES
+        .iter()
+        .find(|n| **n == name)
+        .or_else(|| {
+            SCHEDULER_ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == name)
+                .map(|(_, n)| n)
+        })
+        .copied()
+}
+
+/// Every scheduler name with its aliases, as errors and listings give
+/// them: `none (alias: noop), mq-deadline (alias: deadline), ...`.
+pub fn scheduler_list() -> String {
+    SCHEDULER_NAMES
+        .iter()
+        .map(|n| {
+            let aliases: Vec<&str> = SCHEDULER_ALIASES
+                .iter()
+                .filter(|(_, to)| to == n)
+                .map(|(alias, _)| *alias)
+                .collect();
+            if aliases.is_empty() {
+                n.to_string()
+            } else {
+                format!("{n} (alias: {})", aliases.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl AnyScheduler {
-    /// A scheduler by its name (`none`, `mq-deadline` or its alias
-    /// `deadline`, `deadline-rbtree`, `deadline-list`), with default tunables.
+    /// A scheduler by its name (one of [`SCHEDULER_NAMES`], or an alias
+    /// of [`SCHEDULER_ALIASES`]), with default tunables; an unknown name
+    /// is refused with the nearest known one and the list.
     pub fn by_name(name: &str) -> Result<AnyScheduler, UnknownScheduler> {
-        match name {
-            "none" | "noop" => Ok(AnyScheduler::None(Noop::new())),
-            "mq-deadline" | "deadline" => Ok(AnyScheduler::MqDeadline(MqDeadline::new())),
-            "deadline-list" => Ok(AnyScheduler::DeadlineList(DeadlineList::new())),
-            "deadline-rbtree" => Ok(AnyScheduler::DeadlineRbtree(RbDeadline::new())),
-            "cfq" => Ok(AnyScheduler::Cfq(Box::default())),
-            "bfq" => Ok(AnyScheduler::Bfq(Box::default())),
-            "kyber" => Ok(AnyScheduler::Kyber(Box::default())),
-            _ => Err(UnknownScheduler {
-                name: name.to_string(),
-                known: SCHEDULER_NAMES.join(", "),
-            }),
+        match canonical_scheduler(name) {
+            Some("none") => Ok(AnyScheduler::None(Noop::new())),
+            Some("mq-deadline") => Ok(AnyScheduler::MqDeadline(MqDeadline::new())),
+            Some("deadline-list") => Ok(AnyScheduler::DeadlineList(DeadlineList::new())),
+            Some("deadline-rbtree") => Ok(AnyScheduler::DeadlineRbtree(RbDeadline::new())),
+            Some("cfq") => Ok(AnyScheduler::Cfq(Box::default())),
+            Some("bfq") => Ok(AnyScheduler::Bfq(Box::default())),
+            Some("kyber") => Ok(AnyScheduler::Kyber(Box::default())),
+            _ => {
+                let every = SCHEDULER_NAMES
+                    .iter()
+                    .chain(SCHEDULER_ALIASES.iter().map(|(alias, _)| alias));
+                Err(UnknownScheduler {
+                    name: name.to_string(),
+                    hint: crate::spelling::closest(name, every.copied())
+                        .map(|n| format!(" (did you mean {n}?)"))
+                        .unwrap_or_default(),
+                    known: scheduler_list(),
+                })
+            }
         }
     }
 }

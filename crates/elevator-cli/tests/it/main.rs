@@ -17,6 +17,7 @@ mod hostile;
 mod input_checks;
 mod iolog;
 mod layering;
+mod names;
 mod readme;
 mod real;
 mod replay;

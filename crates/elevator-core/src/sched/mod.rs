@@ -454,3 +454,48 @@ impl Scheduler for AnyScheduler {
         each!(self, s => s.set_tunable(name, value))
     }
 }
+
+#[cfg(test)]
+mod names {
+    use super::*;
+
+    #[test]
+    fn aliases_run_their_scheduler_and_are_listed_with_it() {
+        for (alias, to) in SCHEDULER_ALIASES {
+            assert_eq!(canonical_scheduler(alias), Some(to));
+            let s = AnyScheduler::by_name(alias).expect("alias");
+            assert_eq!(s.name(), to);
+        }
+        for name in SCHEDULER_NAMES {
+            assert_eq!(canonical_scheduler(name), Some(name));
+        }
+        assert_eq!(canonical_scheduler("all"), None);
+        let list = scheduler_list();
+        assert!(list.starts_with("none (alias: noop), mq-deadline (alias: deadline), "));
+    }
+
+    #[test]
+    fn an_unknown_name_gets_the_nearest_and_the_list() {
+        let e = AnyScheduler::by_name("cfqq")
+            .expect_err("unknown")
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "unknown scheduler 'cfqq' (did you mean cfq?); known: {}",
+                scheduler_list()
+            )
+        );
+        let e = AnyScheduler::by_name("nosuch")
+            .expect_err("unknown")
+            .to_string();
+        assert!(e.starts_with("unknown scheduler 'nosuch'; known: none (alias: noop)"));
+        let e = AnyScheduler::by_name("nop")
+            .expect_err("unknown")
+            .to_string();
+        assert!(
+            e.contains("(did you mean none?)") || e.contains("(did you mean noop?)"),
+            "{e}"
+        );
+    }
+}

@@ -31,16 +31,16 @@ pub fn schedulers() -> Result<()> {
             .filter(|(_, to)| *to == name)
             .map(|(alias, _)| *alias)
             .collect();
-        let title = if aliases.is_empty() {
-            name.to_string()
+        let alias = if aliases.is_empty() {
+            String::new()
         } else {
-            format!("{name} (alias: {})", aliases.join(", "))
+            format!(" (alias: {})", aliases.join(", "))
         };
         println!();
         if s.tunables().is_empty() {
-            println!("{title}: no tunables");
+            println!("{name}: no tunables{alias}");
         } else {
-            println!("{title}:");
+            println!("{name}:{alias}");
             print_specs(s.tunables());
         }
     }

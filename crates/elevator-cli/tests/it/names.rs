@@ -95,8 +95,8 @@ fn schedulers_lists_aliases_and_a_run_says_when_it_uses_one() {
     prints_all(
         &["schedulers"],
         &[
-            "none (alias: noop): no tunables",
-            "mq-deadline (alias: deadline):",
+            "none: no tunables (alias: noop)",
+            "mq-deadline: (alias: deadline)",
             "`--schedulers all` names every one",
         ],
     );

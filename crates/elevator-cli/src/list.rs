@@ -70,10 +70,11 @@ pub fn one_scheduler(name: &str) -> Result<String> {
         .unwrap_or_else(|| name.to_string()))
 }
 
-/// The schedulers `--schedulers A,B,...` runs: `all` is every one, each
-/// alias runs its scheduler (with a note on stderr), each name once.
-pub fn several_schedulers(names: &[String]) -> Result<Vec<String>> {
-    let chosen = choose_schedulers("--schedulers", names, true)?;
+/// The schedulers a list option (`option A,B,...`) runs: `all` is every
+/// one, each alias runs its scheduler (with a note on stderr), each name
+/// once.
+pub fn several_schedulers(option: &str, names: &[String]) -> Result<Vec<String>> {
+    let chosen = choose_schedulers(option, names, true)?;
     for note in &chosen.notes {
         eprintln!("elevator: note: {note}");
     }

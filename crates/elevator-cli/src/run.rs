@@ -423,7 +423,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     if args.schedulers.is_empty() {
         bail!("--schedulers: give at least one scheduler");
     }
-    let schedulers = list::several_schedulers(&args.schedulers)?;
+    let schedulers = list::several_schedulers("--schedulers", &args.schedulers)?;
     let target = Target::parse(&args.device)?.with_threads(args.threads.threads());
     let tunables = parse_tunables(&args.set)?;
     target.check_schedulers(&schedulers, &tunables)?;

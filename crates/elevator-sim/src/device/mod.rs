@@ -50,7 +50,8 @@ pub enum SpecError {
     /// No preset of that name.
     #[error(
         "unknown device '{name}'{hint}: a device is a preset ({known}), optionally with \
-         overrides (hdd-7200,rpm=5400), or a real device: file:PATH or mem:SIZE"
+         overrides (hdd-7200,rpm=5400), or a real device: file:PATH or mem:SIZE \
+         (`elevator devices` lists every kind)"
     )]
     UnknownPreset {
         /// The name given.

@@ -87,9 +87,9 @@ pub fn devices() -> Result<()> {
         println!();
     }
     paragraph(
-        "recorded: replay's device (elevator replay --device recorded, its default): each \
-         request takes the time the recording's device took for it (the trace's D2C); not \
-         for run or compare",
+        "recorded: replay's device, its default for a trace with completions (elevator \
+         replay --device recorded): each request takes the time the recording's device took \
+         for it (the trace's D2C); replay only",
     );
     let recorded = RecordedParams::new(Arc::new(ServiceTimes::default()));
     for p in recorded.list() {

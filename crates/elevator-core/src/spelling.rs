@@ -1,6 +1,7 @@
 //! The nearest known name to a misspelt one, for the "did you mean" of
 //! every name a user types (schedulers, tunables, device presets and
-//! options): [`closest`] by edit distance.
+//! options): [`closest`] by edit distance, and the words an error gives
+//! it ([`did_you_mean`]).
 
 /// Longer names are not typos of any name elevator knows.
 const LONGEST: usize = 64;
@@ -27,6 +28,14 @@ pub fn closest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Opti
         }
     }
     best.map(|(_, n)| n)
+}
+
+/// `" (did you mean NAME?)"` for the name of `known` nearest `name`
+/// ([`closest`]), or empty: what an error puts after the name it refuses.
+pub fn did_you_mean<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    closest(name, known)
+        .map(|n| format!(" (did you mean {n}?)"))
+        .unwrap_or_default()
 }
 
 /// Edit distance between `a` and `b` (bytes), if it is at most `limit`;

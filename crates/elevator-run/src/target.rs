@@ -12,7 +12,7 @@ use std::path::Path;
 use elevator_core::queue::QUEUE_TUNABLES;
 use elevator_core::{
     AnyScheduler, BuildError, ConfigError, DeviceShape, Limits, Queue, SCHEDULER_NAMES, Scheduler,
-    canonical_scheduler, spelling,
+    canonical_scheduler, spelling::did_you_mean,
 };
 use elevator_fio::job::{Amount, JobFile, JobSpec};
 use elevator_io::mq::LockMode;
@@ -359,9 +359,7 @@ fn check_tunable_name(
                 .map(|t| t.name)
         }))
         .chain(real.then_some(elevator_io::engine::SUBMIT_BATCH));
-    let hint = spelling::closest(name, every)
-        .map(|n| format!(" (did you mean {n}?)"))
-        .unwrap_or_default();
+    let hint = did_you_mean(name, every);
     Err(unknown(
         format!("the queue or {lacking}"),
         format!("{hint}; `elevator schedulers` lists every tunable"),

@@ -347,9 +347,7 @@ impl AnyScheduler {
                     .chain(SCHEDULER_ALIASES.iter().map(|(alias, _)| alias));
                 Err(UnknownScheduler {
                     name: name.to_string(),
-                    hint: crate::spelling::closest(name, every.copied())
-                        .map(|n| format!(" (did you mean {n}?)"))
-                        .unwrap_or_default(),
+                    hint: crate::spelling::did_you_mean(name, every.copied()),
                     known: scheduler_list(),
                 })
             }

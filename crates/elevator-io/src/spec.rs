@@ -290,14 +290,12 @@ impl DeviceSpec {
                 continue;
             }
             let known: Vec<&str> = own.iter().map(|(n, _, _)| *n).collect();
-            let hint = elevator_core::spelling::closest(
+            let hint = elevator_core::spelling::did_you_mean(
                 key,
                 own.iter()
                     .chain(crate::fault::FAULT_OPTIONS.iter())
                     .map(|(n, _, _)| *n),
-            )
-            .map(|n| format!(" (did you mean {n}?)"))
-            .unwrap_or_default();
+            );
             return Err(bad(format!(
                 "unknown option '{part}'{hint}; options: {}, {}",
                 known.join(", "),

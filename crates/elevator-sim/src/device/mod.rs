@@ -200,15 +200,13 @@ impl ModelSpec {
                 model, name, known, ..
             } => ParamError::Unknown {
                 model,
-                hint: elevator_core::spelling::closest(
+                hint: elevator_core::spelling::did_you_mean(
                     &name,
                     params
                         .iter()
                         .map(|p| p.name)
                         .chain(fault::FAULT_PARAMS.iter().map(|(n, _, _)| *n)),
-                )
-                .map(|n| format!(" (did you mean {n}?)"))
-                .unwrap_or_default(),
+                ),
                 name,
                 known: format!(
                     "{known}; faults: {}",

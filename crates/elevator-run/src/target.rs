@@ -313,9 +313,7 @@ fn check_tunable_name(
     if QUEUE_TUNABLES.iter().any(|t| t.name == name) {
         return Ok(());
     }
-    let has = |sched: &str| {
-        AnyScheduler::by_name(sched).is_ok_and(|s| s.tunables().iter().any(|t| t.name == name))
-    };
+    let has = |sched: &str| has_named(sched, name);
     let unknown = |owners: String, rest: String| {
         RunError::Usage(format!(
             "--set {name}={value}: unknown tunable '{name}' for {owners}{rest}"
@@ -360,10 +358,34 @@ fn check_tunable_name(
         }))
         .chain(real.then_some(elevator_io::engine::SUBMIT_BATCH));
     let hint = did_you_mean(name, every);
+    // What this run can set: the queue's tunables and those every one of
+    // its schedulers has.
+    let mut here: Vec<&str> = QUEUE_TUNABLES
+        .iter()
+        .filter(|t| !t.read_only)
+        .map(|t| t.name)
+        .collect();
+    if let Some(first) = running.first() {
+        let shared = AnyScheduler::by_name(first)
+            .map(|s| s.tunables())
+            .unwrap_or_default()
+            .iter()
+            .filter(|t| !t.read_only && running.iter().all(|s| has_named(s, t.name)))
+            .map(|t| t.name);
+        here.extend(shared);
+    }
     Err(unknown(
         format!("the queue or {lacking}"),
-        format!("{hint}; `elevator schedulers` lists every tunable"),
+        format!(
+            "{hint}; known here: {} (`elevator schedulers` lists every one)",
+            here.join(", ")
+        ),
     ))
+}
+
+/// Whether scheduler `sched` has a tunable called `name`.
+fn has_named(sched: &str, name: &str) -> bool {
+    AnyScheduler::by_name(sched).is_ok_and(|s| s.tunables().iter().any(|t| t.name == name))
 }
 
 /// `a`, `a and b`, `a, b and c`.

@@ -192,6 +192,13 @@ fn misspelt_tunables_get_the_nearest_name_in_every_command_that_takes_set() {
         &["run", "examples/default.fio", "--set", "nr_request=64"],
         "(did you mean nr_requests?)",
     );
+    // With no near name, what the run can set: the queue's tunables and
+    // those every scheduler in it has.
+    fails_with(
+        &["compare", "--set", "colour=red"],
+        "unknown tunable 'colour' for the queue or none, mq-deadline, deadline-list; known \
+         here: nomerges, nr_requests, max_sectors_kb (`elevator schedulers` lists every one)",
+    );
 }
 
 #[test]

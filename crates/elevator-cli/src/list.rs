@@ -5,7 +5,7 @@
 use anyhow::Result;
 use elevator_core::queue::QUEUE_TUNABLES;
 use elevator_core::{AnyScheduler, SCHEDULER_ALIASES, SCHEDULER_NAMES, Scheduler, TunableSpec};
-use elevator_run::target::choose_schedulers;
+use elevator_run::names::choose_schedulers;
 
 fn print_specs(specs: &[TunableSpec]) {
     for s in specs {

@@ -75,7 +75,7 @@ pub fn run(args: &Args) -> Result<()> {
     let target = Target::parse(&args.device)?;
     target.model_only("advise")?;
     let opts = AdviseOptions::new(
-        args.schedulers.clone(),
+        crate::list::several_schedulers("--schedulers", &args.schedulers)?,
         args.nomerges.clone(),
         &args.set,
         args.seed,

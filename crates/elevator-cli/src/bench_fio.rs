@@ -235,7 +235,7 @@ pub fn run(args: &Args) -> Result<()> {
         text: &text,
         jobfile: &args.jobfile,
         device: &spec,
-        schedulers: &args.schedulers,
+        schedulers: &crate::list::several_schedulers("--schedulers", &args.schedulers)?,
         tunables: &tunables,
         rounds: args.rounds,
         fio: &args.fio,

@@ -21,6 +21,7 @@ mod closed_stdout;
 mod compare;
 mod cost_scenario;
 mod crash_states;
+mod devices;
 mod experiment;
 mod fio_args;
 mod list;
@@ -148,7 +149,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace_cmd::run(&args),
         Command::WriteLog(args) => write_log_cmd::run(&args),
         Command::CrashStates(args) => crash_states::run(&args),
-        Command::Devices => run::devices(),
+        Command::Devices => devices::devices(),
         Command::Schedulers => list::schedulers(),
         Command::CostScenario(args) => cost_scenario::run(&args),
     };

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
-use elevator_core::{AnyScheduler, Limits};
+use elevator_core::Limits;
 use elevator_run::microbench::{Case, CaseResult, MAX_REPEAT, Pattern, check_case, measure};
 use serde::Serialize;
 
@@ -127,9 +127,6 @@ struct Report {
 }
 
 fn validate(args: &Args) -> Result<Vec<(String, String)>> {
-    for s in &args.scheduler {
-        AnyScheduler::by_name(s).context("--scheduler")?;
-    }
     if args.bs == 0 || !args.bs.is_multiple_of(512) {
         bail!("--bs {}: must be a positive multiple of 512 bytes", args.bs);
     }
@@ -166,10 +163,11 @@ fn validate(args: &Args) -> Result<Vec<(String, String)>> {
 
 /// Run `elevator microbench`.
 pub fn run(args: &Args) -> Result<()> {
+    let schedulers = crate::list::several_schedulers("--scheduler", &args.scheduler)?;
     let sets = validate(args)?;
     // Every case's queue is built once before anything is printed or timed,
     // so a bad --set fails at once.
-    for sched in &args.scheduler {
+    for sched in &schedulers {
         for &nomerges in &args.nomerges {
             for &depth in &args.depth {
                 let case = args.case(sched, depth, Pattern::Random, nomerges);
@@ -196,7 +194,7 @@ pub fn run(args: &Args) -> Result<()> {
         )?;
     }
     let mut cases = Vec::new();
-    for sched in &args.scheduler {
+    for sched in &schedulers {
         for &pattern in &args.pattern {
             for &nomerges in &args.nomerges {
                 for &depth in &args.depth {

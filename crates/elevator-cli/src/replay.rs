@@ -167,10 +167,11 @@ pub fn run(args: &Args) -> Result<()> {
         Some(_) => None,
         None => args.device.as_deref().map(Target::parse).transpose()?,
     };
+    let scheduler = crate::list::one_scheduler(&args.scheduler)?;
     let tunables = parse_tunables(&args.set)?;
     // Checked before the trace is read (any model takes what the default
     // device takes).
-    let schedulers = std::slice::from_ref(&args.scheduler);
+    let schedulers = std::slice::from_ref(&scheduler);
     match &given {
         Some(target) => target.check_schedulers(schedulers, &tunables)?,
         None => Target::parse(DEFAULT_DEVICE)?.check_schedulers(schedulers, &tunables)?,
@@ -178,7 +179,7 @@ pub fn run(args: &Args) -> Result<()> {
     let opts = ReplayOptions {
         trace: args.trace.clone(),
         format: args.format.map(FormatArg::format),
-        scheduler: args.scheduler.clone(),
+        scheduler: scheduler.clone(),
         tunables,
         events: args.events.events(),
         timing: timing(args.depth, args.timing == TimingArg::Asap, args.speed)?,
@@ -213,7 +214,7 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let report = Report {
         trace: args.trace.clone(),
-        scheduler: args.scheduler.clone(),
+        scheduler: scheduler.clone(),
         tunables: args.set.clone(),
         events: args.events,
         timing: opts.timing,

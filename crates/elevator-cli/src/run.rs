@@ -17,8 +17,9 @@ use elevator_run::jobs::JobsRequest;
 use elevator_run::taps::blktrace::compare_prefix;
 use elevator_run::target::parse_tunables;
 use elevator_run::{Observer, Taps, Target, Threads};
-use elevator_sim::device::{Model, ModelSpec, WriteLogReport, presets};
+use elevator_sim::device::WriteLogReport;
 
+use crate::list;
 use crate::progress::Stderr;
 use crate::run_report;
 
@@ -334,13 +335,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let formats = output_formats(&args.output_format)?;
     let jobs = load_job(&args.jobfiles, &args.fio)?;
     let target = Target::parse(&args.device)?.with_threads(args.threads.threads());
+    let scheduler = list::one_scheduler(&args.scheduler)?;
     let tunables = parse_tunables(&args.set)?;
-    target.check_schedulers(std::slice::from_ref(&args.scheduler), &tunables)?;
+    target.check_schedulers(std::slice::from_ref(&scheduler), &tunables)?;
     let normal_only = formats.iter().all(|f| *f == report::Format::Normal);
     let mut stderr = Stderr::new(
         normal_only && args.output.is_none(),
         target.is_real(),
-        format!("{} on {}", args.scheduler, args.device),
+        format!("{scheduler} on {}", args.device),
     );
     target.check_memory(&jobs, &mut stderr)?;
     if args.verbose {
@@ -350,7 +352,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         return Ok(());
     }
     let cfg = RunConfig {
-        scheduler: args.scheduler.clone(),
+        scheduler: scheduler.clone(),
         tunables,
         seed: run_seed(args.seed, &jobs, &mut stderr),
     };
@@ -396,7 +398,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             path,
             &name,
             &args.device,
-            &args.scheduler,
+            &scheduler,
             result,
             observer,
             &normal,
@@ -424,14 +426,15 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     if args.schedulers.is_empty() {
         bail!("--schedulers: give at least one scheduler");
     }
+    let schedulers = list::several_schedulers("--schedulers", &args.schedulers)?;
     let target = Target::parse(&args.device)?.with_threads(args.threads.threads());
     let tunables = parse_tunables(&args.set)?;
-    target.check_schedulers(&args.schedulers, &tunables)?;
+    target.check_schedulers(&schedulers, &tunables)?;
     target.check_memory(&jobs, &mut Stderr::notes())?;
     let json = args.output_format == OutputFormat::Json;
     let mut runs = Vec::new();
     let mut observers = Vec::new();
-    for sched in &args.schedulers {
+    for sched in &schedulers {
         let cfg = RunConfig {
             scheduler: sched.clone(),
             tunables: tunables.clone(),
@@ -473,7 +476,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
             path,
             &name,
             &args.device,
-            &args.schedulers,
+            &schedulers,
             &runs,
             &observers,
             &text,
@@ -493,39 +496,5 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
             crate::compare::render(&name, &runs[0].device, &runs)
         )?;
     }
-    Ok(())
-}
-
-/// Run `elevator devices`.
-pub fn devices() -> Result<()> {
-    for (name, what) in presets() {
-        let spec = ModelSpec::preset(name)?;
-        println!("{name}: {what}");
-        if let Model::Raid0(p) = &spec.kind {
-            println!("    {:<20} {:<16} members' preset", "member", p.member);
-        }
-        for p in spec.params() {
-            let value = if p.value.fract() == 0.0 && p.value.abs() < 1e15 {
-                format!("{}", p.value as i64)
-            } else {
-                format!("{:.3}", p.value)
-            };
-            println!(
-                "    {:<20} {:<16} {}",
-                p.name,
-                format!("{value} {}", p.unit.name()).trim_end(),
-                p.help
-            );
-        }
-        println!();
-    }
-    println!(
-        "Faults, on any model (power_cut_at: models with a write cache: hdd, ssd, a raid0 of them):"
-    );
-    for (name, default, what) in elevator_sim::device::fault::FAULT_PARAMS {
-        println!("    {name:<20} {default:<16} {what}");
-    }
-    println!();
-    println!("Override parameters by name: --device hdd-7200,rpm=5400,ncq=1");
     Ok(())
 }

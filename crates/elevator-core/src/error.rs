@@ -206,11 +206,13 @@ pub enum TunableError {
 
 /// An unknown scheduler name.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("unknown scheduler '{name}'; known: {known}")]
+#[error("unknown scheduler '{name}'{hint}; known: {known}")]
 pub struct UnknownScheduler {
     /// The name given.
     pub name: String,
-    /// The names that exist, comma-separated.
+    /// `" (did you mean NAME?)"` when a known name is near, or empty.
+    pub hint: String,
+    /// The names that exist, comma-separated, with their aliases.
     pub known: String,
 }
 

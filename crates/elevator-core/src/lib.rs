@@ -26,7 +26,7 @@
 //! once), [`sched`] (the schedulers), [`stats`], [`lockstat`] (lock
 //! statistics as lockmeter counts them), [`rng`] (seeded random streams),
 //! [`fault`] (fault counts and the fault decisions both engines share),
-//! [`tunable`] (named settings), [`index`] (the allocation-free lists, trees
+//! [`tunable`] (named settings), [`spelling`] ("did you mean"), [`index`] (the allocation-free lists, trees
 //! and slabs underneath).
 
 #![forbid(unsafe_code)]
@@ -44,6 +44,7 @@ pub mod range;
 pub mod request;
 pub mod rng;
 pub mod sched;
+pub mod spelling;
 pub mod stats;
 pub mod trace;
 pub mod tunable;
@@ -58,7 +59,10 @@ pub use limits::Limits;
 pub use queue::{BuildError, DeviceShape, Dispatch, Outcome, Queue, QueueConfig, Submitted};
 pub use range::{ByteRange, RangeError};
 pub use request::{BioView, Request, RequestId, Requests, RqState};
-pub use sched::{AnyScheduler, MergeKind, SCHEDULER_NAMES, SchedDispatch, Scheduler};
+pub use sched::{
+    AnyScheduler, MergeKind, SCHEDULER_ALIASES, SCHEDULER_NAMES, SchedDispatch, Scheduler,
+    canonical_scheduler, scheduler_list,
+};
 pub use stats::{DiskDir, Histogram, QueueStats, Summary};
 pub use trace::{TraceAction, TraceEvent, TraceLog};
 pub use tunable::{TunableSpec, Unit};

@@ -50,11 +50,54 @@ use elevator_sim::device::{ModelSpec, ParamError, ParamUnit, parse_param};
 use thiserror::Error;
 
 use crate::device::{Alignment, DataDevice, DataSegment, DeviceError};
-use crate::fault::{FAULT_OPTIONS, FaultDevice, FaultSpec};
+use crate::fault::{FaultDevice, FaultSpec, fault_option_names};
 use crate::file::{FileDevice, FileOptions};
 use crate::mem::{MemDevice, MemOptions};
 use crate::paced::PacedDevice;
 use crate::write_log::{WriteLog, WriteLogDevice};
+
+/// The options of `file:PATH` (name, default, meaning). The parser takes
+/// no other (it looks the name up here first), and `elevator devices`
+/// lists them from here.
+pub const FILE_OPTIONS: [(&str, &str, &str); 2] = [
+    (
+        "queue_depth",
+        "device's",
+        "I/Os in flight (a block device's nr_tags up to 128, else 64)",
+    ),
+    (
+        "ro",
+        "off",
+        "open read-only (also `readonly`): writes complete unsupported",
+    ),
+];
+
+/// The options of `mem:SIZE` (name, default, meaning). The parser takes
+/// no other (it looks the name up here first), and `elevator devices`
+/// lists them from here.
+pub const MEM_OPTIONS: [(&str, &str, &str); 5] = [
+    (
+        "lbs",
+        "512",
+        "logical block size, bytes (a power of two, 512..=65536)",
+    ),
+    ("queue_depth", "64", "I/Os it takes at once"),
+    (
+        "huge_pages",
+        "0",
+        "1: transparent huge pages for stores of 2 MiB or more",
+    ),
+    (
+        "copy",
+        "1",
+        "0: move no data (null_blk's memory_backed=0), the layer alone",
+    ),
+    (
+        "host_reserve",
+        "64m",
+        "memory the host keeps; a write needing pages past it: ENOSPC",
+    ),
+];
 
 /// What kind of device, with its options.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,7 +172,15 @@ impl DeviceSpec {
         };
         let (head, rest) = spec.split_once(',').unwrap_or((spec, ""));
         let head = head.trim();
-        let mut kind = if let Some(path) = head.strip_prefix("file:") {
+        let mut kind = if head == "file" {
+            return Err(bad(
+                "file needs a path: file:PATH, a file or a block device (file:/dev/sdX), \
+                 e.g. file:/dev/shm/disk.img"
+                    .into(),
+            ));
+        } else if head == "mem" {
+            return Err(bad("mem needs a size: mem:SIZE, e.g. mem:1g".into()));
+        } else if let Some(path) = head.strip_prefix("file:") {
             if path.is_empty() {
                 return Err(bad("file: needs a path, e.g. file:/dev/shm/disk.img".into()));
             }
@@ -187,7 +238,15 @@ impl DeviceSpec {
                 }
                 Ok(n)
             };
+            let own = match kind {
+                DeviceKind::File { .. } => &FILE_OPTIONS[..],
+                _ => &MEM_OPTIONS[..],
+            };
+            let key = if key == "readonly" { "ro" } else { key };
+            // Only the table's names are the device's own.
+            let listed = own.iter().any(|(n, _, _)| *n == key);
             match (&mut kind, key) {
+                _ if !listed => {}
                 (DeviceKind::File { opts, .. }, "queue_depth") => {
                     opts.queue_depth = Some(number(ParamUnit::Count)? as u32)
                 }
@@ -223,18 +282,25 @@ impl DeviceSpec {
                     }
                     opts.host_reserve = n as u64;
                 }
-                _ if faults.set(key, value).map_err(&bad)? => {}
-                _ if other(key, value).map_err(&bad)? => {}
-                _ => {
-                    let known = match kind {
-                        DeviceKind::File { .. } => "queue_depth, ro",
-                        _ => "lbs, queue_depth, huge_pages, copy, host_reserve",
-                    };
-                    return Err(bad(format!(
-                        "unknown option '{part}'; options: {known}, {FAULT_OPTIONS}"
-                    )));
-                }
+                // A listed option with no arm here: the test of every
+                // listed option finds it.
+                _ => return Err(bad(format!("{key}: listed, but not taken here"))),
             }
+            if listed || faults.set(key, value).map_err(&bad)? || other(key, value).map_err(&bad)? {
+                continue;
+            }
+            let known: Vec<&str> = own.iter().map(|(n, _, _)| *n).collect();
+            let hint = elevator_core::spelling::did_you_mean(
+                key,
+                own.iter()
+                    .chain(crate::fault::FAULT_OPTIONS.iter())
+                    .map(|(n, _, _)| *n),
+            );
+            return Err(bad(format!(
+                "unknown option '{part}'{hint}; options: {}, {}",
+                known.join(", "),
+                fault_option_names()
+            )));
         }
         match &kind {
             DeviceKind::Model(model) => {

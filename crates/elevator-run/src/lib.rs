@@ -8,7 +8,8 @@
 //! structs come out; nothing is printed: progress and notes go to a
 //! [`Listener`]; every failure is a [`RunError`].
 //!
-//! - [`target`]: where a workload runs, and the checks before it does.
+//! - [`target`]: where a workload runs, and the checks before it does;
+//!   [`names`]: the scheduler and tunable names a user types.
 //! - [`job_text`]: the job a user gives (file, command-line options).
 //! - [`taps`]: blktrace files, an observer, iologs, the write log.
 //! - [`jobs`], [`replay`], [`advise`]: the entry points.
@@ -35,6 +36,7 @@ pub mod job_text;
 pub mod jobs;
 pub mod listener;
 pub mod microbench;
+pub mod names;
 pub mod observe;
 pub mod replay;
 pub mod taps;

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use elevator_core::{BuildError, DeviceShape, Limits, Queue};
+use elevator_core::{AnyScheduler, BuildError, ConfigError, DeviceShape, Limits, Queue};
 use elevator_fio::job::{Amount, JobFile, JobSpec};
 use elevator_io::mq::LockMode;
 use elevator_io::{DeviceKind, DeviceSpec};
@@ -201,6 +201,12 @@ impl Target {
             } else {
                 queue_tunables.push((name.clone(), value.clone()));
             }
+        }
+        for sched in schedulers {
+            AnyScheduler::by_name(sched).map_err(ConfigError::from)?;
+        }
+        for (name, value) in &queue_tunables {
+            crate::names::check_tunable_name(name, value, schedulers, self.is_real())?;
         }
         let shape = DeviceShape {
             limits: Limits::default(),

@@ -20,6 +20,7 @@ mod hostile;
 mod input_checks;
 mod iolog;
 mod layering;
+mod names;
 mod real;
 mod replay;
 mod replay_recorded;

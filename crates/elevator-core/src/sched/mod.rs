@@ -287,22 +287,70 @@ pub const SCHEDULER_NAMES: [&str; 7] = [
     "kyber",
 ];
 
+/// Other names Linux has used for two of them: (alias, the scheduler it
+/// runs). `noop` and `deadline` were the legacy (single-queue) schedulers
+/// that blk-mq's `none` and `mq-deadline` replaced.
+pub const SCHEDULER_ALIASES: [(&str, &str); 2] = [("noop", "none"), ("deadline", "mq-deadline")];
+
+/// The scheduler `name` runs: itself if it is one of [`SCHEDULER_NAMES`],
+/// the scheduler an alias stands for ([`SCHEDULER_ALIASES`]), or `None`.
+pub fn canonical_scheduler(name: &str) -> Option<&'static str> {
+    SCHEDULER_NAMES
+        .iter()
+        .find(|n| **n == name)
+        .or_else(|| {
+            SCHEDULER_ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == name)
+                .map(|(_, n)| n)
+        })
+        .copied()
+}
+
+/// Every scheduler name with its aliases, as errors and listings give
+/// them: `none (alias: noop), mq-deadline (alias: deadline), ...`.
+pub fn scheduler_list() -> String {
+    SCHEDULER_NAMES
+        .iter()
+        .map(|n| {
+            let aliases: Vec<&str> = SCHEDULER_ALIASES
+                .iter()
+                .filter(|(_, to)| to == n)
+                .map(|(alias, _)| *alias)
+                .collect();
+            if aliases.is_empty() {
+                n.to_string()
+            } else {
+                format!("{n} (alias: {})", aliases.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl AnyScheduler {
-    /// A scheduler by its name (`none`, `mq-deadline` or its alias
-    /// `deadline`, `deadline-rbtree`, `deadline-list`), with default tunables.
+    /// A scheduler by its name (one of [`SCHEDULER_NAMES`], or an alias
+    /// of [`SCHEDULER_ALIASES`]), with default tunables; an unknown name
+    /// is refused with the nearest known one and the list.
     pub fn by_name(name: &str) -> Result<AnyScheduler, UnknownScheduler> {
-        match name {
-            "none" | "noop" => Ok(AnyScheduler::None(Noop::new())),
-            "mq-deadline" | "deadline" => Ok(AnyScheduler::MqDeadline(MqDeadline::new())),
-            "deadline-list" => Ok(AnyScheduler::DeadlineList(DeadlineList::new())),
-            "deadline-rbtree" => Ok(AnyScheduler::DeadlineRbtree(RbDeadline::new())),
-            "cfq" => Ok(AnyScheduler::Cfq(Box::default())),
-            "bfq" => Ok(AnyScheduler::Bfq(Box::default())),
-            "kyber" => Ok(AnyScheduler::Kyber(Box::default())),
-            _ => Err(UnknownScheduler {
-                name: name.to_string(),
-                known: SCHEDULER_NAMES.join(", "),
-            }),
+        match canonical_scheduler(name) {
+            Some("none") => Ok(AnyScheduler::None(Noop::new())),
+            Some("mq-deadline") => Ok(AnyScheduler::MqDeadline(MqDeadline::new())),
+            Some("deadline-list") => Ok(AnyScheduler::DeadlineList(DeadlineList::new())),
+            Some("deadline-rbtree") => Ok(AnyScheduler::DeadlineRbtree(RbDeadline::new())),
+            Some("cfq") => Ok(AnyScheduler::Cfq(Box::default())),
+            Some("bfq") => Ok(AnyScheduler::Bfq(Box::default())),
+            Some("kyber") => Ok(AnyScheduler::Kyber(Box::default())),
+            _ => {
+                let every = SCHEDULER_NAMES
+                    .iter()
+                    .chain(SCHEDULER_ALIASES.iter().map(|(alias, _)| alias));
+                Err(UnknownScheduler {
+                    name: name.to_string(),
+                    hint: crate::spelling::did_you_mean(name, every.copied()),
+                    known: scheduler_list(),
+                })
+            }
         }
     }
 }
@@ -402,5 +450,50 @@ impl Scheduler for AnyScheduler {
     }
     fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
         each!(self, s => s.set_tunable(name, value))
+    }
+}
+
+#[cfg(test)]
+mod names {
+    use super::*;
+
+    #[test]
+    fn aliases_run_their_scheduler_and_are_listed_with_it() {
+        for (alias, to) in SCHEDULER_ALIASES {
+            assert_eq!(canonical_scheduler(alias), Some(to));
+            let s = AnyScheduler::by_name(alias).expect("alias");
+            assert_eq!(s.name(), to);
+        }
+        for name in SCHEDULER_NAMES {
+            assert_eq!(canonical_scheduler(name), Some(name));
+        }
+        assert_eq!(canonical_scheduler("all"), None);
+        let list = scheduler_list();
+        assert!(list.starts_with("none (alias: noop), mq-deadline (alias: deadline), "));
+    }
+
+    #[test]
+    fn an_unknown_name_gets_the_nearest_and_the_list() {
+        let e = AnyScheduler::by_name("cfqq")
+            .expect_err("unknown")
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "unknown scheduler 'cfqq' (did you mean cfq?); known: {}",
+                scheduler_list()
+            )
+        );
+        let e = AnyScheduler::by_name("nosuch")
+            .expect_err("unknown")
+            .to_string();
+        assert!(e.starts_with("unknown scheduler 'nosuch'; known: none (alias: noop)"));
+        let e = AnyScheduler::by_name("nop")
+            .expect_err("unknown")
+            .to_string();
+        assert!(
+            e.contains("(did you mean none?)") || e.contains("(did you mean noop?)"),
+            "{e}"
+        );
     }
 }

@@ -70,7 +70,7 @@ use elevator_core::fault::FaultKind;
 use held::HeldBack;
 pub use media::FaultTally;
 use media::Media;
-pub use options::{DEFAULT_SPIKE, DEFAULT_TIMEOUT, FAULT_OPTIONS, FaultSpec};
+pub use options::{DEFAULT_SPIKE, DEFAULT_TIMEOUT, FAULT_OPTIONS, FaultSpec, fault_option_names};
 use route::Plan;
 
 /// A device whose I/O misbehaves as told.

@@ -63,10 +63,67 @@ pub const DEFAULT_SPIKE: Duration = Duration::from_millis(100);
 /// `timeout_ms`'s default: Linux's default block request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The options [`FaultSpec::set`] takes, for error messages.
-pub const FAULT_OPTIONS: &str = "fail_rate, fail_sectors, fail_seed, lse_sectors, torn_rate, \
-                                 misdirect_rate, spike_rate, spike_ms, timeout_rate, \
-                                 timeout_ms, vanish_at";
+/// The options [`FaultSpec::set`] takes: (name, default, meaning). The
+/// parser takes no other (it looks the name up here first), and `elevator
+/// devices` lists them from here.
+pub const FAULT_OPTIONS: [(&str, &str, &str); 11] = [
+    (
+        "fail_rate",
+        "0",
+        "fraction 0..=1 of reads and writes failing with EIO",
+    ),
+    (
+        "fail_sectors",
+        "none",
+        "A-B[:C-D..]: I/O touching these 512-byte sectors fails (EIO)",
+    ),
+    ("fail_seed", "0", "seed of every random fault choice"),
+    (
+        "lse_sectors",
+        "none",
+        "A-B[:C-D..]: latent sector errors (reads fail until written)",
+    ),
+    (
+        "torn_rate",
+        "0",
+        "fraction of writes reaching the media only in part (EIO)",
+    ),
+    (
+        "misdirect_rate",
+        "0",
+        "fraction of writes landing at another place (OK: silent)",
+    ),
+    (
+        "spike_rate",
+        "0",
+        "fraction of I/Os completing spike_ms late",
+    ),
+    (
+        "spike_ms",
+        "100",
+        "latency spike (500us, 5ms, 2s; plain: ms)",
+    ),
+    (
+        "timeout_rate",
+        "0",
+        "fraction of I/Os never answered (ETIMEDOUT after timeout_ms)",
+    ),
+    (
+        "timeout_ms",
+        "30000",
+        "when an unanswered I/O times out (plain: ms)",
+    ),
+    (
+        "vanish_at",
+        "never",
+        "time after opening (500ms, 2s; plain: s) from which I/O gets ENODEV",
+    ),
+];
+
+/// The names of [`FAULT_OPTIONS`], comma-separated, for error messages.
+pub fn fault_option_names() -> String {
+    FAULT_OPTIONS.map(|(n, _, _)| n).join(", ")
+}
 
 impl Default for FaultSpec {
     fn default() -> FaultSpec {
@@ -107,6 +164,9 @@ impl FaultSpec {
     /// `Ok(true)` if it was, `Ok(false)` if `key` is no fault option, or
     /// why the value is wrong (naming the option and the value).
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        if !FAULT_OPTIONS.iter().any(|(n, _, _)| *n == key) {
+            return Ok(false);
+        }
         match key {
             "fail_rate" => self.fail_rate = rate(key, value)?,
             "torn_rate" => self.torn_rate = rate(key, value)?,

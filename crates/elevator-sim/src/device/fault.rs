@@ -199,6 +199,7 @@ impl FaultParams {
                 return Err(ParamError::Unknown {
                     model: "faults",
                     name: name.to_string(),
+                    hint: String::new(),
                     known: FAULT_PARAMS.map(|(n, _, _)| n).join(", "),
                 });
             }

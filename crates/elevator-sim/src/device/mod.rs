@@ -50,14 +50,16 @@ pub enum SpecError {
     /// No preset of that name.
     #[error(
         "unknown device '{name}'{hint}: a device is a preset ({known}), optionally with \
-         overrides (hdd-7200,rpm=5400), or a real device: file:PATH or mem:SIZE"
+         overrides (hdd-7200,rpm=5400), or a real device: file:PATH or mem:SIZE \
+         (`elevator devices` lists every kind)"
     )]
     UnknownPreset {
         /// The name given.
         name: String,
         /// The presets, comma-separated.
         known: String,
-        /// `" (did you mean ...?)"` when presets start with the name, or empty.
+        /// `" (did you mean ...?)"` when presets hold the name or one is
+        /// a few edits from it, or empty.
         hint: String,
     },
     /// An override that is not `name=value`.
@@ -131,11 +133,17 @@ impl ModelSpec {
             });
         }
         let names: Vec<&str> = presets().iter().map(|(n, _)| *n).collect();
-        let close: Vec<&str> = names
+        let mut close: Vec<&str> = names
             .iter()
             .copied()
             .filter(|n| !name.is_empty() && (n.starts_with(name) || n.contains(name)))
             .collect();
+        if close.is_empty() {
+            close.extend(elevator_core::spelling::closest(
+                name,
+                names.iter().copied(),
+            ));
+        }
         Err(SpecError::UnknownPreset {
             name: name.to_string(),
             known: names.join(", "),
@@ -185,10 +193,20 @@ impl ModelSpec {
             Model::Raid0(p) => p.set(name, text),
             Model::Recorded(p) => p.set(name, text),
         };
-        // Name the fault options among what exists.
+        // Name the fault options among what exists, and the nearest name.
+        let params = self.params();
         r.map_err(|e| match e {
-            ParamError::Unknown { model, name, known } => ParamError::Unknown {
+            ParamError::Unknown {
+                model, name, known, ..
+            } => ParamError::Unknown {
                 model,
+                hint: elevator_core::spelling::did_you_mean(
+                    &name,
+                    params
+                        .iter()
+                        .map(|p| p.name)
+                        .chain(fault::FAULT_PARAMS.iter().map(|(n, _, _)| *n)),
+                ),
                 name,
                 known: format!(
                     "{known}; faults: {}",

@@ -93,6 +93,7 @@ pub(crate) fn unknown(model: &'static str, name: &str, params: &[ParamValue]) ->
     ParamError::Unknown {
         model,
         name: name.to_string(),
+        hint: String::new(),
         known: params.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
     }
 }

@@ -54,12 +54,14 @@ pub struct ParamValue {
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ParamError {
     /// No parameter of that name for this model.
-    #[error("{model} has no parameter '{name}'; it has: {known}")]
+    #[error("{model} has no parameter '{name}'{hint}; it has: {known}")]
     Unknown {
         /// The model.
         model: &'static str,
         /// The name given.
         name: String,
+        /// `" (did you mean NAME?)"` when a known name is near, or empty.
+        hint: String,
         /// The names that exist, comma-separated.
         known: String,
     },

@@ -244,3 +244,34 @@ fn fault_times_are_bounded() {
         .to_string();
     assert!(e.contains("time"), "{e}");
 }
+
+/// Every fault option `elevator devices` lists for models
+/// ([`FAULT_PARAMS`](elevator_sim::device::fault::FAULT_PARAMS)) is taken
+/// by a model's spec and changes it; a misspelt one gets the nearest name.
+#[test]
+fn every_listed_fault_option_is_taken_by_a_model() {
+    let plain = ModelSpec::parse("hdd-7200").expect("preset");
+    for (name, default, meaning) in elevator_sim::device::fault::FAULT_PARAMS {
+        assert!(!default.is_empty() && !meaning.is_empty(), "{name}");
+        let value = match name {
+            "lse_sectors" => "8-16",
+            "spike_ms" | "timeout_ms" | "fail_seed" => "5",
+            "vanish_at" | "power_cut_at" => "2s",
+            n if n.ends_with("_rate") => "0.1",
+            other => panic!("fault option {other} has no example here: add one"),
+        };
+        let spec = format!("hdd-7200,{name}={value}");
+        let parsed = ModelSpec::parse(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_ne!(parsed, plain, "{spec}: parsed, but changed nothing");
+    }
+    let e = ModelSpec::parse("hdd-7200,torn_rat=0.1")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("(did you mean torn_rate?)"), "{e}");
+    let e = ModelSpec::parse("hdd-7200,rmp=5400")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("(did you mean rpm?)"), "{e}");
+    let e = ModelSpec::parse("hdd-7300").unwrap_err().to_string();
+    assert!(e.contains("(did you mean hdd-7200?)"), "{e}");
+}

@@ -16,6 +16,7 @@ mod fio_verify;
 mod hostile;
 mod input_checks;
 mod iolog;
+mod json_keys;
 mod layering;
 mod readme;
 mod real;

@@ -307,6 +307,42 @@ fn replay_and_write_log_json_are_documented() {
     check("write-log show", &[wlog]);
 }
 
+/// `crash-states` writes its JSON to `report.json` in `--out`: a log whose
+/// states all pass, and one with failures (which exits non-zero).
+#[test]
+fn crash_states_report_json_is_documented() {
+    let mut docs = Vec::new();
+    for (log, checked) in [
+        ("app-correct", true),
+        ("app-broken", true),
+        ("app-correct", false),
+    ] {
+        let dir = TempDir::new("json-keys-crash");
+        let out = dir.path().join("out");
+        let out = out.to_string_lossy();
+        let wlog = format!("examples/crash/{log}.wlog");
+        let mut args = vec!["crash-states", &wlog, "--out", &out, "--jobs", "1"];
+        if checked {
+            args.extend(["--check", "sh examples/crash/check-app.sh {}"]);
+        }
+        let status = Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .args(&args)
+            .current_dir(repo())
+            .output()
+            .expect("runs elevator");
+        let report = dir.path().join("out/report.json");
+        let text = std::fs::read(&report).unwrap_or_else(|e| {
+            panic!(
+                "{args:?} wrote no {} ({e}): {}",
+                report.display(),
+                String::from_utf8_lossy(&status.stderr)
+            )
+        });
+        docs.push(serde_json::from_slice(&text).expect("report.json is JSON"));
+    }
+    check("crash-states", &docs);
+}
+
 #[test]
 fn the_page_conventions_hold() {
     assert_eq!(

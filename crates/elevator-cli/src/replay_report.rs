@@ -36,26 +36,43 @@ pub struct Report {
     pub run: ReplayRun,
 }
 
-/// A row of the side-by-side table: label and how to count it.
-type Row = (&'static str, fn(&Analysis) -> u64);
+/// A row of the side-by-side table: label, JSON key and how to count it.
+type Row = (&'static str, &'static str, fn(&Analysis) -> u64);
 
 const ROWS: [Row; 13] = [
-    ("Q  bios queued", |a| a.count(TraceAction::Queue)),
-    ("M  back merges", |a| a.count(TraceAction::BackMerge)),
-    ("F  front merges", |a| a.count(TraceAction::FrontMerge)),
-    ("   request merges", |a| a.count(TraceAction::RqMerge)),
-    ("X  splits", |a| a.count(TraceAction::Split)),
-    ("G  requests allocated", |a| a.count(TraceAction::GetRq)),
-    ("I  requests inserted", |a| a.count(TraceAction::Insert)),
-    ("D  requests issued", |a| a.count(TraceAction::Issue)),
-    ("   of which flushes", |a| a.flush_issues),
-    ("C  completions", |a| a.count(TraceAction::Complete)),
-    ("R  requeues", |a| a.count(TraceAction::Requeue)),
-    ("P  plugs", |a| a.count(TraceAction::Plug)),
-    ("U  unplugs", |a| a.count(TraceAction::Unplug)),
+    ("Q  bios queued", "bios_queued", |a| {
+        a.count(TraceAction::Queue)
+    }),
+    ("M  back merges", "back_merges", |a| {
+        a.count(TraceAction::BackMerge)
+    }),
+    ("F  front merges", "front_merges", |a| {
+        a.count(TraceAction::FrontMerge)
+    }),
+    ("   request merges", "request_merges", |a| {
+        a.count(TraceAction::RqMerge)
+    }),
+    ("X  splits", "splits", |a| a.count(TraceAction::Split)),
+    ("G  requests allocated", "requests_allocated", |a| {
+        a.count(TraceAction::GetRq)
+    }),
+    ("I  requests inserted", "requests_inserted", |a| {
+        a.count(TraceAction::Insert)
+    }),
+    ("D  requests issued", "requests_issued", |a| {
+        a.count(TraceAction::Issue)
+    }),
+    ("   of which flushes", "flushes_issued", |a| a.flush_issues),
+    ("C  completions", "completions", |a| {
+        a.count(TraceAction::Complete)
+    }),
+    ("R  requeues", "requeues", |a| a.count(TraceAction::Requeue)),
+    ("P  plugs", "plugs", |a| a.count(TraceAction::Plug)),
+    ("U  unplugs", "unplugs", |a| a.count(TraceAction::Unplug)),
 ];
 
-/// An interval of btt's: name and where the analysis keeps it.
+/// An interval of btt's: name (its JSON key in lower case) and where the
+/// analysis keeps it.
 type Interval = (&'static str, fn(&Analysis) -> &Summary);
 
 const INTERVALS: [Interval; 7] = [
@@ -68,7 +85,14 @@ const INTERVALS: [Interval; 7] = [
     ("Q2C", |a| &a.q2c),
 ];
 
-const PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
+/// The Q2C percentiles shown, with their JSON keys.
+const PERCENTILES: [(f64, &str); 5] = [
+    (50.0, "p50"),
+    (90.0, "p90"),
+    (99.0, "p99"),
+    (99.9, "p99_9"),
+    (100.0, "max"),
+];
 
 fn dev_text(dev: DevT) -> String {
     format!("{},{}", dev >> 20, dev & 0xfffff)
@@ -86,7 +110,7 @@ fn timing_text(t: &Timing) -> String {
 /// The recording's value of row `i`: plugs come from the device-less
 /// records.
 fn recorded_value(r: &Report, i: usize) -> Option<u64> {
-    let (label, f) = ROWS[i];
+    let (label, _, f) = ROWS[i];
     if label.starts_with('P') || label.starts_with('U') {
         return r.run.recorded_plugs.as_ref().map(f);
     }
@@ -166,7 +190,7 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
     } else {
         writeln!(out, "  {:<24} {:>10}", "event", "elevator")?;
     }
-    for (i, (label, f)) in ROWS.iter().enumerate() {
+    for (i, (label, _, f)) in ROWS.iter().enumerate() {
         let mine = f(a);
         match recorded_value(r, i) {
             Some(k) => {
@@ -258,7 +282,7 @@ pub fn print_text(r: &Report, out: &mut dyn Write) -> Result<()> {
             continue;
         }
         write!(out, "    {:<17}", op.name())?;
-        for p in PERCENTILES {
+        for (p, _) in PERCENTILES {
             write!(out, " {:>10.1}", h.percentile(p) as f64 / 1e3)?;
         }
         writeln!(out)?;
@@ -286,18 +310,18 @@ fn summary_json(s: &Summary) -> Value {
         "min_s": secs(s.min() as f64),
         "avg_s": secs(s.mean()),
         "max_s": secs(s.max() as f64),
-        "n": s.count,
+        "count": s.count,
     })
 }
 
 fn analysis_json(a: &Analysis) -> Value {
     let counts: serde_json::Map<String, Value> = ROWS
         .iter()
-        .map(|(label, f)| (label.trim().to_string(), json!(f(a))))
+        .map(|(_, key, f)| (key.to_string(), json!(f(a))))
         .collect();
     let intervals: serde_json::Map<String, Value> = INTERVALS
         .iter()
-        .map(|(name, f)| (name.to_string(), summary_json(f(a))))
+        .map(|(name, f)| (name.to_lowercase(), summary_json(f(a))))
         .collect();
     let by_op: serde_json::Map<String, Value> = Op::ALL
         .iter()
@@ -306,14 +330,14 @@ fn analysis_json(a: &Analysis) -> Value {
             let h = a.q2c_by_op.get(i);
             let pct: serde_json::Map<String, Value> = PERCENTILES
                 .iter()
-                .map(|p| (format!("{p}"), json!(h.map_or(0, |h| h.percentile(*p)))))
+                .map(|(p, key)| (key.to_string(), json!(h.map_or(0, |h| h.percentile(*p)))))
                 .collect();
             (
-                op.name().to_string(),
+                op.name().replace('-', "_"),
                 json!({
                     "queued": {"count": a.queued[i].count, "bytes": a.queued[i].bytes},
                     "issued": {"count": a.issued[i].count, "bytes": a.issued[i].bytes},
-                    "q2c_ns_percentiles": pct,
+                    "q2c_percentiles_ns": pct,
                 }),
             )
         })
@@ -336,7 +360,7 @@ pub fn print_json(r: &Report, out: &mut dyn Write) -> Result<()> {
     if let (Some(Value::Object(m)), Some(p)) = (recorded.as_mut(), &r.run.recorded_plugs) {
         m.insert(
             "plugs_all_devices".into(),
-            json!({"P": p.count(TraceAction::Plug), "U": p.count(TraceAction::Unplug)}),
+            json!({"plugs": p.count(TraceAction::Plug), "unplugs": p.count(TraceAction::Unplug)}),
         );
     }
     let v = json!({

@@ -695,6 +695,10 @@ pub struct RunResult {
     pub ios: u64,
     /// CPU time the run used, when it ran on the real clock.
     pub cpu: Option<CpuUse>,
+    /// When a run on the real clock ended, in milliseconds since the Unix
+    /// epoch (the date its reports show, as fio's do); `None` for a
+    /// simulation, which has no date.
+    pub ended_at_ms: Option<u64>,
     /// The locks the run's threads shared, measured (empty unless asked
     /// for, or where no lock was shared).
     pub locks: Vec<elevator_core::lockstat::LockStat>,

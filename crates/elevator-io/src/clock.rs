@@ -1,6 +1,7 @@
 //! The real clock, as the core's [`Nanos`]: nanoseconds since the clock was
 //! made. The core never reads a clock; engines on real devices read this one
-//! and pass the time in.
+//! and pass the time in. Also the wall clock's date ([`unix_ms`]) that
+//! reports of real runs show.
 
 use std::time::{Duration, Instant};
 
@@ -38,4 +39,12 @@ impl Clock {
     pub fn until(now: Nanos, at: Nanos) -> Duration {
         Duration::from_nanos(at.saturating_sub(now))
     }
+}
+
+/// The wall clock: milliseconds since the Unix epoch (0 if the system clock
+/// is set before it). Reports of real runs show it as their date.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

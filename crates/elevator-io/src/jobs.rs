@@ -276,6 +276,7 @@ pub fn run_traced<D: DataDevice>(
         ios,
         locks: Vec::new(),
         cpu: Some(thread.run_use(process)),
+        ended_at_ms: Some(crate::clock::unix_ms()),
         jobs: workload::job_results(workers),
     };
     match failed {

@@ -19,6 +19,7 @@ mod help_pages;
 mod hostile;
 mod input_checks;
 mod iolog;
+mod json_keys;
 mod layering;
 mod names;
 mod real;

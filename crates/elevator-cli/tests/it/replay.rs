@@ -83,29 +83,29 @@ fn pgbench_trace_merges_as_the_kernel_did() {
     assert_eq!(v["dev"], "7,0");
     // The summary's own counts, as the trace holds them.
     for (row, kernel) in [
-        ("Q  bios queued", 1408),
-        ("M  back merges", 307),
-        ("F  front merges", 0),
-        ("request merges", 1),
-        ("X  splits", 573),
-        ("D  requests issued", 1789),
-        ("of which flushes", 512),
+        ("bios_queued", 1408),
+        ("back_merges", 307),
+        ("front_merges", 0),
+        ("request_merges", 1),
+        ("splits", 573),
+        ("requests_issued", 1789),
+        ("flushes_issued", 512),
     ] {
         assert_eq!(count(&v, "recorded", row), kernel, "{row}");
     }
     for row in [
-        "M  back merges",
-        "F  front merges",
-        "request merges",
-        "D  requests issued",
-        "of which flushes",
-        "G  requests allocated",
-        "I  requests inserted",
+        "back_merges",
+        "front_merges",
+        "request_merges",
+        "requests_issued",
+        "flushes_issued",
+        "requests_allocated",
+        "requests_inserted",
     ] {
         let (k, e) = (count(&v, "recorded", row), count(&v, "elevator", row));
         assert!(close(k, e), "{row}: kernel {k}, elevator {e}");
     }
-    assert_eq!(count(&v, "elevator", "Q  bios queued"), 1408);
+    assert_eq!(count(&v, "elevator", "bios_queued"), 1408);
     assert_eq!(v["bios"], 1408);
 }
 
@@ -179,11 +179,11 @@ fn a_trace_with_cpus_interleaved_replays_as_recorded() {
     }
     // The kernel's own counts (the summary beside the trace).
     for (row, kernel) in [
-        ("Q  bios queued", 1408),
-        ("M  back merges", 307),
-        ("X  splits", 573),
-        ("I  requests inserted", 1277),
-        ("D  requests issued", 1789),
+        ("bios_queued", 1408),
+        ("back_merges", 307),
+        ("splits", 573),
+        ("requests_inserted", 1277),
+        ("requests_issued", 1789),
     ] {
         assert_eq!(count(&got, "recorded", row), kernel, "{row}");
     }
@@ -300,8 +300,8 @@ fn a_generated_trace_replays_asap() {
     assert!((20000..20040).contains(&records), "{records}");
     // The generator's batches merge on their plugs as recorded.
     let (k, e) = (
-        count(&v, "recorded", "M  back merges"),
-        count(&v, "elevator", "M  back merges"),
+        count(&v, "recorded", "back_merges"),
+        count(&v, "elevator", "back_merges"),
     );
     assert!(close(k, e), "kernel {k}, elevator {e}");
 }
@@ -331,12 +331,12 @@ fn a_replay_writes_a_trace_that_replays_the_same() {
     let first = elevator_json(&args);
     let letters = common::tools::blkparse_counts(&out_prefix);
     for (letter, row) in [
-        ('Q', "Q  bios queued"),
-        ('X', "X  splits"),
-        ('G', "G  requests allocated"),
-        ('I', "I  requests inserted"),
-        ('D', "D  requests issued"),
-        ('C', "C  completions"),
+        ('Q', "bios_queued"),
+        ('X', "splits"),
+        ('G', "requests_allocated"),
+        ('I', "requests_inserted"),
+        ('D', "requests_issued"),
+        ('C', "completions"),
     ] {
         assert_eq!(
             letters.get(&letter).copied().unwrap_or(0),
@@ -347,17 +347,17 @@ fn a_replay_writes_a_trace_that_replays_the_same() {
     // blkparse prints bio and request merges alike as M.
     assert_eq!(
         letters.get(&'M').copied().unwrap_or(0),
-        count(&first, "elevator", "M  back merges") + count(&first, "elevator", "request merges")
+        count(&first, "elevator", "back_merges") + count(&first, "elevator", "request_merges")
     );
     let mut args = vec!["replay", &out_prefix];
     args.extend(common);
     let second = elevator_json(&args);
     for row in [
-        "Q  bios queued",
-        "M  back merges",
-        "X  splits",
-        "D  requests issued",
-        "of which flushes",
+        "bios_queued",
+        "back_merges",
+        "splits",
+        "requests_issued",
+        "flushes_issued",
     ] {
         assert_eq!(
             count(&second, "elevator", row),

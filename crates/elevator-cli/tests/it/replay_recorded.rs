@@ -72,13 +72,13 @@ fn device(v: &Value) -> &str {
 }
 
 const ROWS: [&str; 7] = [
-    "M  back merges",
-    "F  front merges",
-    "request merges",
-    "G  requests allocated",
-    "I  requests inserted",
-    "D  requests issued",
-    "of which flushes",
+    "back_merges",
+    "front_merges",
+    "request_merges",
+    "requests_allocated",
+    "requests_inserted",
+    "requests_issued",
+    "flushes_issued",
 ];
 
 #[test]
@@ -101,7 +101,7 @@ fn the_pgbench_trace_replays_on_its_own_service_times_with_every_count() {
         "recorded (the recording's service times: 1789 requests matched, 0 from the model \
          of D2C by size; 1789 recorded, queue depth 96)"
     );
-    for row in ROWS.iter().chain(&["X  splits", "Q  bios queued"]) {
+    for row in ROWS.iter().chain(&["splits", "bios_queued"]) {
         assert_eq!(
             count(&v, "elevator", row),
             count(&v, "recorded", row),
@@ -128,7 +128,7 @@ fn the_pgbench_trace_replays_on_its_own_service_times_with_every_count() {
         "{}",
         device(&v)
     );
-    assert_eq!(count(&v, "elevator", "D  requests issued"), 1789);
+    assert_eq!(count(&v, "elevator", "requests_issued"), 1789);
     let e = refused(&["replay", &trace, "--device", "recorded,latency=5"]);
     assert!(
         e.contains("--device recorded,latency=5: recorded has no parameter 'latency'"),
@@ -209,11 +209,11 @@ fn a_page_cache_workload_merges_as_recorded_on_slow_devices() {
             let (k, e) = (count(&v, "recorded", row), count(&v, "elevator", row));
             assert_eq!(e, k, "{recording_device}: {row}");
         }
-        assert!(count(&v, "recorded", "M  back merges") > 1000);
+        assert!(count(&v, "recorded", "back_merges") > 1000);
         // The fixed 200 µs device serves each request before the next
         // bio comes: nothing merges.
         let fixed = json(&["replay", &rec, "--device", FIXED], None);
-        assert_eq!(count(&fixed, "elevator", "M  back merges"), 0);
+        assert_eq!(count(&fixed, "elevator", "back_merges"), 0);
         // Another scheduler issues other requests: those the recording
         // did not issue take times from the model.
         let other = json(&["replay", &rec, "--scheduler", "none"], None);

@@ -1,5 +1,6 @@
 //! Number and date formatting as fio prints them: `num2str`'s significant
-//! figures and unit prefixes, `ctime`'s dates, percentile labels.
+//! figures and unit prefixes, `ctime`'s dates (and a report's date,
+//! [`date_ms`]), percentile labels.
 
 /// fio's `num2str`: `num` in at most `maxlen` digits, divided by 1000 (or
 /// 1024 with `pow2`) and prefixed (`k`, `Ki`...) until it fits, with the
@@ -72,13 +73,22 @@ pub fn ctime(secs: u64) -> String {
     )
 }
 
-/// The report's time: `SOURCE_DATE_EPOCH` if set, else 0 (the epoch), so
-/// that reports of simulations are the same on every run.
-pub fn epoch() -> u64 {
-    std::env::var("SOURCE_DATE_EPOCH")
+/// The date a report of `run` shows, in milliseconds since the Unix epoch:
+/// when a run on the real clock ended (`SOURCE_DATE_EPOCH`, in seconds,
+/// instead when set, for reproducible records); `None` for a simulation,
+/// whose reports say "simulated" and are the same on every run.
+pub fn date_ms(run: &crate::result::RunResult) -> Option<u64> {
+    let ended = run.ended_at_ms?;
+    let fixed = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+        .and_then(|s| s.parse::<u64>().ok());
+    Some(fixed.map_or(ended, |secs| secs.saturating_mul(1000)))
+}
+
+/// The date fio's job line shows for `run`: `ctime`'s, or `simulated`
+/// ([`date_ms`]).
+pub fn date_text(run: &crate::result::RunResult) -> String {
+    date_ms(run).map_or_else(|| "simulated".to_string(), |ms| ctime(ms / 1000))
 }
 
 /// Decimals fio shows percentile labels with: the most any listed value

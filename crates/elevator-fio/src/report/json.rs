@@ -5,9 +5,11 @@
 //!
 //! Units as fio: `io_bytes` and `bw_bytes` in bytes (per second), `io_kbytes`
 //! in KiB, `bw` in KiB/s, `runtime` in ms, latencies in ns. The output is
-//! deterministic for simulated runs: `timestamp` is `SOURCE_DATE_EPOCH` (or
-//! 0) and `time` that date as fio prints it (whether the clock was virtual
-//! or real is `elevator.time`), and simulated jobs use no CPU (`usr_cpu` and `sys_cpu` are 0). Runs on
+//! deterministic for simulated runs: `timestamp` and `timestamp_ms` are 0
+//! and `time` is `"simulated"` (a real run's are when it ended, `time` as
+//! fio prints it; whether the clock was virtual or real is also
+//! `elevator.time`), and simulated jobs use no CPU (`usr_cpu` and `sys_cpu`
+//! are 0). Runs on
 //! real devices report the engine thread's CPU time as each job's `usr_cpu`
 //! and `sys_cpu` (percent of the run's wall time; the jobs share the thread,
 //! and fio too counts only a job's own thread), and the whole process's
@@ -20,7 +22,7 @@ use crate::result::{DirStats, RunResult, Summary};
 use crate::workload::prio;
 use serde_json::{Map, Value, json};
 
-use super::fmt::{ctime, depth_pct, epoch, lat_pct};
+use super::fmt::{ctime, date_ms, depth_pct, lat_pct};
 use super::text::{BATCH_KEYS, DEPTH_KEYS, cpu_pct};
 use super::{DiskUtil, Stanza, groups, rate, stanzas};
 
@@ -319,7 +321,10 @@ fn steadystate(ss: &crate::workload::SteadyResult) -> Value {
 
 /// The document around the jobs' objects `out`.
 fn document(jobs: &JobFile, run: &RunResult, device_name: &str, out: Vec<Value>) -> Value {
-    let timestamp = epoch();
+    // fio's date keys keep their types; a simulation, which has no date,
+    // gives 0, 0 and "simulated".
+    let date = date_ms(run);
+    let timestamp_ms = date.unwrap_or(0);
     let disk = DiskUtil::of(run);
     let notes: Vec<Value> = jobs
         .jobs
@@ -335,9 +340,9 @@ fn document(jobs: &JobFile, run: &RunResult, device_name: &str, out: Vec<Value>)
     let q = &run.queue;
     json!({
         "fio version": FIO_VERSION,
-        "timestamp": timestamp,
-        "timestamp_ms": timestamp * 1000,
-        "time": ctime(timestamp),
+        "timestamp": timestamp_ms / 1000,
+        "timestamp_ms": timestamp_ms,
+        "time": date.map_or_else(|| "simulated".to_string(), |ms| ctime(ms / 1000)),
         "global options": options(&jobs.global_options),
         "jobs": out,
         "disk_util": [{

@@ -7,10 +7,13 @@
 //! its jobs set `group_reporting`; then a "Run status group" line per group;
 //! then disk statistics, and elevator's own figures for the queue.
 //!
-//! Dates: elevator-fio has no clock, so every date a report shows (fio's job
-//! line and JSON `time`/`timestamp`) is `SOURCE_DATE_EPOCH` when set, else
-//! the epoch (`Thu Jan  1 00:00:00 1970`), in UTC: reports of simulations
-//! are the same on every run. Where fio shows a process id, elevator shows
+//! Dates: elevator-fio has no clock. A run on the real clock carries when it
+//! ended ([`RunResult::ended_at_ms`](crate::result::RunResult::ended_at_ms)),
+//! and its reports show that date as fio does (`ctime`'s form, in UTC;
+//! `SOURCE_DATE_EPOCH` instead when set). A simulation has no date: its job
+//! line says `simulated` where fio's shows the date, and its JSON gives
+//! `"timestamp": 0`, `"timestamp_ms": 0`, `"time": "simulated"`, so that its
+//! reports are the same on every run. Where fio shows a process id, elevator shows
 //! the job clone's I/O context id.
 
 pub mod fmt;

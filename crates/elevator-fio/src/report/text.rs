@@ -9,7 +9,7 @@ use elevator_core::Histogram;
 use crate::job::{JobFile, UnifiedRw};
 use crate::result::{DirStats, RunResult, Summary};
 
-use super::fmt::{ctime, depth_pct, epoch, lat_pct, num2str, precision};
+use super::fmt::{date_text, depth_pct, lat_pct, num2str, precision};
 use super::{DiskUtil, FIO_VERSION, GroupDir, Stanza, groups, rate, stanzas};
 
 const DIR_NAMES: [(&str, &str); 3] = [("read", "READ"), ("write", "WRITE"), ("trim", "TRIM")];
@@ -351,7 +351,7 @@ fn bs_range(spec: &crate::job::JobSpec, d: usize) -> (u64, u64) {
 pub fn render(jobs: &JobFile, run: &RunResult, device_name: &str) -> String {
     let mut out = String::new();
     header(&mut out, jobs, run);
-    let date = ctime(epoch());
+    let date = date_text(run);
     let groups = groups(run);
     let (usr, sys) = cpu_pct(run);
     for s in stanzas(jobs, run) {

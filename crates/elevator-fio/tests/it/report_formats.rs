@@ -106,6 +106,7 @@ fn make_run(job: &JobSpec, clones: u32) -> (JobFile, RunResult) {
         events: 0,
         ios: 4500,
         cpu: None,
+        ended_at_ms: None,
         locks: vec![],
     };
     (jobs, run)
@@ -444,5 +445,36 @@ fn json_text_written_job_by_job_is_the_whole_document() {
             expected.push('\n');
             assert_eq!(report::render(format, &jobs, &run, "nullb0"), expected);
         }
+    }
+}
+
+/// A simulation has no date: its job line says `simulated` where fio's shows
+/// the date, and its JSON gives 0, 0 and "simulated" in fio's date keys (of
+/// fio's types). A run on the real clock shows when it ended, as fio does.
+#[test]
+fn simulated_runs_say_simulated_and_real_runs_show_their_date() {
+    let (jobs, mut run) = make_run(&spec(), 1);
+    let out = report::render(Format::Normal, &jobs, &run, "nullb0");
+    let line = out.lines().nth(3).unwrap();
+    assert_eq!(line, "x: (groupid=0, jobs=1): err= 0: pid=1: simulated");
+    for format in [Format::Json, Format::JsonPlus] {
+        let v = json(format, &jobs, &run);
+        assert_eq!(v["timestamp"], 0);
+        assert_eq!(v["timestamp_ms"], 0);
+        assert_eq!(v["time"], "simulated");
+    }
+    // Wed Nov 25 13:25:51 2026 UTC, and 250 ms.
+    run.ended_at_ms = Some(1_795_613_151_250);
+    if std::env::var_os("SOURCE_DATE_EPOCH").is_none() {
+        let out = report::render(Format::Normal, &jobs, &run, "nullb0");
+        let line = out.lines().nth(3).unwrap();
+        assert_eq!(
+            line,
+            "x: (groupid=0, jobs=1): err= 0: pid=1: Wed Nov 25 13:25:51 2026"
+        );
+        let v = json(Format::Json, &jobs, &run);
+        assert_eq!(v["timestamp"], 1_795_613_151u64);
+        assert_eq!(v["timestamp_ms"], 1_795_613_151_250u64);
+        assert_eq!(v["time"], "Wed Nov 25 13:25:51 2026");
     }
 }

@@ -485,6 +485,7 @@ fn finish(
         events: polls,
         ios,
         cpu: Some(CpuTime { user, system }.run_use(process)),
+        ended_at_ms: Some(crate::clock::unix_ms()),
         jobs: workload::job_results(workers),
         locks: if cfg.lock_stats {
             locks.clone()

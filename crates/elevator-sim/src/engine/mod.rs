@@ -820,6 +820,7 @@ impl<'d> Engine<'d> {
             events: self.event_count,
             ios: self.ios_done,
             cpu: None,
+            ended_at_ms: None,
             locks: Vec::new(),
             jobs: workload::job_results(self.workers),
         }

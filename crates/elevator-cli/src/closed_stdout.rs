@@ -54,9 +54,13 @@ enum Stream {
 /// End the process by SIGPIPE if `err` comes from writing to a stdout
 /// whose reader is gone; otherwise return.
 pub fn exit_if_closed(err: &anyhow::Error) {
+    // serde_json wraps the write's error in its own type: `elevator
+    // compare --output-format json | head -3` fails there.
     let broken_pipe = err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || e.downcast_ref::<serde_json::Error>()
+                .is_some_and(|e| e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
     });
     if broken_pipe && reader_gone(std::io::stdout().as_fd()) {
         die_by_sigpipe();

@@ -283,6 +283,8 @@ struct Run {
     bless: bool,
     used: Vec<bool>,
     ran: usize,
+    /// Of those, the ones whose output was compared with the page's.
+    compared: usize,
     made: Vec<PathBuf>,
     failures: Vec<String>,
 }
@@ -363,7 +365,10 @@ impl Run {
             }
             let real_time = !help && REAL_TIME.iter().any(|m| command.contains(m));
             match (&shown.output, real_time) {
-                (Some(expected), false) => self.compare(&where_, shown, expected, &out, rewrites),
+                (Some(expected), false) => {
+                    self.compared += 1;
+                    self.compare(&where_, shown, expected, &out, rewrites)
+                }
                 _ if !out.status.success() => self.failures.push(format!(
                     "{where_}: `{command}` failed: {}\n{err}",
                     out.status
@@ -489,6 +494,7 @@ fn every_command_in_the_docs_works_as_shown() {
         bless: std::env::var("ELEVATOR_DOCS_BLESS").is_ok_and(|v| v == "1"),
         used: vec![false; SMALLER.len()],
         ran: 0,
+        compared: 0,
         made: Vec::new(),
         failures: Vec::new(),
     };
@@ -513,6 +519,12 @@ fn every_command_in_the_docs_works_as_shown() {
             ));
         }
     }
+    println!(
+        "{} pages: {} commands run, {} of them compared with their shown output byte for byte",
+        selection.pages.len(),
+        run.ran,
+        run.compared
+    );
     assert!(
         run.failures.is_empty(),
         "{} failure(s) in the docs' commands:\n\n{}",

@@ -265,6 +265,20 @@ fn the_prose_after_each_block_quotes_only_the_block_s_figures() {
             _ => {}
         }
     }
+    let (blocks, quoted): (usize, usize) = selection
+        .pages
+        .iter()
+        .flat_map(|page| page::prose_after_sessions(&page.text))
+        .filter(|(_, prose)| !prose.is_empty())
+        .map(|(_, prose)| {
+            let text: Vec<&str> = prose.iter().map(|(_, l)| l.as_str()).collect();
+            (1, figures(&text.join("\n")).len())
+        })
+        .fold((0, 0), |(b, f), (db, df)| (b + db, f + df));
+    println!(
+        "{} pages: {quoted} figures in the prose after {blocks} output blocks, each checked against its block",
+        selection.pages.len()
+    );
     if !selection.partial {
         for (path, _) in NOT_YET_CLEAN {
             if !selection.pages.iter().any(|p| p.path == *path) {

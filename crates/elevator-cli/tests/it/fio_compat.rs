@@ -42,7 +42,9 @@ fn fio_null(dir: &TempDir, name: &str, job: &str, format: &str) -> String {
 }
 
 /// elevator on the null device with `job` (written to `dir` as
-/// NAME.fio), in `format`; returns how it ended.
+/// NAME.fio), in `format`, with fio's null engine as [`fio_null`] runs it
+/// (so a job's iodepth is kept: psync would cap it at 1 in both); returns
+/// how it ended.
 fn run_elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> std::process::Output {
     let path = dir.write(&format!("{name}.fio"), job);
     elevator(
@@ -50,6 +52,7 @@ fn run_elevator_null(dir: &TempDir, name: &str, job: &str, format: &str) -> std:
         &[
             "run",
             path.to_str().expect("utf-8 path"),
+            "--ioengine=null",
             "--device",
             NULL_DEVICE,
             "--output-format",

@@ -32,7 +32,8 @@ pub fn is_synchronous(engine: &str) -> bool {
 /// The note a block-I/O engine adds to a job.
 pub(super) const BLOCK_ENGINE_NOTE: &str = "elevator runs every block I/O engine through its own \
     queue: bios go through elevator's request queue and scheduler to the simulated device, or to \
-    the real one through io_uring, whatever engine the job names";
+    the real one through io_uring, whatever engine the job names; a synchronous engine (psync, fio's \
+    default, sync, vsync, pvsync, pvsync2, mmap, splice, sg) keeps one I/O in flight, as fio's does";
 
 /// What elevator runs instead, for refusals.
 const INSTEAD: &str = "elevator runs block I/O (reads, writes, trims at offsets) on files, \

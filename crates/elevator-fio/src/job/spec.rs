@@ -164,8 +164,9 @@ pub struct JobSpec {
     /// `direct` (default false). Direct I/O is synchronous in the block
     /// layer's sense (bios carry SYNC) for reads and writes alike.
     pub direct: bool = false,
-    /// `ioengine`: accepted and kept for reports; the simulation does not
-    /// need it.
+    /// `ioengine` (default psync, as fio's): every block engine's I/O takes
+    /// elevator's own path; the engine decides only the depth the job runs
+    /// at (a synchronous one caps it at 1, [`JobSpec::queue_depth`]).
     pub ioengine: String = "psync".to_string(),
     /// `filename`: `None` means fio's default, a file per job clone
     /// (`name.clone.file`).

@@ -371,6 +371,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let run = request.run(&mut stderr)?;
     let result = &run.result;
     let mut text = String::new();
+    // fio's note on a depth a synchronous engine caps: the normal report
+    // has it after "Starting"; before JSON or terse alone, fio prints it on
+    // stdout (never into an --output file, which stays a JSON document).
+    if !formats.contains(&report::Format::Normal) && args.output.is_none() {
+        text.push_str(&report::depth_notes(&jobs, result));
+    }
     for format in &formats {
         let rendered = report::render(*format, &jobs, result, &args.device);
         match (&run.write_log, format) {

@@ -287,7 +287,8 @@ pub fn run_traced<D: DataDevice>(
 
 /// Slots for `workers`' I/Os, with buffers aligned to `align` (at least a
 /// page), filled with random bytes once; and each worker's free slots:
-/// worker w owns `iodepth` slots with buffers of its largest block size.
+/// worker w owns a slot per I/O it may have in flight (its job's
+/// [`queue_depth`](elevator_fio::job::JobSpec::queue_depth)) with buffers of its largest block size.
 pub(crate) fn make_slots(
     jobs: &JobFile,
     workers: &[Worker],
@@ -301,7 +302,7 @@ pub(crate) fn make_slots(
     for (w, worker) in workers.iter().enumerate() {
         let spec = &jobs.jobs[worker.job_index];
         let mut mine = Vec::new();
-        for _ in 0..spec.iodepth {
+        for _ in 0..spec.queue_depth() {
             let mut buf = AlignedBuf::new(worker.max_bs() as usize, align)?;
             for chunk in buf.chunks_mut(8) {
                 let r = rng.next_u64().to_le_bytes();

@@ -257,7 +257,7 @@ impl Target {
             let ios: u64 = jobs
                 .jobs
                 .iter()
-                .map(|j| u64::from(j.numjobs) * u64::from(j.iodepth))
+                .map(|j| u64::from(j.numjobs) * u64::from(j.queue_depth()))
                 .sum();
             let iec = elevator_fio::report::text::iec;
             return Err(RunError::Usage(format!(

@@ -99,7 +99,7 @@ pub fn outcome(opts: &Opts, progress: Progress) -> Result<Outcome> {
         .with_context(|| format!("opening {}", scratch.0.display()))?;
     let job = format!(
         "; elevator experiment direct-io: 4 KiB random reads at depth {IODEPTH}\n\
-         [global]\nbs=4k\niodepth={IODEPTH}\nruntime={}\ntime_based\n\n[randread]\nrw=randread\n",
+         [global]\nbs=4k\nioengine=libaio\niodepth={IODEPTH}\nruntime={}\ntime_based\n\n[randread]\nrw=randread\n",
         plan.runtime_s
     );
     let threads = ThreadArgs::default();

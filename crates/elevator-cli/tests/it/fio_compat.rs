@@ -1032,8 +1032,10 @@ fn fio_jsonplus_clat2csv_reads_elevators_json_plus() {
         fcsv.iter().any(|(_, rows)| *rows > 0),
         "fio's own json+ gave no CSV rows: {fcsv:?}"
     );
+    // The job runs psync at iodepth=4: fio's note on its depth comes first
+    // on stdout, as fio's would; the file holds the document alone.
     let ours = elevator_null(&dir, "lat", job, "json+");
-    let opath = dir.write("elevator.json", &ours);
+    let opath = dir.write("elevator.json", &ours[ours.find('{').unwrap_or(0)..]);
     let ocsv = clat2csv(&dir, &opath, "elevator");
     assert!(
         ocsv.iter().any(|(_, rows)| *rows > 0),
@@ -1417,4 +1419,69 @@ fn io_errors_end_jobs_as_fios_do() {
     let ours = errors_line(&run_ours(&["--ignore_error=,EIO"]));
     assert!(theirs.is_some(), "fio prints an errors line");
     assert_eq!(theirs, ours);
+}
+
+/// The depth a job runs at, by engine, against fio itself: two clones of
+/// 4 KiB random reads at iodepth=8 on a file (fio) and on the null device
+/// (elevator). With psync, fio's default, both cap the depth at 1: the
+/// same note per clone, before the report, and every I/O at depth 1. With
+/// libaio neither notes anything and both keep more than 1 in flight.
+#[test]
+fn synchronous_engines_run_at_depth_1_as_in_fio() {
+    elevator_testkit::needs!("fio");
+    let dir = TempDir::new("syncdepth");
+    let file = dir.file("data");
+    let filename = format!("--filename={file}");
+    for (engine, capped) in [("psync", true), ("pvsync", true), ("libaio", false)] {
+        let ioengine = format!("--ioengine={engine}");
+        let job = [
+            "--name=r",
+            filename.as_str(),
+            "--rw=randread",
+            "--bs=4k",
+            "--size=4m",
+            "--iodepth=8",
+            "--numjobs=2",
+            ioengine.as_str(),
+            "--output-format=json",
+        ];
+        let f = stdout_ok(&format!("fio with {engine}"), &fio(dir.path(), &job));
+        let mut args = vec!["run", "--device", NULL_DEVICE];
+        args.extend(job.iter().filter(|a| !a.starts_with("--filename")));
+        let o = stdout_ok(
+            &format!("elevator with {engine}"),
+            &elevator(dir.path(), &args),
+        );
+        let notes = |text: &str| -> Vec<String> {
+            text[..text.find('{').unwrap_or(0)]
+                .lines()
+                .filter(|l| l.starts_with("note: both iodepth"))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            notes(&f),
+            notes(&o),
+            "{engine}: fio's notes, then elevator's"
+        );
+        assert_eq!(
+            notes(&o).len(),
+            if capped { 2 } else { 0 },
+            "{engine}:\n{o}"
+        );
+        let (f, o) = (json("fio", &f), json("elevator", &o));
+        for j in 0..2 {
+            let at = |v: &Value, depth: &str| v["jobs"][j]["iodepth_level"][depth].as_f64();
+            if capped {
+                assert_eq!(at(&f, "1"), Some(100.0), "{engine}: fio's depths");
+                assert_eq!(at(&o, "1"), Some(100.0), "{engine}: elevator's depths");
+            } else {
+                // Deeper than 1 (how deep on a null device is each one's
+                // own: fio's completes at once, elevator's in batches).
+                for v in [&f, &o] {
+                    assert!(at(v, "1").is_some_and(|p| p < 50.0), "{engine}: {v}");
+                }
+            }
+        }
+    }
 }

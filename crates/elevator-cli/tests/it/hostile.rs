@@ -497,7 +497,13 @@ fn cases(s: &Scratch) -> Vec<Case> {
         &[],
         Refused("numjobs or iodepth"),
     );
-    c.args = run(&["--iodepth=65536", "--numjobs=64", "--device", "mem:64m"]);
+    c.args = run(&[
+        "--ioengine=libaio",
+        "--iodepth=65536",
+        "--numjobs=64",
+        "--device",
+        "mem:64m",
+    ]);
     v.push(c);
 
     let bad_block = s.file("bad-block.wlog", write_log_header(2048, 0, 0));

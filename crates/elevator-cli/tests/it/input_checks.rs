@@ -180,7 +180,10 @@ fn error_lines_do_not_end_in_spaces() {
 
 #[test]
 fn a_device_that_takes_no_time_says_why_its_rates_are_zero() {
-    let job = Job::new("null", "[j]\nrw=randread\nbs=4k\niodepth=4\nsize=1m\n");
+    let job = Job::new(
+        "null",
+        "[j]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=4\nsize=1m\n",
+    );
     let out = ok(&["run", job.path(), "--device", "null"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -212,7 +215,7 @@ fn a_device_that_takes_no_time_says_why_its_rates_are_zero() {
 fn runs_too_big_for_the_machine_are_refused_before_they_start() {
     let job = Job::new(
         "huge",
-        "[j]\nrw=randread\nbs=4k\nnumjobs=4096\niodepth=65536\nfilename=/dev/x\nsize=16k\n",
+        "[j]\nrw=randread\nbs=4k\nnumjobs=4096\nioengine=libaio\niodepth=65536\nfilename=/dev/x\nsize=16k\n",
     );
     // 2^28 buffers of 4 KiB: over a TiB, more than any machine it runs on.
     run_fails_with(

@@ -303,12 +303,13 @@ fn cfq_idling_experiment_prints_the_table_and_verdicts() {
 
 /// The issue's job: random 4 KiB writes at depth 8 with verify, on a memory
 /// device where every I/O fails.
-const FAILING: [&str; 9] = [
+const FAILING: [&str; 10] = [
     "run",
     "--name=x",
     "--rw=randwrite",
     "--bs=4k",
     "--size=16m",
+    "--ioengine=libaio",
     "--iodepth=8",
     "--verify=crc32c",
     "--device",
@@ -484,6 +485,7 @@ fn a_power_cut_ends_the_job_with_enodev() {
         "--rw=randwrite",
         "--bs=16k",
         "--size=64m",
+        "--ioengine=libaio",
         "--iodepth=8",
         "--device",
         "hdd-7200,power_cut_at=100ms",
@@ -698,4 +700,92 @@ fn extreme_offsets_are_refused_naming_the_option() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{option}={value}: {err}");
     }
+}
+
+/// fio's note when a synchronous engine caps a job's depth.
+const SYNC_NOTE: &str = "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1";
+
+/// `elevator run` of two clones of 4 KiB random reads at iodepth=8 with
+/// `engine` on the simulated SATA SSD, in `format`.
+fn depth_run(engine: &str, format: &str) -> String {
+    let engine = format!("--ioengine={engine}");
+    let out = ok(&[
+        "run",
+        "--name=r",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=4m",
+        "--iodepth=8",
+        "--numjobs=2",
+        &engine,
+        "--device",
+        "ssd-sata",
+        "--output-format",
+        format,
+    ]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// As fio: psync (its default) is synchronous, so iodepth=8 runs at depth 1
+/// (every I/O counted at depth 1), the header keeps the stated depth, and
+/// each clone prints fio's note after "Starting"; libaio keeps 8 in flight.
+#[test]
+fn a_synchronous_engine_runs_at_depth_1_and_says_so_as_fio_does() {
+    let text = depth_run("psync", "normal");
+    assert!(text.contains("ioengine=psync, iodepth=8\n"), "{text}");
+    let notes = format!("Starting 2 processes\n{SYNC_NOTE}\n{SYNC_NOTE}\nr: (groupid=");
+    assert!(text.contains(&notes), "{text}");
+    let depths: Vec<&str> = text.lines().filter(|l| l.contains("IO depths")).collect();
+    assert_eq!(depths.len(), 2, "{text}");
+    assert!(
+        depths
+            .iter()
+            .all(|l| l.contains(": 1=100.0%, 2=0.0%, 4=0.0%, 8=0.0%")),
+        "{text}"
+    );
+    // The latency line keeps the job's depth, as fio's does.
+    assert!(text.contains("percentile=100.00%, depth=8\n"), "{text}");
+
+    let text = depth_run("libaio", "normal");
+    assert!(!text.contains("note: both"), "{text}");
+    let depths: Vec<&str> = text.lines().filter(|l| l.contains("IO depths")).collect();
+    assert!(depths.iter().all(|l| l.contains(", 8=99.")), "{text}");
+
+    // JSON: fio prints its notes on stdout before the document.
+    let text = depth_run("psync", "json");
+    let (notes, doc) = text.split_at(text.find('{').expect("a JSON document"));
+    assert_eq!(notes, format!("{SYNC_NOTE}\n{SYNC_NOTE}\n"));
+    let v: serde_json::Value = serde_json::from_str(doc).expect("JSON");
+    assert_eq!(v["jobs"][0]["iodepth_level"]["1"], 100.0, "{doc}");
+    assert_eq!(v["jobs"][0]["job options"]["iodepth"], "8", "{doc}");
+    let text = depth_run("libaio", "json");
+    assert!(text.starts_with('{'), "{text}");
+}
+
+/// An `--output` file holds the report alone: fio's notes go to stdout
+/// only, as fio's do.
+#[test]
+fn depth_notes_stay_out_of_an_output_file() {
+    let dir = std::env::temp_dir().join(format!("elevator-syncdepth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let path = dir.join("r.json");
+    let path_text = path.to_str().expect("utf-8 path");
+    ok(&[
+        "run",
+        "--name=r",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=1m",
+        "--iodepth=8",
+        "--device",
+        "ssd-sata",
+        "--output-format",
+        "json",
+        "--output",
+        path_text,
+    ]);
+    let text = std::fs::read_to_string(&path).expect("the output file");
+    let _ = std::fs::remove_dir_all(&dir);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("a JSON document alone");
+    assert_eq!(v["jobs"][0]["iodepth_level"]["1"], 100.0, "{text}");
 }

@@ -15,11 +15,12 @@ use common::fio::TempDir;
 use common::{elevator, fails_with, ok};
 use elevator_trace::write_log::{Kind, Reader};
 
-const JOB: [&str; 6] = [
+const JOB: [&str; 7] = [
     "--name=w",
     "--rw=randwrite",
     "--bs=16k",
     "--size=8m",
+    "--ioengine=libaio",
     "--iodepth=8",
     "--fsync=16",
 ];

@@ -12,10 +12,28 @@ pub const BLOCK_ENGINES: &[&str] = &[
     "null", "sg", "splice",
 ];
 
+/// fio's synchronous block-I/O engines (its `FIO_SYNCIO` flag): each I/O
+/// completes before the next is issued, so fio caps the depth a job runs
+/// at to 1 whatever its `iodepth` says. fio's `null` engine is synchronous
+/// only at `iodepth=1`, where the cap changes nothing, so it is not here.
+pub const SYNC_ENGINES: &[&str] = &[
+    "sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "splice", "sg",
+];
+
+/// fio's note for a job whose synchronous engine caps its `iodepth` > 1
+/// (fio prints it once per job clone, on stdout, as the clone starts).
+pub const SYNC_DEPTH_NOTE: &str = "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1";
+
+/// Whether fio runs `engine` synchronously (at most one I/O in flight).
+pub fn is_synchronous(engine: &str) -> bool {
+    SYNC_ENGINES.contains(&engine)
+}
+
 /// The note a block-I/O engine adds to a job.
 pub(super) const BLOCK_ENGINE_NOTE: &str = "elevator runs every block I/O engine through its own \
     queue: bios go through elevator's request queue and scheduler to the simulated device, or to \
-    the real one through io_uring, whatever engine the job names";
+    the real one through io_uring, whatever engine the job names; a synchronous engine (psync, fio's \
+    default, sync, vsync, pvsync, pvsync2, mmap, splice, sg) keeps one I/O in flight, as fio's does";
 
 /// What elevator runs instead, for refusals.
 const INSTEAD: &str = "elevator runs block I/O (reads, writes, trims at offsets) on files, \

@@ -31,7 +31,7 @@ mod table;
 mod values;
 
 pub use cmdline::takes_next_argument;
-pub use engines::BLOCK_ENGINES;
+pub use engines::{BLOCK_ENGINES, SYNC_DEPTH_NOTE, SYNC_ENGINES, is_synchronous};
 pub use option::Verdict;
 pub use parse::{MAX_JOBS, MAX_WARNINGS};
 pub use spec::CmdprioSplit;

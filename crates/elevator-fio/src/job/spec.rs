@@ -145,7 +145,8 @@ pub struct JobSpec {
     pub size: Option<Amount> = None,
     /// `offset`: where in each file I/O starts (default 0).
     pub offset: Amount = Amount::Bytes(0),
-    /// `iodepth` (default 1).
+    /// `iodepth` (default 1), as the job states it: reports show it, but
+    /// a synchronous engine runs at depth 1 ([`JobSpec::queue_depth`]).
     pub iodepth: u32 = 1,
     /// `numjobs`: clones of this job, each its own process (default 1).
     pub numjobs: u32 = 1,
@@ -163,8 +164,9 @@ pub struct JobSpec {
     /// `direct` (default false). Direct I/O is synchronous in the block
     /// layer's sense (bios carry SYNC) for reads and writes alike.
     pub direct: bool = false,
-    /// `ioengine`: accepted and kept for reports; the simulation does not
-    /// need it.
+    /// `ioengine` (default psync, as fio's): every block engine's I/O takes
+    /// elevator's own path; the engine decides only the depth the job runs
+    /// at (a synchronous one caps it at 1, [`JobSpec::queue_depth`]).
     pub ioengine: String = "psync".to_string(),
     /// `filename`: `None` means fio's default, a file per job clone
     /// (`name.clone.file`).
@@ -489,6 +491,24 @@ impl JobSpec {
         self.name = name.to_string();
         self.line = line;
         self
+    }
+
+    /// The depth the job runs at: its `iodepth` (at least 1), or 1 with a
+    /// synchronous `ioengine` (psync, fio's default, sync, vsync, pvsync,
+    /// pvsync2, mmap, splice, sg), as fio caps it. Every engine's workers
+    /// take their depth from here.
+    pub fn queue_depth(&self) -> u32 {
+        if self.depth_capped() {
+            1
+        } else {
+            self.iodepth.max(1)
+        }
+    }
+
+    /// Whether a synchronous `ioengine` caps a stated `iodepth` > 1 (fio
+    /// then prints [`super::SYNC_DEPTH_NOTE`] for each clone).
+    pub fn depth_capped(&self) -> bool {
+        self.iodepth > 1 && super::engines::is_synchronous(&self.ioengine)
     }
 
     /// The largest block size any of its I/Os can have (`bs`, `bsrange`,

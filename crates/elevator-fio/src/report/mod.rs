@@ -91,6 +91,26 @@ pub fn render(format: Format, jobs: &JobFile, run: &RunResult, device_name: &str
     }
 }
 
+/// fio's notes for the clones of `run` whose synchronous engine caps their
+/// job's `iodepth` to 1 ([`JobSpec::depth_capped`]): one line each, as fio
+/// prints one as each such clone starts. The normal report has them after
+/// its "Starting" line; fio prints them before a JSON or terse report, on
+/// stdout, which the caller does (they are not part of the document).
+pub fn depth_notes(jobs: &JobFile, run: &RunResult) -> String {
+    let mut out = String::new();
+    for clone in &run.jobs {
+        if jobs
+            .jobs
+            .get(clone.job_index)
+            .is_some_and(JobSpec::depth_capped)
+        {
+            out.push_str(crate::job::SYNC_DEPTH_NOTE);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// fio's default completion-latency percentiles.
 pub const PERCENTILES: [f64; 17] = [
     1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,

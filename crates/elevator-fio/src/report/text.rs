@@ -287,8 +287,9 @@ pub fn cpu_pct(run: &RunResult) -> (f64, f64) {
     }
 }
 
-/// fio's lines before the results: one per job section, the version, and
-/// how many processes start.
+/// fio's lines before the results: one per job section, the version, how
+/// many processes start, and the note of each clone whose synchronous
+/// engine caps its depth.
 fn header(out: &mut String, jobs: &JobFile, run: &RunResult) {
     for (i, spec) in jobs.jobs.iter().enumerate() {
         let Some(first) = run.jobs.iter().find(|j| j.job_index == i) else {
@@ -330,6 +331,7 @@ fn header(out: &mut String, jobs: &JobFile, run: &RunResult) {
         (false, false) => "processes",
     };
     let _ = writeln!(out, "Starting {n} {what}");
+    out.push_str(&super::depth_notes(jobs, run));
 }
 
 /// The smallest and largest block size of direction `d`.

@@ -189,12 +189,12 @@ pub fn clone_files_all(jobs: &JobFile, device_bytes: u64) -> Result<Vec<CloneFil
     Ok(out)
 }
 
-/// The I/Os the jobs of `jobs` may have in flight at once (sum of `iodepth ×
-/// numjobs`).
+/// The I/Os the jobs of `jobs` may have in flight at once (sum of the depth
+/// each runs at, [`JobSpec::queue_depth`], × `numjobs`).
 pub fn total_depth(jobs: &JobFile) -> u32 {
     jobs.jobs
         .iter()
-        .map(|j| j.iodepth.saturating_mul(j.numjobs))
+        .map(|j| j.queue_depth().saturating_mul(j.numjobs))
         .fold(0, u32::saturating_add)
 }
 
@@ -208,7 +208,7 @@ pub fn memory_estimate(jobs: &JobFile, per_io: impl Fn(&JobSpec) -> u64) -> u64 
     jobs.jobs
         .iter()
         .map(|j| {
-            let ios = u64::from(j.iodepth).saturating_mul(per_io(j));
+            let ios = u64::from(j.queue_depth()).saturating_mul(per_io(j));
             u64::from(j.numjobs).saturating_mul(per_clone.saturating_add(ios))
         })
         .fold(0, u64::saturating_add)

@@ -16,7 +16,7 @@
 //!   `replay_time_scale` (a percentage of the log's rate), from the clone's
 //!   start: an I/O is not issued before then. `replay_no_stall` issues as
 //!   fast as the depth allows, in the log's order;
-//! - at most `iodepth` in flight;
+//! - at most `iodepth` in flight (1 with a synchronous engine);
 //! - `replay_skip` leaves out the directions named.
 //!
 //! An I/O the device cannot hold (past its end, of no bytes, or not in whole

@@ -2,7 +2,8 @@
 //! method is given the time; the engines (simulated and real) call the same
 //! methods in the same way, so a job behaves alike on both.
 //!
-//! - Keeps up to `iodepth` I/Os in flight; with `iodepth_low`, once the
+//! - Keeps up to `iodepth` I/Os in flight (1 with a synchronous engine such
+//!   as psync, fio's default: [`JobSpec::queue_depth`]); with `iodepth_low`, once the
 //!   depth is reached it refills only when in-flight I/Os fall to it
 //!   (`iodepth_low=0` is `iodepth`, as in fio).
 //! - Takes each I/O's direction, file, offset and length from its
@@ -264,6 +265,9 @@ pub struct Worker {
     /// `iodepth_low` as the job gives it (the depth the search keeps caps
     /// it).
     job_low: u32,
+    /// The most it may ever keep in flight ([`JobSpec::queue_depth`]): the
+    /// latency target's search never goes past it.
+    depth_cap: u32,
 }
 
 impl Worker {
@@ -329,7 +333,10 @@ impl Worker {
         } else {
             0
         };
-        let iodepth = job.iodepth.max(1);
+        // A synchronous engine runs at depth 1 (fio's cap), whatever the
+        // job states; iodepth_batch*, iodepth_low and the latency target's
+        // search all stay within it.
+        let iodepth = job.queue_depth();
         let batch_submit = match job.iodepth_batch_submit {
             0 => iodepth,
             n => n.min(iodepth),
@@ -387,6 +394,7 @@ impl Worker {
             flow_pause: false,
             rule,
             iodepth,
+            depth_cap: iodepth,
             low,
             filling: true,
             runtime: job.runtime,
@@ -576,7 +584,7 @@ impl Worker {
 
     /// Keep at most `depth` I/Os in flight (the latency target's search).
     fn set_depth(&mut self, depth: u32) {
-        self.iodepth = depth.max(1);
+        self.iodepth = depth.clamp(1, self.depth_cap);
         self.low = self.job_low.min(self.iodepth);
         self.filling = self.in_flight <= self.low || self.in_flight < self.iodepth;
     }

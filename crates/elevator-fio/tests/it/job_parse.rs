@@ -2024,3 +2024,24 @@ fn buffer_and_verify_options_of_issue_29_are_read() {
         ("buffer_pattern=0xzz", "buffer_pattern", "not a hexadecimal"),
     ]);
 }
+
+/// fio's synchronous engines (psync, its default, among them) run a job at
+/// depth 1 whatever its iodepth; the job keeps the depth it states.
+#[test]
+fn synchronous_engines_cap_the_depth_a_job_runs_at() {
+    let default = job("iodepth=8");
+    assert_eq!((default.ioengine.as_str(), default.iodepth), ("psync", 8));
+    assert_eq!(default.queue_depth(), 1);
+    assert!(default.depth_capped());
+    for engine in elevator_fio::job::SYNC_ENGINES {
+        let j = job(&format!("ioengine={engine}\niodepth=8"));
+        assert_eq!((j.queue_depth(), j.depth_capped()), (1, true), "{engine}");
+    }
+    for engine in ["libaio", "io_uring", "posixaio", "null"] {
+        let j = job(&format!("ioengine={engine}\niodepth=8"));
+        assert_eq!((j.queue_depth(), j.depth_capped()), (8, false), "{engine}");
+    }
+    // At iodepth=1 there is nothing to cap, and no note.
+    let one = job("ioengine=psync");
+    assert_eq!((one.queue_depth(), one.depth_capped()), (1, false));
+}

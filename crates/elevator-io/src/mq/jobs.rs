@@ -598,7 +598,7 @@ impl Job<'_> {
                 Ok(s) => s,
                 Err(e) => return ThreadEnd::failed(worker, JobRunError::from(e)),
             };
-        let depth = self.jobs.jobs[worker.job_index].iodepth as usize;
+        let depth = self.jobs.jobs[worker.job_index].queue_depth() as usize;
         let mut runner = Runner {
             engine,
             workers: vec![worker],

@@ -19,6 +19,7 @@ fn verify_job(rw: RwMode) -> JobFile {
     j.rw = rw;
     j.size = Some(Amount::Bytes(64 * 4096));
     j.iodepth = 4;
+    j.ioengine = "libaio".into();
     j.direct = true;
     j.verify = Some("crc32c".into());
     j.end_fsync = true;

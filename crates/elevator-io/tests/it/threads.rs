@@ -14,10 +14,10 @@ use elevator_io::mq::{LockMode, ThreadConfig, run_threads};
 use elevator_io::{FileDevice, FileOptions};
 
 /// `numjobs` clones of a job doing `ios` 4 KiB I/Os of `rw` each over
-/// 1 MiB at depth `depth`.
+/// 1 MiB at depth `depth` (libaio: psync would run at depth 1).
 fn job(rw: &str, numjobs: u32, depth: u32) -> JobFile {
     let text = format!(
-        "[j]\nrw={rw}\nbs=4k\nsize=1m\niodepth={depth}\nnumjobs={numjobs}\nfilename=/dev/x\n"
+        "[j]\nrw={rw}\nbs=4k\nsize=1m\nioengine=libaio\niodepth={depth}\nnumjobs={numjobs}\nfilename=/dev/x\n"
     );
     JobFile::parse(&text, "threads.fio").expect("job file")
 }
@@ -237,7 +237,7 @@ fn a_thread_that_panics_stops_the_run_with_everyone_elses_results() {
     for (lock, sched) in cases {
         {
             let jobs = JobFile::parse(
-                "[j]\nrw=randread\nbs=4k\nsize=4m\niodepth=4\nnumjobs=3\ntime_based\nruntime=20s\nfilename=/dev/x\n",
+                "[j]\nrw=randread\nbs=4k\nsize=4m\nioengine=libaio\niodepth=4\nnumjobs=3\ntime_based\nruntime=20s\nfilename=/dev/x\n",
                 "bomb.fio",
             )
             .expect("job file");

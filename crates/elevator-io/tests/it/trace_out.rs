@@ -19,11 +19,13 @@ rw=write
 bs=4k
 size=1m
 numjobs=2
+ioengine=libaio
 iodepth=8
 [r]
 rw=randread
 bs=8k
 size=1m
+ioengine=libaio
 iodepth=4
 ";
 

@@ -28,10 +28,10 @@ fn by_name<'a>(r: &'a RunResult, name: &str) -> Vec<&'a elevator_fio::result::Jo
 fn exitwhat_example_ends_as_fio_does() {
     let text = "[global]\nfilename=t\nfilesize=64m\nbs=4k\ngroup_reporting\nexitall=1\n\
         [slow1]\nrw=read\nthinktime=2000\nnumber_ios=100\nnew_group=1\nexit_what=stonewall\n\
-        [fast1]\nnew_group=1\nrw=randrw\nnumjobs=3\niodepth=32\nrate=300,300,300\n\
+        [fast1]\nnew_group=1\nrw=randrw\nnumjobs=3\nioengine=libaio\niodepth=32\nrate=300,300,300\n\
         [slow2]\nstonewall\nrw=write\nnew_group=1\nthinktime=2000\nnumber_ios=100\nexit_what=all\n\
-        [fast2]\nrw=randrw\nnumjobs=3\niodepth=32\nrate=300,300,300\n\
-        [runsnever]\nrw=randrw\nnumjobs=3\niodepth=32\nrate=300,300,300\n";
+        [fast2]\nrw=randrw\nnumjobs=3\nioengine=libaio\niodepth=32\nrate=300,300,300\n\
+        [runsnever]\nrw=randrw\nnumjobs=3\nioengine=libaio\niodepth=32\nrate=300,300,300\n";
     let r = go(text, "hdd-7200").expect("runs");
     let slow1 = by_name(&r, "slow1")[0];
     let slow2 = by_name(&r, "slow2")[0];

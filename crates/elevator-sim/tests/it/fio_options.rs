@@ -289,7 +289,7 @@ fn slow_rate_clients_meet_their_floor_as_in_fio() {
 fn flow_weights_share_the_ios_as_in_fio() {
     // examples/flow.fio's shape: weights 1 and 8 in one flow.
     let text = "[global]\nnorandommap\ntime_based\nruntime=1\nsize=1g\nbs=8k\n\
-                iodepth=16\nflow_sleep=1000\n\
+                ioengine=libaio\niodepth=16\nflow_sleep=1000\n\
                 [job2]\nrw=write\nflow=1\n[job1]\nrw=randread\nflow=8\n";
     let jobs = JobFile::parse(text, "flow.fio").expect("parse");
     let r = sim(&jobs, DEV, "none", &[]);

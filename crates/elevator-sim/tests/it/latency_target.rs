@@ -14,7 +14,7 @@ const MS: u64 = 1_000_000;
 
 fn go(lat: &str) -> Result<RunResult, SimError> {
     let text = format!(
-        "[j]\nfilename=f\nsize=1g\nrw=randread\niodepth=32\ntime_based\nruntime=120\n{lat}\n"
+        "[j]\nfilename=f\nsize=1g\nrw=randread\nioengine=libaio\niodepth=32\ntime_based\nruntime=120\n{lat}\n"
     );
     let jobs = JobFile::parse(&text, "lat.fio").expect("job file");
     let dev = ModelSpec::parse("hdd-7200").expect("device");

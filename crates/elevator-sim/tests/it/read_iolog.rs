@@ -100,7 +100,11 @@ fn a_replaying_job_issues_exactly_the_logs_ios_at_their_times() {
     let dir = Scratch::new("exact");
     let log = dir.write("log", LOG);
     let mut sink = MemorySink::default();
-    let result = run(&format!("[r]\nread_iolog={log}\niodepth=4\n"), &mut sink).unwrap();
+    let result = run(
+        &format!("[r]\nread_iolog={log}\nioengine=libaio\niodepth=4\n"),
+        &mut sink,
+    )
+    .unwrap();
     let got = queued(&sink.items);
     let want = &LOG_IOS[..];
     assert_eq!(got.len(), want.len(), "{got:?}");
@@ -124,7 +128,7 @@ fn a_replaying_job_issues_exactly_the_logs_ios_at_their_times() {
     // Without stalls, the same I/Os, the first four at once.
     let mut sink = MemorySink::default();
     run(
-        &format!("[r]\nread_iolog={log}\niodepth=4\nreplay_no_stall=1\n"),
+        &format!("[r]\nread_iolog={log}\nioengine=libaio\niodepth=4\nreplay_no_stall=1\n"),
         &mut sink,
     )
     .unwrap();

@@ -18,11 +18,13 @@ rw=write
 bs=4k
 size=2m
 numjobs=2
+ioengine=libaio
 iodepth=8
 [r]
 rw=read
 bs=2m
 size=8m
+ioengine=libaio
 iodepth=2
 ";
 

@@ -20,10 +20,12 @@ pub fn file(path: &str, jobs: Vec<JobSpec>) -> JobFile {
     }
 }
 
-/// An O_DIRECT job moving `size` bytes at `depth`.
+/// An O_DIRECT job moving `size` bytes at `depth` (with libaio: psync,
+/// fio's default, would run it at depth 1).
 pub fn job(name: &str, rw: RwMode, size: u64, depth: u32) -> JobSpec {
     let mut j = JobSpec::new(name, 1);
     j.rw = rw;
+    j.ioengine = "libaio".into();
     j.size = Some(Amount::Bytes(size));
     j.iodepth = depth;
     j.direct = true;

@@ -221,12 +221,17 @@ pub fn run_traced<D: DataDevice>(
             read_only: false,
         },
     )?;
-    let workers = workload::workers_with_logs(
+    let mut workers = workload::workers_with_logs(
         jobs,
         engine.capacity(),
         cfg.seed,
         &elevator_trace::read_iolog::TraceLogs::sizing_buffers(),
     )?;
+    // Each worker's burst reaches the kernel in one submission: its depth
+    // and submit figures say so, as fio's would for one commit.
+    for w in &mut workers {
+        w.count_whole_bursts();
+    }
     if let Some(sink) = trace {
         let mut tap = TraceTap::new(TRACE_DEV, CpuRule::Fixed(0), engine.now());
         for w in &workers {

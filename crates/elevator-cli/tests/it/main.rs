@@ -13,6 +13,7 @@ mod docs;
 mod experiment_seeds;
 mod fio_cmdline;
 mod fio_compat;
+mod fio_depths;
 mod fio_examples;
 mod fio_verify;
 mod help_pages;

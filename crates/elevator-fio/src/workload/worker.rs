@@ -22,6 +22,13 @@
 //!   many ([`JobStats::submitted`] once per submission, and once for a
 //!   partial one when the engine [`Worker::commit`]s). The engines plug a
 //!   worker's whole burst as before: batches change the figures only.
+//! - Depths (`IO depths`) are counted as fio counts them: when I/Os are
+//!   committed, each at the job's I/Os in flight then, itself included
+//!   (fio's `cur_depth` at `td_io_commit`). The simulated engine commits
+//!   each batch as above (one I/O at a time by default, as fio does). The
+//!   real engine hands a worker's whole burst to the kernel in one
+//!   `io_uring_enter`, so it asks for [`Worker::count_whole_bursts`]: the
+//!   burst is one submission, its I/Os counted at the depth after it.
 //! - `iodepth_batch_complete_min/max`: completions are taken
 //!   ([`Worker::reap`]) only once at least `min` (or all in flight) are
 //!   there, in groups of at most `max`; an I/O's slot in the depth frees
@@ -1027,8 +1034,19 @@ impl Worker {
         }
     }
 
-    /// The engine is done issuing for now: a partial submission batch is
-    /// one submission.
+    /// The engine hands each of this worker's bursts (what it issues
+    /// between two [`Worker::commit`]s) to the device in one submission:
+    /// count each burst as one submission, its I/Os at the depth in flight
+    /// after it (fio's `cur_depth` when it commits), rather than in
+    /// batches of `iodepth_batch_submit` as they are issued. Without it a
+    /// burst of 16 refilling a job whose 16 I/Os completed together counts
+    /// its I/Os at depths 1 to 16, though all 16 reach the device at once.
+    pub fn count_whole_bursts(&mut self) {
+        self.batch_submit = u32::MAX;
+    }
+
+    /// The engine is done issuing for now: a partial submission batch (or,
+    /// with [`Worker::count_whole_bursts`], the burst) is one submission.
     #[inline]
     pub fn commit(&mut self) {
         if self.batch > 0 {

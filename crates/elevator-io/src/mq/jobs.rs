@@ -183,12 +183,17 @@ where
     let Some(capacity) = capacity else {
         return Err(super::MqError::NoDevice.into());
     };
-    let workers = workload::workers_with_logs(
+    let mut workers = workload::workers_with_logs(
         jobs,
         capacity,
         cfg.run.seed,
         &elevator_trace::read_iolog::TraceLogs::sizing_buffers(),
     )?;
+    // Each worker's burst reaches the kernel in one submission: its depth
+    // and submit figures say so, as fio's would for one commit.
+    for w in &mut workers {
+        w.count_whole_bursts();
+    }
     let pins = job_cpus(jobs)?;
     let nthreads = workers.len();
     let names: Vec<(IoContext, String)> = workers.iter().map(|w| (w.ctx, w.name.clone())).collect();

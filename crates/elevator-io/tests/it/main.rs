@@ -5,6 +5,7 @@
 mod allocation;
 mod common;
 mod completion;
+mod depths;
 mod device_options;
 mod engine;
 mod exactly_once;

@@ -329,3 +329,18 @@ fn an_unwritable_report_is_refused_before_any_run() {
         assert!(out.stdout.is_empty(), "{args:?} ran before refusing");
     }
 }
+
+#[test]
+fn experiment_help_says_which_experiments_quick_changes() {
+    let out = ok(&["experiment", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains(
+            "cfq-idling is already small (the virtual clock) and --quick does not change it"
+        ),
+        "{help}"
+    );
+}

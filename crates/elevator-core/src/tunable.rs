@@ -237,6 +237,7 @@ pub fn find<'a, T>(
         .ok_or_else(|| TunableError::Unknown {
             name: name.to_string(),
             owner: owner.to_string(),
+            hint: crate::spelling::did_you_mean(name, table.iter().map(|t| t.spec.name)),
             known: table
                 .iter()
                 .map(|t| t.spec.name)
@@ -288,6 +289,7 @@ pub fn find_spec(
         .ok_or_else(|| TunableError::Unknown {
             name: name.to_string(),
             owner: owner.to_string(),
+            hint: crate::spelling::did_you_mean(name, specs.iter().map(|s| s.name)),
             known: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
         })
 }

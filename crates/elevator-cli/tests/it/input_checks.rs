@@ -344,3 +344,16 @@ fn experiment_help_says_which_experiments_quick_changes() {
         "{help}"
     );
 }
+
+#[test]
+fn serve_suggests_a_misspelt_tunable_and_lists_only_settable_ones() {
+    let err = stderr(&["serve", "--export", "disk=mem:64m,read_expir=1"]);
+    assert!(
+        err.contains("unknown tunable 'read_expir' for the queue or scheduler mq-deadline (did you mean read_expire?); known: "),
+        "{err}"
+    );
+    assert!(
+        !err.contains("logical_block_size"),
+        "a read-only attribute listed: {err}"
+    );
+}

@@ -152,15 +152,15 @@ pub enum RequestError {
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum TunableError {
     /// No tunable of that name.
-    #[error("unknown tunable '{name}' for {owner}{hint}; known: {known}")]
+    #[error("unknown tunable '{name}' for {owner}; known: {known}")]
     Unknown {
         /// The name given.
         name: String,
-        /// Who was asked (the queue or a scheduler's name).
+        /// Who was asked (the queue or a scheduler's name), then the
+        /// nearest known name's `" (did you mean NAME?)"` when one is near
+        /// ([`crate::spelling::did_you_mean`]; one field rather than two
+        /// keeps the error small).
         owner: String,
-        /// `" (did you mean NAME?)"` for the nearest known name, or empty
-        /// ([`crate::spelling::did_you_mean`]).
-        hint: String,
         /// The names that exist, comma-separated.
         known: String,
     },

@@ -959,8 +959,11 @@ impl<S: Scheduler> Queue<S> {
         let known = || self.tunables().filter(move |s| !(settable && s.read_only));
         TunableError::Unknown {
             name: name.to_string(),
-            owner: format!("the queue or scheduler {}", self.sched.name()),
-            hint: crate::spelling::did_you_mean(name, known().map(|s| s.name)),
+            owner: format!(
+                "the queue or scheduler {}{}",
+                self.sched.name(),
+                crate::spelling::did_you_mean(name, known().map(|s| s.name))
+            ),
             known: known().map(|s| s.name).collect::<Vec<_>>().join(", "),
         }
     }

@@ -62,7 +62,34 @@ fn param_row(p: &ParamValue, default: Option<&str>) {
         format!("{:.3}", p.value)
     };
     let shown = format!("{value} {}", p.unit.name());
-    row(p.name, default.unwrap_or(shown.trim_end()), p.help);
+    let meaning = match (p.name, p.help) {
+        // A capacity's bare byte count is hard to read: say it in GB and
+        // GiB too.
+        ("capacity", help) if default.is_none() && p.value >= 1e9 => {
+            let help = if help == "size" {
+                "the device's size"
+            } else {
+                help
+            };
+            format!("{help} ({})", gigabytes(p.value))
+        }
+        (_, help) => help.to_string(),
+    };
+    row(p.name, default.unwrap_or(shown.trim_end()), &meaning);
+}
+
+/// `bytes` in decimal and binary gigabytes (`1099.5 GB, 1024 GiB`), one
+/// decimal, a `.0` dropped.
+fn gigabytes(bytes: f64) -> String {
+    let one = |v: f64| {
+        let text = format!("{v:.1}");
+        text.strip_suffix(".0").map_or(text.clone(), str::to_string)
+    };
+    format!(
+        "{} GB, {} GiB",
+        one(bytes / 1e9),
+        one(bytes / f64::from(1u32 << 30))
+    )
 }
 
 /// Print every kind of device, its options and the fault options.

@@ -122,3 +122,50 @@ fn split_at<C: CommandFactory>(args: Vec<OsString>) -> (Vec<OsString>, Vec<(usiz
     }
     (keep, fio)
 }
+
+/// Refuse a `--NAME` among `fio` (the job options [`split`] took for
+/// subcommand `sub`) that is neither fio's option nor elevator's but is
+/// nearer one of elevator's own flags than any of fio's options: fio's
+/// parser would say only "fio has no option", with no word of the flag
+/// meant (`--devcie` for `--device`). Names nearer one of fio's are left to
+/// fio's parser, which suggests it.
+pub fn check_names<C: CommandFactory>(sub: &str, fio: &[String]) -> anyhow::Result<()> {
+    use elevator_core::spelling::distance;
+    let command = C::command();
+    let Some(sc) = command.find_subcommand(sub) else {
+        return Ok(());
+    };
+    let flags: Vec<&str> = sc
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| a.get_long())
+        .collect();
+    for arg in fio {
+        let Some(body) = arg.strip_prefix("--") else {
+            continue;
+        };
+        let name = body.split_once('=').map_or(body, |(n, _)| n);
+        if name == "name" || elevator_fio::job::option_verdict(name).is_some() {
+            continue;
+        }
+        let reach = 2.max(name.len() / 3);
+        let nearest = |names: &mut dyn Iterator<Item = &str>| {
+            names
+                .filter_map(|n| Some((distance(name, n, reach)?, n.to_string())))
+                .min()
+        };
+        let fio_nearest = nearest(&mut elevator_fio::job::fio_options().map(|(n, _)| n));
+        let Some((d, own)) = nearest(&mut flags.iter().copied()) else {
+            continue;
+        };
+        let hint = match fio_nearest {
+            Some((f, _)) if f < d => continue,
+            Some((f, theirs)) if f == d => format!("--{own} (elevator's) or --{theirs} (fio's)"),
+            _ => format!("--{own} (elevator's)"),
+        };
+        anyhow::bail!(
+            "unknown option --{name}: neither elevator's nor fio's (did you mean {hint}?)"
+        );
+    }
+    Ok(())
+}

@@ -39,7 +39,8 @@ mod write_log_cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// The summary `elevator --help` prints before "Usage": every visible
 /// command, by what it works on (a test checks that none is missing).
@@ -118,7 +119,10 @@ fn main() -> ExitCode {
     // SIGPIPE ignored: see the module).
     closed_stdout::install();
     let (args, fio) = fio_args::split::<Cli>(std::env::args_os().collect());
-    let cli = Cli::try_parse_from(args).unwrap_or_else(|e| {
+    let parsed = Cli::command()
+        .try_get_matches_from(args)
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let (cli, matches) = parsed.unwrap_or_else(|e| {
         // What clap's exit() does, but a closed stdout (--help piped
         // into a reader that is gone) ends by SIGPIPE like the rest.
         if let Err(io) = e.print() {
@@ -128,18 +132,23 @@ fn main() -> ExitCode {
     });
     let result = match cli.command {
         Command::Microbench(args) => microbench::run(&args),
-        Command::Run(mut args) => {
+        Command::Run(mut args) => fio_args::check_names::<Cli>("run", &fio).and_then(|()| {
             args.fio = fio;
+            args.device_given = matches
+                .subcommand_matches("run")
+                .is_some_and(|run| run.value_source("device") == Some(ValueSource::CommandLine));
             run::run(&args)
-        }
+        }),
         Command::Compare(mut args) => {
-            args.fio = fio;
-            run::compare(&args)
+            fio_args::check_names::<Cli>("compare", &fio).and_then(|()| {
+                args.fio = fio;
+                run::compare(&args)
+            })
         }
-        Command::Advise(mut args) => {
+        Command::Advise(mut args) => fio_args::check_names::<Cli>("advise", &fio).and_then(|()| {
             args.fio = fio;
             advise::run(&args)
-        }
+        }),
         Command::Experiment(args) => experiment::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::BenchVsFio(args) => bench_fio::run(&args),

@@ -78,6 +78,11 @@ pub struct RunArgs {
     /// `fio_args::split`, not by clap).
     #[arg(skip)]
     pub fio: Vec<String>,
+    /// Whether --device was on the command line (set from clap's matches,
+    /// not by clap): without it a job's filename= is a file on the default
+    /// simulated disk, which a note says.
+    #[arg(skip)]
+    pub device_given: bool,
     /// Parse and check the job (file and command-line options), print
     /// nothing, and exit: 0 if it would run, non-zero with the reason if not
     /// (fio's --parse-only).
@@ -304,14 +309,37 @@ fn speed_line(run: &RunResult, cpu_ns: u64) -> String {
     )
 }
 
+/// What to tell a user whose jobs name a file (filename= or directory=)
+/// but who gave no --device: the jobs run on the simulated `device` (the
+/// default), not on that file. `None` when no job names one.
+fn default_device_note(jobs: &JobFile, device: &str) -> Option<String> {
+    let (option, path) = jobs.jobs.iter().find_map(|job| {
+        let first = |text: &str| text.split(':').next().unwrap_or_default().to_string();
+        match (&job.filename, &job.directory) {
+            (Some(name), _) if !name.is_empty() => Some(("filename=", first(name))),
+            (_, Some(dir)) if !dir.is_empty() => Some(("directory=", first(dir))),
+            _ => None,
+        }
+    })?;
+    let (what, real) = if option == "filename=" {
+        ("a file", format!("file, --device file:{path}"))
+    } else {
+        ("a directory", "files, --device file:PATH".to_string())
+    };
+    Some(format!(
+        "no --device: the jobs run on the simulated {device} (the default); their {option} \
+         names {what} on it. For the real {real}"
+    ))
+}
+
 /// The output formats `--output-format` names: one, or several joined by
 /// commas as fio takes them.
 pub fn output_formats(text: &str) -> Result<Vec<report::Format>> {
     text.split(',')
         .map(|f| {
-            f.trim().parse::<report::Format>().map_err(|e| {
-                anyhow::anyhow!("--output-format {text}: {e} (normal, json, json+ or terse)")
-            })
+            f.trim()
+                .parse::<report::Format>()
+                .map_err(|e| anyhow::anyhow!("--output-format {text}: {e}"))
         })
         .collect()
 }
@@ -345,6 +373,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
         format!("{scheduler} on {}", args.device),
     );
     target.check_memory(&jobs, &mut stderr)?;
+    if !args.device_given
+        && let Some(note) = default_device_note(&jobs, &args.device)
+    {
+        eprintln!("elevator: note: {note}");
+    }
     if args.verbose {
         print_notes(&jobs);
     }
@@ -356,6 +389,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
         tunables,
         seed: run_seed(args.seed, &jobs, &mut stderr),
     };
+    if let Some(path) = &args.report {
+        run_report::check_writable(path)?;
+    }
     let observer = args.report.as_ref().map(|_| run_report::observer());
     let taps = Taps {
         trace_out: args.trace_out.as_deref(),
@@ -437,6 +473,9 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let tunables = parse_tunables(&args.set)?;
     target.check_schedulers(&schedulers, &tunables)?;
     target.check_memory(&jobs, &mut Stderr::notes())?;
+    if let Some(path) = &args.report {
+        run_report::check_writable(path)?;
+    }
     let json = args.output_format == OutputFormat::Json;
     let mut runs = Vec::new();
     let mut observers = Vec::new();

@@ -160,6 +160,15 @@ pub fn write_compare(
     write(path, &format!("elevator compare: {job}"), &sections)
 }
 
+/// Create the report's file at `path` before any run starts, so that a
+/// directory that is not there or not writable is said at once, not after
+/// every run has finished.
+pub fn check_writable(path: &Path) -> Result<()> {
+    std::fs::File::create(path)
+        .map(drop)
+        .with_context(|| format!("--report {}: cannot write it", path.display()))
+}
+
 fn write(path: &Path, title: &str, sections: &[Section]) -> Result<()> {
     let html = page(
         title,

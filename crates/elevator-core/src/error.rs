@@ -156,7 +156,10 @@ pub enum TunableError {
     Unknown {
         /// The name given.
         name: String,
-        /// Who was asked (the queue or a scheduler's name).
+        /// Who was asked (the queue or a scheduler's name), then the
+        /// nearest known name's `" (did you mean NAME?)"` when one is near
+        /// ([`crate::spelling::did_you_mean`]; one field rather than two
+        /// keeps the error small).
         owner: String,
         /// The names that exist, comma-separated.
         known: String,

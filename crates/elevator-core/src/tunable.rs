@@ -236,7 +236,10 @@ pub fn find<'a, T>(
         .find(|t| t.spec.name == name)
         .ok_or_else(|| TunableError::Unknown {
             name: name.to_string(),
-            owner: owner.to_string(),
+            owner: format!(
+                "{owner}{}",
+                crate::spelling::did_you_mean(name, table.iter().map(|t| t.spec.name))
+            ),
             known: table
                 .iter()
                 .map(|t| t.spec.name)
@@ -287,7 +290,10 @@ pub fn find_spec(
         .find(|s| s.name == name)
         .ok_or_else(|| TunableError::Unknown {
             name: name.to_string(),
-            owner: owner.to_string(),
+            owner: format!(
+                "{owner}{}",
+                crate::spelling::did_you_mean(name, specs.iter().map(|s| s.name))
+            ),
             known: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
         })
 }

@@ -340,7 +340,7 @@ impl BlktraceSetReader<File> {
         let prefix = set_prefix(name);
         let io_error = |path: &Path, e: io::Error| TraceError {
             source_name: path.display().to_string(),
-            place: "header".into(),
+            place: String::new(),
             kind: e.into(),
         };
         let mut readers = Vec::new();

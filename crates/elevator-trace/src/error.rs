@@ -73,15 +73,27 @@ pub enum TraceErrorKind {
 
 /// A trace error with where it happened.
 #[derive(Debug, Error)]
-#[error("{source_name}: {place}: {kind}")]
+#[error("{}: {kind}", where_text(source_name, place))]
 pub struct TraceError {
     /// The file (or "-" for standard input).
     pub source_name: String,
-    /// "record N" or "line N" (1-based), or "header".
+    /// "record N" or "line N" (1-based), or "header"; empty when the file
+    /// could not be opened at all (the message then says "reading trace
+    /// FILE").
     pub place: String,
     /// What was wrong (printed in this error's message, so not chained as
     /// its source: a report would say it twice).
     pub kind: TraceErrorKind,
+}
+
+/// Where a [`TraceError`] happened, as its message starts: "FILE: PLACE",
+/// or "reading trace FILE" when there is no place (the file did not open).
+fn where_text(source_name: &str, place: &str) -> String {
+    if place.is_empty() {
+        format!("reading trace {source_name}")
+    } else {
+        format!("{source_name}: {place}")
+    }
 }
 
 impl TraceError {

@@ -326,7 +326,7 @@ pub fn open(
     }
     let file = File::open(path).map_err(|e| TraceError {
         source_name: name.clone(),
-        place: "header".into(),
+        place: String::new(),
         kind: e.into(),
     })?;
     TraceReader::from_reader(Box::new(file), &name, format, skip_bad)
@@ -335,6 +335,19 @@ pub fn open(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_trace_says_it_could_not_be_read() {
+        let Err(e) = open(Path::new("/nonexistent/elevator.trace"), None, false) else {
+            panic!("a missing trace opened");
+        };
+        let text = e.to_string();
+        assert!(
+            text.starts_with("reading trace /nonexistent/elevator.trace: "),
+            "{text}"
+        );
+        assert!(!text.contains("header"), "{text}");
+    }
 
     #[test]
     fn formats_are_recognised() {

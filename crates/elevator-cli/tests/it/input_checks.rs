@@ -250,3 +250,113 @@ fn lock_options_are_checked_and_belong_to_real_devices() {
     let err = stderr(&["run", job.path(), "--device", "mem:1m"]);
     assert!(err.contains("cpus_allowed names CPU 999"), "{err}");
 }
+
+#[test]
+fn an_unknown_output_format_lists_the_formats_once() {
+    let err = stderr(&["run", "examples/default.fio", "--output-format", "jsn"]);
+    assert!(err.contains("unknown output format 'jsn'"), "{err}");
+    assert_eq!(
+        err.matches("(normal, json, json+ or terse)").count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn a_filename_without_a_device_says_the_run_is_simulated() {
+    let job = [
+        "run",
+        "--name=x",
+        "--filename=/var/tmp/elevator-no-such-dir/new.img",
+        "--size=1m",
+        "--rw=write",
+    ];
+    let err = stderr(&job);
+    assert!(
+        err.contains(
+            "elevator: note: no --device: the jobs run on the simulated hdd-7200 (the default); \
+             their filename= names a file on it. For the real file, --device \
+             file:/var/tmp/elevator-no-such-dir/new.img"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("no --device").count(), 1, "{err}");
+    let given = [&job[..], &["--device", "hdd-7200"]].concat();
+    let err = stderr(&given);
+    assert!(!err.contains("no --device"), "{err}");
+}
+
+#[test]
+fn a_missing_trace_says_it_could_not_be_read() {
+    fails_with(
+        &["replay", "/nonexistent"],
+        "reading trace /nonexistent: No such file or directory",
+    );
+}
+
+#[test]
+fn a_misspelt_elevator_option_is_suggested_as_elevators() {
+    fails_with(
+        &["run", "--devcie", "nvme", "--name=x", "--size=1m"],
+        "unknown option --devcie: neither elevator's nor fio's (did you mean --device (elevator's)?)",
+    );
+    fails_with(
+        &["run", "examples/default.fio", "--outputformat=json"],
+        "(did you mean --output-format (elevator's)?)",
+    );
+    fails_with(
+        &["compare", "--schedulrs", "none"],
+        "(did you mean --schedulers (elevator's)?)",
+    );
+    // A name nearer one of fio's options gets fio's suggestion.
+    fails_with(
+        &["run", "--name=x", "--sise=1m"],
+        "fio has no option 'sise' (did you mean 'size'?)",
+    );
+}
+
+#[test]
+fn an_unwritable_report_is_refused_before_any_run() {
+    let bad = "/nonexistent/elevator-dir/x.html";
+    for args in [
+        &["run", "examples/default.fio", "--report", bad][..],
+        &["compare", "--schedulers", "none", "--report", bad][..],
+    ] {
+        let out = elevator(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("--report {bad}: cannot write it")),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?} ran before refusing");
+    }
+}
+
+#[test]
+fn experiment_help_says_which_experiments_quick_changes() {
+    let out = ok(&["experiment", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains(
+            "cfq-idling is already small (the virtual clock) and --quick does not change it"
+        ),
+        "{help}"
+    );
+}
+
+#[test]
+fn serve_suggests_a_misspelt_tunable_and_lists_only_settable_ones() {
+    let err = stderr(&["serve", "--export", "disk=mem:64m,read_expir=1"]);
+    assert!(
+        err.contains("unknown tunable 'read_expir' for the queue or scheduler mq-deadline (did you mean read_expire?); known: "),
+        "{err}"
+    );
+    assert!(
+        !err.contains("logical_block_size"),
+        "a read-only attribute listed: {err}"
+    );
+}

@@ -233,3 +233,14 @@ fn a_tunable_of_schedulers_not_in_the_run_says_which_have_it() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn devices_says_a_capacity_in_gigabytes_too() {
+    prints_all(
+        &["devices"],
+        &[
+            "    capacity             1099511627776 bytes the device's size (1099.5 GB, 1024 GiB)",
+            "    capacity             2000000000000 bytes the device's size (2000 GB, 1862.6 GiB)",
+        ],
+    );
+}

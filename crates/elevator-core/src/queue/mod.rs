@@ -915,7 +915,10 @@ impl<S: Scheduler> Queue<S> {
     pub fn get(&self, name: &str) -> Result<u64, TunableError> {
         match tunable::find(&Self::TABLE, "queue", name) {
             Ok(t) => Ok(t.get(self)),
-            Err(_) => self.sched.get_tunable(name).map_err(|e| self.unknown(e)),
+            Err(_) => self
+                .sched
+                .get_tunable(name)
+                .map_err(|e| self.unknown(e, false)),
         }
     }
 
@@ -927,7 +930,7 @@ impl<S: Scheduler> Queue<S> {
             Err(_) => self
                 .sched
                 .set_tunable(name, value)
-                .map_err(|e| self.unknown(e)),
+                .map_err(|e| self.unknown(e, true)),
         }
     }
 
@@ -936,27 +939,32 @@ impl<S: Scheduler> Queue<S> {
         let spec = self
             .tunables()
             .find(|s| s.name == name)
-            .ok_or_else(|| self.unknown_name(name))?;
+            .ok_or_else(|| self.unknown_name(name, true))?;
         let v = parse_value(spec, text)?;
         self.set(name, v)
     }
 
-    fn unknown(&self, e: TunableError) -> TunableError {
+    /// `e`, an unknown name, as the queue's: with its own tunables and the
+    /// scheduler's (only the settable ones when `settable`).
+    fn unknown(&self, e: TunableError, settable: bool) -> TunableError {
         match e {
-            TunableError::Unknown { name, .. } => self.unknown_name(&name),
+            TunableError::Unknown { name, .. } => self.unknown_name(&name, settable),
             other => other,
         }
     }
 
-    fn unknown_name(&self, name: &str) -> TunableError {
+    /// Tunable `name` is neither the queue's nor its scheduler's: the
+    /// nearest name, and what there is (what can be set, when `settable`).
+    fn unknown_name(&self, name: &str, settable: bool) -> TunableError {
+        let known = || self.tunables().filter(move |s| !(settable && s.read_only));
         TunableError::Unknown {
             name: name.to_string(),
-            owner: format!("the queue or scheduler {}", self.sched.name()),
-            known: self
-                .tunables()
-                .map(|s| s.name)
-                .collect::<Vec<_>>()
-                .join(", "),
+            owner: format!(
+                "the queue or scheduler {}{}",
+                self.sched.name(),
+                crate::spelling::did_you_mean(name, known().map(|s| s.name))
+            ),
+            known: known().map(|s| s.name).collect::<Vec<_>>().join(", "),
         }
     }
 

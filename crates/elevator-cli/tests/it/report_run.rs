@@ -72,7 +72,7 @@ fn reports_that_cannot_be_written_say_where() {
             "--report",
             "/nonexistent-dir/x.html",
         ],
-        "writing the report /nonexistent-dir/x.html",
+        "--report /nonexistent-dir/x.html: cannot write it",
     );
     fails_with(&["experiment", "all", "--quick"], "give --out DIR");
 }

@@ -26,7 +26,9 @@ fn depth_run(text: &str) -> elevator_fio::result::JobResult {
 
 #[test]
 fn a_qd16_job_on_mem_reports_its_ios_at_depth_16() {
-    let job = depth_run("[j]\nrw=randread\nbs=4k\nsize=16m\niodepth=16\nfilename=/dev/x\n");
+    let job = depth_run(
+        "[j]\nrw=randread\nbs=4k\nsize=16m\niodepth=16\nioengine=libaio\nfilename=/dev/x\n",
+    );
     let ios: u64 = job.dirs.iter().map(|d| d.ios).sum();
     assert_eq!(ios, 4096);
     let depth = job.extra.depth;

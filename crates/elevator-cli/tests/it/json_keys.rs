@@ -207,28 +207,19 @@ fn run_json_is_documented() {
 
 #[test]
 fn compare_advise_and_microbench_json_are_documented() {
-    let mut compare = vec!["compare"];
-    compare.extend(SMALL);
-    compare.extend([
-        "--device",
-        "null,latency=10",
-        "--schedulers",
-        "none,mq-deadline",
-        "--output-format",
-        "json",
-    ]);
-    check("compare", &[json_of(&compare)]);
-    let mut advise = vec!["advise"];
-    advise.extend(SMALL);
-    advise.extend([
-        "--device",
-        "null,latency=10",
-        "--schedulers",
-        "none,mq-deadline",
-        "--output-format",
-        "json",
-    ]);
-    check("advise", &[json_of(&advise)]);
+    for command in ["compare", "advise"] {
+        let mut args = vec![command];
+        args.extend(SMALL);
+        args.extend([
+            "--device",
+            "null,latency=10",
+            "--schedulers",
+            "none,mq-deadline",
+            "--output-format",
+            "json",
+        ]);
+        check(command, &[json_of(&args)]);
+    }
     let micro = json_of(&[
         "microbench",
         "--scheduler",

@@ -134,37 +134,7 @@ pub(super) fn closest(name: &str) -> Option<&'static str> {
     }
     let reach = 2.max(name.len() / 3);
     names()
-        .filter_map(|(n, _)| Some((distance(name, n, reach)?, n)))
+        .filter_map(|(n, _)| Some((elevator_core::spelling::distance(name, n, reach)?, n)))
         .min()
         .map(|(_, n)| n)
-}
-
-/// Levenshtein distance between `a` and `b` (bytes: option names are
-/// ASCII), if it is at most `limit`; rows live on the stack and the walk
-/// stops as soon as every cell of a row is past `limit`.
-fn distance(a: &str, b: &str, limit: usize) -> Option<usize> {
-    const MAX: usize = 128;
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if b.len() >= MAX || a.len().abs_diff(b.len()) > limit {
-        return None;
-    }
-    let mut row = [0usize; MAX];
-    for (j, cell) in row.iter_mut().enumerate().take(b.len() + 1) {
-        *cell = j;
-    }
-    for (i, &ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        let mut best = row[0];
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            best = best.min(row[j + 1]);
-            prev = cur;
-        }
-        if best > limit {
-            return None;
-        }
-    }
-    Some(row[b.len()]).filter(|&d| d <= limit)
 }

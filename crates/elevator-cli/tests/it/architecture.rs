@@ -21,23 +21,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+use crate::common::fio::repo_root;
 
 const PAGE: &str = "docs/architecture.md";
 const GRAPH_HEADING: &str = "## The crate graph";
 const PREFIX: &str = "elevator-";
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| panic!("no workspace above {}", env!("CARGO_MANIFEST_DIR")))
-}
-
 fn page() -> String {
-    let path = workspace().join(PAGE);
+    let path = repo_root().join(PAGE);
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -98,7 +92,7 @@ fn page_graph(text: &str) -> (Graph, Vec<String>) {
 /// The workspace's graph from `cargo metadata`: every member, with the
 /// elevator crates it depends on (dev-dependencies left out).
 fn cargo_graph() -> Graph {
-    let root = workspace();
+    let root = repo_root();
     let out = Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -263,7 +257,7 @@ fn source_paths(root: &Path) -> Vec<String> {
 
 #[test]
 fn every_file_the_page_names_exists() {
-    let root = workspace();
+    let root = repo_root();
     let text = page();
     let sources = source_paths(&root);
     let mut named = 0;
@@ -316,7 +310,7 @@ const IMPURE: &[&str] = &[
 
 #[test]
 fn the_core_is_pure() {
-    let core = workspace().join("crates/elevator-core");
+    let core = repo_root().join("crates/elevator-core");
     let files = crate::layering::rust_files(&core.join("src"));
     for path in &files {
         let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -427,7 +421,7 @@ fn rust_names(span: &str) -> Option<Vec<&str>> {
 
 #[test]
 fn every_rust_name_the_page_writes_is_defined() {
-    let root = workspace();
+    let root = repo_root();
     let names = defined_names(&root);
     let mut checked = 0;
     for (n, span) in code_spans(&page()) {

@@ -11,23 +11,18 @@
 //! job options, percentiles, bins).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::fio::TempDir;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::common::fio::{TempDir, repo_root};
 
 /// `elevator ARGS` from the repository's root, which must succeed: its
 /// stdout as JSON.
 fn json_of(args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
         .args(args)
-        .current_dir(repo())
+        .current_dir(repo_root())
         .env_remove("SOURCE_DATE_EPOCH")
         .output()
         .expect("runs elevator");
@@ -84,7 +79,7 @@ fn expand(path: &str) -> Vec<String> {
 /// docs/json.md's key paths, by command (the heading's `elevator NAME`), as
 /// written (before expansion).
 fn documented() -> BTreeMap<String, Vec<String>> {
-    let page = repo().join("docs/json.md");
+    let page = repo_root().join("docs/json.md");
     let text = std::fs::read_to_string(&page)
         .unwrap_or_else(|e| panic!("reading {}: {e}", page.display()));
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -259,7 +254,7 @@ fn replay_and_write_log_json_are_documented() {
     let log = dir.path().join("small.iolog");
     std::fs::write(&log, IOLOG).expect("writing the iolog");
     let log = log.to_string_lossy();
-    let trace = repo().join("tests/traces/pgbench-init-mq-deadline.trace.xz");
+    let trace = repo_root().join("tests/traces/pgbench-init-mq-deadline.trace.xz");
     let trace = trace.to_string_lossy();
     let docs = [
         json_of(&["replay", &log, "--output-format", "json"]),
@@ -318,7 +313,7 @@ fn crash_states_report_json_is_documented() {
         }
         let status = Command::new(env!("CARGO_BIN_EXE_elevator"))
             .args(&args)
-            .current_dir(repo())
+            .current_dir(repo_root())
             .output()
             .expect("runs elevator");
         let report = dir.path().join("out/report.json");

@@ -8,13 +8,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| panic!("no workspace above {}", env!("CARGO_MANIFEST_DIR")))
-}
+use crate::common::fio::repo_root;
 
 /// Every `.rs` file below `dir`, sorted.
 pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
@@ -48,7 +42,7 @@ fn lines(files: &[PathBuf]) -> usize {
 
 #[test]
 fn the_cli_parses_and_prints_and_never_branches_on_simulated_versus_real() {
-    let root = workspace();
+    let root = repo_root();
     let cli = rust_files(&root.join("crates/elevator-cli/src"));
     let branching: Vec<String> = cli
         .iter()
@@ -78,7 +72,7 @@ fn the_cli_parses_and_prints_and_never_branches_on_simulated_versus_real() {
 
 #[test]
 fn real_io_takes_only_device_models_from_the_simulator() {
-    let root = workspace();
+    let root = repo_root();
     for krate in ["elevator-io", "elevator-nbd"] {
         let mut uses = 0;
         for f in rust_files(&root.join("crates").join(krate).join("src")) {
@@ -104,7 +98,7 @@ fn real_io_takes_only_device_models_from_the_simulator() {
 
 #[test]
 fn the_library_layer_has_typed_errors() {
-    let root = workspace();
+    let root = repo_root();
     for krate in [
         "elevator-run",
         "elevator-io",

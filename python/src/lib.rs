@@ -1,0 +1,24 @@
+//! The native half of the Python package `elevator` (`elevator._native`):
+//! the functions `elevator/*.py` call, each over the library layer every
+//! front end calls (elevator-run), with the GIL released while Rust runs
+//! (kept when a scheduler written in Python takes part).
+//!
+//! - [`error`]: a [`RunError`](elevator_run::RunError) as the Python
+//!   exception with the CLI's message ([`error::to_py_err`]).
+//! - [`sweep`]: `elevator.sweep`'s native half (the sweep library's
+//!   wrapper).
+
+#![warn(missing_docs)]
+
+use pyo3::prelude::*;
+
+pub mod error;
+mod sweep;
+
+/// The module `elevator._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    sweep::register(m)?;
+    Ok(())
+}

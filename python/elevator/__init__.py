@@ -18,13 +18,22 @@ The functions (each documented where it is defined):
 See docs/python.md in the repository.
 """
 
+from .api import compare, devices, run, schedulers
 from .errors import ConfigError, ElevatorError, RunError, SchedulerError
+from .result import Comparison, Listing, Result
 
 __all__ = [
+    "Comparison",
     "ConfigError",
     "ElevatorError",
+    "Listing",
+    "Result",
     "RunError",
     "SchedulerError",
+    "compare",
+    "devices",
+    "run",
+    "schedulers",
 ]
 
 try:  # the sweep (python/elevator/sweep.py) is optional: its import may fail alone

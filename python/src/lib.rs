@@ -5,6 +5,8 @@
 //!
 //! - [`error`]: a [`RunError`](elevator_run::RunError) as the Python
 //!   exception with the CLI's message ([`error::to_py_err`]).
+//! - [`jobs`]: `elevator.run` and `elevator.compare`.
+//! - [`listing`]: `elevator.devices()` and `elevator.schedulers()`.
 //! - [`sweep`]: `elevator.sweep`'s native half (the sweep library's
 //!   wrapper).
 
@@ -13,12 +15,17 @@
 use pyo3::prelude::*;
 
 pub mod error;
+pub mod jobs;
+pub mod listing;
 mod sweep;
 
 /// The module `elevator._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(jobs::run_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(listing::devices, m)?)?;
+    m.add_function(wrap_pyfunction!(listing::schedulers, m)?)?;
     sweep::register(m)?;
     Ok(())
 }

@@ -228,7 +228,7 @@ pub fn run(args: &Args) -> Result<()> {
             Some(wl) => {
                 let mut json = Vec::new();
                 print_json(&report, &mut json).and_then(|()| {
-                    let text = crate::run::with_write_log(
+                    let text = elevator_run::json::with_write_log(
                         &String::from_utf8_lossy(&json),
                         wl,
                         args.write_log.as_deref(),

@@ -17,7 +17,6 @@ use elevator_run::jobs::JobsRequest;
 use elevator_run::taps::blktrace::compare_prefix;
 use elevator_run::target::parse_tunables;
 use elevator_run::{Observer, Taps, Target, Threads};
-use elevator_sim::device::WriteLogReport;
 
 use crate::list;
 use crate::progress::Stderr;
@@ -230,59 +229,6 @@ pub fn execute(
     Ok(run.result)
 }
 
-/// fio's JSON report `json` with a `write_log` field: the write log's
-/// summary and figures. The report is returned as it was if it is not a
-/// JSON object.
-pub fn with_write_log(
-    json: &str,
-    report: &WriteLogReport,
-    path: Option<&std::path::Path>,
-) -> String {
-    let Ok(serde_json::Value::Object(mut top)) = serde_json::from_str::<serde_json::Value>(json)
-    else {
-        return json.to_string();
-    };
-    let check = report.check.as_ref();
-    let faults = report.faults.map(|f| {
-        serde_json::json!({
-            "lse_reads": f.lse_reads,
-            "lse_repaired": f.lse_repaired,
-            "torn": f.torn,
-            "misdirected": f.misdirected,
-            "spikes": f.spikes,
-            "timeouts": f.timeouts,
-            "offline": f.offline,
-        })
-    });
-    top.insert(
-        "write_log".to_string(),
-        serde_json::json!({
-            "file": path.map(|p| p.display().to_string()),
-            "summary": report.summary(),
-            "records": report.records,
-            "writes": report.writes,
-            "recorded_writes": report.recorded_writes,
-            "checked_at_s": report.checked_at as f64 / 1e9,
-            "power_cut": report.gone.is_some_and(|g| g.power_cut),
-            "vanished": report.gone.is_some_and(|g| !g.power_cut),
-            "lost_writes": check.map(|c| c.lost_writes),
-            "lost_sectors": check.map(|c| c.lost_sectors),
-            "required_writes": check.map(|c| c.required_writes),
-            "check": match check {
-                None => "not tracked",
-                Some(c) if c.violations == 0 => "passed",
-                Some(_) => "failed",
-            },
-            "violations": check.map(|c| c.violations),
-            "faults": faults,
-        }),
-    );
-    let mut out = serde_json::to_string_pretty(&serde_json::Value::Object(top))
-        .unwrap_or_else(|_| json.to_string());
-    out.push('\n');
-    out
-}
-
 /// The host-dependent line: kept off stdout, which is deterministic.
 fn speed_line(run: &RunResult, cpu_ns: u64) -> String {
     if let Some(cpu) = run.cpu {
@@ -417,7 +363,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let rendered = report::render(*format, &jobs, result, &args.device);
         match (&run.write_log, format) {
             (Some(wl), report::Format::Json | report::Format::JsonPlus) => {
-                text.push_str(&with_write_log(&rendered, wl, args.write_log.as_deref()));
+                text.push_str(&elevator_run::json::with_write_log(
+                    &rendered,
+                    wl,
+                    args.write_log.as_deref(),
+                ));
             }
             _ => text.push_str(&rendered),
         }

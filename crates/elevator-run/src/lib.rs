@@ -12,7 +12,8 @@
 //!   [`names`]: the scheduler and tunable names a user types.
 //! - [`job_text`]: the job a user gives (file, command-line options).
 //! - [`taps`]: blktrace files, an observer, iologs, the write log.
-//! - [`jobs`], [`replay`], [`advise`]: the entry points.
+//! - [`jobs`], [`replay`], [`advise`]: the entry points; [`json`]: the
+//!   JSON documents they give, rendered once for every front end.
 //! - [`experiment`]: the measurements from the Linux discussions the
 //!   project grew from, each with its expected shapes; [`observe`]: the
 //!   trace sink their plots (and `run --report`'s) are drawn from.
@@ -34,6 +35,7 @@ pub mod error;
 pub mod experiment;
 pub mod job_text;
 pub mod jobs;
+pub mod json;
 pub mod listener;
 pub mod microbench;
 pub mod names;

@@ -1,0 +1,80 @@
+//! The JSON documents a run gives, rendered once for every front end (the
+//! `elevator` command's `--output-format json`, the Python package's
+//! `Result.json`): a run's fio JSON ([`run_json`]) with the write log's
+//! check when there is one ([`with_write_log`]).
+
+use elevator_fio::job::JobFile;
+use elevator_fio::report;
+use elevator_sim::device::WriteLogReport;
+
+use crate::jobs::JobsRun;
+
+/// `run`'s fio JSON report (`elevator run --output-format json`, byte for
+/// byte: `device` is the `--device` as given), with the write log's
+/// `write_log` object when the run has one (`write_log`: its file, if
+/// any).
+pub fn run_json(
+    jobs: &JobFile,
+    run: &JobsRun,
+    device: &str,
+    write_log: Option<&std::path::Path>,
+) -> String {
+    let rendered = report::render(report::Format::Json, jobs, &run.result, device);
+    match &run.write_log {
+        Some(wl) => with_write_log(&rendered, wl, write_log),
+        None => rendered,
+    }
+}
+
+/// fio's JSON report `json` with a `write_log` field: the write log's
+/// summary and figures. The report is returned as it was if it is not a
+/// JSON object.
+pub fn with_write_log(
+    json: &str,
+    report: &WriteLogReport,
+    path: Option<&std::path::Path>,
+) -> String {
+    let Ok(serde_json::Value::Object(mut top)) = serde_json::from_str::<serde_json::Value>(json)
+    else {
+        return json.to_string();
+    };
+    let check = report.check.as_ref();
+    let faults = report.faults.map(|f| {
+        serde_json::json!({
+            "lse_reads": f.lse_reads,
+            "lse_repaired": f.lse_repaired,
+            "torn": f.torn,
+            "misdirected": f.misdirected,
+            "spikes": f.spikes,
+            "timeouts": f.timeouts,
+            "offline": f.offline,
+        })
+    });
+    top.insert(
+        "write_log".to_string(),
+        serde_json::json!({
+            "file": path.map(|p| p.display().to_string()),
+            "summary": report.summary(),
+            "records": report.records,
+            "writes": report.writes,
+            "recorded_writes": report.recorded_writes,
+            "checked_at_s": report.checked_at as f64 / 1e9,
+            "power_cut": report.gone.is_some_and(|g| g.power_cut),
+            "vanished": report.gone.is_some_and(|g| !g.power_cut),
+            "lost_writes": check.map(|c| c.lost_writes),
+            "lost_sectors": check.map(|c| c.lost_sectors),
+            "required_writes": check.map(|c| c.required_writes),
+            "check": match check {
+                None => "not tracked",
+                Some(c) if c.violations == 0 => "passed",
+                Some(_) => "failed",
+            },
+            "violations": check.map(|c| c.violations),
+            "faults": faults,
+        }),
+    );
+    let mut out = serde_json::to_string_pretty(&serde_json::Value::Object(top))
+        .unwrap_or_else(|_| json.to_string());
+    out.push('\n');
+    out
+}

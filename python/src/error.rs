@@ -9,7 +9,8 @@ use pyo3::prelude::*;
 /// (also a `ValueError`) for what the caller gave (device, job, scheduler,
 /// tunables, options that do not go together), `RunError` (also a
 /// `RuntimeError`) for a run that could not be done or failed on its own
-/// terms.
+/// terms, `SchedulerError` (a `RunError`) for a scheduler written in Python
+/// that failed.
 fn class_name(e: &RunError) -> &'static str {
     match e {
         RunError::Spec(_)
@@ -19,6 +20,7 @@ fn class_name(e: &RunError) -> &'static str {
         | RunError::JobText { .. }
         | RunError::Tunable { .. }
         | RunError::Usage(_) => "ConfigError",
+        RunError::Scheduler { .. } => "SchedulerError",
         RunError::During { source, .. } => class_name(source),
         _ => "RunError",
     }

@@ -3,6 +3,7 @@
 //! ([`elevator_run::jobs::JobsRequest`]), its fio JSON rendered by the
 //! same function the command calls ([`elevator_run::json::run_json`]).
 
+use elevator_core::{Plugins, canonical_scheduler};
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
 use elevator_run::job_text::{load_jobs, parse_env, run_seed};
@@ -13,6 +14,7 @@ use elevator_run::{Listener, RunError, Taps, Target};
 use pyo3::prelude::*;
 
 use crate::error::to_py_err;
+use crate::scheduler::plugins_from;
 
 /// The name a job given as text has in messages.
 pub const TEXT_NAME: &str = "<text>";
@@ -63,16 +65,37 @@ impl Listener for Notes {
     }
 }
 
-/// The scheduler names a call gives, as they run (aliases resolved, with a
-/// note each), `option` naming the argument in errors.
+/// The scheduler names a call gives, as they run: built-ins with aliases
+/// resolved (a note each), `all` for every built-in, each name once; a
+/// name of `plugins` (a scheduler written in Python) as it is. `option`
+/// names the argument in errors, as the command's option.
 pub fn schedulers_named(
     option: &str,
     names: &[String],
+    plugins: &Plugins,
     notes: &mut Notes,
 ) -> Result<Vec<String>, RunError> {
-    let chosen = choose_schedulers(option, names, names.len() != 1)?;
-    notes.0.extend(chosen.notes);
-    Ok(chosen.names)
+    let several = names.len() != 1;
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for name in names {
+        let chosen = if canonical_scheduler(name).is_none() && plugins.find(name).is_some() {
+            vec![name.clone()]
+        } else {
+            let c = choose_schedulers(option, std::slice::from_ref(name), several)?;
+            for note in c.notes {
+                if !notes.0.contains(&note) {
+                    notes.0.push(note);
+                }
+            }
+            c.names
+        };
+        for n in chosen {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// One run's outcome for Python: its fio JSON and its notes.
@@ -85,6 +108,7 @@ fn run_each(
     job: &JobSource,
     device: &str,
     schedulers: &[String],
+    plugins: &Plugins,
     seed: Option<u64>,
     set: &[String],
 ) -> Result<Vec<RunOut>, RunError> {
@@ -100,9 +124,9 @@ fn run_each(
     } else {
         "--schedulers"
     };
-    let schedulers = schedulers_named(option, schedulers, &mut notes)?;
+    let schedulers = schedulers_named(option, schedulers, plugins, &mut notes)?;
     let tunables = parse_tunables(set)?;
-    target.check_schedulers(&schedulers, &tunables)?;
+    target.check_schedulers_in(&schedulers, &tunables, plugins)?;
     target.check_memory(&jobs, &mut notes)?;
     let seed = run_seed(seed, &jobs, &mut notes);
     let mut out = Vec::with_capacity(schedulers.len());
@@ -111,6 +135,7 @@ fn run_each(
             scheduler: scheduler.clone(),
             tunables: tunables.clone(),
             seed,
+            plugins: plugins.clone(),
         };
         let request = JobsRequest {
             jobs: &jobs,
@@ -132,7 +157,8 @@ fn run_each(
 /// Run fio jobs (`elevator.run`, `elevator.compare`): the job file `path`
 /// or the job's `text`, with `fio` options, on `device` under each of
 /// `schedulers`; each run's fio JSON and notes. The GIL is released while
-/// the runs go on.
+/// the runs go on, unless `plugins` (Python schedulers, which `schedulers`
+/// name) take part.
 #[pyfunction]
 #[pyo3(signature = (path, text, fio, device, schedulers, seed, set, plugins))]
 #[allow(clippy::too_many_arguments)]
@@ -147,13 +173,14 @@ pub fn run_jobs(
     set: Vec<String>,
     plugins: Vec<Bound<'_, PyAny>>,
 ) -> PyResult<Vec<RunOut>> {
-    if !plugins.is_empty() {
-        return Err(crate::error::raise(
-            "ConfigError",
-            "schedulers written in Python are not built yet".to_string(),
-        ));
-    }
+    let (_, plugins) = plugins_from(py, &plugins)?;
     let job = JobSource { path, text, fio };
-    py.detach(|| run_each(&job, &device, &schedulers, seed, &set))
-        .map_err(|e| to_py_err(&e))
+    let run = || run_each(&job, &device, &schedulers, &plugins, seed, &set);
+    // A Python scheduler calls into Python at every step: the GIL stays.
+    let out = if plugins.is_empty() {
+        py.detach(run)
+    } else {
+        run()
+    };
+    out.map_err(|e| to_py_err(&e))
 }

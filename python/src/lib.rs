@@ -7,6 +7,8 @@
 //!   exception with the CLI's message ([`error::to_py_err`]).
 //! - [`jobs`]: `elevator.run` and `elevator.compare`.
 //! - [`listing`]: `elevator.devices()` and `elevator.schedulers()`.
+//! - [`scheduler`]: schedulers written in Python, as the core's plugins
+//!   ([`scheduler::plugins_from`]); [`request`]: the requests they see.
 //! - [`sweep`]: `elevator.sweep`'s native half (the sweep library's
 //!   wrapper).
 
@@ -17,6 +19,8 @@ use pyo3::prelude::*;
 pub mod error;
 pub mod jobs;
 pub mod listing;
+pub mod request;
+pub mod scheduler;
 mod sweep;
 
 /// The module `elevator._native`.
@@ -26,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jobs::run_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(listing::devices, m)?)?;
     m.add_function(wrap_pyfunction!(listing::schedulers, m)?)?;
+    m.add_class::<request::PyRequest>()?;
     sweep::register(m)?;
     Ok(())
 }

@@ -21,14 +21,17 @@ See docs/python.md in the repository.
 from .api import compare, devices, run, schedulers
 from .errors import ConfigError, ElevatorError, RunError, SchedulerError
 from .result import Comparison, Listing, Result
+from .scheduler import Request, Scheduler
 
 __all__ = [
     "Comparison",
     "ConfigError",
     "ElevatorError",
     "Listing",
+    "Request",
     "Result",
     "RunError",
+    "Scheduler",
     "SchedulerError",
     "compare",
     "devices",

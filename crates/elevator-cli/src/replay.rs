@@ -217,7 +217,7 @@ pub fn run(args: &Args) -> Result<()> {
         trace: args.trace.clone(),
         scheduler: scheduler.clone(),
         tunables: args.set.clone(),
-        events: args.events,
+        events: opts.events,
         timing: opts.timing,
         dev: run.result.device,
         reorder_window: args.reorder_window,

@@ -1,7 +1,10 @@
 //! The JSON documents a run gives, rendered once for every front end (the
 //! `elevator` command's `--output-format json`, the Python package's
 //! `Result.json`): a run's fio JSON ([`run_json`]) with the write log's
-//! check when there is one ([`with_write_log`]).
+//! check when there is one ([`with_write_log`]); a replay's report
+//! ([`replay::replay_json`]).
+
+pub mod replay;
 
 use elevator_fio::job::JobFile;
 use elevator_fio::report;

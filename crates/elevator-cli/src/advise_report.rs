@@ -7,7 +7,6 @@ use std::io::Write;
 use anyhow::Result;
 use clap::ValueEnum;
 use elevator_fio::report::text::iec;
-use serde_json::{Value, json};
 
 use elevator_run::advise::ranking::{Advice, Goal};
 
@@ -106,46 +105,10 @@ pub fn print_text(a: &Advice, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// Print every run's figures and the ranking as JSON.
+/// Print every run's figures and the ranking as JSON
+/// ([`elevator_run::json::advice_json`]).
 pub fn print_json(a: &Advice, out: &mut dyn Write) -> Result<()> {
-    let runs: Vec<Value> = a
-        .ranked
-        .iter()
-        .zip(a.ranks())
-        .enumerate()
-        .map(|(i, (m, rank))| {
-            let shares: Vec<Value> = m
-                .shares
-                .iter()
-                .map(|(who, v)| json!({"name": who, "value": v}))
-                .collect();
-            json!({
-                "rank": rank,
-                "position": i + 1,
-                "scheduler": m.scheduler,
-                "nomerges": m.nomerges,
-                "throughput_bytes_per_s": m.throughput,
-                "read_p99_ns": m.read_p99,
-                "write_p99_ns": m.write_p99,
-                "goal_p99_ns": m.goal_p99,
-                "fairness": m.fairness,
-                "shares": shares,
-                "shares_are": if a.trace() { "mean_latency_ns" } else { "throughput_share_of_alone" },
-                "ios": m.ios,
-                "elapsed_ns": m.elapsed,
-            })
-        })
-        .collect();
-    let value = json!({
-        "workload": a.workload,
-        "kind": a.kind,
-        "device": a.device,
-        "goal": a.goal.name(),
-        "goal_definition": a.goal.definition(a.trace()),
-        "best": a.ranked.first().map(|m| json!({"scheduler": m.scheduler, "nomerges": m.nomerges})),
-        "explanation": a.explanation(),
-        "runs": runs,
-    });
+    let value = elevator_run::json::advice_json(a);
     serde_json::to_writer_pretty(&mut *out, &value).map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(())

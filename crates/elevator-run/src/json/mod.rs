@@ -2,7 +2,7 @@
 //! `elevator` command's `--output-format json`, the Python package's
 //! `Result.json`): a run's fio JSON ([`run_json`]) with the write log's
 //! check when there is one ([`with_write_log`]); a replay's report
-//! ([`replay::replay_json`]).
+//! ([`replay::replay_json`]); advice ([`advice_json`]).
 
 pub mod replay;
 
@@ -10,6 +10,9 @@ use elevator_fio::job::JobFile;
 use elevator_fio::report;
 use elevator_sim::device::WriteLogReport;
 
+use serde_json::{Value, json};
+
+use crate::advise::ranking::Advice;
 use crate::jobs::JobsRun;
 
 /// `run`'s fio JSON report (`elevator run --output-format json`, byte for
@@ -80,4 +83,47 @@ pub fn with_write_log(
         .unwrap_or_else(|_| json.to_string());
     out.push('\n');
     out
+}
+
+/// Every run's figures and the ranking as JSON (`elevator advise
+/// --output-format json`).
+pub fn advice_json(a: &Advice) -> Value {
+    let runs: Vec<Value> = a
+        .ranked
+        .iter()
+        .zip(a.ranks())
+        .enumerate()
+        .map(|(i, (m, rank))| {
+            let shares: Vec<Value> = m
+                .shares
+                .iter()
+                .map(|(who, v)| json!({"name": who, "value": v}))
+                .collect();
+            json!({
+                "rank": rank,
+                "position": i + 1,
+                "scheduler": m.scheduler,
+                "nomerges": m.nomerges,
+                "throughput_bytes_per_s": m.throughput,
+                "read_p99_ns": m.read_p99,
+                "write_p99_ns": m.write_p99,
+                "goal_p99_ns": m.goal_p99,
+                "fairness": m.fairness,
+                "shares": shares,
+                "shares_are": if a.trace() { "mean_latency_ns" } else { "throughput_share_of_alone" },
+                "ios": m.ios,
+                "elapsed_ns": m.elapsed,
+            })
+        })
+        .collect();
+    json!({
+        "workload": a.workload,
+        "kind": a.kind,
+        "device": a.device,
+        "goal": a.goal.name(),
+        "goal_definition": a.goal.definition(a.trace()),
+        "best": a.ranked.first().map(|m| json!({"scheduler": m.scheduler, "nomerges": m.nomerges})),
+        "explanation": a.explanation(),
+        "runs": runs,
+    })
 }

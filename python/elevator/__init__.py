@@ -18,12 +18,16 @@ The functions (each documented where it is defined):
 See docs/python.md in the repository.
 """
 
-from .api import compare, devices, run, schedulers
+from .api import advise, compare, devices, replay, run, schedulers
 from .errors import ConfigError, ElevatorError, RunError, SchedulerError
-from .result import Comparison, Listing, Result
+from .result import Advice, Comparison, Listing, Replay, Result
 from .scheduler import Request, Scheduler
 
 __all__ = [
+    "Advice",
+    "Replay",
+    "advise",
+    "replay",
     "Comparison",
     "ConfigError",
     "ElevatorError",

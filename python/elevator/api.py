@@ -7,7 +7,7 @@ released, unless a scheduler written in Python takes part)."""
 import os
 
 from . import _native
-from .result import Comparison, Listing, Result
+from .result import Advice, Comparison, Listing, Replay, Result
 
 
 def _job(job):
@@ -146,6 +146,119 @@ def _native_config_error(message):
     from .errors import ConfigError
 
     return ConfigError(message)
+
+
+def replay(
+    trace,
+    device=None,
+    scheduler="mq-deadline",
+    set=None,
+    events="Q",
+    timing="recorded",
+    speed=1.0,
+    depth=None,
+    format=None,
+    dev=None,
+    skip_bad=False,
+    reorder_window="1s",
+    fua=False,
+    write_through=False,
+):
+    """Replay a recorded block trace through a scheduler, as ``elevator
+    replay`` does (each argument is its option of the same name).
+
+    - ``trace``: its path (blktrace, blkparse, tracefs text or a fio
+      iolog; plain, xz or gzip, recognised from the content).
+    - ``device``: a device spec; ``None``: the recording's own service
+      times (``recorded``) when the trace has completions, else
+      ``null,latency=200,queue_depth=128``.
+    - ``scheduler``: a built-in's name or a Python scheduler
+      (:class:`elevator.Scheduler` subclass or instance).
+    - ``set``: tunables (dict); ``events``: ``"Q"`` (bios) or ``"D"``
+      (issued requests); ``timing``: ``"recorded"`` (open loop, ``speed``
+      times faster) or ``"asap"``; ``depth``: a closed loop of at most that
+      many bios; ``format``, ``dev`` (``"MAJ,MIN"``), ``skip_bad``,
+      ``reorder_window``, ``fua``, ``write_through``: as the command's.
+
+    Returns a :class:`~elevator.result.Replay` (``.json``, ``.data``,
+    ``.to_pandas()``: one row per operation).
+
+    Example::
+
+        >>> rp = elevator.replay("tests/traces/pgbench-init-mq-deadline.trace.xz",
+        ...                      scheduler="bfq", timing="asap")
+        >>> rp.data["bios"], rp.to_pandas()[["source", "op", "queued", "q2c_p99_ns"]]
+    """
+    names, plugins = _names_and_plugins(scheduler)
+    if len(names) != 1:
+        raise _native_config_error("scheduler: give one scheduler")
+    json_text, notes = _native.replay_trace(
+        os.fspath(trace),
+        device,
+        names[0],
+        _set(set),
+        str(events),
+        str(timing),
+        float(speed),
+        depth,
+        format,
+        dev,
+        bool(skip_bad),
+        str(reorder_window),
+        bool(fua),
+        bool(write_through),
+        plugins,
+    )
+    return Replay(json_text, notes)
+
+
+def advise(
+    workload=None,
+    device="hdd-7200",
+    goal="throughput",
+    schedulers=None,
+    nomerges=(0,),
+    set=None,
+    seed=7,
+    depth=None,
+    trace=False,
+    fio=None,
+):
+    """Which built-in scheduler suits a workload on a device model, as
+    ``elevator advise`` answers: the workload is run under each scheduler
+    (and each ``nomerges`` setting) and the runs ranked by ``goal``
+    (``"throughput"``, ``"p99"`` or ``"fairness"``).
+
+    - ``workload``: a fio job (text or path, as :func:`run` takes it) or
+      a trace's path (recognised from its content; ``trace=True`` says so).
+    - ``schedulers``: names (default: every built-in); ``nomerges``: the
+      settings to try each with; ``set``, ``seed``, ``fio``: as
+      :func:`run`; ``depth``: replay a trace as a closed loop.
+
+    Returns an :class:`~elevator.result.Advice` (``.best``,
+    ``.explanation``, ``.to_pandas()``: one row per run, ranked).
+
+    Example::
+
+        >>> a = elevator.advise(job, device="hdd-7200", goal="p99")
+        >>> a.best, a.to_pandas()[["rank", "scheduler", "goal_p99_ns"]]
+    """
+    path, text = _job(workload)
+    names = [] if schedulers is None else _names_and_plugins(schedulers)[0]
+    json_text, notes = _native.advise_on(
+        path,
+        text,
+        _fio(fio),
+        bool(trace),
+        device,
+        str(goal),
+        names,
+        [int(n) for n in nomerges],
+        _set(set),
+        _seed(seed) or 0,
+        depth,
+    )
+    return Advice(json_text, notes)
 
 
 def devices():

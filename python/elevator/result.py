@@ -185,3 +185,80 @@ class Listing(list):
         import pandas as pd
 
         return pd.DataFrame(list(self))
+
+
+class Replay(Result):
+    """One replay of a trace: ``json`` (what ``elevator replay
+    --output-format json`` prints), ``data``, ``notes``, and
+    ``to_pandas()``: one row per operation (``read``, ``write``...) that
+    elevator's queue or the recording saw, with ``source`` (``elevator`` or
+    ``recorded``), ``queued``/``issued`` counts and bytes, and Q2C
+    latency percentiles in ns."""
+
+    @property
+    def scheduler(self):
+        return self.data.get("scheduler")
+
+    def rows(self):
+        out = []
+        for source in ("elevator", "recorded"):
+            analysis = self.data.get(source)
+            if not isinstance(analysis, dict):
+                continue
+            for op, d in (analysis.get("ops") or {}).items():
+                queued = d.get("queued") or {}
+                issued = d.get("issued") or {}
+                if not queued.get("count") and not issued.get("count"):
+                    continue
+                row = {
+                    "source": source,
+                    "op": op,
+                    "queued": queued.get("count"),
+                    "queued_bytes": queued.get("bytes"),
+                    "issued": issued.get("count"),
+                    "issued_bytes": issued.get("bytes"),
+                }
+                for key, v in (d.get("q2c_percentiles_ns") or {}).items():
+                    row["q2c_%s_ns" % key] = v
+                row["scheduler"] = self.data.get("scheduler")
+                row["device"] = self.data.get("device")
+                out.append(row)
+        return out
+
+    def __repr__(self):
+        return "<elevator.Replay of %s under %s: %s bios>" % (
+            self.data.get("trace"),
+            self.data.get("scheduler"),
+            self.data.get("bios"),
+        )
+
+
+class Advice(Result):
+    """Advice on a scheduler: ``json`` (what ``elevator advise
+    --output-format json`` prints), ``data``, ``best`` (the first
+    scheduler of the ranking), ``explanation``, and ``to_pandas()``: one
+    row per run (scheduler and ``nomerges``), in ranking order."""
+
+    @property
+    def best(self):
+        """The scheduler ranked first."""
+        return (self.data.get("best") or {}).get("scheduler")
+
+    @property
+    def scheduler(self):
+        return self.best
+
+    @property
+    def explanation(self):
+        """Why, in words."""
+        return self.data.get("explanation")
+
+    def rows(self):
+        out = []
+        for run in self.data.get("runs", []):
+            row = {k: v for k, v in run.items() if k != "shares"}
+            out.append(row)
+        return out
+
+    def __repr__(self):
+        return "<elevator.Advice for %s: %s>" % (self.data.get("workload"), self.best)

@@ -6,7 +6,7 @@
 //! - [`error`]: a [`RunError`](elevator_run::RunError) as the Python
 //!   exception with the CLI's message ([`error::to_py_err`]).
 //! - [`jobs`]: `elevator.run` and `elevator.compare`.
-//! - [`replay`]: `elevator.replay`.
+//! - [`replay`]: `elevator.replay`; [`advise`]: `elevator.advise`.
 //! - [`listing`]: `elevator.devices()` and `elevator.schedulers()`.
 //! - [`scheduler`]: schedulers written in Python, as the core's plugins
 //!   ([`scheduler::plugins_from`]); [`request`]: the requests they see.
@@ -17,6 +17,7 @@
 
 use pyo3::prelude::*;
 
+pub mod advise;
 pub mod error;
 pub mod jobs;
 pub mod listing;
@@ -33,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(listing::devices, m)?)?;
     m.add_function(wrap_pyfunction!(listing::schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(replay::replay_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(advise::advise_on, m)?)?;
     m.add_class::<request::PyRequest>()?;
     sweep::register(m)?;
     Ok(())

@@ -4,13 +4,13 @@
 //! (kept when a scheduler written in Python takes part).
 //!
 //! - [`error`]: a [`RunError`](elevator_run::RunError) as the Python
-//!   exception with the CLI's message ([`error::to_py_err`]).
+//!   exception with the CLI's message (`error::to_py_err`).
 //! - [`jobs`]: `elevator.run` and `elevator.compare`.
 //! - [`replay`]: `elevator.replay`; [`advise`]: `elevator.advise`.
 //! - [`listing`]: `elevator.devices()` and `elevator.schedulers()`.
 //! - [`scheduler`]: schedulers written in Python, as the core's plugins
-//!   ([`scheduler::plugins_from`]); [`request`]: the requests they see.
-//! - [`sweep`]: `elevator.sweep`'s native half (the sweep library's
+//!   (`scheduler::plugins_from`); [`request`]: the requests they see.
+//! - `sweep`: `elevator.sweep`'s native half (the sweep library's
 //!   wrapper).
 
 #![warn(missing_docs)]

@@ -1,6 +1,6 @@
 //! Schedulers written in Python: [`PyScheduler`], the core's
 //! [`PluginScheduler`] over an instance of an `elevator.Scheduler`
-//! subclass, and [`plugins_from`], which turns the classes (or instances)
+//! subclass, and `plugins_from`, which turns the classes (or instances)
 //! a call is given into the core's [`Plugins`].
 //!
 //! The adapter keeps the protocol for Python: it holds the

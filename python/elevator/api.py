@@ -12,8 +12,8 @@ from .result import Advice, Comparison, Listing, Replay, Result
 
 def _job(job):
     """``(path, text)`` for a job argument: an :class:`os.PathLike` is a
-    path; a ``str`` is a path if it names an existing file, else a job's
-    text; ``None`` is no job (the job is then all in ``fio``)."""
+    path; a ``str`` with a newline is a job's text, one without is a path;
+    ``None`` is no job (the job is then all in ``fio``)."""
     if job is None:
         return None, None
     if isinstance(job, os.PathLike):
@@ -22,9 +22,9 @@ def _job(job):
         job = job.decode()
     if not isinstance(job, str):
         raise TypeError("job: a job's text or a path (str or os.PathLike), not %s" % type(job).__name__)
-    if "\n" not in job and os.path.isfile(job):
-        return job, None
-    return None, job
+    if "\n" in job:
+        return None, job
+    return job, None
 
 
 def _value(v):
@@ -68,9 +68,9 @@ def _seed(seed):
 def run(job=None, device="hdd-7200", scheduler="mq-deadline", seed=7, set=None, fio=None):
     """Run fio jobs on a device under a scheduler, as ``elevator run`` does.
 
-    - ``job``: the job: a path (an :class:`os.PathLike`, or a ``str`` that
-      names an existing file and has no newline) or the job file's text (any
-      other ``str``); ``None`` when ``fio`` gives the whole job.
+    - ``job``: the job: a path (an :class:`os.PathLike`, or a ``str``
+      without a newline) or the job file's text (a ``str`` with a newline);
+      ``None`` when ``fio`` gives the whole job.
     - ``device``: a ``--device`` spec: a simulated preset with overrides
       (``"hdd-7200,rpm=5400"``; :func:`devices` lists them), or a real
       device (``"file:PATH"``, ``"mem:1g"``).

@@ -174,10 +174,11 @@ class Tracked(elevator.Scheduler):
         Tracked.calls["completed"] += 1
 
     def merged(self, request):
+        assert request.mine and request.size > 4096
         Tracked.calls["merged"] += 1
 
 
-def test_hooks_see_every_request():
+def test_hooks_see_every_request_and_merges():
     Tracked.calls.clear()
     job = "[seq]\nrw=write\nbs=4k\nsize=1m\nioengine=libaio\niodepth=16\n"
     r = elevator.run(job, scheduler=Tracked, device="hdd-7200,ncq=1")
@@ -185,6 +186,18 @@ def test_hooks_see_every_request():
     # Sequential 4 KiB writes merge on the submitter's plug, before the
     # scheduler: 16 requests of 16 bios each.
     assert Tracked.calls["insert"] == Tracked.calls["completed"] == 16
+    assert Tracked.calls["merged"] == 0
+    # With the disk busy (one request at a time, random reads beside),
+    # the writes wait in the scheduler, and the next bios merge into them.
+    Tracked.calls.clear()
+    job = (
+        "[r]\nrw=randread\nbs=4k\nsize=1m\nioengine=libaio\niodepth=4\n"
+        "[w]\nrw=write\nbs=4k\nsize=1m\nioengine=libaio\niodepth=16\n"
+    )
+    r = elevator.run(job, scheduler=Tracked, device="hdd-7200,ncq=1")
+    assert r.data["jobs"][1]["write"]["total_ios"] == 256
+    assert Tracked.calls["merged"] > 0
+    assert Tracked.calls["insert"] == Tracked.calls["completed"]
 
 
 def test_python_schedulers_are_refused_on_real_devices():

@@ -11,7 +11,6 @@ so that no request waits for ever behind a busy region of the disk.
     python examples/schedulers/deadline.py        # compares it with mq-deadline
 """
 
-import bisect
 import collections
 
 import elevator
@@ -73,8 +72,8 @@ class Deadline(elevator.Scheduler):
         # A front merge moved the request's start: keep the batch sorted.
         for i, (_, rid, r) in enumerate(self.batch):
             if r is request:
-                del self.batch[i]
-                bisect.insort(self.batch, (request.sector, rid, request), key=lambda t: t[:2])
+                self.batch[i] = (request.sector, rid, request)
+                self.batch.sort(key=lambda t: t[:2])
                 break
 
 
@@ -92,5 +91,6 @@ size=32m
 """
 
 if __name__ == "__main__":
-    c = elevator.compare(JOB, ["mq-deadline", Deadline], device="hdd-7200")
+    # One request at a time on the disk (ncq=1): the order is the scheduler's.
+    c = elevator.compare(JOB, ["none", "mq-deadline", Deadline], device="hdd-7200,ncq=1")
     print(c.to_pandas()[["scheduler", "job", "direction", "iops", "clat_mean_ns", "clat_p99_ns"]])

@@ -413,6 +413,22 @@ macro_rules! each {
     };
 }
 
+/// `each!` for the built-ins, with `$plugin` as a plugin's answer.
+macro_rules! builtin {
+    ($self:expr, $s:ident => $body:expr, $plugin:expr) => {
+        match $self {
+            AnyScheduler::None($s) => $body,
+            AnyScheduler::MqDeadline($s) => $body,
+            AnyScheduler::DeadlineList($s) => $body,
+            AnyScheduler::DeadlineRbtree($s) => $body,
+            AnyScheduler::Cfq($s) => $body,
+            AnyScheduler::Bfq($s) => $body,
+            AnyScheduler::Kyber($s) => $body,
+            AnyScheduler::Plugin(_) => $plugin,
+        }
+    };
+}
+
 impl Scheduler for AnyScheduler {
     fn name(&self) -> &'static str {
         each!(self, s => s.name())
@@ -425,7 +441,10 @@ impl Scheduler for AnyScheduler {
     }
     #[inline]
     fn merge_lookup(&self) -> MergeLookup {
-        each!(self, s => s.merge_lookup())
+        // A plugin finds merges through the queue's own cache and hash: the
+        // scan of recent requests (newest, older) is for built-ins, kept
+        // free of dynamic calls in the queue's hottest loop.
+        builtin!(self, s => s.merge_lookup(), MergeLookup::Elevator)
     }
     #[inline]
     fn allow_bio_merge(&self, rqs: &Requests, rq: RequestId, bio: &Bio) -> bool {
@@ -441,11 +460,11 @@ impl Scheduler for AnyScheduler {
     }
     #[inline]
     fn newest(&self) -> Option<RequestId> {
-        each!(self, s => s.newest())
+        builtin!(self, s => s.newest(), None)
     }
     #[inline]
     fn older(&self, rq: RequestId) -> Option<RequestId> {
-        each!(self, s => s.older(rq))
+        builtin!(self, s => s.older(rq), None)
     }
     #[inline]
     fn next_request(&self, rqs: &Requests, rq: RequestId) -> Option<RequestId> {

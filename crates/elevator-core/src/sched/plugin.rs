@@ -8,6 +8,12 @@
 //! built-ins (see [`Scheduler`]), through one dynamic call per operation; the
 //! built-ins keep their static dispatch ([`super::AnyScheduler`]).
 //!
+//! A plugin finds merges the elevator way ([`super::MergeLookup::Elevator`]:
+//! the queue's one-hit cache and back-merge hash, then its own
+//! `front_merge_candidate`): its `merge_lookup`, `newest` and `older` are
+//! not asked, which keeps the queue's scan of recent requests, its hottest
+//! loop under `none`, free of dynamic calls.
+//!
 //! A plugin cannot fail through the [`Scheduler`] methods, which are
 //! infallible: one that fails (a Python exception) keeps the protocol (it
 //! hands out what it holds, so the run can end) and says so through

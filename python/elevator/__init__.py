@@ -25,20 +25,20 @@ from .scheduler import Request, Scheduler
 
 __all__ = [
     "Advice",
-    "Replay",
-    "advise",
-    "replay",
     "Comparison",
     "ConfigError",
     "ElevatorError",
     "Listing",
+    "Replay",
     "Request",
     "Result",
     "RunError",
     "Scheduler",
     "SchedulerError",
+    "advise",
     "compare",
     "devices",
+    "replay",
     "run",
     "schedulers",
 ]

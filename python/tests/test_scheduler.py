@@ -228,3 +228,47 @@ def test_a_constructor_that_raises_fails_the_run():
 
     with pytest.raises(elevator.SchedulerError, match="creating it raised:(.|\n)*RuntimeError: cannot start"):
         elevator.run(SIZE_BOUND, scheduler=Broken)
+
+
+class RaisesIn(elevator.Scheduler):
+    """A FIFO whose hook ``where`` raises on its 10th call."""
+
+    where = None
+
+    def __init__(self):
+        self.queue = collections.deque()
+        self.calls = collections.Counter()
+
+    def _count(self, hook):
+        self.calls[hook] += 1
+        if hook == self.where and self.calls[hook] == 10:
+            raise KeyError("%s broke" % hook)
+
+    def insert(self, request):
+        self._count("insert")
+        self.queue.append(request)
+
+    def dispatch(self, now):
+        self._count("dispatch")
+        return self.queue.popleft() if self.queue else None
+
+    def has_work(self):
+        self._count("has_work")
+        return bool(self.queue)
+
+    def completed(self, request, now):
+        self._count("completed")
+
+
+@pytest.mark.parametrize("hook,shown", [
+    ("dispatch", "dispatch(now)"),
+    ("completed", "completed(request, now)"),
+    ("has_work", "has_work()"),
+])
+def test_any_hook_that_raises_fails_the_run_after_it_ends(hook, shown):
+    cls = type("Raises_" + hook, (RaisesIn,), {"where": hook})
+    with pytest.raises(elevator.SchedulerError) as e:
+        elevator.run(SIZE_BOUND, scheduler=cls, device="ssd-sata")
+    text = str(e.value)
+    assert text.startswith("scheduler Raises_%s failed: %s raised:\nTraceback" % (hook, shown))
+    assert text.endswith("KeyError: '%s broke'" % hook)

@@ -60,6 +60,39 @@ struct Hooks {
     has_work: bool,
 }
 
+/// The scheduler's hooks, looked up once when its run starts (a call is
+/// then one call, with no attribute lookup and no bound method made).
+#[derive(Debug)]
+struct Methods {
+    insert: Py<PyAny>,
+    dispatch: Py<PyAny>,
+    completed: Option<Py<PyAny>>,
+    merged: Option<Py<PyAny>>,
+    has_work: Option<Py<PyAny>>,
+}
+
+impl Methods {
+    /// The hooks of `obj`, the optional ones if `hooks` says its class
+    /// overrides them.
+    fn of(obj: &Bound<'_, PyAny>, hooks: Hooks) -> PyResult<Methods> {
+        let py = obj.py();
+        let optional = |on: bool, name| -> PyResult<Option<Py<PyAny>>> {
+            Ok(if on {
+                Some(obj.getattr(name)?.unbind())
+            } else {
+                None
+            })
+        };
+        Ok(Methods {
+            insert: obj.getattr(intern!(py, "insert"))?.unbind(),
+            dispatch: obj.getattr(intern!(py, "dispatch"))?.unbind(),
+            completed: optional(hooks.completed, intern!(py, "completed"))?,
+            merged: optional(hooks.merged, intern!(py, "merged"))?,
+            has_work: optional(hooks.has_work, intern!(py, "has_work"))?,
+        })
+    }
+}
+
 /// Where a request is, for the adapter.
 #[derive(Debug)]
 enum Slot {
@@ -77,6 +110,8 @@ pub struct PyScheduler {
     name: &'static str,
     obj: Py<PyAny>,
     hooks: Hooks,
+    /// `None` once it failed before it could run.
+    methods: Option<Methods>,
     slots: Vec<Slot>,
     queued: u32,
     arrivals: u64,
@@ -110,14 +145,23 @@ fn traceback_text(py: Python<'_>, e: &PyErr) -> String {
 impl PyScheduler {
     /// The scheduler `obj` (an instance of its class) named `name`.
     fn new(name: &'static str, obj: Py<PyAny>, hooks: Hooks) -> PyScheduler {
+        let methods = Python::attach(|py| {
+            Methods::of(obj.bind(py), hooks)
+                .map_err(|e| format!("looking up its hooks raised:\n{}", traceback_text(py, &e)))
+        });
+        let (methods, failure) = match methods {
+            Ok(m) => (Some(m), None),
+            Err(why) => (None, Some(why)),
+        };
         PyScheduler {
             name,
             obj,
             hooks,
+            methods,
             slots: Vec::new(),
             queued: 0,
             arrivals: 0,
-            failure: None,
+            failure,
             late_failure: RefCell::new(None),
             fallback: VecDeque::new(),
         }
@@ -192,16 +236,19 @@ impl PyScheduler {
     fn merged_into(&mut self, rqs: &Requests, rq: RequestId) {
         let merged = self.hooks.merged && self.failure.is_none();
         Python::attach(|py| {
+            let hook = self
+                .methods
+                .as_ref()
+                .and_then(|m| m.merged.as_ref())
+                .map(|f| f.clone_ref(py));
             let Some(Slot::Held(obj, _)) = self.slots.get(rq.index()) else {
                 return;
             };
             let obj = obj.clone_ref(py);
             obj.borrow_mut(py).update(rqs.get(rq));
             if merged
-                && let Err(e) = self
-                    .obj
-                    .bind(py)
-                    .call_method1(intern!(py, "merged"), (obj,))
+                && let Some(hook) = hook
+                && let Err(e) = hook.bind(py).call1((obj,))
             {
                 self.raised(py, "merged(request)", &e);
             }
@@ -311,11 +358,10 @@ impl Scheduler for PyScheduler {
                 self.fallback.push_back(rq);
                 return;
             }
-            if let Err(e) = self
-                .obj
-                .bind(py)
-                .call_method1(intern!(py, "insert"), (obj,))
-            {
+            let Some(m) = &self.methods else {
+                return;
+            };
+            if let Err(e) = m.insert.bind(py).call1((obj,)) {
                 self.raised(py, "insert(request)", &e);
             }
         });
@@ -353,13 +399,12 @@ impl Scheduler for PyScheduler {
             return self.fallback_dispatch();
         }
         Python::attach(|py| {
+            let Some(dispatch) = self.methods.as_ref().map(|m| m.dispatch.clone_ref(py)) else {
+                return self.fallback_dispatch();
+            };
             // A request merged away is skipped; at most every slot's worth.
             for _ in 0..=self.slots.len() {
-                let got = match self
-                    .obj
-                    .bind(py)
-                    .call_method1(intern!(py, "dispatch"), (now,))
-                {
+                let got = match dispatch.bind(py).call1((now,)) {
                     Ok(got) => got,
                     Err(e) => {
                         self.raised(py, "dispatch(now)", &e);
@@ -392,11 +437,15 @@ impl Scheduler for PyScheduler {
             return;
         }
         Python::attach(|py| {
-            if let Err(e) = self
-                .obj
-                .bind(py)
-                .call_method1(intern!(py, "completed"), (obj, now))
-            {
+            let Some(hook) = self
+                .methods
+                .as_ref()
+                .and_then(|m| m.completed.as_ref())
+                .map(|f| f.clone_ref(py))
+            else {
+                return;
+            };
+            if let Err(e) = hook.bind(py).call1((obj, now)) {
                 self.raised(py, "completed(request, now)", &e);
             }
         });
@@ -406,12 +455,11 @@ impl Scheduler for PyScheduler {
         if !self.hooks.has_work || self.failure.is_some() {
             return self.queued > 0;
         }
+        let Some(hook) = self.methods.as_ref().and_then(|m| m.has_work.as_ref()) else {
+            return self.queued > 0;
+        };
         Python::attach(|py| {
-            let got = self
-                .obj
-                .bind(py)
-                .call_method0(intern!(py, "has_work"))
-                .and_then(|v| v.is_truthy());
+            let got = hook.bind(py).call0().and_then(|v| v.is_truthy());
             match got {
                 Ok(b) => b,
                 Err(e) => {

@@ -81,12 +81,18 @@ impl Plan {
             None => vec![fixed.scheduler.clone()],
         };
         let bad = |key: &str, why: String| RunError::Usage(format!("{source}: {key}: {why}"));
+        let in_grid = |key: &str| grid.iter().any(|(k, _)| k == key);
+        let scheduler_at = if in_grid("scheduler") {
+            "[grid] scheduler"
+        } else {
+            "scheduler"
+        };
         for s in &schedulers {
             names
                 .check_scheduler(s)
-                .map_err(|why| bad("scheduler", why))?;
+                .map_err(|why| bad(scheduler_at, why))?;
         }
-        if !grid.iter().any(|(k, _)| k == "device") {
+        if !in_grid("device") {
             check_device(&fixed.device, workload).map_err(|why| bad("device", why))?;
         }
         let model = Target::parse("hdd-7200")?;

@@ -116,3 +116,39 @@ pub fn run_local(
     results.sort_by_key(|(i, _)| *i);
     Ok(results)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::sweep::{Fixed, Workload};
+
+    /// Every configuration, on every thread, replays the one parse of the
+    /// trace: the spec holds it, made once.
+    #[test]
+    fn the_trace_is_parsed_once_and_shared() {
+        let text = "fio version 2 iolog\n/dev/x add\n/dev/x open\n/dev/x write 0 4096\n\
+                    /dev/x read 65536 4096\n/dev/x close\n";
+        let workload = Workload::Trace {
+            name: "t.iolog".to_string(),
+            text: text.to_string(),
+        };
+        let grid = vec![(
+            "scheduler".to_string(),
+            vec!["none".to_string(), "bfq".to_string(), "kyber".to_string()],
+        )];
+        let spec = Spec::new(workload, Fixed::default(), grid, &Plugins::default()).unwrap();
+        assert!(spec.parsed.get().is_none());
+        let rows = run_local(&spec, 2, None, &Plugins::default(), &|_| {}).unwrap();
+        assert_eq!(rows.len(), 3);
+        let first = spec.parsed_trace().unwrap().unwrap();
+        let again = spec.parsed_trace().unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        // The spec's cell, the two handles here: no other copy was made.
+        assert_eq!(Arc::strong_count(&first), 3);
+        // A clone (another thread's spec) shares it too.
+        let clone = spec.clone();
+        assert!(Arc::ptr_eq(&first, &clone.parsed_trace().unwrap().unwrap()));
+    }
+}

@@ -143,11 +143,14 @@ fn resume(
     // A last record without its line end was cut by a kill: it goes, and
     // so do the rows before it of the same configuration (a
     // configuration's rows are written together).
-    if list.last().is_some_and(|(r, _)| !r.ends_with('\n')) {
-        list.pop();
-        if list.len() > 1
-            && let Some(last) = list.last().and_then(|(r, _)| config_of(r))
-        {
+    // A torn line whose first field is whole names its configuration;
+    // one cut before that may belong to the last configuration written.
+    if let Some((torn, _)) = list.pop_if(|(r, _)| !r.ends_with('\n')) {
+        let torn_config = torn
+            .split_once(',')
+            .and_then(|(c, _)| c.parse::<usize>().ok());
+        let last = list.last().and_then(|(r, _)| config_of(r));
+        if let Some(last) = last.filter(|l| torn_config.is_none_or(|t| t == *l)) {
             while list.len() > 1 && list.last().and_then(|(r, _)| config_of(r)) == Some(last) {
                 list.pop();
             }

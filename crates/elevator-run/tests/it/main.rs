@@ -1,0 +1,3 @@
+//! elevator-run's integration tests, one module per area.
+
+mod sweep;

@@ -308,6 +308,7 @@ fn rounds(
             );
             step += 1;
             let cfg = RunConfig {
+                plugins: Default::default(),
                 scheduler: sched.clone(),
                 tunables: b.tunables.to_vec(),
                 seed: 0,

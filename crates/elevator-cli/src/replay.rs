@@ -177,6 +177,7 @@ pub fn run(args: &Args) -> Result<()> {
         None => Target::parse(DEFAULT_DEVICE)?.check_schedulers(schedulers, &tunables)?,
     }
     let opts = ReplayOptions {
+        plugins: Default::default(),
         trace: args.trace.clone(),
         format: args.format.map(FormatArg::format),
         scheduler: scheduler.clone(),

@@ -385,6 +385,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         return Ok(());
     }
     let cfg = RunConfig {
+        plugins: Default::default(),
         scheduler: scheduler.clone(),
         tunables,
         seed: run_seed(args.seed, &jobs, &mut stderr),
@@ -481,6 +482,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let mut observers = Vec::new();
     for sched in &schedulers {
         let cfg = RunConfig {
+            plugins: Default::default(),
             scheduler: sched.clone(),
             tunables: tunables.clone(),
             seed: args.seed,

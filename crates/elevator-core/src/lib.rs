@@ -60,8 +60,8 @@ pub use queue::{BuildError, DeviceShape, Dispatch, Outcome, Queue, QueueConfig, 
 pub use range::{ByteRange, RangeError};
 pub use request::{BioView, Request, RequestId, Requests, RqState};
 pub use sched::{
-    AnyScheduler, MergeKind, SCHEDULER_ALIASES, SCHEDULER_NAMES, SchedDispatch, Scheduler,
-    canonical_scheduler, scheduler_list,
+    AnyScheduler, MergeKind, Plugin, PluginScheduler, Plugins, SCHEDULER_ALIASES, SCHEDULER_NAMES,
+    SchedDispatch, Scheduler, canonical_scheduler, scheduler_list,
 };
 pub use stats::{DiskDir, Histogram, QueueStats, Summary};
 pub use trace::{TraceAction, TraceEvent, TraceLog};

@@ -1,7 +1,7 @@
 //! What every engine is given to run a job file, and what it reports while
 //! it runs.
 
-use elevator_core::Nanos;
+use elevator_core::{Nanos, Plugins};
 
 /// How to run a job file, on any engine: the scheduler, its tunables and
 /// the seed.
@@ -13,6 +13,9 @@ pub struct RunConfig {
     pub tunables: Vec<(String, String)>,
     /// Seed mixed into every job's random stream.
     pub seed: u64,
+    /// Schedulers from outside elevator (Python classes) that `scheduler`
+    /// may name; simulation only.
+    pub plugins: Plugins,
 }
 
 impl Default for RunConfig {
@@ -21,6 +24,7 @@ impl Default for RunConfig {
             scheduler: "mq-deadline".into(),
             tunables: Vec::new(),
             seed: 0,
+            plugins: Plugins::default(),
         }
     }
 }

@@ -29,13 +29,22 @@ pub enum RunError {
     Queue(#[from] elevator_core::ConfigError),
     /// A simulated run failed.
     #[error(transparent)]
-    Sim(#[from] elevator_sim::engine::SimError),
+    Sim(elevator_sim::engine::SimError),
+    /// A scheduler from outside elevator (a Python class) failed: the run
+    /// stopped with what it said (a Python traceback).
+    #[error("scheduler {name} failed: {message}")]
+    Scheduler {
+        /// The scheduler's name.
+        name: String,
+        /// Its failure.
+        message: String,
+    },
     /// A run on real devices failed.
     #[error(transparent)]
     Real(#[from] elevator_io::jobs::JobRunError),
     /// A simulated replay failed.
     #[error(transparent)]
-    SimReplay(#[from] elevator_sim::replay::SimReplayError),
+    SimReplay(elevator_sim::replay::SimReplayError),
     /// A replay on a real device failed.
     #[error(transparent)]
     RealReplay(#[from] elevator_io::replay::RealReplayError),
@@ -87,6 +96,28 @@ pub enum RunError {
         #[source]
         source: Box<RunError>,
     },
+}
+
+impl From<elevator_sim::engine::SimError> for RunError {
+    fn from(e: elevator_sim::engine::SimError) -> RunError {
+        match e {
+            elevator_sim::engine::SimError::Scheduler { name, message } => {
+                RunError::Scheduler { name, message }
+            }
+            e => RunError::Sim(e),
+        }
+    }
+}
+
+impl From<elevator_sim::replay::SimReplayError> for RunError {
+    fn from(e: elevator_sim::replay::SimReplayError) -> RunError {
+        match e {
+            elevator_sim::replay::SimReplayError::Scheduler { name, message } => {
+                RunError::Scheduler { name, message }
+            }
+            e => RunError::SimReplay(e),
+        }
+    }
 }
 
 impl RunError {

@@ -61,6 +61,8 @@ impl JobsRequest<'_> {
     /// (`taps.trace_out`) and the I/O errors jobs met; jobs with
     /// `write_iolog` log their I/Os there.
     pub fn run(&self, listener: &mut dyn Listener) -> Result<JobsRun, RunError> {
+        self.target
+            .check_plugin_runs_here(&self.cfg.scheduler, &self.cfg.plugins)?;
         let threads = &self.target.threads;
         let jobs = self.target.jobs_on_device(self.jobs);
         let request = JobsRequest {

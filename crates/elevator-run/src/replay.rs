@@ -17,6 +17,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use elevator_core::Plugins;
 use elevator_io::engine::EngineConfig;
 use elevator_io::replay::RealReplayConfig;
 use elevator_io::{DeviceKind, DeviceSpec, FaultSpec};
@@ -46,6 +47,9 @@ pub struct ReplayOptions {
     pub format: Option<Format>,
     /// The scheduler.
     pub scheduler: String,
+    /// Schedulers written in Python that `scheduler` may name (simulation
+    /// only).
+    pub plugins: Plugins,
     /// Queue and scheduler tunables.
     pub tunables: Vec<(String, String)>,
     /// The bios (Q) or the issued requests (D).
@@ -232,6 +236,7 @@ pub fn replay(
     taps: &Taps<'_>,
     listener: &mut dyn Listener,
 ) -> Result<ReplayRun, RunError> {
+    target.check_plugin_runs_here(&opts.scheduler, &opts.plugins)?;
     let reader = elevator_trace::open(Path::new(&opts.trace), opts.format, opts.skip_bad)?
         .with_reorder_window(opts.reorder_window);
     let mut trace_out = taps.trace_out.map(blktrace::open_sink).transpose()?;
@@ -253,6 +258,7 @@ pub fn replay(
     let result = match target.model() {
         Some(model) => {
             let cfg = ReplayConfig {
+                plugins: opts.plugins.clone(),
                 scheduler: opts.scheduler.clone(),
                 tunables: opts.tunables.clone(),
                 timing: opts.timing,

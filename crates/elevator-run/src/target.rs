@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use elevator_core::{AnyScheduler, BuildError, ConfigError, DeviceShape, Limits, Queue};
+use elevator_core::{
+    AnyScheduler, BuildError, ConfigError, DeviceShape, Limits, Plugins, Queue, canonical_scheduler,
+};
 use elevator_fio::job::{Amount, JobFile, JobSpec};
 use elevator_io::mq::LockMode;
 use elevator_io::{DeviceKind, DeviceSpec};
@@ -188,6 +190,27 @@ impl Target {
         schedulers: &[String],
         tunables: &[(String, String)],
     ) -> Result<(), RunError> {
+        self.check_schedulers_in(schedulers, tunables, &Plugins::default())
+    }
+
+    /// [`Target::check_schedulers`], where a name may also be one of
+    /// `plugins` (schedulers written in Python), which run in simulation
+    /// only. Tunables are checked against the built-in schedulers among
+    /// `schedulers`; a plugin takes its settings from its own constructor.
+    pub fn check_schedulers_in(
+        &self,
+        schedulers: &[String],
+        tunables: &[(String, String)],
+        plugins: &Plugins,
+    ) -> Result<(), RunError> {
+        let (foreign, schedulers): (Vec<String>, Vec<String>) = schedulers
+            .iter()
+            .cloned()
+            .partition(|s| canonical_scheduler(s).is_none() && plugins.find(s).is_some());
+        for name in &foreign {
+            self.check_plugin_runs_here(name, plugins)?;
+        }
+        let schedulers = &schedulers[..];
         // The engine's own tunable, on a real device; the rest are the queue's.
         let mut queue_tunables = Vec::with_capacity(tunables.len());
         for (name, value) in tunables {
@@ -221,6 +244,26 @@ impl Target {
                     error,
                 },
             })?;
+        }
+        Ok(())
+    }
+
+    /// Refuse a plugin scheduler (one of `plugins` named `scheduler`) on a
+    /// real device: plugins run in simulation only.
+    pub fn check_plugin_runs_here(
+        &self,
+        scheduler: &str,
+        plugins: &Plugins,
+    ) -> Result<(), RunError> {
+        if self.is_real()
+            && canonical_scheduler(scheduler).is_none()
+            && plugins.find(scheduler).is_some()
+        {
+            return Err(RunError::Usage(format!(
+                "scheduler {scheduler} is written in Python: it runs in simulation only, on a \
+                 device model (such as hdd-7200), not on {}",
+                self.name()
+            )));
         }
         Ok(())
     }

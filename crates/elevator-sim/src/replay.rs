@@ -7,7 +7,7 @@
 //! [`session`]'s, on elevator-trace's replay core (the plan, when a step is
 //! due, the bios in flight, the result).
 
-use elevator_core::{BuildError, Dispatch, Nanos, Queue};
+use elevator_core::{BuildError, Dispatch, Nanos, Plugins, Queue, Scheduler};
 use elevator_trace::error::TraceError;
 use elevator_trace::replay::{FlushModel, Planner, ReplayError, ReplayResult, Step, Timing};
 use elevator_trace::{Item, TraceSink};
@@ -22,6 +22,14 @@ use session::Session;
 /// Why a simulated replay could not run.
 #[derive(Debug, Error)]
 pub enum SimReplayError {
+    /// A plugin scheduler failed (a Python exception): `message` says how.
+    #[error("scheduler {name} failed: {message}")]
+    Scheduler {
+        /// The scheduler's name.
+        name: String,
+        /// Its failure (a Python traceback).
+        message: String,
+    },
     /// The device cannot be built.
     #[error("bad device parameters: {0}")]
     Device(#[from] ParamError),
@@ -38,6 +46,8 @@ pub enum SimReplayError {
 pub struct ReplayConfig {
     /// Scheduler name.
     pub scheduler: String,
+    /// Schedulers from outside elevator that `scheduler` may name.
+    pub plugins: Plugins,
     /// Queue and scheduler tunables, in order.
     pub tunables: Vec<(String, String)>,
     /// Timing.
@@ -90,7 +100,7 @@ pub fn replay_on<I>(
 where
     I: Iterator<Item = Result<Item, TraceError>>,
 {
-    let queue = Queue::for_device(device.shape(), &cfg.scheduler, &cfg.tunables)?;
+    let queue = Queue::for_device_in(device.shape(), &cfg.scheduler, &cfg.plugins, &cfg.tunables)?;
     let mut next = plan.next().transpose().map_err(ReplayError::from)?;
     let dev = plan.device().unwrap_or(0);
     let mut s = Session::new(queue, dev, &cfg.source_name, cfg.flush, cfg.skip_bad, sink);
@@ -160,6 +170,7 @@ where
             if next.is_none() && s.is_idle() {
                 break;
             }
+            plugin_failed(s.queue())?;
             return Err(ReplayError::Stalled {
                 now,
                 why: format!(
@@ -177,6 +188,7 @@ where
         bios: s.bios(),
         now,
     });
+    plugin_failed(s.queue())?;
     let mut result = s.finish()?;
     result.plugs = plan.plugs();
     result.waited = plan.waited();
@@ -186,3 +198,15 @@ where
 
 #[cfg(test)]
 mod tests;
+
+/// The failure of a plugin scheduler that failed (a Python exception), as
+/// the replay's error.
+fn plugin_failed(queue: &Queue) -> Result<(), SimReplayError> {
+    match queue.scheduler().plugin_failure() {
+        Some(message) => Err(SimReplayError::Scheduler {
+            name: queue.scheduler().name().to_string(),
+            message,
+        }),
+        None => Ok(()),
+    }
+}

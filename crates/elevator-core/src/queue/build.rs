@@ -8,7 +8,7 @@ use thiserror::Error;
 use super::{Queue, QueueConfig};
 use crate::error::{ConfigError, TunableError};
 use crate::limits::Limits;
-use crate::sched::AnyScheduler;
+use crate::sched::{AnyScheduler, Plugins};
 
 /// A queue that cannot be built.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -49,9 +49,21 @@ impl Queue<AnyScheduler> {
         scheduler: &str,
         tunables: &[(String, String)],
     ) -> Result<Queue<AnyScheduler>, BuildError> {
+        Self::for_device_in(shape, scheduler, &Plugins::default(), tunables)
+    }
+
+    /// [`Queue::for_device`], where `scheduler` may also name one of
+    /// `plugins` (see [`AnyScheduler::by_name_in`]).
+    pub fn for_device_in(
+        shape: DeviceShape,
+        scheduler: &str,
+        plugins: &Plugins,
+        tunables: &[(String, String)],
+    ) -> Result<Queue<AnyScheduler>, BuildError> {
         let mut config = QueueConfig::for_depth(shape.limits, shape.queue_depth);
         config.rotational = shape.rotational;
-        let mut queue = Queue::with_scheduler(config, scheduler)?;
+        let sched = AnyScheduler::by_name_in(scheduler, plugins).map_err(ConfigError::from)?;
+        let mut queue = Queue::new(config, sched)?;
         for (name, value) in tunables {
             queue
                 .set_str(name, value)

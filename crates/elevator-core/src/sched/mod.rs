@@ -23,6 +23,10 @@
 //! | `cfq` | `cfq/` | per-process time slices with idling (Linux 3.x/4.x CFQ), and a fix for its idling on deep seeky queues |
 //! | `bfq` | `bfq/` | per-process budgets served by B-WF2Q+ in virtual time, weighted by priority |
 //! | `kyber` | `kyber.rs` | latency targets per operation class, enforced by token depths |
+//!
+//! Schedulers written outside elevator (in Python, through the bindings)
+//! come in as [`plugin::PluginScheduler`]s, chosen by name from the
+//! [`Plugins`] a run is given ([`AnyScheduler::by_name_in`]).
 
 /// The [`Scheduler`] methods every scheduler writes alike, from its tunable
 /// table and its `queued` count: `queued`, `tunables`, `get_tunable` and
@@ -87,6 +91,7 @@ pub mod deadline;
 pub mod deadline_list;
 pub mod kyber;
 pub mod none;
+pub mod plugin;
 
 use crate::bio::{Bio, IoContext, Nanos};
 use crate::error::{TunableError, UnknownScheduler};
@@ -99,6 +104,7 @@ pub use deadline::{Deadline, MqDeadline, RbDeadline};
 pub use deadline_list::{DeadlineList, SortedList};
 pub use kyber::Kyber;
 pub use none::Noop;
+pub use plugin::{Plugin, PluginScheduler, Plugins};
 
 /// How the queue looks for a request a bio can merge into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,6 +280,8 @@ pub enum AnyScheduler {
     Bfq(Box<Bfq>),
     /// `kyber`.
     Kyber(Box<Kyber>),
+    /// A scheduler from outside elevator ([`plugin`]), behind a dynamic call.
+    Plugin(Box<dyn PluginScheduler>),
 }
 
 /// The names [`AnyScheduler::by_name`] takes (besides aliases).
@@ -341,16 +349,51 @@ impl AnyScheduler {
             Some("cfq") => Ok(AnyScheduler::Cfq(Box::default())),
             Some("bfq") => Ok(AnyScheduler::Bfq(Box::default())),
             Some("kyber") => Ok(AnyScheduler::Kyber(Box::default())),
-            _ => {
-                let every = SCHEDULER_NAMES
-                    .iter()
-                    .chain(SCHEDULER_ALIASES.iter().map(|(alias, _)| alias));
-                Err(UnknownScheduler {
-                    name: name.to_string(),
-                    hint: crate::spelling::did_you_mean(name, every.copied()),
-                    known: scheduler_list(),
-                })
-            }
+            _ => Err(Self::unknown(name, &Plugins::default())),
+        }
+    }
+
+    /// [`AnyScheduler::by_name`], or the plugin of that name among
+    /// `plugins` (built by [`Plugin::build`]); an unknown name is refused
+    /// with the nearest of both and both lists.
+    pub fn by_name_in(name: &str, plugins: &Plugins) -> Result<AnyScheduler, UnknownScheduler> {
+        if canonical_scheduler(name).is_none()
+            && let Some(plugin) = plugins.find(name)
+        {
+            return Ok(AnyScheduler::Plugin(plugin.build()));
+        }
+        Self::by_name(name).map_err(|_| Self::unknown(name, plugins))
+    }
+
+    /// Whether `name` is a built-in scheduler, an alias, or one of `plugins`.
+    pub fn known_in(name: &str, plugins: &Plugins) -> bool {
+        canonical_scheduler(name).is_some() || plugins.find(name).is_some()
+    }
+
+    /// The plugin's failure, if this is a plugin that failed
+    /// ([`PluginScheduler::failure`]).
+    pub fn plugin_failure(&self) -> Option<String> {
+        match self {
+            AnyScheduler::Plugin(p) => p.failure(),
+            _ => None,
+        }
+    }
+
+    fn unknown(name: &str, plugins: &Plugins) -> UnknownScheduler {
+        let every = SCHEDULER_NAMES
+            .iter()
+            .chain(SCHEDULER_ALIASES.iter().map(|(alias, _)| alias))
+            .copied()
+            .chain(plugins.names());
+        let mut known = scheduler_list();
+        for p in plugins.names() {
+            known.push_str(", ");
+            known.push_str(p);
+        }
+        UnknownScheduler {
+            name: name.to_string(),
+            hint: crate::spelling::did_you_mean(name, every),
+            known,
         }
     }
 }
@@ -365,6 +408,7 @@ macro_rules! each {
             AnyScheduler::Cfq($s) => $body,
             AnyScheduler::Bfq($s) => $body,
             AnyScheduler::Kyber($s) => $body,
+            AnyScheduler::Plugin($s) => $body,
         }
     };
 }

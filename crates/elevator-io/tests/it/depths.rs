@@ -15,6 +15,7 @@ fn depth_run(text: &str) -> elevator_fio::result::JobResult {
     let jobs = JobFile::parse(text, "depths.fio").expect("job file");
     let dev = MemDevice::new(64 << 20, MemOptions::default()).expect("a memory device");
     let cfg = RunConfig {
+        plugins: Default::default(),
         scheduler: "mq-deadline".into(),
         tunables: Vec::new(),
         seed: 3,

@@ -73,6 +73,7 @@ fn on_real<D: DataDevice>(device: D, timing: Timing) -> ReplayResult {
 fn simulated(timing: Timing) -> Analysis {
     let model = ModelSpec::parse("null,latency=200,queue_depth=128").expect("model");
     let cfg = ReplayConfig {
+        plugins: Default::default(),
         scheduler: "mq-deadline".into(),
         tunables: TUNABLES
             .iter()

@@ -25,6 +25,7 @@ fn job(rw: &str, numjobs: u32, depth: u32) -> JobFile {
 fn config(sched: &str, lock: LockMode) -> ThreadConfig {
     ThreadConfig {
         run: RunConfig {
+            plugins: Default::default(),
             scheduler: sched.into(),
             tunables: Vec::new(),
             seed: 7,

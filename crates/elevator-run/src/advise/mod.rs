@@ -231,6 +231,7 @@ fn run_job(
     listener: &mut dyn Listener,
 ) -> Result<RunResult, RunError> {
     let cfg = RunConfig {
+        plugins: Default::default(),
         scheduler: scheduler.to_string(),
         tunables,
         seed,
@@ -305,6 +306,7 @@ fn replay_trace(
     let reader = elevator_trace::open(Path::new(path), None, false)?;
     let plan = Planner::new(reader, Events::Queued, None);
     let cfg = ReplayConfig {
+        plugins: Default::default(),
         scheduler: scheduler.to_string(),
         tunables,
         timing: depth.map_or(Timing::Recorded(1.0), Timing::Depth),

@@ -285,6 +285,7 @@ fn replay_trace(name: &str, ops: u64) -> Result<u64, CostError> {
     };
     let result = written.map_err(io).and_then(|()| {
         let opts = ReplayOptions {
+            plugins: Default::default(),
             trace: path.display().to_string(),
             format: Some(elevator_trace::Format::Tracefs),
             scheduler: "mq-deadline".to_string(),

@@ -290,6 +290,7 @@ fn simulate_variant(
         .map(|(n, x)| (n.to_string(), x.to_string()))
         .collect();
     let cfg = RunConfig {
+        plugins: Default::default(),
         scheduler: v.scheduler.into(),
         tunables,
         seed,

@@ -117,6 +117,7 @@ fn measure(
                     .step(|| format!("opening {}", args.device))?;
                 let cfg = ThreadConfig {
                     run: RunConfig {
+                        plugins: Default::default(),
                         scheduler: args.scheduler.clone(),
                         tunables: Vec::new(),
                         seed,

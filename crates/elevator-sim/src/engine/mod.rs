@@ -49,6 +49,14 @@ use elevator_trace::tap::{CpuRule, TRACE_DEV, TraceSummary, TraceTap};
 /// Why a run could not happen.
 #[derive(Debug, Error)]
 pub enum SimError {
+    /// A plugin scheduler failed (a Python exception): `message` says how.
+    #[error("scheduler {name} failed: {message}")]
+    Scheduler {
+        /// The scheduler's name.
+        name: String,
+        /// Its failure (a Python traceback).
+        message: String,
+    },
     /// The job file asks for something impossible on this device.
     #[error(transparent)]
     Job(#[from] JobError),
@@ -289,6 +297,12 @@ pub fn run_on(
     if let Some(h) = heads {
         h.dropped += engine.device.take_heads(&mut h.samples);
     }
+    if let Some(message) = engine.queue.scheduler().plugin_failure() {
+        return Err(SimError::Scheduler {
+            name: engine.scheduler.clone(),
+            message,
+        });
+    }
     ran?;
     let failed = workload::first_failure(&engine.workers);
     let result = engine.result();
@@ -346,8 +360,8 @@ impl<'d> Engine<'d> {
     ) -> Result<Engine<'d>, SimError> {
         let shape = device.shape();
         let limits = shape.limits;
-        let queue =
-            Queue::for_device(shape, &cfg.scheduler, &cfg.tunables).map_err(|e| match e {
+        let queue = Queue::for_device_in(shape, &cfg.scheduler, &cfg.plugins, &cfg.tunables)
+            .map_err(|e| match e {
                 BuildError::Config(e) => SimError::Queue(e),
                 BuildError::Tunable { name, value, error } => {
                     SimError::Tunable { name, value, error }

@@ -24,6 +24,7 @@ fn run(timing: Timing) -> Analysis {
     let reader = TracefsReader::new(TRACE.as_bytes(), "t", false);
     let plan = Planner::new(reader, Events::Queued, None);
     let cfg = ReplayConfig {
+        plugins: Default::default(),
         scheduler: "mq-deadline".into(),
         tunables: vec![("max_sectors_kb".into(), "1280".into())],
         timing,
@@ -73,6 +74,7 @@ fn beyond_the_device_names_the_record() {
         None,
     );
     let cfg = ReplayConfig {
+        plugins: Default::default(),
         scheduler: "none".into(),
         tunables: vec![],
         timing: Timing::Asap,
@@ -104,6 +106,7 @@ fn the_sink_gets_every_queue_event_and_the_names() {
     let reader = TracefsReader::new(TRACE.as_bytes(), "t", false);
     let plan = Planner::new(reader, Events::Queued, None);
     let cfg = ReplayConfig {
+        plugins: Default::default(),
         scheduler: "mq-deadline".into(),
         tunables: vec![],
         timing: Timing::Asap,

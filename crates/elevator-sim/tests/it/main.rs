@@ -16,6 +16,7 @@ mod head_log;
 mod kyber;
 mod latency_target;
 mod lockmodel;
+mod plugin;
 mod power_cut;
 mod read_iolog;
 mod steady;

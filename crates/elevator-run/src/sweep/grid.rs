@@ -97,8 +97,22 @@ impl Plan {
         }
         let model = Target::parse("hdd-7200")?;
         model
-            .check_schedulers(&schedulers, &fixed.set)
+            .check_schedulers_in(&schedulers, &fixed.set, plugins)
             .map_err(|e| bad("set", e.to_string()))?;
+        // A plugin takes its settings from its own constructor: only the
+        // queue's tunables apply to it.
+        for (name, _) in &fixed.set {
+            if let Some(p) = schedulers.iter().find(|s| !names.has_tunable(s, name)) {
+                return Err(bad(
+                    &format!("set.{name}"),
+                    format!(
+                        "not a tunable of {p} (a scheduler written in Python takes its \
+                         settings from its constructor); vary it in [grid] to leave it out \
+                         where it does not apply"
+                    ),
+                ));
+            }
+        }
         let mut kinds = Vec::with_capacity(grid.len());
         let mut lacking = Vec::with_capacity(grid.len());
         for (i, (key, values)) in grid.iter().enumerate() {
@@ -328,7 +342,7 @@ impl<'a> Names<'a> {
 
     /// Why `name` is no scheduler, if it is not.
     fn check_scheduler(&self, name: &str) -> Result<(), String> {
-        if AnyScheduler::by_name(name).is_ok() || self.plugins.names().contains(&name) {
+        if AnyScheduler::by_name(name).is_ok() || self.plugins.find(name).is_some() {
             return Ok(());
         }
         let known = SCHEDULER_NAMES

@@ -32,19 +32,6 @@ pub use rows::{Cell, run_config};
 pub use spec::MAX_TRACE_BYTES;
 pub use spec::{Fixed, Spec, Workload};
 
-/// The schedulers written outside elevator (in Python) that a sweep may
-/// name: a placeholder until elevator-core's plugin API lands.
-pub use placeholder::Plugins;
-
-mod placeholder {
-    /// Placeholder for `elevator_core::Plugins`.
-    #[derive(Clone, Default, Debug, PartialEq)]
-    pub struct Plugins(Vec<String>);
-
-    impl Plugins {
-        /// The plugins' names.
-        pub fn names(&self) -> Vec<&str> {
-            self.0.iter().map(String::as_str).collect()
-        }
-    }
-}
+/// The schedulers written outside elevator (in Python) a sweep may name
+/// beside the built-in ones.
+pub use elevator_core::Plugins;

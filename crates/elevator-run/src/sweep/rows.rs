@@ -139,7 +139,6 @@ pub fn run_config(
     index: usize,
     plugins: &Plugins,
 ) -> Result<Vec<Vec<Cell>>, RunError> {
-    let _ = plugins;
     let config = spec.config(index).ok_or_else(|| {
         RunError::Usage(format!(
             "{}: no configuration {index} (it has {})",
@@ -166,12 +165,16 @@ pub fn run_config(
     }));
     let trace = spec.parsed_trace()?;
     let results = match &trace {
-        Some(trace) => replay_rows(trace, &fixed.device, &fixed.scheduler, &fixed.set),
-        None => job_rows(spec, &fio, &fixed.device, &fixed),
+        Some(trace) => replay_rows(trace, &fixed, plugins),
+        None => job_rows(spec, &fio, &fixed, plugins),
     };
     let width = result_columns(trace.is_some()).len();
     let rows = match results {
         Ok(rows) => rows,
+        // A scheduler written in Python that failed (its traceback) fails
+        // the sweep: it is the scheduler's bug, not this configuration's
+        // outcome.
+        Err(e @ RunError::Scheduler { .. }) => return Err(e),
         Err(e) => {
             let mut row = vec![Cell::Empty; width - 1];
             row.push(Cell::Text(error_text(&e)));
@@ -200,15 +203,17 @@ fn error_text(e: &dyn std::error::Error) -> String {
 fn job_rows(
     spec: &Spec,
     fio: &[(String, String)],
-    device: &str,
     fixed: &super::Fixed,
+    plugins: &Plugins,
 ) -> Result<Vec<Vec<Cell>>, RunError> {
     let jobs = job_file(&spec.workload, fio)?;
-    let target = Target::parse(device)?;
+    let target = Target::parse(&fixed.device)?;
     let cfg = RunConfig {
         scheduler: fixed.scheduler.clone(),
         tunables: fixed.set.clone(),
         seed: fixed.seed,
+        plugins: plugins.clone(),
+        ..RunConfig::default()
     };
     let taps = Taps::default();
     let request = JobsRequest {
@@ -269,13 +274,13 @@ fn run_cells(run: &RunResult) -> [Cell; 4] {
     ]
 }
 
-/// A trace's row, replayed on `device` under `scheduler` with `set`.
+/// A trace's row, replayed as `fixed` says (device, scheduler, tunables).
 fn replay_rows(
     trace: &ParsedTrace,
-    device: &str,
-    scheduler: &str,
-    set: &[(String, String)],
+    fixed: &super::Fixed,
+    plugins: &Plugins,
 ) -> Result<Vec<Vec<Cell>>, RunError> {
+    let device = fixed.device.as_str();
     let items = || trace.items.iter().cloned().map(Ok);
     let model = if crate::replay::names_recorded(device) {
         recorded_model(trace, device, items)?
@@ -284,8 +289,9 @@ fn replay_rows(
         target.model_only("a sweep")?.clone()
     };
     let cfg = ReplayConfig {
-        scheduler: scheduler.to_string(),
-        tunables: set.to_vec(),
+        scheduler: fixed.scheduler.clone(),
+        plugins: plugins.clone(),
+        tunables: fixed.set.clone(),
         timing: Timing::Recorded(1.0),
         flush: FlushModel::default(),
         skip_bad: false,

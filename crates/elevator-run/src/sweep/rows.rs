@@ -213,7 +213,6 @@ fn job_rows(
         tunables: fixed.set.clone(),
         seed: fixed.seed,
         plugins: plugins.clone(),
-        ..RunConfig::default()
     };
     let taps = Taps::default();
     let request = JobsRequest {

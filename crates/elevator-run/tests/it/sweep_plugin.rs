@@ -9,7 +9,6 @@ use elevator_core::{
     MergeKind, Nanos, Plugin, PluginScheduler, Plugins, RequestId, Requests, SchedDispatch,
     Scheduler, TunableError, TunableSpec,
 };
-use elevator_run::RunError;
 use elevator_run::sweep::{Cell, Fixed, Spec, Workload, run_local};
 
 /// First in, first out; with `fail`, it says it failed once it has run.
@@ -80,7 +79,7 @@ fn plugins(fail: bool) -> Plugins {
     p
 }
 
-fn spec(plugins: &Plugins) -> Result<Spec, RunError> {
+fn spec(plugins: &Plugins) -> Result<Spec, String> {
     let workload = Workload::Job {
         name: "w.fio".to_string(),
         text: "[w]\nrw=randwrite\nbs=4k\nsize=256k\nioengine=libaio\niodepth=8\n".to_string(),
@@ -95,7 +94,7 @@ fn spec(plugins: &Plugins) -> Result<Spec, RunError> {
             vec!["0".to_string(), "8".to_string()],
         ),
     ];
-    Spec::new(workload, Fixed::default(), grid, plugins)
+    Spec::new(workload, Fixed::default(), grid, plugins).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -116,7 +115,7 @@ fn a_plugin_runs_beside_the_builtins_without_their_tunables() {
 }
 
 fn spec_err(plugins: &Plugins) -> String {
-    spec(plugins).unwrap_err().to_string()
+    spec(plugins).unwrap_err()
 }
 
 #[test]

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use elevator_run::sweep::results_file::csv_line;
-use elevator_run::sweep::{Cell, Plugins, ResultsFile, Spec, SweepProgress, run_local};
+use elevator_run::sweep::results_file::csv_table;
+use elevator_run::sweep::{Plugins, ResultsFile, Spec, SweepProgress, run_local};
 
 /// Options of `elevator sweep`.
 #[derive(clap::Args, Debug)]
@@ -42,42 +42,15 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let quiet = args.quiet;
     let progress = move |p: SweepProgress| {
-        if quiet {
-            return;
+        if !quiet {
+            eprintln!("elevator: sweep: {}", p.line());
         }
-        let values: Vec<String> = p
-            .config
-            .values
-            .iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let failed = if p.failed {
-            ", failed (see its error)"
-        } else {
-            ""
-        };
-        eprintln!(
-            "elevator: sweep: {}/{} done: config {} {} ({:.1} s{failed})",
-            p.done,
-            p.total,
-            p.config.index,
-            values.join(" "),
-            p.took.as_secs_f64()
-        );
     };
     let Some(path) = &args.out else {
         let rows = run_local(&spec, threads, None, &Plugins::default(), &progress)?;
-        let header: Vec<Cell> = spec.columns().into_iter().map(Cell::Text).collect();
-        let mut text = csv_line(&header);
-        for (_, config) in &rows {
-            for row in config {
-                text.push_str(&csv_line(row));
-            }
-        }
         let mut stdout = std::io::stdout().lock();
         stdout
-            .write_all(text.as_bytes())
+            .write_all(csv_table(&spec, &rows).as_bytes())
             .and_then(|()| stdout.flush())
             .context("writing the table to stdout")?;
         return Ok(());

@@ -30,6 +30,33 @@ pub struct SweepProgress {
     pub failed: bool,
 }
 
+impl SweepProgress {
+    /// One line for it: `12/64 done: config 11 scheduler=bfq
+    /// nr_requests=64 (3.1 s)` (a tunable its scheduler lacks left out).
+    pub fn line(&self) -> String {
+        let values: Vec<String> = self
+            .config
+            .values
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let failed = if self.failed {
+            ", failed (see its error)"
+        } else {
+            ""
+        };
+        format!(
+            "{}/{} done: config {} {} ({:.1} s{failed})",
+            self.done,
+            self.total,
+            self.config.index,
+            values.join(" "),
+            self.took.as_secs_f64()
+        )
+    }
+}
+
 /// One configuration's rows, by its index.
 pub type ConfigRows = (usize, Vec<Vec<Cell>>);
 

@@ -254,6 +254,17 @@ fn fields(record: &str) -> Vec<String> {
     out
 }
 
+/// The whole table of `spec`'s `rows` as CSV: its header, then each
+/// configuration's rows in the order given.
+pub fn csv_table(spec: &Spec, rows: &[(usize, Vec<Vec<Cell>>)]) -> String {
+    let header: Vec<Cell> = spec.columns().into_iter().map(Cell::Text).collect();
+    let mut text = csv_line(&header);
+    for row in rows.iter().flat_map(|(_, r)| r) {
+        text.push_str(&csv_line(row));
+    }
+    text
+}
+
 /// A CSV line of `cells`, with its line end.
 pub fn csv_line(cells: &[Cell]) -> String {
     let mut line = String::new();

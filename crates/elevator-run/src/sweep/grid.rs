@@ -181,7 +181,7 @@ impl Plan {
                         let mut fio = fixed.fio.clone();
                         fio.push((key.clone(), value.clone()));
                         job_file(workload, &fio)
-                            .map(drop)
+                            .and_then(|jobs| model.check_memory(&jobs, &mut crate::Quiet))
                             .map_err(|e| e.to_string())
                     }
                 };
@@ -191,7 +191,9 @@ impl Plan {
             lacking.push(lacks);
         }
         if matches!(workload, Workload::Job { .. }) {
-            job_file(workload, &fixed.fio).map_err(|e| bad("job", e.to_string()))?;
+            job_file(workload, &fixed.fio)
+                .and_then(|jobs| model.check_memory(&jobs, &mut crate::Quiet))
+                .map_err(|e| bad("job", e.to_string()))?;
         } else if !fixed.fio.is_empty() {
             return Err(bad(
                 "fio",

@@ -208,6 +208,8 @@ fn job_rows(
 ) -> Result<Vec<Vec<Cell>>, RunError> {
     let jobs = job_file(&spec.workload, fio)?;
     let target = Target::parse(&fixed.device)?;
+    // Grid values checked one by one may still hold too much together.
+    target.check_memory(&jobs, &mut Quiet)?;
     let cfg = RunConfig {
         scheduler: fixed.scheduler.clone(),
         tunables: fixed.set.clone(),

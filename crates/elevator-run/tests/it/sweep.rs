@@ -181,6 +181,12 @@ fn each_mistake_is_refused_before_anything_runs() {
         &["unknown key 'iodepth_x'", "or a fio option"],
     );
     refused(&t("[grid"), &["spec.toml"]);
+    let huge = "job_text = \"[r]\\nrw=randread\\nbs=4k\\nsize=1m\\nioengine=libaio\\n\
+                iodepth=65536\"\n[grid]\nnumjobs = [1, 4096]";
+    refused(
+        huge,
+        &["[grid] numjobs", "more than half of this machine's memory"],
+    );
 }
 
 #[test]

@@ -41,7 +41,7 @@ fn a_tiny_sweep_prints_its_table_the_same_on_any_threads() {
     let table = String::from_utf8(one.stdout).unwrap();
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 7, "{table}");
-    assert!(lines[0].starts_with("config,scheduler,iodepth,job,direction,total_ios,"));
+    assert!(lines[0].starts_with("config,scheduler,iodepth,job,clone,direction,total_ios,"));
     // Progress: one line per configuration on stderr.
     let progress = String::from_utf8_lossy(&two.stderr);
     assert_eq!(

@@ -51,8 +51,9 @@ impl Cell {
 }
 
 /// The result columns of a job's rows.
-const JOB_COLUMNS: [&str; 18] = [
+const JOB_COLUMNS: [&str; 19] = [
     "job",
+    "clone",
     "direction",
     "total_ios",
     "io_bytes",
@@ -229,7 +230,12 @@ fn job_rows(
         None => Cell::Empty,
     };
     let mut rows = Vec::new();
+    // Clones of a job (numjobs) have a stanza each, in order, under the
+    // job's name; a reporting group has one.
+    let mut seen: Vec<&str> = Vec::new();
     for s in stanzas(&jobs, &run.result) {
+        let clone = seen.iter().filter(|n| **n == s.name).count();
+        seen.push(s.name);
         let runtime = s.runtime();
         for (d, dir) in s.dirs.iter().zip(["read", "write", "trim"]) {
             if d.ios == 0 && d.errors == 0 {
@@ -237,6 +243,7 @@ fn job_rows(
             }
             let mut row = vec![
                 Cell::Text(s.name.to_string()),
+                Cell::count(clone as u64),
                 Cell::Text(dir.to_string()),
                 Cell::count(d.ios),
                 Cell::count(d.bytes),
@@ -257,7 +264,7 @@ fn job_rows(
     }
     if rows.is_empty() {
         // No I/O at all: one row still says the configuration ran.
-        let mut row = vec![Cell::Empty; 13];
+        let mut row = vec![Cell::Empty; 14];
         row.extend(run_cells(&run.result));
         row.push(error);
         rows.push(row);

@@ -349,3 +349,40 @@ fn a_failed_configuration_is_a_row_with_its_error() {
     let rows = run_config(&spec, 1, &Plugins::default()).unwrap();
     assert_eq!(rows[0].last(), Some(&Cell::Empty));
 }
+
+#[test]
+fn every_shipped_spec_reads() {
+    let dir = root().join("examples/sweep");
+    let mut read = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let spec = Spec::from_toml_file(&path, &Plugins::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(spec.len() >= 6, "{}", path.display());
+            read += 1;
+        }
+    }
+    assert!(read >= 4, "{read} specs in {}", dir.display());
+}
+
+#[test]
+fn each_clone_of_a_job_has_its_rows() {
+    let workload = Workload::Job {
+        name: "two.fio".to_string(),
+        text: "[w]\nrw=randrw\nbs=4k\nsize=64k\nnumjobs=2\n".to_string(),
+    };
+    let spec = Spec::new(workload, Fixed::default(), Vec::new(), &Plugins::default()).unwrap();
+    let rows = run_config(&spec, 0, &Plugins::default()).unwrap();
+    let keys: Vec<(Cell, Cell)> = rows.iter().map(|r| (r[2].clone(), r[3].clone())).collect();
+    let key = |clone, dir: &str| (Cell::Int(clone), Cell::Text(dir.to_string()));
+    assert_eq!(
+        keys,
+        [
+            key(0, "read"),
+            key(0, "write"),
+            key(1, "read"),
+            key(1, "write")
+        ]
+    );
+}

@@ -107,7 +107,7 @@ fn a_plugin_runs_beside_the_builtins_without_their_tunables() {
     let fifo = &rows[2].1[0];
     assert_eq!(fifo[1], Cell::Text("py-fifo".to_string()));
     assert_eq!(fifo[2], Cell::Empty);
-    assert_eq!(fifo[5], Cell::Int(64), "64 writes of 4 KiB: {fifo:?}");
+    assert_eq!(fifo[6], Cell::Int(64), "64 writes of 4 KiB: {fifo:?}");
     assert_eq!(fifo.last(), Some(&Cell::Empty));
     // Unknown without the plugin.
     let err = spec_err(&Plugins::default());

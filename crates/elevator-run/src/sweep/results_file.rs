@@ -40,6 +40,21 @@ impl ResultsFile {
                 .map(Cell::Text)
                 .collect::<Vec<_>>(),
         );
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(RunError::io(format!("opening {name}")))?;
+        // One sweep writes a file at a time (the lock goes with the file).
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |e| {
+                RunError::Usage(format!(
+                    "{name}: another sweep is writing it ({e}); wait for it, or give another --out"
+                ))
+            },
+        )?;
         let existing = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -57,13 +72,6 @@ impl ResultsFile {
             })?;
             resume(&name, &text, &header, spec, &mut done)?
         };
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(RunError::io(format!("opening {name}")))?;
         file.set_len(keep as u64)
             .map_err(RunError::io(format!("truncating {name}")))?;
         let mut out = ResultsFile {

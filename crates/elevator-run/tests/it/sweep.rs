@@ -386,3 +386,14 @@ fn each_clone_of_a_job_has_its_rows() {
         ]
     );
 }
+
+#[test]
+fn one_sweep_writes_a_results_file_at_a_time() {
+    let spec = job_spec(vec![("scheduler", vec!["none", "bfq"])]).unwrap();
+    let path = dir("lock").join("r.csv");
+    let first = ResultsFile::open(&path, &spec).unwrap();
+    let err = ResultsFile::open(&path, &spec).unwrap_err().to_string();
+    assert!(err.contains("another sweep is writing it"), "{err}");
+    drop(first);
+    ResultsFile::open(&path, &spec).unwrap();
+}

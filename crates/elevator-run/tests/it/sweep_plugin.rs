@@ -70,12 +70,15 @@ impl PluginScheduler for Fifo {
 
 fn plugins(fail: bool) -> Plugins {
     let mut p = Plugins::default();
-    p.add(Plugin::new("py-fifo", move || {
-        Box::new(Fifo {
-            fail,
-            ..Fifo::default()
-        })
-    }));
+    p.add(Plugin::new(
+        "py-fifo",
+        move || -> Box<dyn PluginScheduler> {
+            Box::new(Fifo {
+                fail,
+                ..Fifo::default()
+            })
+        },
+    ));
     p
 }
 

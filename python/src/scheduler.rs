@@ -668,6 +668,8 @@ pub(crate) fn plugins_from(
             is_class,
             hooks,
         };
+        // The factory is copied with the plugin: the template is shared.
+        let template = std::sync::Arc::new(template);
         plugins.add(Plugin::new(name.clone(), move || template.build()));
         names.push(name);
     }

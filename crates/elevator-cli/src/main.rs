@@ -34,6 +34,7 @@ mod report;
 mod run;
 mod run_report;
 mod serve;
+mod sweep;
 mod trace_cmd;
 mod write_log_cmd;
 
@@ -46,7 +47,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 /// command, by what it works on (a test checks that none is missing).
 const ABOUT: &str =
     "elevator: a block I/O layer in user space (bios, requests, merging, I/O schedulers).
-  simulate: run, compare, advise, replay, experiment, microbench
+  simulate: run, compare, advise, replay, sweep, experiment, microbench
   real:     serve, bench-vs-fio, bench-vs-nbdkit, bench-write-log
   data:     trace, write-log, crash-states
   lists:    devices, schedulers";
@@ -74,6 +75,10 @@ enum Command {
     /// iolog; plain, xz or gzip) through a scheduler on a
     /// simulated or real device, and compare its counts with the recording's.
     Replay(replay::Args),
+    /// Run a workload (fio job or trace) over a grid of schedulers, devices,
+    /// tunables, fio options and seeds on simulated devices, on every core,
+    /// to a CSV that is written as results complete and resumes.
+    Sweep(sweep::Args),
     /// Run one of the seeds' experiments, or all of them, and check the
     /// shapes they report.
     Experiment(experiment::Args),
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
         }),
         Command::Experiment(args) => experiment::run(&args),
         Command::Replay(args) => replay::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
         Command::BenchVsFio(args) => bench_fio::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::BenchVsNbdkit(args) => bench_nbd::run(&args),

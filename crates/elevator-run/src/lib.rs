@@ -12,8 +12,10 @@
 //!   [`names`]: the scheduler and tunable names a user types.
 //! - [`job_text`]: the job a user gives (file, command-line options).
 //! - [`taps`]: blktrace files, an observer, iologs, the write log.
-//! - [`jobs`], [`replay`], [`advise`]: the entry points; [`json`]: the
-//!   JSON documents they give, rendered once for every front end.
+//! - [`jobs`], [`replay`], [`advise`]: the entry points; [`sweep`]: one
+//!   workload over a grid of configurations, on threads, to a CSV;
+//!   [`json`]: the JSON documents they give, rendered once for every
+//!   front end.
 //! - [`experiment`]: the measurements from the Linux discussions the
 //!   project grew from, each with its expected shapes; [`observe`]: the
 //!   trace sink their plots (and `run --report`'s) are drawn from.
@@ -41,6 +43,7 @@ pub mod microbench;
 pub mod names;
 pub mod observe;
 pub mod replay;
+pub mod sweep;
 pub mod taps;
 pub mod target;
 pub mod write_log;

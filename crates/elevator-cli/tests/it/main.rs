@@ -30,6 +30,7 @@ mod report_browser;
 mod report_run;
 mod run;
 mod serve;
+mod sweep;
 mod trace_convert;
 mod trace_out;
 mod write_log;

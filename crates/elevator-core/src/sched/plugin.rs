@@ -20,7 +20,6 @@
 //! [`PluginScheduler::failure`], which the engine asks after the run.
 
 use std::fmt;
-use std::sync::Arc;
 
 use super::Scheduler;
 
@@ -41,25 +40,50 @@ impl Clone for Box<dyn PluginScheduler> {
     }
 }
 
-/// The function a [`Plugin`] builds its scheduler with.
-type Make = dyn Fn() -> Box<dyn PluginScheduler> + Send + Sync;
+/// What a [`Plugin`] builds its schedulers with: a function, copied with
+/// the plugin (a closure over shared data: the caller's `Arc`, say).
+pub trait MakeScheduler: Send + Sync {
+    /// A new scheduler.
+    fn make(&self) -> Box<dyn PluginScheduler>;
+
+    /// A copy of this function.
+    fn clone_make(&self) -> Box<dyn MakeScheduler>;
+}
+
+impl<F> MakeScheduler for F
+where
+    F: Fn() -> Box<dyn PluginScheduler> + Clone + Send + Sync + 'static,
+{
+    fn make(&self) -> Box<dyn PluginScheduler> {
+        self()
+    }
+
+    fn clone_make(&self) -> Box<dyn MakeScheduler> {
+        Box::new(self.clone())
+    }
+}
 
 /// A named factory of a [`PluginScheduler`]: each run builds its own.
-#[derive(Clone)]
 pub struct Plugin {
     name: String,
-    make: Arc<Make>,
+    make: Box<dyn MakeScheduler>,
+}
+
+impl Clone for Plugin {
+    fn clone(&self) -> Plugin {
+        Plugin {
+            name: self.name.clone(),
+            make: self.make.clone_make(),
+        }
+    }
 }
 
 impl Plugin {
     /// The plugin `name`, built by `make`.
-    pub fn new(
-        name: impl Into<String>,
-        make: impl Fn() -> Box<dyn PluginScheduler> + Send + Sync + 'static,
-    ) -> Plugin {
+    pub fn new(name: impl Into<String>, make: impl MakeScheduler + 'static) -> Plugin {
         Plugin {
             name: name.into(),
-            make: Arc::new(make),
+            make: Box::new(make),
         }
     }
 
@@ -70,7 +94,7 @@ impl Plugin {
 
     /// A new scheduler of this plugin.
     pub fn build(&self) -> Box<dyn PluginScheduler> {
-        (self.make)()
+        self.make.make()
     }
 }
 

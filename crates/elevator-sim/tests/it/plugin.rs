@@ -77,12 +77,15 @@ impl PluginScheduler for Fifo {
 
 fn plugins(fail_after: Option<u32>) -> Plugins {
     let mut p = Plugins::default();
-    p.add(Plugin::new("test-fifo", move || {
-        Box::new(Fifo {
-            fail_after,
-            ..Fifo::default()
-        })
-    }));
+    p.add(Plugin::new(
+        "test-fifo",
+        move || -> Box<dyn PluginScheduler> {
+            Box::new(Fifo {
+                fail_after,
+                ..Fifo::default()
+            })
+        },
+    ));
     p
 }
 

@@ -1,0 +1,4 @@
+//! elevator-run's integration tests, one module per area.
+
+mod sweep;
+mod sweep_plugin;

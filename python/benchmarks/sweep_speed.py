@@ -38,10 +38,39 @@ def one(jobs):
     return t1 - t0, (c1.user - c0.user) + (c1.system - c0.system), df
 
 
+def cpu_idle_fraction(seconds=2.0):
+    """The machine's idle CPU share over ``seconds`` (Linux: /proc/stat)."""
+
+    def sample():
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+        return fields[3], sum(fields)
+
+    idle0, total0 = sample()
+    time.sleep(seconds)
+    idle1, total1 = sample()
+    return (idle1 - idle0) / max(1, total1 - total0)
+
+
+def wait_idle(limit_s=600):
+    """Wait (at most ``limit_s``) until the machine has been 90 % idle for 2 s."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        idle = cpu_idle_fraction()
+        if idle >= 0.9:
+            print(f"machine idle ({idle:.0%} over 2 s): starting", flush=True)
+            return
+    print("the machine never went idle: measuring anyway", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3, help="runs of each (alternating)")
+    parser.add_argument("--wait-idle", action="store_true",
+                        help="start once the machine has been 90%% idle for 2 s (Linux; a shared machine)")
     args = parser.parse_args()
+    if args.wait_idle:
+        wait_idle()
     walls = {1: [], 2: []}
     cpus = {1: [], 2: []}
     tables = {}

@@ -198,6 +198,7 @@ fn code_spans(text: &str) -> Vec<(usize, &str)> {
 fn is_path(span: &str) -> bool {
     const TOP: &[&str] = &[
         "crates/",
+        "python/",
         "scripts/",
         "docs/",
         "examples/",
@@ -359,7 +360,8 @@ fn defined_names(root: &Path) -> BTreeSet<String> {
         "macro_rules! ",
     ];
     let mut names = BTreeSet::new();
-    let mut todo = vec![root.join("crates")];
+    // The crates, and the Python package's Rust (python/src).
+    let mut todo = vec![root.join("crates"), root.join("python/src")];
     while let Some(dir) = todo.pop() {
         let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         for entry in entries.flatten() {

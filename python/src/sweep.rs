@@ -297,13 +297,20 @@ impl PySweep {
         };
         let (spec, plugins) = (&*self.spec, &self.plugins);
         let threads = threads.max(1);
+        // Each worker holds its interpreter thread state for the whole
+        // sweep (attached, then detached while Rust runs): a Python
+        // scheduler's calls then only take the GIL, rather than make and
+        // free a thread state each (which cost 40x).
+        let scope: sweep::WorkerScope<'_> = &|work| Python::attach(|py| py.detach(work));
         let done = match out {
             Some(file) => {
                 let mut guard = file.borrow_mut();
                 let results = guard.inner.as_mut().ok_or_else(closed)?;
-                py.detach(|| sweep::run_local(spec, threads, Some(results), plugins, &report))
+                py.detach(|| {
+                    sweep::run_local_in(spec, threads, Some(results), plugins, &report, scope)
+                })
             }
-            None => py.detach(|| sweep::run_local(spec, threads, None, plugins, &report)),
+            None => py.detach(|| sweep::run_local_in(spec, threads, None, plugins, &report, scope)),
         }
         .map_err(|e| to_py_err(&e))?;
         done.iter()

@@ -69,9 +69,28 @@ pub type ConfigRows = (usize, Vec<Vec<Cell>>);
 pub fn run_local(
     spec: &Spec,
     threads: usize,
+    out: Option<&mut ResultsFile>,
+    plugins: &Plugins,
+    progress: &(dyn Fn(SweepProgress) + Sync),
+) -> Result<Vec<ConfigRows>, RunError> {
+    run_local_in(spec, threads, out, plugins, progress, &|work| work())
+}
+
+/// What each worker thread of [`run_local_in`] runs its work in: it must
+/// call the work it is given, once. A front end with per-thread state
+/// wraps it: the Python bindings give each worker its interpreter thread
+/// state for the whole sweep, so that a Python scheduler's every call
+/// does not make (and free) one.
+pub type WorkerScope<'a> = &'a (dyn Fn(&(dyn Fn() + Sync)) + Sync);
+
+/// [`run_local`], each worker thread running in `scope`.
+pub fn run_local_in(
+    spec: &Spec,
+    threads: usize,
     mut out: Option<&mut ResultsFile>,
     plugins: &Plugins,
     progress: &(dyn Fn(SweepProgress) + Sync),
+    scope_in: WorkerScope<'_>,
 ) -> Result<Vec<ConfigRows>, RunError> {
     // A trace that cannot be read fails here, before anything runs.
     spec.parsed_trace()?;
@@ -94,16 +113,19 @@ pub fn run_local(
             let tx = tx.clone();
             let (next, stop, todo) = (&next, &stop, &todo);
             scope.spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let Some(&index) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                        break;
-                    };
-                    let t0 = Instant::now();
-                    let rows = run_config(spec, index, plugins);
-                    if tx.send((index, rows, t0.elapsed())).is_err() {
-                        break;
+                let work = || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let Some(&index) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                            break;
+                        };
+                        let t0 = Instant::now();
+                        let rows = run_config(spec, index, plugins);
+                        if tx.send((index, rows, t0.elapsed())).is_err() {
+                            break;
+                        }
                     }
-                }
+                };
+                scope_in(&work);
             });
         }
         drop(tx);

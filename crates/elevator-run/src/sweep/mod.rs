@@ -26,7 +26,7 @@ pub mod spec;
 mod spec_toml;
 
 pub use grid::{Config, KeyKind, MAX_CONFIGS};
-pub use local::{ConfigRows, SweepProgress, run_local};
+pub use local::{ConfigRows, SweepProgress, WorkerScope, run_local, run_local_in};
 pub use results_file::ResultsFile;
 pub use rows::{Cell, run_config};
 pub use spec::MAX_TRACE_BYTES;

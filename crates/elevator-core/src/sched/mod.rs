@@ -398,24 +398,14 @@ impl AnyScheduler {
     }
 }
 
+/// `$body` on whichever scheduler `$self` holds, bound to `$s`; with
+/// `plugin $p => $pbody`, a plugin's arm is its own (the built-ins' hottest
+/// answers are kept free of a dynamic call).
 macro_rules! each {
     ($self:expr, $s:ident => $body:expr) => {
-        match $self {
-            AnyScheduler::None($s) => $body,
-            AnyScheduler::MqDeadline($s) => $body,
-            AnyScheduler::DeadlineList($s) => $body,
-            AnyScheduler::DeadlineRbtree($s) => $body,
-            AnyScheduler::Cfq($s) => $body,
-            AnyScheduler::Bfq($s) => $body,
-            AnyScheduler::Kyber($s) => $body,
-            AnyScheduler::Plugin($s) => $body,
-        }
+        each!($self, $s => $body, plugin $s => $body)
     };
-}
-
-/// `each!` for the built-ins, with `$plugin` as a plugin's answer.
-macro_rules! builtin {
-    ($self:expr, $s:ident => $body:expr, $plugin:expr) => {
+    ($self:expr, $s:ident => $body:expr, plugin $p:pat => $pbody:expr) => {
         match $self {
             AnyScheduler::None($s) => $body,
             AnyScheduler::MqDeadline($s) => $body,
@@ -424,7 +414,7 @@ macro_rules! builtin {
             AnyScheduler::Cfq($s) => $body,
             AnyScheduler::Bfq($s) => $body,
             AnyScheduler::Kyber($s) => $body,
-            AnyScheduler::Plugin(_) => $plugin,
+            AnyScheduler::Plugin($p) => $pbody,
         }
     };
 }
@@ -444,7 +434,7 @@ impl Scheduler for AnyScheduler {
         // A plugin finds merges through the queue's own cache and hash: the
         // scan of recent requests (newest, older) is for built-ins, kept
         // free of dynamic calls in the queue's hottest loop.
-        builtin!(self, s => s.merge_lookup(), MergeLookup::Elevator)
+        each!(self, s => s.merge_lookup(), plugin _ => MergeLookup::Elevator)
     }
     #[inline]
     fn allow_bio_merge(&self, rqs: &Requests, rq: RequestId, bio: &Bio) -> bool {
@@ -460,11 +450,11 @@ impl Scheduler for AnyScheduler {
     }
     #[inline]
     fn newest(&self) -> Option<RequestId> {
-        builtin!(self, s => s.newest(), None)
+        each!(self, s => s.newest(), plugin _ => None)
     }
     #[inline]
     fn older(&self, rq: RequestId) -> Option<RequestId> {
-        builtin!(self, s => s.older(rq), None)
+        each!(self, s => s.older(rq), plugin _ => None)
     }
     #[inline]
     fn next_request(&self, rqs: &Requests, rq: RequestId) -> Option<RequestId> {

@@ -2,91 +2,15 @@
 //! elevator runs a job by name beside the built-ins, and one that fails
 //! makes the run fail with what it said, after handing back what it held.
 
-use std::collections::VecDeque;
-
-use elevator_core::{
-    MergeKind, Nanos, Plugin, PluginScheduler, Plugins, RequestId, Requests, SchedDispatch,
-    Scheduler, TunableError, TunableSpec,
-};
+use elevator_core::Plugins;
 use elevator_fio::RunConfig;
 use elevator_fio::job::JobFile;
 use elevator_sim::device::ModelSpec;
 use elevator_sim::engine::{SimError, run};
-
-/// First in, first out; after `fail_after` inserts it "fails" (as a Python
-/// exception would) and says so, but still hands back what it holds.
-#[derive(Clone, Debug, Default)]
-struct Fifo {
-    held: VecDeque<RequestId>,
-    inserts: u32,
-    fail_after: Option<u32>,
-}
-
-impl Scheduler for Fifo {
-    fn name(&self) -> &'static str {
-        "test-fifo"
-    }
-    fn resize(&mut self, _nr_requests: u32) {}
-    fn insert(&mut self, _rqs: &Requests, rq: RequestId, _now: Nanos) {
-        self.inserts += 1;
-        self.held.push_back(rq);
-    }
-    fn bio_merged(&mut self, _rqs: &Requests, _rq: RequestId, _kind: MergeKind) {}
-    fn requests_merged(&mut self, _: &Requests, _: RequestId, gone: RequestId, queued: bool) {
-        if queued {
-            self.held.retain(|r| *r != gone);
-        }
-    }
-    fn dispatch(&mut self, _rqs: &Requests, _now: Nanos) -> SchedDispatch {
-        self.held
-            .pop_front()
-            .map_or(SchedDispatch::Nothing, SchedDispatch::Request)
-    }
-    fn queued(&self) -> u32 {
-        self.held.len() as u32
-    }
-    fn tunables(&self) -> &'static [TunableSpec] {
-        &[]
-    }
-    fn get_tunable(&self, name: &str) -> Result<u64, TunableError> {
-        Err(unknown(name))
-    }
-    fn set_tunable(&mut self, name: &str, _value: u64) -> Result<(), TunableError> {
-        Err(unknown(name))
-    }
-}
-
-fn unknown(name: &str) -> TunableError {
-    TunableError::Unknown {
-        name: name.to_string(),
-        owner: "test-fifo".to_string(),
-        known: String::new(),
-    }
-}
-
-impl PluginScheduler for Fifo {
-    fn clone_box(&self) -> Box<dyn PluginScheduler> {
-        Box::new(self.clone())
-    }
-    fn failure(&self) -> Option<String> {
-        self.fail_after
-            .filter(|n| self.inserts > *n)
-            .map(|n| format!("raised after {n} inserts"))
-    }
-}
+use elevator_testkit::FifoPlugin;
 
 fn plugins(fail_after: Option<u32>) -> Plugins {
-    let mut p = Plugins::default();
-    p.add(Plugin::new(
-        "test-fifo",
-        move || -> Box<dyn PluginScheduler> {
-            Box::new(Fifo {
-                fail_after,
-                ..Fifo::default()
-            })
-        },
-    ));
-    p
+    FifoPlugin::plugins(fail_after)
 }
 
 const JOB: &str = "[r]\nrw=randread\nbs=4k\nsize=4m\niodepth=8\nioengine=libaio\n";

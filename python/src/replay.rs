@@ -6,8 +6,8 @@
 use elevator_core::Plugins;
 use elevator_run::json::replay::{ReplayReport, replay_json};
 use elevator_run::replay::{
-    DEFAULT_DEVICE, ReplayOptions, default_target, names_recorded, parse_dev, recorded_target,
-    replay, timing,
+    DEFAULT_DEVICE, DefaultTarget, ReplayOptions, names_recorded, parse_dev, replay, replay_target,
+    timing,
 };
 use elevator_run::target::parse_tunables;
 use elevator_run::{RunError, Taps, Target};
@@ -110,14 +110,10 @@ fn replay_as_command(a: &ReplayArgs, plugins: &Plugins) -> Result<(String, Vec<S
             fua: a.fua,
         },
     };
-    let (target, why_not_recorded) = match (given, recorded) {
-        (Some(target), _) => (target, None),
-        (None, Some(spec)) => (recorded_target(&opts, spec)?, None),
-        (None, None) => {
-            let d = default_target(&opts)?;
-            (d.target, d.why_not_recorded)
-        }
-    };
+    let DefaultTarget {
+        target,
+        why_not_recorded,
+    } = replay_target(&opts, given, recorded)?;
     let mut run = replay(&opts, &target, &Taps::default(), &mut notes)?;
     if let Some(why) = why_not_recorded {
         run.device = format!("{}, the default: {why}", run.device);

@@ -18,8 +18,8 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 use elevator_io::cpu::CpuTime;
 use elevator_run::replay::{
-    DEFAULT_DEVICE, ReplayOptions, default_target, names_recorded, parse_dev, recorded_target,
-    replay, timing,
+    DEFAULT_DEVICE, DefaultTarget, ReplayOptions, names_recorded, parse_dev, replay, replay_target,
+    timing,
 };
 use elevator_run::target::parse_tunables;
 use elevator_run::{Taps, Target};
@@ -194,14 +194,10 @@ pub fn run(args: &Args) -> Result<()> {
     };
     // Without --device, the recording's service times serve (or the null
     // device, saying why).
-    let (target, why_not_recorded) = match (given, recorded) {
-        (Some(target), _) => (target, None),
-        (None, Some(spec)) => (recorded_target(&opts, spec)?, None),
-        (None, None) => {
-            let d = default_target(&opts)?;
-            (d.target, d.why_not_recorded)
-        }
-    };
+    let DefaultTarget {
+        target,
+        why_not_recorded,
+    } = replay_target(&opts, given, recorded)?;
     let taps = Taps {
         trace_out: args.trace_out.as_deref(),
         observer: None,

@@ -99,6 +99,28 @@ pub struct ReplayRun {
 /// loop device on a VM's disk, roughly (128 tags, 200 µs per request).
 pub const DEFAULT_DEVICE: &str = "null,latency=200,queue_depth=128";
 
+/// The device a replay runs on: `given` (a parsed `--device`), the
+/// recording's service times when `recorded` is a `recorded,...` spec, or
+/// else [`default_target`]'s choice, with why the recording's times do not
+/// serve when they were the default and cannot.
+pub fn replay_target(
+    opts: &ReplayOptions,
+    given: Option<Target>,
+    recorded: Option<&str>,
+) -> Result<DefaultTarget, RunError> {
+    match (given, recorded) {
+        (Some(target), _) => Ok(DefaultTarget {
+            target,
+            why_not_recorded: None,
+        }),
+        (None, Some(spec)) => Ok(DefaultTarget {
+            target: recorded_target(opts, spec)?,
+            why_not_recorded: None,
+        }),
+        (None, None) => default_target(opts),
+    }
+}
+
 /// The device a replay of the trace `opts` names runs on when none is
 /// named, and, when it is not the recording's service times, why.
 #[derive(Debug)]
